@@ -1,0 +1,217 @@
+"""The input contract (npu-gate.json): load, validate, resolve paths and the profile.
+
+Everything is checked before any model is loaded: schema (every error with its JSON
+path), then what a schema cannot say (duplicate inputs, range order, known rule ids in
+waivers, the profile). Relative paths resolve against the contract's own folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ContractError, ProfileError
+from npu_gate.profile import Profile, load_profile
+from npu_gate.rules import RULES
+from npu_gate.validation import read_document, schema_problems
+
+CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
+FLOAT_DTYPES = ("float32", "float16")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: list[int]
+    dtype: str
+    layout: str | None
+    range: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class TorchModel:
+    factory: str
+    kwargs: dict[str, Any]
+    exporter: str  # dynamo | torchscript
+    opset: int
+
+
+@dataclass(frozen=True)
+class Numerics:
+    atol: float = 1e-4
+    rtol: float = 1e-3
+    samples: int = 4
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Gates:
+    max_cpu_nodes: int | None = None
+    max_npu_partitions: int | None = None
+    max_boundary_bytes: int | None = None
+    allow_dynamic_shapes: bool = False
+
+
+@dataclass(frozen=True)
+class Waiver:
+    rule: str
+    reason: str
+    node: str | None = None
+    op_type: str | None = None
+    expires: dt.date | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "reason": self.reason}
+        if self.node is not None:
+            out["node"] = self.node
+        if self.op_type is not None:
+            out["op_type"] = self.op_type
+        if self.expires is not None:
+            out["expires"] = self.expires.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class Contract:
+    path: Path
+    name: str
+    onnx_path: Path | None
+    onnx_ref: str | None  # the path as written in the contract
+    torch: TorchModel | None
+    inputs: list[InputSpec]
+    profile: Profile
+    numerics: Numerics
+    gates: Gates
+    waivers: list[Waiver] = field(default_factory=list)
+    sha256: str = ""
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def find_contract(arg: str | None) -> Path:
+    """A contract path from the CLI: a file, a folder holding npu-gate.json, or the cwd."""
+    base = Path(arg) if arg else Path.cwd()
+    if base.is_dir():
+        for name in CONTRACT_NAMES:
+            if (base / name).is_file():
+                return base / name
+        raise ContractError(f"{base}: no {' / '.join(CONTRACT_NAMES)} in this folder")
+    if not base.exists():
+        raise ContractError(f"{arg}: file not found")
+    return base
+
+
+def load_contract(path: Path) -> Contract:
+    label = str(path)
+    try:
+        doc = read_document(path, label)
+    except ValueError as exc:
+        raise ContractError(str(exc)) from None
+    problems = schema_problems(doc, "contract", label)
+    if problems:
+        raise ContractError(*problems)
+    problems = _semantic_problems(doc, label)
+    folder = path.resolve().parent
+    profile: Profile | None = None
+    try:
+        profile = load_profile(doc["target"]["profile"], folder, where=f"{label}: target.profile")
+    except ProfileError as exc:
+        problems.extend(exc.problems)
+    model = doc["model"]
+    onnx_path = None
+    if "onnx" in model:
+        onnx_path = folder / model["onnx"]
+        if not onnx_path.is_file():
+            problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
+    if problems or profile is None:
+        raise ContractError(*problems)
+
+    torch_model = None
+    if "torch" in model:
+        t = model["torch"]
+        torch_model = TorchModel(
+            factory=t["factory"],
+            kwargs=dict(t.get("kwargs", {})),
+            exporter=t.get("exporter", "dynamo"),
+            opset=int(t.get("opset", 18)),
+        )
+    numerics = doc.get("numerics", {})
+    gates = doc.get("gates", {})
+    return Contract(
+        path=path,
+        name=doc.get("name") or folder.name,
+        onnx_path=onnx_path,
+        onnx_ref=model.get("onnx"),
+        torch=torch_model,
+        inputs=[_input_spec(i) for i in doc["inputs"]],
+        profile=profile,
+        numerics=Numerics(
+            atol=float(numerics.get("atol", Numerics.atol)),
+            rtol=float(numerics.get("rtol", Numerics.rtol)),
+            samples=int(numerics.get("samples", Numerics.samples)),
+            seed=int(numerics.get("seed", Numerics.seed)),
+        ),
+        gates=Gates(
+            max_cpu_nodes=gates.get("max_cpu_nodes"),
+            max_npu_partitions=gates.get("max_npu_partitions"),
+            max_boundary_bytes=gates.get("max_boundary_bytes"),
+            allow_dynamic_shapes=bool(gates.get("allow_dynamic_shapes", False)),
+        ),
+        waivers=[
+            Waiver(
+                rule=w["rule"],
+                reason=w["reason"],
+                node=w.get("node"),
+                op_type=w.get("op_type"),
+                expires=dt.date.fromisoformat(w["expires"]) if "expires" in w else None,
+            )
+            for w in doc.get("waivers", [])
+        ],
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
+
+
+def _input_spec(doc: dict[str, Any]) -> InputSpec:
+    default = (0.0, 1.0) if doc["dtype"] in FLOAT_DTYPES else (0.0, 10.0)
+    if doc["dtype"] == "bool":
+        default = (0.0, 1.0)
+    lo, hi = doc.get("range", default)
+    return InputSpec(doc["name"], list(doc["shape"]), doc["dtype"], doc.get("layout"), (lo, hi))
+
+
+def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
+    problems = []
+    seen: set[str] = set()
+    for i, spec in enumerate(doc["inputs"]):
+        if spec["name"] in seen:
+            problems.append(f"{label}: inputs[{i}].name: duplicate input {spec['name']!r}")
+        seen.add(spec["name"])
+        if "range" in spec and spec["range"][0] > spec["range"][1]:
+            lo, hi = spec["range"]
+            problems.append(f"{label}: inputs[{i}].range: low {lo} is above high {hi}")
+        layout = spec.get("layout")
+        if layout is not None and len(layout) != len(spec["shape"]):
+            problems.append(
+                f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
+                f"but the shape has rank {len(spec['shape'])}"
+            )
+    for i, waiver in enumerate(doc.get("waivers", [])):
+        rule = RULES.get(waiver["rule"])
+        if rule is None or not rule.finding:
+            known = ", ".join(r.id for r in RULES.values() if r.finding)
+            problems.append(
+                f"{label}: waivers[{i}].rule: unknown rule {waiver['rule']!r} (known: {known})"
+            )
+        if "expires" in waiver:
+            try:
+                dt.date.fromisoformat(waiver["expires"])
+            except ValueError:
+                problems.append(
+                    f"{label}: waivers[{i}].expires: {waiver['expires']!r} is not a date"
+                )
+    return problems

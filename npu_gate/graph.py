@@ -1,0 +1,478 @@
+"""Facts about an ONNX graph: checker, shape inference, tensors, nodes with default attributes.
+
+Nothing here judges the model against a target; it only states what is in it.
+Everything taken from the model (names, strings) is untrusted text and is kept as data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx
+from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
+
+# numpy names for ONNX element types, and their sizes in bytes (None: no fixed size).
+_DTYPES: dict[int, tuple[str, int | None]] = {
+    TensorProto.FLOAT: ("float32", 4),
+    TensorProto.UINT8: ("uint8", 1),
+    TensorProto.INT8: ("int8", 1),
+    TensorProto.UINT16: ("uint16", 2),
+    TensorProto.INT16: ("int16", 2),
+    TensorProto.INT32: ("int32", 4),
+    TensorProto.INT64: ("int64", 8),
+    TensorProto.STRING: ("string", None),
+    TensorProto.BOOL: ("bool", 1),
+    TensorProto.FLOAT16: ("float16", 2),
+    TensorProto.DOUBLE: ("float64", 8),
+    TensorProto.UINT32: ("uint32", 4),
+    TensorProto.UINT64: ("uint64", 8),
+    TensorProto.COMPLEX64: ("complex64", 8),
+    TensorProto.COMPLEX128: ("complex128", 16),
+    TensorProto.BFLOAT16: ("bfloat16", 2),
+}
+DTYPE_TO_ONNX = {name: code for code, (name, _) in _DTYPES.items()}
+
+
+def dtype_name(elem_type: int) -> str | None:
+    if elem_type in _DTYPES:
+        return _DTYPES[elem_type][0]
+    if elem_type == TensorProto.UNDEFINED:
+        return None
+    try:  # float8/int4 and later types: use ONNX's own name
+        return str(TensorProto.DataType.Name(elem_type)).lower()
+    except ValueError:
+        return None
+
+
+def dtype_size(dtype: str | None) -> int | None:
+    for name, size in _DTYPES.values():
+        if name == dtype:
+            return size
+    return None
+
+
+Dim = int | str | None  # int: static; str: symbolic name; None: unknown
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    dtype: str | None
+    shape: list[Dim] | None  # None: rank unknown
+
+    @property
+    def static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    @property
+    def elements(self) -> int | None:
+        if not self.static or self.shape is None:
+            return None
+        return math.prod(int(d) for d in self.shape if d is not None)
+
+    @property
+    def nbytes(self) -> int | None:
+        size = dtype_size(self.dtype)
+        elements = self.elements
+        if size is None or elements is None:
+            return None
+        return size * elements
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": self.shape, "dtype": self.dtype}
+
+
+@dataclass
+class NodeFacts:
+    index: int
+    name: str  # unique display name (the model's own name when it has a unique one)
+    op_type: str
+    domain: str  # "" for the default ONNX domain
+    inputs: list[str]  # '' marks an absent optional input
+    outputs: list[str]
+    attributes: dict[str, Any]  # JSON-ready, ONNX defaults filled in
+    defaulted: list[str]  # attribute names whose value came from the op schema
+    implicit_inputs: list[str] = field(default_factory=list)  # outer-scope names read by subgraphs
+    subgraph_nodes: int = 0
+    known_op: bool = True  # False when ONNX has no schema for (domain, op_type, opset)
+
+    @property
+    def key(self) -> str:
+        """Profile key: ``OpType`` for the ONNX domain, ``domain::OpType`` otherwise."""
+        return self.op_type if self.domain in ("", "ai.onnx") else f"{self.domain}::{self.op_type}"
+
+
+@dataclass
+class GraphFacts:
+    ir_version: int
+    opset: int
+    opsets: dict[str, int]
+    producer: str
+    nodes: list[NodeFacts]
+    tensors: dict[str, TensorInfo]
+    inputs: list[TensorInfo]  # graph inputs that are not initializers, as the model declares them
+    outputs: list[TensorInfo]
+    initializers: set[str]
+    checker_errors: list[str]
+    shape_inference_error: str | None
+
+
+def tensor_info_from_type(name: str, type_proto: onnx.TypeProto) -> TensorInfo:
+    if not type_proto.HasField("tensor_type"):
+        return TensorInfo(name, None, None)
+    tt = type_proto.tensor_type
+    shape: list[Dim] | None = None
+    if tt.HasField("shape"):
+        shape = []
+        for dim in tt.shape.dim:
+            if dim.HasField("dim_value"):
+                shape.append(int(dim.dim_value))
+            elif dim.HasField("dim_param") and dim.dim_param:
+                shape.append(dim.dim_param)
+            else:
+                shape.append(None)
+    return TensorInfo(name, dtype_name(tt.elem_type), shape)
+
+
+def run_checker(model: ModelProto) -> list[str]:
+    """onnx.checker errors (the full check's strict shape inference runs separately)."""
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    except onnx.checker.ValidationError as exc:
+        return [line for line in str(exc).splitlines() if line.strip()][:20]
+    except Exception as exc:  # protobuf-level surprises: report, never crash
+        return [f"{type(exc).__name__}: {exc}"]
+    return []
+
+
+def infer_shapes(model: ModelProto) -> tuple[ModelProto, str | None]:
+    """Strict shape inference with data propagation; on failure, a lenient pass and the error."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
+        return inferred, None
+    except Exception as exc:
+        error = _first_line(str(exc)) or type(exc).__name__
+    try:
+        return onnx.shape_inference.infer_shapes(model, data_prop=True), error
+    except Exception:
+        return model, error
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def apply_input_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> None:
+    """Overwrite the named graph inputs' dims with the contract's static dims (in place)."""
+    for value in model.graph.input:
+        if value.name not in shapes or not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        del dims[:]
+        for d in shapes[value.name]:
+            dims.add().dim_value = d
+
+
+def collect(
+    model: ModelProto,
+    checker_errors: list[str],
+    shape_error: str | None,
+    as_inputs: frozenset[str] = frozenset(),
+) -> GraphFacts:
+    """Build GraphFacts from an (already shape-inferred) model.
+
+    ``as_inputs``: initializers that the model also lists as graph inputs (IR < 4) are
+    weights, unless named here (the contract declares them as inputs).
+    """
+    graph = model.graph
+    opsets = {(o.domain or ""): int(o.version) for o in model.opset_import}
+    opset = opsets.get("", opsets.get("ai.onnx", 0))
+
+    tensors: dict[str, TensorInfo] = {}
+    initializers = {init.name for init in graph.initializer} - as_inputs
+    for init in graph.initializer:
+        tensors[init.name] = TensorInfo(init.name, dtype_name(init.data_type), list(init.dims))
+    for value in list(graph.value_info) + list(graph.output):
+        tensors[value.name] = tensor_info_from_type(value.name, value.type)
+    inputs: list[TensorInfo] = []
+    for value in graph.input:
+        info = tensor_info_from_type(value.name, value.type)
+        if value.name in initializers:
+            continue  # IR < 4 lists weights as inputs too; they stay weights
+        tensors[value.name] = info
+        inputs.append(info)
+    outputs = [tensors.get(v.name) or tensor_info_from_type(v.name, v.type) for v in graph.output]
+
+    nodes = [_node_facts(i, node, opsets) for i, node in enumerate(graph.node)]
+    _make_names_unique(nodes)
+    for node in nodes:
+        _fill_implied_attributes(node, tensors)
+    for node, proto in zip(nodes, graph.node):
+        if node.op_type == "Constant" and node.outputs and node.outputs[0] not in tensors:
+            value = _constant_value_info(proto)
+            if value is not None:
+                tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
+    return GraphFacts(
+        ir_version=int(model.ir_version),
+        opset=opset,
+        opsets=opsets,
+        producer=f"{model.producer_name} {model.producer_version}".strip(),
+        nodes=nodes,
+        tensors=tensors,
+        inputs=inputs,
+        outputs=outputs,
+        initializers=initializers,
+        checker_errors=checker_errors,
+        shape_inference_error=shape_error,
+    )
+
+
+def _constant_value_info(node: onnx.NodeProto) -> tuple[str | None, list[Dim]] | None:
+    for attr in node.attribute:
+        if attr.name == "value" and attr.type == AttributeProto.TENSOR:
+            return dtype_name(attr.t.data_type), list(attr.t.dims)
+        if attr.name in ("value_float", "value_int"):
+            return ("float32" if attr.name == "value_float" else "int64"), []
+        if attr.name in ("value_floats", "value_ints"):
+            n = len(attr.floats) if attr.name == "value_floats" else len(attr.ints)
+            return ("float32" if attr.name == "value_floats" else "int64"), [n]
+    return None
+
+
+_CONV_WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
+_POOLS = ("MaxPool", "AveragePool", "LpPool")
+
+
+def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) -> None:
+    """Defaults the ONNX spec states in prose but the op schema does not encode.
+
+    Conv's strides, dilations and pads default to 1, 1 and 0 per spatial axis, and its
+    kernel_shape is the weight's spatial shape; pools likewise for strides and pads.
+    """
+    if node.domain != "":
+        return
+    spatial: int | None = None
+    if node.op_type in _CONV_WEIGHT_INPUT:
+        index = _CONV_WEIGHT_INPUT[node.op_type]
+        weight = tensors.get(node.inputs[index]) if index < len(node.inputs) else None
+        if weight is not None and weight.shape is not None and len(weight.shape) >= 3:
+            spatial = len(weight.shape) - 2
+            kernel = weight.shape[2:]
+            if "kernel_shape" not in node.attributes and all(isinstance(d, int) for d in kernel):
+                node.attributes["kernel_shape"] = [int(d) for d in kernel if d is not None]
+                node.defaulted.append("kernel_shape")
+    elif node.op_type in _POOLS and isinstance(node.attributes.get("kernel_shape"), list):
+        spatial = len(node.attributes["kernel_shape"])
+    if spatial is None:
+        return
+    implied: dict[str, list[int]] = {"strides": [1] * spatial, "pads": [0] * (2 * spatial)}
+    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool"):
+        implied["dilations"] = [1] * spatial
+    if node.op_type == "ConvTranspose":
+        implied["output_padding"] = [0] * spatial
+    for name, value in implied.items():
+        if name not in node.attributes:
+            node.attributes[name] = value
+            node.defaulted.append(name)
+    node.attributes = dict(sorted(node.attributes.items()))
+    node.defaulted.sort()
+
+
+def _make_names_unique(nodes: list[NodeFacts]) -> None:
+    """Give unnamed and duplicate-named nodes a stable display name based on their index."""
+    seen: dict[str, int] = {}
+    for node in nodes:
+        seen[node.name] = seen.get(node.name, 0) + 1
+    for node in nodes:
+        if not node.name or seen[node.name] > 1:
+            node.name = f"{node.name or node.op_type}#{node.index}"
+
+
+_SCHEMA_CACHE: dict[tuple[str, str, int], Any] = {}
+
+
+def _op_schema(op_type: str, domain: str, opset: int) -> Any:
+    key = (op_type, domain, opset)
+    if key not in _SCHEMA_CACHE:
+        try:
+            _SCHEMA_CACHE[key] = onnx.defs.get_schema(op_type, opset, domain)
+        except Exception:
+            _SCHEMA_CACHE[key] = None
+    return _SCHEMA_CACHE[key]
+
+
+def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> NodeFacts:
+    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    attributes: dict[str, Any] = {}
+    subgraph_nodes = 0
+    implicit: list[str] = []
+    for attr in node.attribute:
+        attributes[attr.name] = attribute_value(attr)
+        for sub in _attr_graphs(attr):
+            subgraph_nodes += _count_nodes(sub)
+            implicit.extend(outer_scope_names(sub))
+    schema = _op_schema(node.op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
+    defaulted: list[str] = []
+    if schema is not None:
+        for name, spec in schema.attributes.items():
+            if name in attributes:
+                continue
+            default = spec.default_value
+            if default is not None and default.type != AttributeProto.UNDEFINED:
+                attributes[name] = attribute_value(default)
+                defaulted.append(name)
+    return NodeFacts(
+        index=index,
+        name=node.name,
+        op_type=node.op_type,
+        domain=domain,
+        inputs=list(node.input),
+        outputs=list(node.output),
+        attributes=dict(sorted(attributes.items())),
+        defaulted=sorted(defaulted),
+        implicit_inputs=sorted(set(implicit)),
+        subgraph_nodes=subgraph_nodes,
+        known_op=schema is not None,
+    )
+
+
+def _attr_graphs(attr: AttributeProto) -> list[GraphProto]:
+    if attr.type == AttributeProto.GRAPH:
+        return [attr.g]
+    if attr.type == AttributeProto.GRAPHS:
+        return list(attr.graphs)
+    return []
+
+
+def _count_nodes(graph: GraphProto) -> int:
+    total = 0
+    for node in graph.node:
+        total += 1
+        for attr in node.attribute:
+            for sub in _attr_graphs(attr):
+                total += _count_nodes(sub)
+    return total
+
+
+def outer_scope_names(graph: GraphProto) -> Iterator[str]:
+    """Names a subgraph (recursively) reads but does not define itself."""
+    defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+    defined |= {i.values.name for i in graph.sparse_initializer}
+    for node in graph.node:
+        for name in node.input:
+            if name and name not in defined:
+                yield name
+        for attr in node.attribute:
+            for sub in _attr_graphs(attr):
+                for name in outer_scope_names(sub):
+                    if name not in defined:
+                        yield name
+        defined.update(node.output)
+
+
+def _clean_float(x: float) -> float | str:
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    return float(f"{x:.7g}")  # attributes are float32: 7 significant digits say it all
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def attribute_value(attr: AttributeProto) -> Any:
+    """A JSON-ready view of an attribute. Tensors and graphs are summarised, not dumped."""
+    t = attr.type
+    if t == AttributeProto.INT:
+        return int(attr.i)
+    if t == AttributeProto.FLOAT:
+        return _clean_float(attr.f)
+    if t == AttributeProto.STRING:
+        return _text(attr.s)
+    if t == AttributeProto.INTS:
+        return [int(v) for v in attr.ints]
+    if t == AttributeProto.FLOATS:
+        return [_clean_float(v) for v in attr.floats]
+    if t == AttributeProto.STRINGS:
+        return [_text(v) for v in attr.strings]
+    if t == AttributeProto.TENSOR:
+        return _tensor_summary(attr.t)
+    if t == AttributeProto.GRAPH:
+        return {"graph": attr.g.name, "nodes": _count_nodes(attr.g)}
+    if t == AttributeProto.GRAPHS:
+        return [{"graph": g.name, "nodes": _count_nodes(g)} for g in attr.graphs]
+    if t == AttributeProto.SPARSE_TENSOR:
+        return {"sparse_tensor": list(attr.sparse_tensor.dims)}
+    return {"unsupported_attribute_type": int(t)}
+
+
+def _tensor_summary(tensor: TensorProto) -> dict[str, Any]:
+    summary: dict[str, Any] = {"dtype": dtype_name(tensor.data_type), "dims": list(tensor.dims)}
+    elements = math.prod(tensor.dims) if tensor.dims else 1
+    if elements <= 8 and tensor.data_location != TensorProto.EXTERNAL:
+        try:
+            from onnx import numpy_helper
+
+            values = numpy_helper.to_array(tensor).reshape(-1).tolist()
+            summary["values"] = [_clean_float(v) if isinstance(v, float) else v for v in values]
+        except Exception:
+            pass  # exotic dtypes: the summary without values is enough
+    return summary
+
+
+def producers(nodes: list[NodeFacts]) -> dict[str, int]:
+    """Tensor name → index of the node that produces it."""
+    out: dict[str, int] = {}
+    for node in nodes:
+        for name in node.outputs:
+            if name:
+                out[name] = node.index
+    return out
+
+
+def node_dependencies(nodes: list[NodeFacts]) -> list[list[int]]:
+    """For each node, the distinct indices of the nodes it reads from (incl. via subgraphs)."""
+    made_by = producers(nodes)
+    deps: list[list[int]] = []
+    for node in nodes:
+        seen: dict[int, None] = {}
+        for name in (*node.inputs, *node.implicit_inputs):
+            p = made_by.get(name) if name else None
+            if p is not None and p != node.index:
+                seen[p] = None
+        deps.append(list(seen))
+    return deps
+
+
+def topological_order(nodes: list[NodeFacts], deps: list[list[int]]) -> list[int]:
+    """Kahn's algorithm, ties broken by the model's own order. Nodes caught in a cycle
+    (an invalid model) are appended in model order so that analysis still completes."""
+    import heapq
+
+    indegree = [len(d) for d in deps]
+    consumers: list[list[int]] = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for p in d:
+            consumers[p].append(i)
+    ready = [i for i, n in enumerate(indegree) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for c in consumers[i]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(ready, c)
+    if len(order) < len(nodes):
+        placed = set(order)
+        order.extend(i for i in range(len(nodes)) if i not in placed)
+    return order

@@ -1,0 +1,72 @@
+"""Read an ONNX file safely: clear errors for non-ONNX input, external data kept in its folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import onnx
+from onnx import ModelProto, TensorProto
+
+from npu_gate.errors import ModelError
+
+
+def load_onnx(path: Path, label: str | None = None) -> tuple[ModelProto, str]:
+    """The model with its external data loaded, and the sha256 of the .onnx file's bytes."""
+    label = label or str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelError(f"{label}: file not found") from None
+    except OSError as exc:
+        raise ModelError(f"{label}: cannot read: {exc.strerror}") from None
+    sha256 = hashlib.sha256(data).hexdigest()
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception:
+        raise ModelError(f"{label}: not an ONNX model (protobuf parse failed)") from None
+    if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
+        raise ModelError(f"{label}: not an ONNX model (no graph or IR version)")
+    _load_external_data(model, path.resolve().parent, label)
+    return model, sha256
+
+
+def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
+    out = [t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
+                out.append(attr.t)
+            if attr.type == onnx.AttributeProto.GRAPH:
+                out.extend(_external_tensors(attr.g))
+            for g in attr.graphs:
+                out.extend(_external_tensors(g))
+    return out
+
+
+def _load_external_data(model: ModelProto, folder: Path, label: str) -> None:
+    """Refuse external data outside the model's folder; then read it in."""
+    tensors = _external_tensors(model.graph)
+    if not tensors:
+        return
+    problems = []
+    for tensor in tensors:
+        entries = {e.key: e.value for e in tensor.external_data}
+        location = entries.get("location", "")
+        target = (folder / location).resolve()
+        if not location or os.path.isabs(location) or not target.is_relative_to(folder):
+            problems.append(
+                f"{label}: tensor {tensor.name!r}: external data location {location!r} "
+                "is outside the model's folder"
+            )
+        elif not target.is_file():
+            problems.append(f"{label}: tensor {tensor.name!r}: external data file {location!r} not found")
+    if problems:
+        raise ModelError(*problems)
+    try:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(model, str(folder))
+    except Exception as exc:
+        raise ModelError(f"{label}: cannot read external data: {exc}") from None

@@ -1,0 +1,154 @@
+"""ONNX Runtime (CPU) against the eager PyTorch module, on seeded samples.
+
+Imports torch and onnxruntime lazily: this module only runs for torch contracts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from npu_gate.capture import capture_output
+from npu_gate.contract import Contract
+from npu_gate.samples import make_samples
+
+
+@dataclass
+class OutputComparison:
+    output: str
+    max_abs_err: float | None
+    max_rel_err: float | None
+    atol: float
+    rtol: float
+    passed: bool
+    samples: int
+    problem: str | None = None  # shape/dtype mismatch, non-finite values
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "output": self.output,
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "passed": self.passed,
+            "samples": self.samples,
+        }
+        if self.problem:
+            out["problem"] = self.problem
+        return out
+
+
+@dataclass
+class NumericsOutcome:
+    comparisons: list[OutputComparison]
+    error: str | None
+    seconds: float
+    log: list[str]
+
+
+def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome:
+    start = time.perf_counter()
+    spec = contract.numerics
+    samples = make_samples(contract.inputs, spec.samples, spec.seed)
+    with capture_output() as captured:
+        try:
+            ort_outputs, names = _run_onnxruntime(onnx_path, samples)
+        except Exception as exc:
+            return NumericsOutcome([], f"onnxruntime: {_one_line(exc)}",
+                                   time.perf_counter() - start, captured.lines)
+        try:
+            torch_outputs = _run_torch(module, contract, samples)
+        except Exception as exc:
+            return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
+                                   time.perf_counter() - start, captured.lines)
+    comparisons = []
+    for index, name in enumerate(names):
+        pairs = []
+        for k in range(len(samples)):
+            ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
+            pairs.append((ort_outputs[k][index], ref))
+        comparisons.append(_compare_output(name, pairs, spec.atol, spec.rtol))
+    return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines)
+
+
+def _run_onnxruntime(path: Path, samples: list[dict[str, np.ndarray]]) -> tuple[list[list[np.ndarray]], list[str]]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1  # deterministic and fair on a 2-core CI runner
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    wanted = [i.name for i in session.get_inputs()]
+    names = [o.name for o in session.get_outputs()]
+    results = []
+    for sample in samples:
+        missing = [n for n in wanted if n not in sample]
+        if missing:
+            raise ValueError(f"model input(s) {missing} are not declared in the contract")
+        results.append([np.asarray(v) for v in session.run(names, {n: sample[n] for n in wanted})])
+    return results, names
+
+
+def _run_torch(module: Any, contract: Contract, samples: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+    import torch
+
+    results = []
+    with torch.no_grad():
+        for sample in samples:
+            args = [torch.from_numpy(sample[i.name]) for i in contract.inputs]
+            results.append([t.detach().cpu().numpy() for t in _flatten(module(*args))])
+    return results
+
+
+def _flatten(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _flatten(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _flatten(v)]
+    return []
+
+
+def _compare_output(
+    name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float
+) -> OutputComparison:
+    max_abs = 0.0
+    max_rel = 0.0
+    passed = True
+    for got, ref in pairs:
+        if ref is None:
+            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
+                                    "PyTorch returned fewer outputs than the ONNX model")
+        if got.shape != ref.shape:
+            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
+                                    f"shape {list(got.shape)} vs PyTorch {list(ref.shape)}")
+        a = got.astype(np.float64)
+        b = ref.astype(np.float64)
+        finite = np.isfinite(a) == np.isfinite(b)
+        if not finite.all() or not np.array_equal(a[~np.isfinite(a)], b[~np.isfinite(b)]):
+            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
+                                    "non-finite values differ")
+        mask = np.isfinite(b)
+        diff = np.abs(a[mask] - b[mask])
+        if diff.size:
+            max_abs = max(max_abs, float(diff.max()))
+            # relative error where the reference is non-zero; zeros are covered by abs error
+            nonzero = np.abs(b[mask]) > 0
+            if nonzero.any():
+                rel = diff[nonzero] / np.abs(b[mask][nonzero])
+                max_rel = max(max_rel, float(rel.max()))
+            passed = passed and bool(np.all(diff <= atol + rtol * np.abs(b[mask])))
+    return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, len(pairs))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,143 @@
+"""Partitions as a runtime with CPU fallback would form them, and the bytes crossing them.
+
+The algorithm (documented in docs/partitioning.md):
+
+1. Folded nodes are gone: only npu and cpu nodes take part.
+2. Walk the graph in topological order with Kahn's algorithm, one device at a time:
+   take every ready node of the current device (smallest model index first), including
+   those made ready meanwhile; when none is left, close the segment and switch device
+   (NPU first). Like onnxruntime's partitioner, this keeps same-device work together.
+3. A segment is a contiguous run of a topological order, so it is convex: no path can
+   leave it and come back. Each segment is split into its connected components, which
+   stay convex; each component is a partition.
+
+The walk touches each node and edge a constant number of times (plus a heap), so it is
+linear in graph size up to the log factor of the heap.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from npu_gate.graph import GraphFacts
+from npu_gate.placement import CPU, FOLDED, NPU, Placement
+
+
+@dataclass
+class Partition:
+    id: int
+    device: str
+    nodes: list[int]  # node indices, in execution order
+
+
+@dataclass
+class Boundary:
+    tensor: str
+    bytes: int | None
+    source: int  # producing partition id
+    target: int  # consuming partition id
+
+
+def build_partitions(
+    facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
+) -> list[Partition]:
+    active = [p.device != FOLDED for p in placements]
+    indegree = [0] * len(facts.nodes)
+    consumers: list[list[int]] = [[] for _ in facts.nodes]
+    for i, d in enumerate(deps):
+        if not active[i]:
+            continue
+        for p in d:
+            if active[p]:
+                indegree[i] += 1
+                consumers[p].append(i)
+    ready: dict[str, list[int]] = {NPU: [], CPU: []}
+    for i, is_active in enumerate(active):
+        if is_active and indegree[i] == 0:
+            ready[placements[i].device].append(i)
+    for heap in ready.values():
+        heapq.heapify(heap)
+
+    segments: list[tuple[str, list[int]]] = []
+    while ready[NPU] or ready[CPU]:
+        device = NPU if ready[NPU] else CPU
+        segment: list[int] = []
+        while ready[device]:
+            i = heapq.heappop(ready[device])
+            segment.append(i)
+            for c in consumers[i]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    heapq.heappush(ready[placements[c].device], c)
+        segments.append((device, segment))
+    stranded = [i for i, a in enumerate(active) if a and indegree[i] > 0]
+    for i in stranded:  # only in invalid (cyclic) graphs: one partition each
+        segments.append((placements[i].device, [i]))
+
+    partitions: list[Partition] = []
+    for device, segment in segments:
+        for component in _components(segment, deps):
+            partitions.append(Partition(len(partitions), device, component))
+    return partitions
+
+
+def _components(segment: list[int], deps: list[list[int]]) -> list[list[int]]:
+    """Weakly connected components of a segment, each in segment order, ordered by first node."""
+    parent = {i: i for i in segment}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in segment:
+        for p in deps[i]:
+            if p in parent:
+                a, b = find(i), find(p)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in segment:  # dicts keep insertion order: groups come out ordered by first node
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[Boundary]:
+    """One entry per (tensor, consuming partition) where the consumer's partition differs.
+
+    Only tensors produced by a non-folded node count: graph inputs, weights and folded
+    constants are not copied between partitions at run time.
+    """
+    part_of: dict[int, int] = {}
+    for part in partitions:
+        for i in part.nodes:
+            part_of[i] = part.id
+    made_by: dict[str, int] = {}
+    for i in part_of:
+        for name in facts.nodes[i].outputs:
+            if name:
+                made_by[name] = i
+    crossing: dict[tuple[str, int], int] = {}
+    for part in partitions:
+        for i in part.nodes:
+            node = facts.nodes[i]
+            for name in dict.fromkeys((*node.inputs, *node.implicit_inputs)):
+                producer = made_by.get(name) if name else None
+                if producer is None or part_of[producer] == part.id:
+                    continue
+                crossing.setdefault((name, part.id), part_of[producer])
+    out = []
+    for (name, target), source in crossing.items():
+        info = facts.tensors.get(name)
+        out.append(Boundary(name, info.nbytes if info else None, source, target))
+    out.sort(key=lambda b: (b.source, b.target, b.tensor))
+    return out
+
+
+def total_bytes(crossings: list[Boundary]) -> int | None:
+    """Sum of boundary bytes; None when any crossing tensor has an unknown size."""
+    if any(b.bytes is None for b in crossings):
+        return None
+    return sum(b.bytes or 0 for b in crossings)

@@ -1,0 +1,369 @@
+"""The gate, in order: contract → model → graph facts → placement/partitions → numerics → result.
+
+``check_contract`` gates a contract; ``inspect_model`` looks at any ONNX file with the
+model's own shapes. Both return one GateResult and never print.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from onnx import ModelProto
+
+from npu_gate import __version__
+from npu_gate import graph as graphlib
+from npu_gate.contract import Contract, Gates, InputSpec, Waiver
+from npu_gate.graph import GraphFacts, TensorInfo
+from npu_gate.model_file import load_onnx
+from npu_gate.partitions import boundaries, build_partitions, total_bytes
+from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
+from npu_gate.profile import Profile
+from npu_gate.result import (
+    FAIL,
+    PASS,
+    BoundaryResult,
+    Finding,
+    GateCheck,
+    GateResult,
+    NodeResult,
+    PartitionResult,
+)
+from npu_gate.rules import ERROR, RULES, WARNING
+
+
+@dataclass
+class Settings:
+    """What the analysis needs beyond the model: from a contract, or defaults for inspect."""
+
+    profile: Profile
+    inputs: list[InputSpec] | None = None  # None: take shapes from the model
+    gates: Gates = field(default_factory=Gates)
+    waivers: list[Waiver] = field(default_factory=list)
+    today: dt.date = field(default_factory=dt.date.today)
+
+
+def versions() -> dict[str, Any]:
+    def version_of(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    # Package metadata, not imports: reporting torch's version must not import torch.
+    return {
+        "python": platform.python_version(),
+        "npu_gate": __version__,
+        "torch": version_of("torch"),
+        "onnx": version_of("onnx"),
+        "onnxruntime": version_of("onnxruntime"),
+        "onnxscript": version_of("onnxscript"),
+    }
+
+
+def inspect_model(path: Path, profile: Profile) -> GateResult:
+    start = time.perf_counter()
+    model, sha256 = load_onnx(path)
+    loaded = time.perf_counter()
+    result = _new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
+    result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
+    _analyze(model, Settings(profile=profile), result)
+    result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
+    _finish(result, Settings(profile=profile))
+    result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}
+    return result
+
+
+def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateResult:
+    start = time.perf_counter()
+    settings = Settings(
+        profile=contract.profile,
+        inputs=contract.inputs,
+        gates=contract.gates,
+        waivers=contract.waivers,
+        today=today or dt.date.today(),
+    )
+    contract_info = {"path": contract.path.name, "sha256": contract.sha256}
+    timings: dict[str, float] = {}
+    if contract.onnx_path is not None:
+        model, sha256 = load_onnx(contract.onnx_path, f"{contract.path}: model.onnx")
+        timings["load_s"] = time.perf_counter() - start
+        result = _new_result(contract.name, contract.profile,
+                             {"source": "onnx", "path": contract.onnx_ref, "sha256": sha256})
+        result.contract = contract_info
+        result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
+        _analyze(model, settings, result)
+        result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
+    else:
+        result = _check_torch(contract, settings, timings)
+        result.contract = contract_info
+    _finish(result, settings)
+    timings["total_s"] = time.perf_counter() - start
+    result.timings = timings
+    return result
+
+
+def _check_torch(contract: Contract, settings: Settings, timings: dict[str, float]) -> GateResult:
+    from npu_gate import export as exporter  # the torch path only
+
+    assert contract.torch is not None
+    module = exporter.build_module(contract)
+    spec = contract.torch
+    info: dict[str, Any] = {"source": "torch", "factory": spec.factory, "exporter": spec.exporter,
+                            "opset_requested": spec.opset, "sha256": None}
+    result = _new_result(contract.name, contract.profile, info)
+    with tempfile.TemporaryDirectory(prefix="npu-gate-") as work:
+        outcome = exporter.export(contract, module, Path(work))
+        timings["export_s"] = outcome.seconds
+        result.log.extend(outcome.log)
+        if outcome.error or outcome.onnx_path is None:
+            result.stages["export"] = {"status": "failed", "reason": outcome.error}
+            result.stages["numerics"] = {"status": "skipped", "reason": "export failed"}
+            result.findings.append(_finding("export-failed", f"{spec.exporter} export failed: {outcome.error}"))
+            return result
+        result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
+        model, sha256 = load_onnx(outcome.onnx_path, "exported model")
+        info["sha256"] = sha256
+        _analyze(model, settings, result)
+        if contract.numerics.samples == 0:
+            result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
+            return result
+        from npu_gate.numerics import compare
+
+        numerics = compare(contract, module, outcome.onnx_path)
+        timings["numerics_s"] = numerics.seconds
+        result.log.extend(numerics.log)
+    if numerics.error:
+        result.stages["numerics"] = {"status": "failed", "reason": numerics.error}
+        result.findings.append(_finding("numerics-failed", numerics.error))
+        return result
+    result.stages["numerics"] = {"status": "ok", "samples": contract.numerics.samples}
+    result.numerics = [c.to_dict() for c in numerics.comparisons]
+    for c in numerics.comparisons:
+        if not c.passed:
+            detail = c.problem or (
+                f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
+                f"(atol {c.atol:g}, rtol {c.rtol:g})"
+            )
+            result.findings.append(_finding("numeric-mismatch", f"output {c.output}: {detail}"))
+    return result
+
+
+def _new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:
+    return GateResult(name=name, verdict=FAIL, profile=profile.to_dict(), versions=versions(), model=model)
+
+
+def _finding(rule_id: str, message: str, **where: Any) -> Finding:
+    return Finding(rule=rule_id, severity=RULES[rule_id].severity, message=message, **where)
+
+
+def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
+    """Graph facts, placement, partitions and their findings, into ``result``."""
+    declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
+    initializer_names = {i.name for i in model.graph.initializer}
+    as_inputs = frozenset(n for n in declared if n in initializer_names)
+    model_inputs = [
+        graphlib.tensor_info_from_type(v.name, v.type)
+        for v in model.graph.input
+        if v.name not in initializer_names or v.name in as_inputs
+    ]
+    dynamic_severity = WARNING if settings.gates.allow_dynamic_shapes else ERROR
+    result.findings.extend(_input_findings(model_inputs, settings.inputs, dynamic_severity))
+
+    checker_errors = graphlib.run_checker(model)
+    fixable = {i.name: declared[i.name].shape for i in model_inputs
+               if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
+    graphlib.apply_input_shapes(model, fixable)
+    inferred, shape_error = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
+
+    for message in checker_errors:
+        result.findings.append(_finding("onnx-checker", message))
+    if shape_error:
+        result.findings.append(_finding("shape-inference", shape_error))
+
+    deps = graphlib.node_dependencies(facts.nodes)
+    order = graphlib.topological_order(facts.nodes, deps)
+    folded, constants = fold(facts, order, facts.initializers)
+    placements = place_all(facts, settings.profile, folded, constants)
+    partitions = build_partitions(facts, placements, deps)
+    crossings = boundaries(facts, partitions)
+    part_of = {i: p.id for p in partitions for i in p.nodes}
+
+    result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
+                         "producer": facts.producer, "node_count": len(facts.nodes)})
+    result.inputs = [_input_entry(i, facts, declared) for i in model_inputs]
+    result.outputs = [o.to_dict() | {"static": o.static} for o in facts.outputs]
+    result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
+    result.nodes = [_node_entry(n, placements[n.index], facts, part_of.get(n.index)) for n in facts.nodes]
+    names = [n.name for n in facts.nodes]
+    result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
+    result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
+    result.findings.extend(_placement_findings(facts, placements))
+    result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
+    devices = Counter(p.device for p in placements)
+    result.summary = {
+        "node_count": len(facts.nodes),
+        "npu_nodes": devices[NPU],
+        "cpu_nodes": devices[CPU],
+        "folded_nodes": devices[FOLDED],
+        "npu_partitions": sum(1 for p in partitions if p.device == NPU),
+        "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
+        "boundary_bytes": total_bytes(crossings),
+        "dynamic_inputs": [i.name for i in model_inputs if not i.static],
+    }
+
+
+def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:
+    used = facts.tensors.get(info.name, info)
+    return {"name": info.name, "shape": used.shape, "dtype": used.dtype, "static": info.static,
+            "model_shape": info.shape, "declared": info.name in declared}
+
+
+def _input_findings(
+    model_inputs: list[TensorInfo], declared: list[InputSpec] | None, dynamic_severity: str
+) -> list[Finding]:
+    findings = []
+    for info in model_inputs:
+        if not info.static:
+            shape = _shape_text(info.shape)
+            fix = ""
+            spec = next((s for s in declared or [] if s.name == info.name), None)
+            if spec is not None:
+                fix = f"; the contract fixes {_shape_text(list(spec.shape))}: export with static shapes"
+            message = f"input {info.name} has dynamic shape {shape} in the model{fix}"
+            findings.append(Finding("dynamic-input", dynamic_severity, message))
+    if declared is None:
+        return findings
+    by_name = {i.name: i for i in model_inputs}
+    for spec in declared:
+        info = by_name.get(spec.name)
+        if info is None:
+            findings.append(_finding("input-mismatch", f"contract input {spec.name} is not an input of the model "
+                                     f"(model inputs: {', '.join(by_name) or 'none'})"))
+            continue
+        if info.dtype is not None and info.dtype != spec.dtype:
+            findings.append(_finding("input-mismatch", f"input {spec.name}: contract dtype {spec.dtype}, "
+                                     f"model dtype {info.dtype}"))
+        if info.shape is not None:
+            if len(info.shape) != len(spec.shape):
+                findings.append(_finding("input-mismatch", f"input {spec.name}: contract shape "
+                                         f"{_shape_text(list(spec.shape))} has rank {len(spec.shape)}, "
+                                         f"the model's {_shape_text(info.shape)} rank {len(info.shape)}"))
+            elif any(isinstance(m, int) and m != c for m, c in zip(info.shape, spec.shape)):
+                findings.append(_finding("input-mismatch", f"input {spec.name}: contract shape "
+                                         f"{_shape_text(list(spec.shape))}, model shape {_shape_text(info.shape)}"))
+    names = {s.name for s in declared}
+    for info in model_inputs:
+        if info.name not in names:
+            findings.append(_finding("input-mismatch", f"model input {info.name} is not declared in the contract"))
+    return findings
+
+
+def _shape_text(shape: list[Any] | None) -> str:
+    if shape is None:
+        return "[?]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _node_entry(node: graphlib.NodeFacts, placement: Placement, facts: GraphFacts, partition: int | None) -> NodeResult:
+    def tensors(names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            info = facts.tensors.get(name) if name else None
+            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
+        return out
+
+    return NodeResult(
+        name=node.name, op_type=node.op_type, domain=node.domain,
+        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        attributes=node.attributes, defaulted_attributes=node.defaulted,
+        placement=placement.device, reasons=placement.reasons, partition=partition,
+    )
+
+
+def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[Finding]:
+    findings = []
+    for node, placement in zip(facts.nodes, placements):
+        if placement.device != CPU:
+            continue
+        if not placement.op_supported:
+            findings.append(_finding("unsupported-op", placement.reasons[0], node=node.name, op_type=node.key))
+        for f in placement.failures:
+            findings.append(_finding("op-constraint", f.message, node=node.name, op_type=node.key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed))
+    return findings
+
+
+def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
+    findings = []
+    for node, placement in zip(facts.nodes, placements):
+        if placement.device == FOLDED:
+            continue  # constants: the compiler evaluates them ahead of time
+        dynamic = [facts.tensors.get(n) or TensorInfo(n, None, None) for n in node.outputs if n]
+        dynamic = [t for t in dynamic if not t.static]
+        if dynamic:
+            shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
+                               for t in dynamic)
+            findings.append(Finding("dynamic-shape", severity, f"output shape not static: {shapes}",
+                                    node=node.name, op_type=node.key))
+    return findings
+
+
+def _finish(result: GateResult, settings: Settings) -> None:
+    """Gates, waivers and the verdict."""
+    summary = result.summary
+    checks = [
+        ("max_cpu_nodes", settings.gates.max_cpu_nodes, summary.get("cpu_nodes")),
+        ("max_npu_partitions", settings.gates.max_npu_partitions, summary.get("npu_partitions")),
+        ("max_boundary_bytes", settings.gates.max_boundary_bytes, summary.get("boundary_bytes")),
+    ]
+    analysed = "node_count" in summary
+    for name, limit, actual in checks:
+        if limit is None or not analysed:
+            result.gates.append(GateCheck(name, limit, actual, True))
+            continue
+        passed = actual is not None and actual <= limit
+        result.gates.append(GateCheck(name, limit, actual, passed))
+        if not passed:
+            what = "unknown (shapes not static)" if actual is None else actual
+            result.findings.append(_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}"))
+
+    used: set[int] = set()
+    for finding in result.findings:
+        for i, waiver in enumerate(settings.waivers):
+            if _matches(waiver, finding):
+                used.add(i)
+                if waiver.expires is not None and waiver.expires < settings.today:
+                    continue
+                finding.waived = True
+                finding.waiver_reason = waiver.reason
+                break
+    for i, waiver in enumerate(settings.waivers):
+        where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items() if k in ("rule", "node", "op_type"))
+        if waiver.expires is not None and waiver.expires < settings.today:
+            result.findings.append(_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
+                                            f"{waiver.expires.isoformat()} and no longer waives"))
+        elif i not in used:
+            result.findings.append(_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding"))
+
+    errors = result.active_findings(ERROR)
+    result.verdict = FAIL if errors else PASS
+    counts = Counter(f.severity for f in result.findings if not f.waived)
+    result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
+                                  "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
+
+
+def _matches(waiver: Waiver, finding: Finding) -> bool:
+    return (
+        waiver.rule == finding.rule
+        and (waiver.node is None or waiver.node == finding.node)
+        and (waiver.op_type is None or waiver.op_type == finding.op_type)
+    )

@@ -1,0 +1,1 @@
+"""Renderers: pure functions from a GateResult to text. They never change the verdict."""

@@ -1,0 +1,39 @@
+"""The short terminal summary: verdict, counts, the top reasons."""
+
+from __future__ import annotations
+
+from npu_gate.render.escape import term
+from npu_gate.result import GateResult
+
+MAX_REASONS = 5
+
+
+def render(result: GateResult) -> str:
+    s = result.summary
+    lines = [f"npu-gate: {term(result.name)}: {result.verdict.upper()}"]
+    p = result.profile
+    lines.append(f"  profile {p['name']} ({p['evidence']}): static prediction, not a device result")
+    if "node_count" in s:
+        bb = s["boundary_bytes"]
+        lines.append(
+            f"  {s['node_count']} nodes: {s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
+            f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
+            f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
+        )
+    for c in result.numerics:
+        status = "ok" if c["passed"] else "MISMATCH"
+        err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
+        lines.append(f"  numerics {term(c['output'])}: {status} (max abs err {err}, atol {c['atol']:g})")
+    active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
+    shown = 0
+    for f in active:
+        if shown == MAX_REASONS:
+            lines.append(f"  ... {len(active) - shown} more in the report")
+            break
+        where = f" [{term(f.node)}]" if f.node else ""
+        lines.append(f"  {f.severity} {f.rule}{where}: {term(f.message)}")
+        shown += 1
+    waived = sum(1 for f in result.findings if f.waived)
+    if waived:
+        lines.append(f"  {waived} finding(s) waived")
+    return "\n".join(lines) + "\n"

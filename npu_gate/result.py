@@ -1,0 +1,146 @@
+"""The one plain result of a gate run. Renderers only read it; ``to_dict`` is the JSON.
+
+Everything except ``timings`` is reproducible: the same inputs give the same result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+PASS = "pass"
+FAIL = "fail"
+
+
+@dataclass
+class Finding:
+    rule: str
+    severity: str
+    message: str
+    node: str | None = None
+    op_type: str | None = None
+    constraint: str | None = None
+    actual: Any = None
+    allowed: Any = None
+    waived: bool = False
+    waiver_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
+        for key in ("node", "op_type", "constraint"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.constraint is not None:
+            out["actual"] = self.actual
+            out["allowed"] = self.allowed
+        out["waived"] = self.waived
+        if self.waiver_reason is not None:
+            out["waiver_reason"] = self.waiver_reason
+        return out
+
+
+@dataclass
+class NodeResult:
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    attributes: dict[str, Any]
+    defaulted_attributes: list[str]
+    placement: str  # npu | cpu | folded
+    reasons: list[str]
+    partition: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PartitionResult:
+    id: int
+    device: str
+    nodes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class BoundaryResult:
+    tensor: str
+    bytes: int | None
+    source: int  # partition id that produces the tensor
+    target: int  # partition id that consumes it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tensor": self.tensor, "bytes": self.bytes, "from": self.source, "to": self.target}
+
+
+@dataclass
+class GateCheck:
+    name: str
+    limit: Any
+    actual: Any
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class GateResult:
+    name: str
+    verdict: str
+    profile: dict[str, Any]
+    versions: dict[str, Any]
+    model: dict[str, Any]
+    contract: dict[str, Any] | None = None
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    ops: dict[str, int] = field(default_factory=dict)
+    nodes: list[NodeResult] = field(default_factory=list)
+    partitions: list[PartitionResult] = field(default_factory=list)
+    boundaries: list[BoundaryResult] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    numerics: list[dict[str, Any]] = field(default_factory=list)
+    gates: list[GateCheck] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == PASS
+
+    def active_findings(self, severity: str | None = None) -> list[Finding]:
+        return [f for f in self.findings if not f.waived and (severity is None or f.severity == severity)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "name": self.name,
+            "verdict": self.verdict,
+            "prediction": (
+                f"Static prediction against profile {self.profile.get('name')} "
+                f"({self.profile.get('evidence')}): not a device compatibility result."
+            ),
+            "contract": self.contract,
+            "profile": self.profile,
+            "versions": self.versions,
+            "model": self.model,
+            "stages": self.stages,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "ops": self.ops,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "partitions": [p.to_dict() for p in self.partitions],
+            "boundaries": [b.to_dict() for b in self.boundaries],
+            "summary": self.summary,
+            "findings": [f.to_dict() for f in self.findings],
+            "numerics": self.numerics,
+            "gates": [g.to_dict() for g in self.gates],
+            "timings": self.timings,
+        }

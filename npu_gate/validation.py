@@ -1,0 +1,66 @@
+"""Read JSON/YAML documents and validate them against npu_gate's schemas.
+
+Every problem becomes one line: ``FILE: JSON.PATH: message``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from npu_gate.resources import load_schema
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """Render a jsonschema path deque as ``inputs[0].shape[2]`` (``(root)`` when empty)."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(root)"
+
+
+def read_document(path: Path, label: str) -> Any:
+    """Parse a JSON (or, with PyYAML installed, YAML) file; raise ``error_cls``-free ValueError lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{label}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{label}: cannot read: {exc}") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ValueError(
+                f"{label}: YAML contracts need PyYAML (pip install 'npu-gate[yaml]')"
+            ) from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{label}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+
+
+def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
+    """All schema violations of ``document``, sorted by location, one line each."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.path)), e.message))
+    lines = []
+    for err in errors:
+        # oneOf/anyOf failures say little on their own: name the alternatives' first complaint.
+        message = err.message
+        if err.validator in ("oneOf", "anyOf") and err.context:
+            best = sorted(err.context, key=lambda e: len(e.path))[0]
+            message = f"{message} ({best.message})"
+        lines.append(f"{label}: {json_path(err.absolute_path)}: {message}")
+    return lines
