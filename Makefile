@@ -1,0 +1,31 @@
+# Two commands for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+OUT ?= out/demo
+
+.PHONY: demo test lint venv clean
+
+$(BIN)/npu-gate: pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -e '.[torch,test]'
+	@touch $@
+
+venv: $(BIN)/npu-gate
+
+# Gate the bundled lesson net. It is meant to FAIL (Clip falls back to CPU): exit 1 is expected.
+demo: venv
+	@mkdir -p $(OUT)
+	$(BIN)/npu-gate check examples/seed-hardswish --json $(OUT)/result.json \
+		--markdown $(OUT)/report.md --log $(OUT)/conversion.log; \
+	code=$$?; echo "exit code $$code; report: $(OUT)/report.md, result: $(OUT)/result.json"; \
+	test $$code -le 1
+
+test: venv
+	$(BIN)/ruff check npu_gate tests bench examples
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache

@@ -1,0 +1,88 @@
+"""Shared fixtures: run the CLI in-process, write contracts and models, validate results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from npu_gate.cli import main
+from npu_gate.resources import load_schema
+
+sys.path.insert(0, str(Path(__file__).parent))  # `import model_zoo` from any test
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true",
+                     help="rewrite golden files under tests/golden/ from the current output")
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
+    def run(*args: str) -> CliRun:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return CliRun(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def save_model(tmp_path: Path) -> Callable[[onnx.ModelProto, str], Path]:
+    def save(model: onnx.ModelProto, name: str = "model.onnx") -> Path:
+        path = tmp_path / name
+        path.write_bytes(model.SerializeToString())
+        return path
+
+    return save
+
+
+@pytest.fixture
+def write_contract(tmp_path: Path) -> Callable[..., Path]:
+    def write(doc: dict[str, Any], name: str = "npu-gate.json") -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        return path
+
+    return write
+
+
+def validate_result(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/result.schema.json."""
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("result")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """Compare text with tests/golden/<name>; rewrite it with --update-goldens."""
+    update = request.config.getoption("--update-goldens")
+
+    def check(name: str, text: str) -> None:
+        path = REPO / "tests" / "golden" / name
+        if update or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            if not update:
+                pytest.fail(f"golden file {name} was missing and has been written; rerun")
+        assert text == path.read_text(encoding="utf-8"), (
+            f"{name} differs from the golden file; rerun with --update-goldens if intended")
+
+    return check
