@@ -115,12 +115,12 @@ def _passes(key: str, limit: Any, value: Any) -> bool:
 
 def _explain(key: str, c: dict[str, Any]) -> str:
     limit = c[key]
-    return {
-        "in": f"not in {_show(set(map(_hashable, limit)) if _all_scalars(limit) else limit)}",
-        "not_in": f"is one of the forbidden values {_show(limit)}",
-        "min": f"is below the minimum {limit}",
-        "max": f"is above the maximum {limit}",
-    }[key]
+    if key == "in":
+        allowed = set(map(_hashable, limit)) if _all_scalars(limit) else limit
+        return f"not in {_show(allowed)}"
+    if key == "not_in":
+        return f"is one of the forbidden values {_show(limit)}"
+    return f"is below the minimum {limit}" if key == "min" else f"is above the maximum {limit}"
 
 
 def _hashable(v: Any) -> Any:

@@ -7,6 +7,7 @@ Everything taken from the model (names, strings) is untrusted text and is kept a
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -148,19 +149,32 @@ def run_checker(model: ModelProto) -> list[str]:
     return []
 
 
-def infer_shapes(model: ModelProto) -> tuple[ModelProto, str | None]:
-    """Strict shape inference with data propagation; on failure, a lenient pass and the error."""
+def infer_shapes(model: ModelProto) -> tuple[ModelProto, str | None, str | None]:
+    """Strict shape inference with data propagation (what the checker's full check runs).
+
+    Returns the inferred model, the strict pass's error (the model fails the full check),
+    and the lenient fallback's error (no shapes could be inferred at all).
+    """
     try:
         inferred = onnx.shape_inference.infer_shapes(
             model, check_type=True, strict_mode=True, data_prop=True
         )
-        return inferred, None
+        return inferred, None, None
     except Exception as exc:
-        error = _first_line(str(exc)) or type(exc).__name__
+        strict_error = _first_line(str(exc)) or type(exc).__name__
     try:
-        return onnx.shape_inference.infer_shapes(model, data_prop=True), error
-    except Exception:
-        return model, error
+        return onnx.shape_inference.infer_shapes(model, data_prop=True), strict_error, None
+    except Exception as exc:
+        return model, strict_error, _first_line(str(exc)) or type(exc).__name__
+
+
+_NODE_IN_ERROR = re.compile(r"node name: ([^)]*)\)")
+
+
+def node_named_in(error: str) -> str | None:
+    """The node an ONNX inference error names, if any."""
+    match = _NODE_IN_ERROR.search(error)
+    return match.group(1) if match and match.group(1) else None
 
 
 def _first_line(text: str) -> str:

@@ -93,7 +93,7 @@ def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateR
     contract_info = {"path": contract.path.name, "sha256": contract.sha256}
     timings: dict[str, float] = {}
     if contract.onnx_path is not None:
-        model, sha256 = load_onnx(contract.onnx_path, f"{contract.path}: model.onnx")
+        model, sha256 = load_onnx(contract.onnx_path)
         timings["load_s"] = time.perf_counter() - start
         result = _new_result(contract.name, contract.profile,
                              {"source": "onnx", "path": contract.onnx_ref, "sha256": sha256})
@@ -181,11 +181,16 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     fixable = {i.name: declared[i.name].shape for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
     graphlib.apply_input_shapes(model, fixable)
-    inferred, shape_error = graphlib.infer_shapes(model)
+    inferred, strict_error, shape_error = graphlib.infer_shapes(model)
     facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
 
     for message in checker_errors:
         result.findings.append(_finding("onnx-checker", message))
+    if strict_error:  # the full check's strict shape inference failed: the model is invalid
+        node = graphlib.node_named_in(strict_error)
+        names = {n.name for n in facts.nodes}
+        result.findings.append(_finding("onnx-checker", f"full check: {strict_error}",
+                                        node=node if node in names else None))
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
 

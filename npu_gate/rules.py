@@ -44,17 +44,19 @@ RULES: dict[str, Rule] = {
         Rule(
             "onnx-checker",
             ERROR,
-            "onnx.checker rejects the model.",
-            "The model violates the ONNX specification (unknown op, bad attribute, wrong IR). "
+            "onnx.checker rejects the model (full check).",
+            "The model violates the ONNX specification (unknown op, bad attribute, wrong IR), or "
+            "the full check's strict shape inference fails (incompatible shapes, wrong types). "
             "Vendor compilers usually reject such models outright.",
         ),
         Rule(
             "shape-inference",
             WARNING,
-            "Strict ONNX shape inference failed; shapes are partial.",
+            "ONNX shape inference could not run at all; shapes are missing.",
             "Shape inference runs in strict mode with data propagation after applying the "
-            "contract's input shapes. A failure usually means inconsistent shapes or an op "
-            "ONNX cannot infer; shape-dependent checks may then be incomplete.",
+            "contract's input shapes; when that fails (an onnx-checker finding) a lenient pass "
+            "still infers what it can. This warning means even the lenient pass failed, so "
+            "shape-dependent checks are incomplete.",
         ),
         Rule(
             "input-mismatch",

@@ -48,7 +48,7 @@ def _verdict(result: GateResult) -> str:
     icon = "✅" if result.passed else "❌"
     p = result.profile
     counts = result.summary.get("findings", {})
-    tail = ", ".join(f"{counts.get(k, 0)} {k}s" for k in ("error", "warning") if counts.get(k))
+    tail = ", ".join(_count(counts[k], k) for k in ("error", "warning") if counts.get(k))
     if counts.get("waived"):
         tail += (", " if tail else "") + f"{counts['waived']} waived"
     lines = [
@@ -60,6 +60,10 @@ def _verdict(result: GateResult) -> str:
     if tail:
         lines += ["", f"Findings: {tail}."]
     return "\n".join(lines)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _summary(result: GateResult) -> str:

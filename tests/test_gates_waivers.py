@@ -1,0 +1,102 @@
+"""Gates decide the verdict; waivers keep findings visible but stop them failing the gate."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from conftest import validate_result
+from test_analysis import seed_onnx
+
+from npu_gate.contract import load_contract
+from npu_gate.pipeline import check_contract
+
+TODAY = dt.date(2026, 12, 2)
+
+
+@pytest.fixture
+def seed_contract(save_model, write_contract):
+    save_model(seed_onnx())
+
+    def make(**extra):
+        doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+               "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}]}
+        doc.update(extra)
+        return load_contract(write_contract(doc))
+
+    return make
+
+
+def summary(result):
+    return [(f.rule, f.node, f.waived) for f in result.findings]
+
+
+def test_gates_exceeded(seed_contract):
+    result = check_contract(seed_contract(gates={"max_cpu_nodes": 0, "max_npu_partitions": 1,
+                                                 "max_boundary_bytes": 12288}), today=TODAY)
+    assert [(g.name, g.limit, g.actual, g.passed) for g in result.gates] == [
+        ("max_cpu_nodes", 0, 1, False), ("max_npu_partitions", 1, 2, False),
+        ("max_boundary_bytes", 12288, 12288, True)]
+    assert [f.message for f in result.findings if f.rule == "gate-exceeded"] == [
+        "max_cpu_nodes: 1 exceeds the limit 0", "max_npu_partitions: 2 exceeds the limit 1"]
+    assert result.verdict == "fail"
+
+
+def test_no_limits_means_every_gate_passes(seed_contract):
+    result = check_contract(seed_contract(), today=TODAY)
+    assert all(g.passed and g.limit is None for g in result.gates)
+    assert summary(result) == [("unsupported-op", "/Clip", False)]
+
+
+def test_active_waiver(seed_contract):
+    waiver = {"rule": "unsupported-op", "op_type": "Clip", "reason": "rewrite planned", "expires": "2027-01-01"}
+    result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
+    assert summary(result) == [("unsupported-op", "/Clip", True)]
+    assert result.findings[0].waiver_reason == "rewrite planned"
+    assert result.verdict == "pass"
+    assert result.summary["findings"] == {"error": 0, "warning": 0, "info": 0, "waived": 1}
+    validate_result(result.to_dict())
+
+
+def test_expired_waiver_stops_waiving_and_says_so(seed_contract):
+    waiver = {"rule": "unsupported-op", "node": "/Clip", "reason": "old", "expires": "2026-12-01"}
+    result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
+    assert summary(result) == [("unsupported-op", "/Clip", False), ("waiver-expired", None, False)]
+    assert result.findings[1].message == (
+        "waivers[0] (rule=unsupported-op, node=/Clip) expired on 2026-12-01 and no longer waives")
+    assert result.findings[1].severity == "warning"
+    assert result.verdict == "fail"
+
+
+def test_waiver_on_its_expiry_day_still_waives(seed_contract):
+    waiver = {"rule": "unsupported-op", "reason": "r", "expires": TODAY.isoformat()}
+    assert check_contract(seed_contract(waivers=[waiver]), today=TODAY).verdict == "pass"
+
+
+def test_unused_waiver_is_reported(seed_contract):
+    waivers = [{"rule": "unsupported-op", "op_type": "Clip", "reason": "r"},
+               {"rule": "unsupported-op", "node": "/Gone", "reason": "r"}]
+    result = check_contract(seed_contract(waivers=waivers), today=TODAY)
+    assert summary(result) == [("unsupported-op", "/Clip", True), ("waiver-unused", None, False)]
+    assert result.findings[1].severity == "info"
+    assert result.verdict == "pass"
+
+
+def test_waiving_a_gate(seed_contract):
+    result = check_contract(seed_contract(
+        gates={"max_cpu_nodes": 0},
+        waivers=[{"rule": "unsupported-op", "reason": "r"}, {"rule": "gate-exceeded", "reason": "r"}],
+    ), today=TODAY)
+    assert result.verdict == "pass"
+    assert [g.passed for g in result.gates] == [False, True, True]
+
+
+def test_today_flag_controls_expiry(seed_contract, run_cli, tmp_path):
+    contract = seed_contract(waivers=[{"rule": "unsupported-op", "reason": "r", "expires": "2026-06-01"}])
+    assert run_cli("check", contract.path, "--today", "2026-05-01", "-q").code == 0
+    run = run_cli("check", contract.path, "--today", "2026-07-01", "--json", tmp_path / "r.json")
+    assert run.code == 1
+    assert "waiver-expired" in run.out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [f["rule"] for f in doc["findings"]] == ["unsupported-op", "waiver-expired"]

@@ -1,0 +1,70 @@
+"""The Markdown report: verdict first, the prediction sentence, escaping, golden files."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+from onnx import TensorProto, helper
+from test_analysis import seed_onnx
+
+from npu_gate.contract import load_contract
+from npu_gate.pipeline import check_contract
+from npu_gate.render import json_, markdown, text
+
+EVIL = "</details><img src=x onerror=alert(1)> @someone #12 | *x* `y` [z](http://e)"
+
+
+def hostile_model() -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu", ["x"], [EVIL + "_out"], name=EVIL),
+             helper.make_node("Sigmoid", [EVIL + "_out"], ["y"], name="\x1b[31mred\x1b[0m")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def strip_timings(report: str) -> str:
+    return report.split("### Timings")[0]
+
+
+def test_names_from_the_model_are_escaped(tmp_path, run_cli, save_model):
+    path = save_model(hostile_model())
+    run = run_cli("inspect", path, "--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json")
+    report = (tmp_path / "r.md").read_text()
+    for raw in ("</details><img", "@someone", " #12", "[z](", "`y`", "*x*", "\x1b"):
+        assert raw not in report
+    assert "&#60;/details&#62;&#60;img src=x onerror=alert&#40;1&#41;&#62;" in report
+    assert "&#64;someone" in report
+    # Exactly the <details> we opened, closed once.
+    assert report.count("<details>") == 1 and report.count("</details>") == 1
+    # The terminal summary does not pass escape sequences through either.
+    assert "\x1b" not in run.out and "\\x1b[31mred" in run.out
+    # The JSON keeps the real names.
+    assert json.loads((tmp_path / "r.json").read_text())["nodes"][0]["name"] == EVIL
+
+
+def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path, save_model, write_contract):
+    save_model(seed_onnx())
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}]}
+    report = markdown.render(check_contract(load_contract(write_contract(doc))))
+    assert report.startswith("## ❌ npu-gate: **FAIL**")
+    assert ("Static prediction against profile `demo` (illustrative): not a device compatibility result."
+            in report)
+    sections = [line for line in report.splitlines() if line.startswith("### ")]
+    assert sections == ["### Summary", "### Findings", "### CPU fallback", "### Partitions",
+                        "### Numerics", "### Gates", "### Timings"]
+
+
+def test_golden_reports(tmp_path, save_model, write_contract, golden):
+    save_model(seed_onnx())
+    doc = {"name": "seed-onnx", "model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+           "gates": {"max_cpu_nodes": 0, "max_npu_partitions": 1},
+           "waivers": [{"rule": "gate-exceeded", "reason": "tracked in #7", "expires": "2099-01-01"}]}
+    result = check_contract(load_contract(write_contract(doc)))
+    result.timings = {"total_s": 0.0}  # measured values are the one non-reproducible part
+    result.versions = {"python": "X", "npu_gate": "X", "torch": None, "onnx": "X", "onnxruntime": "X"}
+    golden("seed-onnx.md", markdown.render(result))
+    golden("seed-onnx.txt", text.render(result))
+    golden("seed-onnx.json", json_.render(result))
