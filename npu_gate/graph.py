@@ -229,7 +229,7 @@ def collect(
     _make_names_unique(nodes)
     for node in nodes:
         _fill_implied_attributes(node, tensors)
-    for node, proto in zip(nodes, graph.node):
+    for node, proto in zip(nodes, graph.node, strict=True):
         if node.op_type == "Constant" and node.outputs and node.outputs[0] not in tensors:
             value = _constant_value_info(proto)
             if value is not None:

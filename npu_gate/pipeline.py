@@ -262,7 +262,7 @@ def _input_findings(
                 findings.append(_finding("input-mismatch", f"input {spec.name}: contract shape "
                                          f"{_shape_text(list(spec.shape))} has rank {len(spec.shape)}, "
                                          f"the model's {_shape_text(info.shape)} rank {len(info.shape)}"))
-            elif any(isinstance(m, int) and m != c for m, c in zip(info.shape, spec.shape)):
+            elif any(isinstance(m, int) and m != c for m, c in zip(info.shape, spec.shape, strict=True)):
                 findings.append(_finding("input-mismatch", f"input {spec.name}: contract shape "
                                          f"{_shape_text(list(spec.shape))}, model shape {_shape_text(info.shape)}"))
     names = {s.name for s in declared}
@@ -296,7 +296,7 @@ def _node_entry(node: graphlib.NodeFacts, placement: Placement, facts: GraphFact
 
 def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[Finding]:
     findings = []
-    for node, placement in zip(facts.nodes, placements):
+    for node, placement in zip(facts.nodes, placements, strict=True):
         if placement.device != CPU:
             continue
         if not placement.op_supported:
@@ -309,7 +309,7 @@ def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[
 
 def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
     findings = []
-    for node, placement in zip(facts.nodes, placements):
+    for node, placement in zip(facts.nodes, placements, strict=True):
         if placement.device == FOLDED:
             continue  # constants: the compiler evaluates them ahead of time
         dynamic = [facts.tensors.get(n) or TensorInfo(n, None, None) for n in node.outputs if n]

@@ -1,4 +1,4 @@
-"""The lesson's teaching net: Conv 3→4 (3×3, padding 1) then HardSwish written by hand.
+"""The lesson's teaching net: Conv 3→4 (3x3, padding 1) then HardSwish written by hand.
 
 ``x * clamp(x + 3, 0, 6) / 6`` is HardSwish decomposed into Add, Clip, Mul and Div; under
 the `demo` profile the Clip falls back to CPU and splits the graph into two NPU partitions.

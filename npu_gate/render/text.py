@@ -25,14 +25,11 @@ def render(result: GateResult) -> str:
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
         lines.append(f"  numerics {term(c['output'])}: {status} (max abs err {err}, atol {c['atol']:g})")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
-    shown = 0
-    for f in active:
-        if shown == MAX_REASONS:
-            lines.append(f"  ... {len(active) - shown} more in the report")
-            break
+    for f in active[:MAX_REASONS]:
         where = f" [{term(f.node)}]" if f.node else ""
         lines.append(f"  {f.severity} {f.rule}{where}: {term(f.message)}")
-        shown += 1
+    if len(active) > MAX_REASONS:
+        lines.append(f"  ... {len(active) - MAX_REASONS} more in the report")
     waived = sum(1 for f in result.findings if f.waived)
     if waived:
         lines.append(f"  {waived} finding(s) waived")

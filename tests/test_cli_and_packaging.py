@@ -1,0 +1,114 @@
+"""CLI listings, exit codes, lean imports and packaging facts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import model_zoo
+import tomllib
+from conftest import REPO, validate_result
+
+import npu_gate
+from npu_gate.resources import SCHEMA_NAMES, load_schema
+from npu_gate.rules import RETIRED, RULES
+
+ISSUE_RULE_IDS = {"onnx-checker", "shape-inference", "dynamic-input", "dynamic-shape", "unsupported-op",
+                  "op-constraint", "numeric-mismatch", "export-failed", "gate-exceeded", "contract-invalid"}
+
+
+def test_version_is_the_one_in_pyproject():
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert meta["project"]["version"] == npu_gate.__version__
+
+
+def test_schemas_load_and_are_valid():
+    from jsonschema import Draft202012Validator
+
+    for name in SCHEMA_NAMES:
+        schema = load_schema(name)
+        Draft202012Validator.check_schema(schema)
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert schema["$id"]
+
+
+def test_rule_ids_are_kebab_case_documented_and_not_retired():
+    assert set(RULES) >= ISSUE_RULE_IDS
+    for rule in RULES.values():
+        assert rule.id.replace("-", "").isalnum() and rule.id == rule.id.lower()
+        assert rule.summary and rule.doc and rule.severity in ("error", "warning", "info")
+        assert rule.id not in RETIRED
+
+
+def test_rules_command(run_cli):
+    run = run_cli("rules")
+    assert run.code == 0
+    assert [line.split()[0] for line in run.out.splitlines()] == list(RULES)
+    run = run_cli("rules", "--format", "json")
+    assert {r["id"] for r in json.loads(run.out)} == set(RULES)
+
+
+def test_explain_command(run_cli):
+    run = run_cli("explain", "unsupported-op")
+    assert run.code == 0 and run.out.startswith("unsupported-op (error)")
+    run = run_cli("explain", "no-such-rule")
+    assert run.code == 2 and "unknown rule id" in run.err
+
+
+def test_profiles_command(run_cli):
+    run = run_cli("profiles")
+    assert run.code == 0
+    assert run.out.startswith("demo ")
+    assert "illustrative" in run.out
+
+
+def test_inspect_json_and_exit_codes(tmp_path, run_cli, save_model):
+    path = save_model(model_zoo.conv_relu())
+    run = run_cli("inspect", path, "--json", tmp_path / "r.json")
+    assert run.code == 1  # Relu is not in demo
+    validate_result(json.loads((tmp_path / "r.json").read_text()))
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"name": "p", "description": "d", "source": "s",
+                                   "evidence": "illustrative", "ops": {"Conv": {}, "Relu": {}}}))
+    assert run_cli("inspect", path, "--profile", profile, "-q").code == 0
+    run = run_cli("inspect", path, "--profile", "nope")
+    assert run.code == 2 and "--profile: unknown profile 'nope'" in run.err
+    run = run_cli("inspect", tmp_path / "missing.onnx")
+    assert run.code == 2 and "missing.onnx: file not found" in run.err
+
+
+def test_bad_profile_file_lists_every_problem(tmp_path, run_cli, save_model):
+    path = save_model(model_zoo.conv_relu())
+    profile = tmp_path / "bad.json"
+    profile.write_text(json.dumps({"name": "bad", "description": "d", "source": "s", "evidence": "rumour",
+                                   "ops": {"Conv": {"constraints": [{"id": "c", "attribute": "group"}]}}}))
+    run = run_cli("inspect", path, "--profile", profile)
+    assert run.code == 2
+    assert "evidence: 'rumour' is not one of" in run.err
+
+
+def test_inspect_never_imports_torch_or_onnxruntime(tmp_path, save_model):
+    path = save_model(model_zoo.conv_relu())
+    code = (
+        "import sys\n"
+        "from npu_gate.cli import main\n"
+        f"rc = main(['inspect', {str(path)!r}, '-q', '--json', {str(tmp_path / 'r.json')!r}])\n"
+        "heavy = sorted(m for m in ('torch', 'onnxruntime') if m in sys.modules)\n"
+        "print(rc, heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO).stdout
+    assert out.strip() == "1 []"
+
+
+def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
+    path = save_model(model_zoo.conv_relu())
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr("npu_gate.pipeline.inspect_model", boom)
+    run = run_cli("inspect", path)
+    assert run.code == 2
+    assert run.err == "npu-gate: internal error: RuntimeError: kaboom (rerun with --debug for the traceback)\n"

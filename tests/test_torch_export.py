@@ -1,0 +1,111 @@
+"""The torch path end to end: export (both exporters), numerics, export failures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REPO, validate_result
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+SEED = REPO / "examples" / "seed-hardswish"
+
+
+def test_seed_example_fails_on_clip(tmp_path, run_cli):
+    run = run_cli("check", SEED, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md",
+                  "--log", tmp_path / "log.txt")
+    assert run.code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert doc["verdict"] == "fail"
+    s = doc["summary"]
+    assert (s["cpu_nodes"], s["npu_partitions"], s["boundary_bytes"]) == (1, 2, 12288)
+    assert [n["name"] for n in doc["nodes"] if n["placement"] == "cpu"] == ["/Clip"]
+    assert [(f["rule"], f.get("node")) for f in doc["findings"]] == [
+        ("unsupported-op", "/Clip"), ("gate-exceeded", None), ("gate-exceeded", None)]
+    assert doc["model"]["exporter"] == "torchscript" and doc["model"]["opset"] == 17
+    assert doc["stages"]["numerics"]["status"] == "ok"
+    assert [(c["passed"], c["samples"]) for c in doc["numerics"]] == [(True, 4)]
+    assert doc["numerics"][0]["max_abs_err"] < 1e-5
+    # The exporter's deprecation chatter went into the log, not onto the terminal.
+    assert "TorchScript" in (tmp_path / "log.txt").read_text()
+    assert "Warning" not in run.out and run.err == ""
+    assert "Static prediction against profile `demo` (illustrative)" in (tmp_path / "r.md").read_text()
+
+
+def test_dynamo_exporter_gives_the_same_placement(tmp_path, run_cli):
+    shutil.copy(SEED / "seed_net.py", tmp_path)
+    contract = json.loads((SEED / "npu-gate.json").read_text())
+    contract["model"]["torch"]["exporter"] = "dynamo"
+    contract["model"]["torch"]["opset"] = 18
+    (tmp_path / "npu-gate.json").write_text(json.dumps(contract))
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    assert run.code == 1 and run.err == ""
+    doc = json.loads((tmp_path / "r.json").read_text())
+    s = doc["summary"]
+    assert (s["cpu_nodes"], s["npu_partitions"], s["boundary_bytes"]) == (1, 2, 12288)
+    assert [n["op_type"] for n in doc["nodes"] if n["placement"] == "cpu"] == ["Clip"]
+    assert doc["model"]["exporter"] == "dynamo"
+    assert doc["numerics"][0]["passed"] is True
+
+
+def _write_factory(folder: Path, body: str, **contract_extra) -> Path:
+    (folder / "net.py").write_text("import torch\nfrom torch import nn\n\n" + body, encoding="utf-8")
+    doc = {"model": {"torch": {"factory": "net:build", "exporter": "torchscript", "opset": 17}},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [-1, 1]}],
+           "target": {"profile": "demo"}}
+    doc.update(contract_extra)
+    (folder / "npu-gate.json").write_text(json.dumps(doc))
+    return folder
+
+
+def test_export_failure_is_a_finding(tmp_path, run_cli):
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        raise RuntimeError('unsupported thing in forward')\n\n"
+        "def build():\n    return Net()\n"))
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "--log", tmp_path / "log.txt")
+    assert run.code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert [(f["rule"], f["severity"]) for f in doc["findings"]] == [("export-failed", "error")]
+    assert "RuntimeError: unsupported thing in forward" in doc["findings"][0]["message"]
+    assert doc["stages"]["export"]["status"] == "failed"
+    assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "export failed"}
+    assert "Traceback" in (tmp_path / "log.txt").read_text()
+
+
+def test_numeric_mismatch_is_caught(tmp_path, run_cli):
+    # Tracing bakes in the branch taken for the export sample; other samples take the other one.
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        if x.sum() > 0:\n"
+        "            return x * 2\n"
+        "        return x * 3\n\n"
+        "def build():\n    return Net()\n"), numerics={"samples": 8, "seed": 0})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    assert run.code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    mismatches = [f for f in doc["findings"] if f["rule"] == "numeric-mismatch"]
+    assert len(mismatches) == 1
+    assert doc["numerics"][0]["passed"] is False
+    assert doc["numerics"][0]["max_abs_err"] > 0.01
+
+
+def test_samples_zero_skips_numerics(tmp_path, run_cli):
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * 2\n\n"
+        "def build():\n    return Net()\n"), numerics={"samples": 0})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    assert run.code == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["numerics"] == []
+    assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "numerics.samples is 0"}
