@@ -310,17 +310,25 @@ def _make_names_unique(nodes: list[NodeFacts]) -> None:
             node.name = f"{node.name or node.op_type}#{node.index}"
 
 
-_SCHEMA_CACHE: dict[tuple[str, str, int], Any] = {}
+_DEFAULTS_CACHE: dict[tuple[str, str, int], tuple[bool, tuple[tuple[str, Any], ...]]] = {}
 
 
-def _op_schema(op_type: str, domain: str, opset: int) -> Any:
+def _schema_defaults(op_type: str, domain: str, opset: int) -> tuple[bool, tuple[tuple[str, Any], ...]]:
+    """(ONNX knows the op, its attributes' default values as JSON), cached per op and opset."""
     key = (op_type, domain, opset)
-    if key not in _SCHEMA_CACHE:
+    if key not in _DEFAULTS_CACHE:
         try:
-            _SCHEMA_CACHE[key] = onnx.defs.get_schema(op_type, opset, domain)
+            schema = onnx.defs.get_schema(op_type, opset, domain)
         except Exception:
-            _SCHEMA_CACHE[key] = None
-    return _SCHEMA_CACHE[key]
+            _DEFAULTS_CACHE[key] = (False, ())
+        else:
+            defaults = []
+            for name, spec in schema.attributes.items():
+                default = spec.default_value
+                if default is not None and default.type != AttributeProto.UNDEFINED:
+                    defaults.append((name, attribute_value(default)))
+            _DEFAULTS_CACHE[key] = (True, tuple(defaults))
+    return _DEFAULTS_CACHE[key]
 
 
 def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> NodeFacts:
@@ -330,19 +338,16 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
     implicit: list[str] = []
     for attr in node.attribute:
         attributes[attr.name] = attribute_value(attr)
-        for sub in _attr_graphs(attr):
-            subgraph_nodes += _count_nodes(sub)
-            implicit.extend(outer_scope_names(sub))
-    schema = _op_schema(node.op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
+        if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+            for sub in _attr_graphs(attr):
+                subgraph_nodes += _count_nodes(sub)
+                implicit.extend(outer_scope_names(sub))
+    known, defaults = _schema_defaults(node.op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
     defaulted: list[str] = []
-    if schema is not None:
-        for name, spec in schema.attributes.items():
-            if name in attributes:
-                continue
-            default = spec.default_value
-            if default is not None and default.type != AttributeProto.UNDEFINED:
-                attributes[name] = attribute_value(default)
-                defaulted.append(name)
+    for name, value in defaults:
+        if name not in attributes:
+            attributes[name] = list(value) if isinstance(value, list) else value
+            defaulted.append(name)
     return NodeFacts(
         index=index,
         name=node.name,
@@ -350,11 +355,11 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
         domain=domain,
         inputs=list(node.input),
         outputs=list(node.output),
-        attributes=dict(sorted(attributes.items())),
-        defaulted=sorted(defaulted),
-        implicit_inputs=sorted(set(implicit)),
+        attributes=dict(sorted(attributes.items())) if len(attributes) > 1 else attributes,
+        defaulted=sorted(defaulted) if len(defaulted) > 1 else defaulted,
+        implicit_inputs=sorted(set(implicit)) if implicit else [],
         subgraph_nodes=subgraph_nodes,
-        known_op=schema is not None,
+        known_op=known,
     )
 
 

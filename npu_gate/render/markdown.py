@@ -32,11 +32,13 @@ def render(result: GateResult) -> str:
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
+def _table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:
+    """A GitHub table of at most MAX_ROWS rows; ``total`` counts rows not even built."""
     shown = rows[:MAX_ROWS]
     text = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
-    if len(rows) > MAX_ROWS:
-        text += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
+    hidden = (total if total is not None else len(rows)) - len(shown)
+    if hidden > 0:
+        text += f"\n\n_{hidden} more rows in the JSON result._"
     return text
 
 
@@ -98,10 +100,11 @@ def _findings(result: GateResult) -> str:
         return "### Findings\n\nNone."
     order = {"error": 0, "warning": 1, "info": 2}
     rows = []
-    for f in sorted(result.findings, key=lambda f: (f.waived, order.get(f.severity, 3))):
+    ordered = sorted(result.findings, key=lambda f: (f.waived, order.get(f.severity, 3)))
+    for f in ordered[:MAX_ROWS]:
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
         rows.append([severity, f"`{f.rule}`", md_code(f.node) if f.node else "", md(f.message)])
-    return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows)
+    return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows, total=len(ordered))
 
 
 def _cpu_fallback(result: GateResult) -> str:
@@ -123,16 +126,17 @@ def _partitions(result: GateResult) -> str:
     if not result.partitions:
         return ""
     rows = []
-    for p in result.partitions:
+    for p in result.partitions[:MAX_ROWS]:
         names = ", ".join(md_code(n) for n in p.nodes[:12])
         if len(p.nodes) > 12:
             names += f" and {len(p.nodes) - 12} more"
         rows.append([str(p.id), p.device, str(len(p.nodes)), names])
-    text = "### Partitions\n\n" + _table(["id", "device", "nodes", "which"], rows)
+    text = "### Partitions\n\n" + _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
     if result.boundaries:
-        brows = [[md_code(b.tensor), _bytes(b.bytes), f"{b.source} → {b.target}"] for b in result.boundaries]
+        brows = [[md_code(b.tensor), _bytes(b.bytes), f"{b.source} → {b.target}"]
+                 for b in result.boundaries[:MAX_ROWS]]
         text += "\n\nTensors crossing partitions (each costs a copy and a sync):\n\n"
-        text += _table(["tensor", "bytes", "partitions"], brows)
+        text += _table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
     return text
 
 
@@ -178,13 +182,13 @@ def _census(result: GateResult) -> str:
     ops = [[md_code(op), str(count), ", ".join(f"{k} {v}" for k, v in sorted(placements[op].items()))]
            for op, count in sorted(result.ops.items(), key=lambda kv: (-kv[1], kv[0]))]
     rows = []
-    for n in result.nodes:
+    for n in result.nodes[:MAX_ROWS]:  # the rest is in the JSON; don't render what is cut
         ins = "; ".join(_tensor(t) for t in n.inputs if t["name"])
         outs = "; ".join(_tensor(t) for t in n.outputs if t["name"])
         attrs = ", ".join(f"{md(k)}={md(_short(v))}" for k, v in n.attributes.items())
         rows.append([md_code(n.name), md(n.op_type), ins, outs, n.placement, attrs])
     body = _table(["op", "count", "placement"], ops) + "\n\n" + _table(
-        ["node", "op", "inputs", "outputs", "placement", "attributes"], rows)
+        ["node", "op", "inputs", "outputs", "placement", "attributes"], rows, total=len(result.nodes))
     return (f"<details><summary>Op census and shapes ({len(result.nodes)} nodes)</summary>\n\n"
             f"{body}\n\n</details>")
 
