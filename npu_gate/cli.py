@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_outputs(inspect)
 
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
-    rules.add_argument("--format", choices=["text", "json"], default="text")
+    rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
     explain = sub.add_parser("explain", help="show the documentation of a rule id")
     explain.add_argument("id")
@@ -146,6 +146,11 @@ def _rules(args: argparse.Namespace) -> int:
         doc = [{"id": r.id, "severity": r.severity, "finding": r.finding, "summary": r.summary,
                 "doc": r.doc} for r in RULES.values()]
         print(json.dumps(doc, indent=2))
+        return EXIT_PASS
+    if args.format == "markdown":
+        from npu_gate.rules import rules_markdown
+
+        sys.stdout.write(rules_markdown())
         return EXIT_PASS
     width = max(len(r.id) for r in RULES.values())
     for r in RULES.values():

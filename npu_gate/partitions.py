@@ -84,6 +84,8 @@ def build_partitions(
 
 def _components(segment: list[int], deps: list[list[int]]) -> list[list[int]]:
     """Weakly connected components of a segment, each in segment order, ordered by first node."""
+    if len(segment) == 1:
+        return [segment]
     parent = {i: i for i in segment}
 
     def find(i: int) -> int:

@@ -207,7 +207,8 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     result.inputs = [_input_entry(i, facts, declared) for i in model_inputs]
     result.outputs = [o.to_dict() | {"static": o.static} for o in facts.outputs]
     result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
-    result.nodes = [_node_entry(n, placements[n.index], facts, part_of.get(n.index)) for n in facts.nodes]
+    tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
+    result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
@@ -278,13 +279,11 @@ def _shape_text(shape: list[Any] | None) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def _node_entry(node: graphlib.NodeFacts, placement: Placement, facts: GraphFacts, partition: int | None) -> NodeResult:
+def _node_entry(
+    node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, dict[str, Any]], partition: int | None
+) -> NodeResult:
     def tensors(names: list[str]) -> list[dict[str, Any]]:
-        out = []
-        for name in names:
-            info = facts.tensors.get(name) if name else None
-            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
-        return out
+        return [tensor_dicts.get(name) or {"name": name, "shape": None, "dtype": None} for name in names]
 
     return NodeResult(
         name=node.name, op_type=node.op_type, domain=node.domain,

@@ -112,3 +112,8 @@ def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
     run = run_cli("inspect", path)
     assert run.code == 2
     assert run.err == "npu-gate: internal error: RuntimeError: kaboom (rerun with --debug for the traceback)\n"
+
+
+def test_rule_docs_are_up_to_date(run_cli):
+    run = run_cli("rules", "--format", "markdown")
+    assert run.out == (REPO / "docs" / "rules.md").read_text(), "regenerate: npu-gate rules --format markdown"
