@@ -11,9 +11,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+
+if TYPE_CHECKING:
+    from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
 
@@ -119,15 +123,19 @@ def _inspect(args: argparse.Namespace) -> int:
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
-def _emit(result: object, args: argparse.Namespace) -> None:
-    from npu_gate.render import json_, markdown, text
+def _emit(result: GateResult, args: argparse.Namespace) -> None:
+    from npu_gate.render import text
 
     if args.json:
-        _write(args.json, json_.render(result))  # type: ignore[arg-type]
+        from npu_gate.render import json_
+
+        _write(args.json, json_.render(result))
     if args.markdown:
-        _write(args.markdown, markdown.render(result))  # type: ignore[arg-type]
+        from npu_gate.render import markdown
+
+        _write(args.markdown, markdown.render(result))
     if not args.quiet:
-        sys.stdout.write(text.render(result))  # type: ignore[arg-type]
+        sys.stdout.write(text.render(result))
 
 
 def _write(path: str, content: str) -> None:

@@ -94,7 +94,7 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
 
 
 def _each_failures(c: dict[str, Any], values: list[Any]) -> list[tuple[str, Any]]:
-    out = []
+    out: list[tuple[str, Any]] = []
     for key in ("in", "not_in", "min", "max"):
         if key in c:
             bad = [v for v in values if not _passes(key, c[key], v)]

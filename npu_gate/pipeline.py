@@ -188,9 +188,9 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         result.findings.append(_finding("onnx-checker", message))
     if strict_error:  # the full check's strict shape inference failed: the model is invalid
         node = graphlib.node_named_in(strict_error)
-        names = {n.name for n in facts.nodes}
+        known = {n.name for n in facts.nodes}
         result.findings.append(_finding("onnx-checker", f"full check: {strict_error}",
-                                        node=node if node in names else None))
+                                        node=node if node in known else None))
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
 
@@ -250,11 +250,12 @@ def _input_findings(
         return findings
     by_name = {i.name: i for i in model_inputs}
     for spec in declared:
-        info = by_name.get(spec.name)
-        if info is None:
+        found = by_name.get(spec.name)
+        if found is None:
             findings.append(_finding("input-mismatch", f"contract input {spec.name} is not an input of the model "
                                      f"(model inputs: {', '.join(by_name) or 'none'})"))
             continue
+        info = found
         if info.dtype is not None and info.dtype != spec.dtype:
             findings.append(_finding("input-mismatch", f"input {spec.name}: contract dtype {spec.dtype}, "
                                      f"model dtype {info.dtype}"))

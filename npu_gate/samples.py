@@ -18,10 +18,9 @@ def make_samples(inputs: list[InputSpec], count: int, seed: int) -> list[dict[st
             if spec.dtype == "bool":
                 sample[spec.name] = rng.random(spec.shape) < 0.5
             elif spec.dtype.startswith("float"):
-                values = rng.uniform(lo, hi, size=spec.shape)
-                sample[spec.name] = values.astype(spec.dtype)
+                sample[spec.name] = rng.uniform(lo, hi, size=spec.shape).astype(spec.dtype)
             else:  # integers: inclusive range
-                values = rng.integers(int(np.ceil(lo)), int(np.floor(hi)) + 1, size=spec.shape)
-                sample[spec.name] = values.astype(spec.dtype)
+                ints = rng.integers(int(np.ceil(lo)), int(np.floor(hi)) + 1, size=spec.shape)
+                sample[spec.name] = ints.astype(spec.dtype)
         out.append(sample)
     return out

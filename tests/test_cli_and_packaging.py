@@ -117,3 +117,13 @@ def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
 def test_rule_docs_are_up_to_date(run_cli):
     run = run_cli("rules", "--format", "markdown")
     assert run.out == (REPO / "docs" / "rules.md").read_text(), "regenerate: npu-gate rules --format markdown"
+
+
+def test_builtin_profiles_are_valid():
+    from npu_gate.resources import builtin_profile_names, profile_dir
+    from npu_gate.validation import schema_problems
+
+    assert "demo" in builtin_profile_names()
+    for path in profile_dir().iterdir():
+        assert path.suffix == ".json", f"only profiles belong in {profile_dir()}"
+        assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
