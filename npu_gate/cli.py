@@ -11,9 +11,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+
+if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
+    from npu_gate.contract import Contract
+    from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
 
@@ -35,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    bundle = check.add_mutually_exclusive_group()
+    bundle.add_argument("--out", metavar="DIR",
+                        help="write the evidence bundle into DIR (one contract)")
+    bundle.add_argument("--bundle", action="store_true",
+                        help="write each contract's evidence bundle to "
+                             "npu-gate-out/<contract name>/")
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
@@ -96,17 +107,36 @@ def _check(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import check_contract
 
     paths = [find_contract(p) for p in (args.contracts or [None])]
-    if len(paths) > 1 and (args.json or args.markdown or args.log):
-        raise GateError("--json, --markdown and --log take one contract; run one check per contract")
+    if len(paths) > 1 and (args.json or args.markdown or args.log or args.out):
+        raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
+                        "contract (or use --bundle)")
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
     worst = EXIT_PASS
     for contract in contracts:
-        result = check_contract(contract, today=args.today)
+        if args.out or args.bundle:
+            result = _check_bundle(contract, args)
+        else:
+            result = check_contract(contract, today=args.today)
         _emit(result, args)
         if args.log:
             _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
         worst = max(worst, EXIT_PASS if result.passed else EXIT_FAIL)
     return worst
+
+
+def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
+    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/)."""
+    from npu_gate import bundle
+    from npu_gate.pipeline import Artifacts, check_contract
+
+    folder = Path(args.out) if args.out else bundle.default_folder(contract)
+    bundle.prepare(folder)
+    art = Artifacts(folder)
+    result = check_contract(contract, today=args.today, keep=art)
+    bundle.write(folder, contract, result, art)
+    if not args.quiet:
+        print(f"evidence bundle: {folder}")
+    return result
 
 
 def _inspect(args: argparse.Namespace) -> int:
