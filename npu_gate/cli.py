@@ -53,6 +53,26 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
 
+    reduce = sub.add_parser("reduce", help="shrink a model while an external command keeps failing")
+    reduce.add_argument("model", metavar="MODEL.onnx")
+    reduce.add_argument("--check", required=True, metavar="COMMAND",
+                        help='command run per candidate, e.g. "vendor-compile {model}"; failing '
+                             "means a non-zero exit. {inputs} becomes a .npz of the candidate's "
+                             "inputs")
+    reduce.add_argument("--out", metavar="PATH", help="reduced model (default: MODEL-reduced.onnx)")
+    reduce.add_argument("--log", metavar="PATH",
+                        help="JSON record of every step (default: the --out path + .json)")
+    reduce.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="per step; a timeout counts as not failing (default: 120)")
+    reduce.add_argument("--match", metavar="TEXT",
+                        help="also require TEXT in the command's output (the same failure)")
+    reduce.add_argument("--inputs", metavar="NPZ",
+                        help="samples for {inputs} (layout of a bundle's inputs.npz)")
+    reduce.add_argument("--samples", type=int, default=1,
+                        help="generated samples per input when --inputs is not given")
+    reduce.add_argument("--max-steps", type=int, default=1000)
+    reduce.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
@@ -83,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _inspect(args)
         if args.command == "rules":
             return _rules(args)
+        if args.command == "reduce":
+            return _reduce(args)
         if args.command == "profiles":
             return _profiles()
         if args.command == "explain":
@@ -203,4 +225,32 @@ def _explain(args: argparse.Namespace) -> int:
             raise GateError(f"{args.id}: retired in {RETIRED[args.id]}")
         raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
+    return EXIT_PASS
+
+
+def _reduce(args: argparse.Namespace) -> int:
+    from npu_gate.reduce import Reducer, Step, write_log
+
+    def progress(step: Step) -> None:
+        if not args.quiet:
+            what = "timeout" if step.exit_code is None else f"exit {step.exit_code}"
+            verdict = "fails, kept" if step.failing else "passes"
+            print(f"step {step.step}: {step.phase} {step.nodes} nodes: {what}, {verdict}",
+                  file=sys.stderr)
+
+    model = Path(args.model)
+    out = Path(args.out) if args.out else Path(f"{model.stem}-reduced.onnx")
+    log = Path(args.log) if args.log else out.with_name(out.name + ".json")
+    reducer = Reducer(model, args.check, timeout=args.timeout, match=args.match,
+                      inputs=Path(args.inputs) if args.inputs else None, samples=args.samples,
+                      max_steps=args.max_steps, progress=progress)
+    outcome = reducer.run()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(outcome.model.SerializeToString())
+    if reducer.wants_inputs:
+        reducer.write_inputs(outcome.model, out.with_suffix(".npz"))
+    write_log(log, model, args.check, reducer, outcome, out)
+    if not args.quiet:
+        print(f"{len(reducer.order)} -> {len(outcome.nodes)} nodes in {len(outcome.steps)} steps: "
+              f"{out} (log: {log})")
     return EXIT_PASS
