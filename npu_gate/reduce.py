@@ -110,10 +110,17 @@ class Reducer:
                         f"{inputs}: arrays hold different numbers of samples: {sorted(counts)}"
                     )
                 self.samples = counts.pop() if counts else samples
+                init_names = {t.name for t in self.model.graph.initializer}
+                absent = [
+                    v.name
+                    for v in self.model.graph.input
+                    if v.name not in init_names and v.name not in self.given
+                ]
+                if absent:
+                    raise GateError(f"{inputs}: no samples for model input(s) {', '.join(absent)}")
                 self.sample_source = f"{inputs.name}; cut tensors computed with onnxruntime"
         self.cache: dict[tuple[int, ...], bool] = {}
         self.steps: list[Step] = []
-        self.best: tuple[int, ...] = tuple(self.order)
 
     # ---------------------------------------------------------------- the search
 

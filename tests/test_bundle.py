@@ -499,3 +499,13 @@ def test_minimal_model_checker_error(tmp_path: Path) -> None:
         }
     ]
     assert [n.name for n in models[0].graph.node] == ["foo"]
+
+
+def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    inputs = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
+    a = _onnx_contract(tmp_path / "a", model_zoo.conv_relu(), inputs, {"Conv": {}, "Relu": {}})
+    b = _onnx_contract(tmp_path / "b", model_zoo.conv_relu(), inputs, {"Conv": {}, "Relu": {}})
+    run = run_cli("check", a, b, "--out", tmp_path / "out")
+    assert run.code == 2
+    assert "--out take one contract" in run.err
+    assert not (tmp_path / "out").exists()

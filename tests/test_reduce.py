@@ -152,3 +152,12 @@ def test_reduce_needs_model_placeholder(tmp_path: Path, run_cli: Callable[..., A
     run = run_cli("reduce", model, "--check", "false", "-q")
     assert run.code == 2
     assert run.err == "npu-gate: error: --check: the command must contain {model}\n"
+
+
+def test_reduce_inputs_must_cover_the_model(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.conv_relu())
+    write_npz(tmp_path / "in.npz", {"other": np.zeros((1, 2), dtype=np.float32)})
+    check = _check(tmp_path, "Relu", extra=" {inputs}")
+    run = run_cli("reduce", model, "--check", check, "--inputs", tmp_path / "in.npz", "-q")
+    assert run.code == 2
+    assert run.err == f"npu-gate: error: {tmp_path / 'in.npz'}: no samples for model input(s) x\n"
