@@ -144,6 +144,7 @@ def _check_torch(
         outcome = exporter.export(contract, module, Path(work))
         timings["export_s"] = outcome.seconds
         result.log.extend(outcome.log)
+        outcome.error = _scrub(outcome.error, work)
         if outcome.error or outcome.onnx_path is None:
             result.stages["export"] = {"status": "failed", "reason": outcome.error}
             result.stages["numerics"] = {"status": "skipped", "reason": "export failed"}
@@ -165,6 +166,7 @@ def _check_torch(
         if keep is not None:
             keep.samples = numerics.samples
         result.log.extend(numerics.log)
+        numerics.error = _scrub(numerics.error, work)
     if numerics.error:
         result.stages["numerics"] = {"status": "failed", "reason": numerics.error}
         result.findings.append(_finding("numerics-failed", numerics.error))
@@ -179,6 +181,16 @@ def _check_torch(
             )
             result.findings.append(_finding("numeric-mismatch", f"output {c.output}: {detail}"))
     return result
+
+
+def _scrub(text: str | None, workdir: str) -> str | None:
+    """Messages that quote the temporary export folder name it "<export dir>": the result
+    must not change from run to run (the evidence bundle compares them byte for byte)."""
+    if text is None:
+        return None
+    for form in {workdir, str(Path(workdir).resolve())}:
+        text = text.replace(form, "<export dir>")
+    return text
 
 
 def _new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:

@@ -509,3 +509,11 @@ def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> 
     assert run.code == 2
     assert "--out take one contract" in run.err
     assert not (tmp_path / "out").exists()
+
+
+def test_temporary_export_folder_never_reaches_the_result() -> None:
+    from npu_gate.pipeline import _scrub
+
+    assert _scrub("Load model from /tmp/npu-gate-x1/model.onnx failed", "/tmp/npu-gate-x1") == (
+        "Load model from <export dir>/model.onnx failed")
+    assert _scrub(None, "/tmp/x") is None
