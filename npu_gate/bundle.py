@@ -32,6 +32,7 @@ import numpy as np
 from npu_gate.contract import Contract
 from npu_gate.errors import GateError
 from npu_gate.pipeline import Artifacts, versions
+from npu_gate.profile import Profile
 from npu_gate.result import GateResult
 
 DEFAULT_ROOT = Path("npu-gate-out")
@@ -62,6 +63,14 @@ def prepare(folder: Path) -> None:
 
 def write(folder: Path, contract: Contract, result: GateResult, art: Artifacts) -> None:
     """Fill the bundle (after ``check_contract(..., keep=art)``); sets ``result.minimal``."""
+    write_any(folder, result, art, contract.profile, contract)
+
+
+def write_any(
+    folder: Path, result: GateResult, art: Artifacts, profile: Profile, contract: Contract | None
+) -> None:
+    """The bundle of a contract run, or of ``inspect`` (``contract`` None: no contract
+    copy and no inputs.npz, since inspect runs no numerics)."""
     from npu_gate.minimal import folded_model, write_minimal
     from npu_gate.render import json_, markdown
 
@@ -70,21 +79,24 @@ def write(folder: Path, contract: Contract, result: GateResult, art: Artifacts) 
         folded, fold_note = folded_model(art.inferred, art.folded)
         _save_model(folded, folder / "folded.onnx")
         models, distinct = write_minimal(folder / "minimal", art.inferred, art.facts, art.folded,
-                                         result.findings, contract.profile, folder)
+                                         result.findings, profile, folder)
         result.minimal = {"distinct_failures": distinct, "models": models}
     else:
         result.minimal = {"distinct_failures": 0, "models": []}
     (folder / "result.json").write_text(json_.render(result), encoding="utf-8")
     (folder / "report.md").write_text(markdown.render(result), encoding="utf-8")
     (folder / "conversion.log").write_text(_conversion_log(result, fold_note), encoding="utf-8")
-    shutil.copyfile(contract.path, folder / contract_copy_name(contract))
-    samples = art.samples
-    if not samples:  # numerics did not run: the seeded samples it would have used
-        from npu_gate.samples import make_samples
+    if contract is not None:
+        shutil.copyfile(contract.path, folder / contract_copy_name(contract))
+        samples = art.samples
+        if not samples:  # numerics did not run: the seeded samples it would have used
+            from npu_gate.samples import make_samples
 
-        samples = make_samples(contract.inputs, contract.numerics.samples, contract.numerics.seed)
-    write_npz(folder / "inputs.npz", stack_samples(samples, [i.name for i in contract.inputs]))
-    doc = bundle_versions(contract, result, art)
+            spec = contract.numerics
+            samples = make_samples(contract.inputs, spec.samples, spec.seed)
+        names = [i.name for i in contract.inputs]
+        write_npz(folder / "inputs.npz", stack_samples(samples, names))
+    doc = bundle_versions(contract, result, art, profile)
     (folder / MARKER).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
@@ -145,10 +157,12 @@ def _sha256(path: Path | None) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def bundle_versions(contract: Contract, result: GateResult, art: Artifacts) -> dict[str, Any]:
+def bundle_versions(
+    contract: Contract | None, result: GateResult, art: Artifacts, profile: Profile
+) -> dict[str, Any]:
     tools = versions()
     model = result.model
-    if contract.torch is not None:
+    if contract is not None and contract.torch is not None:
         exporter: dict[str, Any] = {"path": contract.torch.exporter,
                                     "opset_requested": contract.torch.opset}
     else:
@@ -164,9 +178,10 @@ def bundle_versions(contract: Contract, result: GateResult, art: Artifacts) -> d
         "onnxruntime": tools["onnxruntime"],
         "onnxscript": tools["onnxscript"],
         "exporter": exporter,
-        "profile": {"name": contract.profile.name, "sha256": contract.profile.sha256,
-                    "builtin": contract.profile.origin == "builtin"},
-        "contract": {"file": contract_copy_name(contract), "sha256": contract.sha256},
+        "profile": {"name": profile.name, "sha256": profile.sha256,
+                    "builtin": profile.origin == "builtin"},
+        "contract": None if contract is None else {"file": contract_copy_name(contract),
+                                                   "sha256": contract.sha256},
         "model": {"file": "model.onnx" if art.model_path else None,
                   "sha256": _sha256(art.model_path)},
     }

@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
+    inspect.add_argument("--out", metavar="DIR", help="write the evidence bundle into DIR")
 
     reduce = sub.add_parser("reduce", help="shrink a model while an external command keeps failing")
     reduce.add_argument("model", metavar="MODEL.onnx")
@@ -166,7 +167,19 @@ def _inspect(args: argparse.Namespace) -> int:
     from npu_gate.profile import load_profile
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
-    result = inspect_model(Path(args.model), profile)
+    if args.out:
+        from npu_gate import bundle
+        from npu_gate.pipeline import Artifacts
+
+        folder = Path(args.out)
+        bundle.prepare(folder)
+        art = Artifacts(folder)
+        result = inspect_model(Path(args.model), profile, keep=art)
+        bundle.write_any(folder, result, art, profile, None)
+        if not args.quiet:
+            print(f"evidence bundle: {folder}")
+    else:
+        result = inspect_model(Path(args.model), profile)
     _emit(result, args)
     return EXIT_PASS if result.passed else EXIT_FAIL
 

@@ -83,13 +83,15 @@ def versions() -> dict[str, Any]:
     }
 
 
-def inspect_model(path: Path, profile: Profile) -> GateResult:
+def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
     start = time.perf_counter()
     model, sha256 = load_onnx(path)
     loaded = time.perf_counter()
     result = _new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
-    _analyze(model, Settings(profile=profile), result)
+    if keep is not None:
+        keep.model_path = copy_model(path, keep.folder)
+    _analyze(model, Settings(profile=profile), result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     _finish(result, Settings(profile=profile))
     result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}

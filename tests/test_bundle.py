@@ -515,5 +515,46 @@ def test_temporary_export_folder_never_reaches_the_result() -> None:
     from npu_gate.pipeline import _scrub
 
     assert _scrub("Load model from /tmp/npu-gate-x1/model.onnx failed", "/tmp/npu-gate-x1") == (
-        "Load model from <export dir>/model.onnx failed")
+        "Load model from <export dir>/model.onnx failed"
+    )
     assert _scrub(None, "/tmp/x") is None
+
+
+def test_inspect_bundle_without_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(model_zoo.diamond().SerializeToString())
+    out = tmp_path / "out"
+    code = (
+        "import sys; from npu_gate.cli import main; "
+        f"c = main(['inspect', {str(model)!r}, '--out', {str(out)!r}, '-q']); "
+        "print(c, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout == "1 False\n"
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [
+        "conversion.log",
+        "folded.onnx",
+        "minimal/01-unsupported-op-Relu.onnx",
+        "minimal/02-unsupported-op-Clip.onnx",
+        "minimal/03-unsupported-op-Sigmoid.onnx",
+        "model.onnx",
+        "report.md",
+        "result.json",
+        "versions.json",
+    ]
+    versions = json.loads((out / "versions.json").read_text(encoding="utf-8"))
+    assert versions["contract"] is None
+    assert versions["exporter"] == {"path": "onnx-file", "opset_requested": None, "opset": 17}
+    result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    assert [m["verified"] for m in result["minimal"]["models"]] == [True, True, True]
