@@ -130,6 +130,8 @@ class Reducer:
             if not self.test(tuple(self.order), "original"):
                 last = self.steps[-1]
                 why = "timed out" if last.exit_code is None else f"exited {last.exit_code}"
+                if last.exit_code not in (None, 0):
+                    why += " without printing the --match text"
                 raise GateError(
                     f"--check does not fail on the original model ({why}); nothing to reduce"
                 )

@@ -161,3 +161,27 @@ def test_reduce_inputs_must_cover_the_model(tmp_path: Path, run_cli: Callable[..
     run = run_cli("reduce", model, "--check", check, "--inputs", tmp_path / "in.npz", "-q")
     assert run.code == 2
     assert run.err == f"npu-gate: error: {tmp_path / 'in.npz'}: no samples for model input(s) x\n"
+
+
+CRASH_ON_CLIP = """
+import os, signal, sys
+if b"\\x22\\x04Clip" in open(sys.argv[1], "rb").read():
+    print("Check failed: Clip", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_reduce_crash_counts_and_match_filters(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.diamond())
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH_ON_CLIP, encoding="utf-8")
+    check = shlex.join([sys.executable, str(script), "{model}"])
+    out = tmp_path / "r.onnx"
+    run = run_cli("reduce", model, "--check", check, "--match", "Check failed", "--out", out, "-q")
+    assert run.code == 0
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Clip"]
+    log = json.loads((tmp_path / "r.onnx.json").read_text(encoding="utf-8"))
+    assert log["steps"][0]["exit_code"] == -9  # killed by a signal: a crash is a failure
+    run = run_cli("reduce", model, "--check", check, "--match", "other text", "-q")
+    assert run.code == 2
+    assert "(exited -9 without printing the --match text)" in run.err
