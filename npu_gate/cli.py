@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
+    from npu_gate.contract import Contract
     from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
@@ -39,12 +40,39 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    bundle = check.add_mutually_exclusive_group()
+    bundle.add_argument("--out", metavar="DIR",
+                        help="write the evidence bundle into DIR (one contract)")
+    bundle.add_argument("--bundle", action="store_true",
+                        help="write each contract's evidence bundle to "
+                             "npu-gate-out/<contract name>/")
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
     inspect.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
+    inspect.add_argument("--out", metavar="DIR", help="write the evidence bundle into DIR")
+
+    reduce = sub.add_parser("reduce", help="shrink a model while an external command keeps failing")
+    reduce.add_argument("model", metavar="MODEL.onnx")
+    reduce.add_argument("--check", required=True, metavar="COMMAND",
+                        help='command run per candidate, e.g. "vendor-compile {model}"; failing '
+                             "means a non-zero exit. {inputs} becomes a .npz of the candidate's "
+                             "inputs")
+    reduce.add_argument("--out", metavar="PATH", help="reduced model (default: MODEL-reduced.onnx)")
+    reduce.add_argument("--log", metavar="PATH",
+                        help="JSON record of every step (default: the --out path + .json)")
+    reduce.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="per step; a timeout counts as not failing (default: 120)")
+    reduce.add_argument("--match", metavar="TEXT",
+                        help="also require TEXT in the command's output (the same failure)")
+    reduce.add_argument("--inputs", metavar="NPZ",
+                        help="samples for {inputs} (layout of a bundle's inputs.npz)")
+    reduce.add_argument("--samples", type=int, default=1,
+                        help="generated samples per input when --inputs is not given")
+    reduce.add_argument("--max-steps", type=int, default=1000)
+    reduce.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
@@ -76,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _inspect(args)
         if args.command == "rules":
             return _rules(args)
+        if args.command == "reduce":
+            return _reduce(args)
         if args.command == "profiles":
             return _profiles()
         if args.command == "explain":
@@ -100,12 +130,16 @@ def _check(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import check_contract
 
     paths = [find_contract(p) for p in (args.contracts or [None])]
-    if len(paths) > 1 and (args.json or args.markdown or args.log):
-        raise GateError("--json, --markdown and --log take one contract; run one check per contract")
+    if len(paths) > 1 and (args.json or args.markdown or args.log or args.out):
+        raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
+                        "contract (or use --bundle)")
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
     worst = EXIT_PASS
     for contract in contracts:
-        result = check_contract(contract, today=args.today)
+        if args.out or args.bundle:
+            result = _check_bundle(contract, args)
+        else:
+            result = check_contract(contract, today=args.today)
         _emit(result, args)
         if args.log:
             _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
@@ -113,12 +147,39 @@ def _check(args: argparse.Namespace) -> int:
     return worst
 
 
+def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
+    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/)."""
+    from npu_gate import bundle
+    from npu_gate.pipeline import Artifacts, check_contract
+
+    folder = Path(args.out) if args.out else bundle.default_folder(contract)
+    bundle.prepare(folder)
+    art = Artifacts(folder)
+    result = check_contract(contract, today=args.today, keep=art)
+    bundle.write(folder, contract, result, art)
+    if not args.quiet:
+        print(f"evidence bundle: {folder}")
+    return result
+
+
 def _inspect(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import inspect_model
     from npu_gate.profile import load_profile
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
-    result = inspect_model(Path(args.model), profile)
+    if args.out:
+        from npu_gate import bundle
+        from npu_gate.pipeline import Artifacts
+
+        folder = Path(args.out)
+        bundle.prepare(folder)
+        art = Artifacts(folder)
+        result = inspect_model(Path(args.model), profile, keep=art)
+        bundle.write_any(folder, result, art, profile, None)
+        if not args.quiet:
+            print(f"evidence bundle: {folder}")
+    else:
+        result = inspect_model(Path(args.model), profile)
     _emit(result, args)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
@@ -186,4 +247,32 @@ def _explain(args: argparse.Namespace) -> int:
             raise GateError(f"{args.id}: retired in {RETIRED[args.id]}")
         raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
+    return EXIT_PASS
+
+
+def _reduce(args: argparse.Namespace) -> int:
+    from npu_gate.reduce import Reducer, Step, write_log
+
+    def progress(step: Step) -> None:
+        if not args.quiet:
+            what = "timeout" if step.exit_code is None else f"exit {step.exit_code}"
+            verdict = "fails, kept" if step.failing else "passes"
+            print(f"step {step.step}: {step.phase} {step.nodes} nodes: {what}, {verdict}",
+                  file=sys.stderr)
+
+    model = Path(args.model)
+    out = Path(args.out) if args.out else Path(f"{model.stem}-reduced.onnx")
+    log = Path(args.log) if args.log else out.with_name(out.name + ".json")
+    reducer = Reducer(model, args.check, timeout=args.timeout, match=args.match,
+                      inputs=Path(args.inputs) if args.inputs else None, samples=args.samples,
+                      max_steps=args.max_steps, progress=progress)
+    outcome = reducer.run()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(outcome.model.SerializeToString())
+    if reducer.wants_inputs:
+        reducer.write_inputs(outcome.model, out.with_suffix(".npz"))
+    write_log(log, model, args.check, reducer, outcome, out)
+    if not args.quiet:
+        print(f"{len(reducer.order)} -> {len(outcome.nodes)} nodes in {len(outcome.steps)} steps: "
+              f"{out} (log: {log})")
     return EXIT_PASS

@@ -70,3 +70,32 @@ def _load_external_data(model: ModelProto, folder: Path, label: str) -> None:
         load_external_data_for_model(model, str(folder))
     except Exception as exc:
         raise ModelError(f"{label}: cannot read external data: {exc}") from None
+
+
+def external_data_files(path: Path) -> list[str]:
+    """Relative locations of the external data files a model references (sorted, unique)."""
+    model = onnx.load_model(str(path), load_external_data=False)
+    locations = set()
+    for tensor in _external_tensors(model.graph):
+        entries = {e.key: e.value for e in tensor.external_data}
+        if entries.get("location"):
+            locations.add(entries["location"])
+    return sorted(locations)
+
+
+def copy_model(path: Path, folder: Path, name: str = "model.onnx") -> Path:
+    """Copy a model into ``folder`` as ``name``, its external data files beside it under
+    their own relative locations (load_onnx has already refused any outside its folder)."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    shutil.copyfile(path, target)
+    source_dir = path.resolve().parent
+    for location in external_data_files(path):
+        source = (source_dir / location).resolve()
+        if not source.is_relative_to(source_dir) or not source.is_file():
+            continue  # load_onnx reports these; a bundle copies only what is safe
+        (folder / location).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, folder / location)
+    return target

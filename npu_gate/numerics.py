@@ -6,7 +6,7 @@ Imports torch and onnxruntime lazily: this module only runs for torch contracts.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ class NumericsOutcome:
     error: str | None
     seconds: float
     log: list[str]
+    samples: list[dict[str, np.ndarray]] = field(default_factory=list)  # the inputs compared
 
 
 def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome:
@@ -60,12 +61,12 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
             ort_outputs, names = _run_onnxruntime(onnx_path, samples)
         except Exception as exc:
             return NumericsOutcome([], f"onnxruntime: {_one_line(exc)}",
-                                   time.perf_counter() - start, captured.lines)
+                                   time.perf_counter() - start, captured.lines, samples)
         try:
             torch_outputs = _run_torch(module, contract, samples)
         except Exception as exc:
             return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
-                                   time.perf_counter() - start, captured.lines)
+                                   time.perf_counter() - start, captured.lines, samples)
     comparisons = []
     for index, name in enumerate(names):
         pairs = []
@@ -73,7 +74,7 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
             ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
             pairs.append((ort_outputs[k][index], ref))
         comparisons.append(_compare_output(name, pairs, spec.atol, spec.rtol))
-    return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines)
+    return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines, samples)
 
 
 def _run_onnxruntime(path: Path, samples: list[dict[str, np.ndarray]]) -> tuple[list[list[np.ndarray]], list[str]]:

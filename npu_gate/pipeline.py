@@ -22,7 +22,7 @@ from npu_gate import __version__
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
-from npu_gate.model_file import load_onnx
+from npu_gate.model_file import copy_model, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
 from npu_gate.profile import Profile
@@ -50,6 +50,21 @@ class Settings:
     today: dt.date = field(default_factory=dt.date.today)
 
 
+@dataclass
+class Artifacts:
+    """What a run leaves behind for an evidence bundle: pass one as ``keep`` and the
+    pipeline fills it in (the model as analysed, its shape-inferred form, the fold
+    decisions and the numerics samples). Never part of the result."""
+
+    folder: Path  # model.onnx (and its external data) are copied here
+    model_path: Path | None = None
+    inferred: ModelProto | None = None  # contract shapes applied, shape-inferred
+    facts: GraphFacts | None = None
+    folded: set[int] = field(default_factory=set)
+    constants: set[str] = field(default_factory=set)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
+
+
 def versions() -> dict[str, Any]:
     def version_of(dist: str) -> str | None:
         try:
@@ -68,20 +83,24 @@ def versions() -> dict[str, Any]:
     }
 
 
-def inspect_model(path: Path, profile: Profile) -> GateResult:
+def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
     start = time.perf_counter()
     model, sha256 = load_onnx(path)
     loaded = time.perf_counter()
     result = _new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
-    _analyze(model, Settings(profile=profile), result)
+    if keep is not None:
+        keep.model_path = copy_model(path, keep.folder)
+    _analyze(model, Settings(profile=profile), result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     _finish(result, Settings(profile=profile))
     result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}
     return result
 
 
-def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateResult:
+def check_contract(
+    contract: Contract, *, today: dt.date | None = None, keep: Artifacts | None = None
+) -> GateResult:
     start = time.perf_counter()
     settings = Settings(
         profile=contract.profile,
@@ -99,10 +118,12 @@ def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateR
                              {"source": "onnx", "path": contract.onnx_ref, "sha256": sha256})
         result.contract = contract_info
         result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
-        _analyze(model, settings, result)
+        if keep is not None:
+            keep.model_path = copy_model(contract.onnx_path, keep.folder)
+        _analyze(model, settings, result, keep)
         result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
     else:
-        result = _check_torch(contract, settings, timings)
+        result = _check_torch(contract, settings, timings, keep)
         result.contract = contract_info
     _finish(result, settings)
     timings["total_s"] = time.perf_counter() - start
@@ -110,7 +131,9 @@ def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateR
     return result
 
 
-def _check_torch(contract: Contract, settings: Settings, timings: dict[str, float]) -> GateResult:
+def _check_torch(
+    contract: Contract, settings: Settings, timings: dict[str, float], keep: Artifacts | None = None
+) -> GateResult:
     from npu_gate import export as exporter  # the torch path only
 
     assert contract.torch is not None
@@ -123,6 +146,7 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
         outcome = exporter.export(contract, module, Path(work))
         timings["export_s"] = outcome.seconds
         result.log.extend(outcome.log)
+        outcome.error = _scrub(outcome.error, work)
         if outcome.error or outcome.onnx_path is None:
             result.stages["export"] = {"status": "failed", "reason": outcome.error}
             result.stages["numerics"] = {"status": "skipped", "reason": "export failed"}
@@ -131,7 +155,9 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
         result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
         model, sha256 = load_onnx(outcome.onnx_path, "exported model")
         info["sha256"] = sha256
-        _analyze(model, settings, result)
+        if keep is not None:
+            keep.model_path = copy_model(outcome.onnx_path, keep.folder)
+        _analyze(model, settings, result, keep)
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result
@@ -139,7 +165,10 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
 
         numerics = compare(contract, module, outcome.onnx_path)
         timings["numerics_s"] = numerics.seconds
+        if keep is not None:
+            keep.samples = numerics.samples
         result.log.extend(numerics.log)
+        numerics.error = _scrub(numerics.error, work)
     if numerics.error:
         result.stages["numerics"] = {"status": "failed", "reason": numerics.error}
         result.findings.append(_finding("numerics-failed", numerics.error))
@@ -156,6 +185,16 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
     return result
 
 
+def _scrub(text: str | None, workdir: str) -> str | None:
+    """Messages that quote the temporary export folder name it "<export dir>": the result
+    must not change from run to run (the evidence bundle compares them byte for byte)."""
+    if text is None:
+        return None
+    for form in {workdir, str(Path(workdir).resolve())}:
+        text = text.replace(form, "<export dir>")
+    return text
+
+
 def _new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:
     return GateResult(name=name, verdict=FAIL, profile=profile.to_dict(), versions=versions(), model=model)
 
@@ -164,7 +203,9 @@ def _finding(rule_id: str, message: str, **where: Any) -> Finding:
     return Finding(rule=rule_id, severity=RULES[rule_id].severity, message=message, **where)
 
 
-def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
+def _analyze(
+    model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None
+) -> None:
     """Graph facts, placement, partitions and their findings, into ``result``."""
     declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
     initializer_names = {i.name for i in model.graph.initializer}
@@ -225,6 +266,8 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         "boundary_bytes": total_bytes(crossings),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
     }
+    if keep is not None:
+        keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
 
 
 def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:

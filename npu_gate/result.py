@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 PASS = "pass"
 FAIL = "fail"
 
@@ -110,6 +110,8 @@ class GateResult:
     gates: list[GateCheck] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
+    # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see minimal.py.
+    minimal: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -119,7 +121,7 @@ class GateResult:
         return [f for f in self.findings if not f.waived and (severity is None or f.severity == severity)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema_version": SCHEMA_VERSION,
             "name": self.name,
             "verdict": self.verdict,
@@ -142,5 +144,8 @@ class GateResult:
             "findings": [f.to_dict() for f in self.findings],
             "numerics": self.numerics,
             "gates": [g.to_dict() for g in self.gates],
-            "timings": self.timings,
         }
+        if self.minimal is not None:
+            out["minimal"] = self.minimal
+        out["timings"] = self.timings
+        return out

@@ -162,4 +162,4 @@ def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_c
     b = write_contract(_base(), "b.json")
     run = run_cli("check", a, b, "--json", contract_dir / "r.json")
     assert run.code == 2
-    assert "--json, --markdown and --log take one contract" in run.err
+    assert "--json, --markdown, --log and --out take one contract" in run.err

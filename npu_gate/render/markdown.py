@@ -27,6 +27,7 @@ def render(result: GateResult) -> str:
         _numerics(result),
         _gates(result),
         _census(result),
+        _minimal(result),
         _timings(result),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
@@ -201,6 +202,35 @@ def _tensor(t: dict[str, Any]) -> str:
 def _short(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _minimal(result: GateResult) -> str:
+    """Evidence bundle runs: each distinct failure linked to its minimal model (relative to
+    the bundle folder, where report.md sits)."""
+    if result.minimal is None:
+        return ""
+    models = result.minimal["models"]
+    head = "### Minimal failing models\n\n"
+    if not models:
+        return head + "None: no failure could be blamed on a node."
+    rows = []
+    for m in models:
+        what = " ".join(x for x in (f"`{m['rule']}`", md_code(m["op_type"]) if m["op_type"] else "",
+                                    md_code(m["constraint"]) if m["constraint"] else "") if x)
+        path = md(m["path"])
+        verified = "yes" if m["verified"] else "**no**: re-check found " + (
+            ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")
+        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{path}]({path})",
+                     str(m["nodes"]), verified])
+    text = head + (
+        "Each failure cut down to its node, producers turned into graph inputs with their "
+        "inferred shapes, constants kept; verified means re-analysing that file gives the same "
+        "finding.\n\n"
+    ) + _table(["failure", "first node", "seen", "model", "nodes", "verified"], rows)
+    left = result.minimal["distinct_failures"] - len(models)
+    if left > 0:
+        text += f"\n\n_{left} more distinct failures without a minimal model (limit reached)._"
+    return text
 
 
 def _timings(result: GateResult) -> str:

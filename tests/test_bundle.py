@@ -1,0 +1,560 @@
+"""Evidence bundle (check --out/--bundle): contents, versions.json, determinism, minimal models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import model_zoo
+import numpy as np
+import onnx
+import pytest
+from conftest import REPO, validate_result
+from onnx import TensorProto, helper
+
+from npu_gate.cli import main
+
+EXAMPLE = REPO / "examples" / "seed-hardswish"
+
+
+def _profile(ops: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "test-profile",
+        "description": "test",
+        "source": "test",
+        "evidence": "illustrative",
+        "ops": ops,
+    }
+
+
+def _onnx_contract(
+    folder: Path, model: onnx.ModelProto, inputs: list[dict[str, Any]], ops: dict[str, Any]
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.onnx").write_bytes(model.SerializeToString())
+    (folder / "profile.json").write_text(json.dumps(_profile(ops)), encoding="utf-8")
+    doc = {
+        "name": "t",
+        "model": {"onnx": "model.onnx"},
+        "inputs": inputs,
+        "target": {"profile": "profile.json"},
+        "numerics": {"samples": 2},
+    }
+    path = folder / "npu-gate.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _bundle(contract: Path, out: Path) -> tuple[int, dict[str, Any]]:
+    code = main(["check", str(contract), "--out", str(out), "-q"])
+    return code, json.loads((out / "result.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def example_bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The lesson net gated twice, into two differently named and nested folders."""
+    root = tmp_path_factory.mktemp("bundles")
+    first, second = root / "a", root / "elsewhere" / "deeper" / "b"
+    assert main(["check", str(EXAMPLE), "--out", str(first), "-q"]) == 1
+    assert main(["check", str(EXAMPLE), "--out", str(second), "-q"]) == 1
+    return first, second
+
+
+@pytest.mark.torch
+def test_bundle_contents(example_bundles: tuple[Path, Path]) -> None:
+    bundle = example_bundles[0]
+    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+    assert files == [
+        "conversion.log",
+        "folded.onnx",
+        "inputs.npz",
+        "minimal/01-unsupported-op-Clip.onnx",
+        "model.onnx",
+        "npu-gate.json",
+        "report.md",
+        "result.json",
+        "versions.json",
+    ]
+    assert (bundle / "npu-gate.json").read_bytes() == (EXAMPLE / "npu-gate.json").read_bytes()
+    result = json.loads((bundle / "result.json").read_text(encoding="utf-8"))
+    validate_result(result)
+    assert result["minimal"] == {
+        "distinct_failures": 1,
+        "models": [
+            {
+                "rule": "unsupported-op",
+                "op_type": "Clip",
+                "constraint": None,
+                "node": "/Clip",
+                "occurrences": 1,
+                "path": "minimal/01-unsupported-op-Clip.onnx",
+                "nodes": 3,
+                "verified": True,
+            }
+        ],
+    }
+
+    # model.onnx is what was analysed: its sha256 is the one in the result and versions.json
+    sha = hashlib.sha256((bundle / "model.onnx").read_bytes()).hexdigest()
+    assert result["model"]["sha256"] == sha
+    versions = json.loads((bundle / "versions.json").read_text(encoding="utf-8"))
+    assert set(versions) == {
+        "python",
+        "platform",
+        "machine",
+        "npu_gate",
+        "torch",
+        "onnx",
+        "onnxruntime",
+        "onnxscript",
+        "exporter",
+        "profile",
+        "contract",
+        "model",
+    }
+    assert versions["exporter"] == {"path": "torchscript", "opset_requested": 17, "opset": 17}
+    assert versions["profile"] == {
+        "name": "demo",
+        "sha256": result["profile"]["sha256"],
+        "builtin": True,
+    }
+    assert versions["contract"] == {
+        "file": "npu-gate.json",
+        "sha256": hashlib.sha256((EXAMPLE / "npu-gate.json").read_bytes()).hexdigest(),
+    }
+    assert versions["model"] == {"file": "model.onnx", "sha256": sha}
+    assert versions["onnx"] == onnx.__version__
+    assert all(
+        versions[k]
+        for k in ("python", "platform", "npu_gate", "torch", "onnxruntime", "onnxscript")
+    )
+
+    # the numerics samples: 4 samples of images [1, 3, 16, 16] in the contract's range
+    with np.load(bundle / "inputs.npz") as npz:
+        assert list(npz) == ["images"]
+        images = npz["images"]
+    assert images.shape == (4, 1, 3, 16, 16)
+    assert images.dtype == np.float32
+    assert images.min() >= 0.0
+    assert images.max() <= 1.0
+
+    # folded.onnx: the 4 Constant nodes became initializers; 5 compute nodes remain
+    folded = onnx.load(str(bundle / "folded.onnx"))
+    assert [n.op_type for n in folded.graph.node] == ["Conv", "Add", "Clip", "Mul", "Div"]
+    assert len(folded.graph.initializer) == 6
+    onnx.checker.check_model(folded)
+
+    log = (bundle / "conversion.log").read_text(encoding="utf-8")
+    assert "export: ok" in log
+    assert "folding: 4 folded nodes replaced by 4 initializers" in log
+    assert "  export_s: " in log
+    assert "DeprecationWarning" in log  # what the exporter warned
+
+    report = (bundle / "report.md").read_text(encoding="utf-8")
+    assert "[minimal/01-unsupported-op-Clip.onnx](minimal/01-unsupported-op-Clip.onnx)" in report
+
+
+def _without_timings(text: str) -> str:
+    head, sep, _ = text.partition('"timings"')
+    assert sep, "no timings key"
+    return head
+
+
+@pytest.mark.torch
+def test_bundles_are_deterministic(example_bundles: tuple[Path, Path]) -> None:
+    a, b = example_bundles
+    json_a = (a / "result.json").read_text(encoding="utf-8")
+    json_b = (b / "result.json").read_text(encoding="utf-8")
+    # timings is the last key; everything before it is byte-identical
+    assert list(json.loads(json_a))[-1] == "timings"
+    assert _without_timings(json_a) == _without_timings(json_b)
+    assert json.loads(json_a)["timings"].keys() == json.loads(json_b)["timings"].keys()
+    report_a = (a / "report.md").read_text(encoding="utf-8")
+    report_b = (b / "report.md").read_text(encoding="utf-8")
+    head_a, sep, tail_a = report_a.partition("### Timings")
+    assert sep
+    assert "###" not in tail_a  # Timings is the final section
+    assert head_a == report_b.partition("### Timings")[0]
+    # no absolute path of either bundle leaks into them
+    for text in (json_a, report_a):
+        assert str(a) not in text
+        assert str(a.parent) not in text
+    for name in ("model.onnx", "folded.onnx", "inputs.npz", "minimal/01-unsupported-op-Clip.onnx"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_bundle_folder_replaced_but_foreign_folder_refused(
+    tmp_path: Path, run_cli: Callable[..., Any]
+) -> None:
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model_zoo.conv_relu(),
+        [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+        {"Conv": {"constraints": []}, "Relu": {"constraints": []}},
+    )
+    out = tmp_path / "out"
+    assert run_cli("check", contract, "--out", out, "-q").code == 0
+    (out / "minimal").mkdir()
+    (out / "minimal" / "stale.onnx").write_bytes(b"old")
+    assert run_cli("check", contract, "--out", out, "-q").code == 0
+    assert not (out / "minimal").exists()  # a previous bundle is replaced, not mixed
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine", encoding="utf-8")
+    run = run_cli("check", contract, "--out", foreign, "-q")
+    assert run.code == 2
+    assert "not empty and not an npu-gate bundle" in run.err
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_bundle_default_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model_zoo.conv_relu(),
+        [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+        {"Conv": {"constraints": []}, "Relu": {"constraints": []}},
+    )
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", contract, "--bundle")
+    assert run.code == 0
+    assert "evidence bundle: npu-gate-out/t" in run.out
+    bundle = tmp_path / "npu-gate-out" / "t"
+    result = json.loads((bundle / "result.json").read_text(encoding="utf-8"))
+    assert result["minimal"] == {"distinct_failures": 0, "models": []}
+    assert result["model"]["path"] == "model.onnx"  # relative to the contract
+    assert "### Minimal failing models\n\nNone: no failure could be blamed on a node." in (
+        bundle / "report.md"
+    ).read_text(encoding="utf-8")
+    versions = json.loads((bundle / "versions.json").read_text(encoding="utf-8"))
+    assert versions["exporter"] == {"path": "onnx-file", "opset_requested": None, "opset": 17}
+    assert versions["profile"]["builtin"] is False
+    # ONNX contract: no numerics ran, the bundle holds the contract's seeded samples
+    with np.load(bundle / "inputs.npz") as npz:
+        assert npz["x"].shape == (2, 1, 3, 8, 8)
+
+
+def test_bundle_keeps_external_data(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    model_zoo.external_data(folder)
+    model = onnx.load(str(folder / "model.onnx"), load_external_data=False)
+    inputs = [
+        {
+            "name": i.name,
+            "shape": [d.dim_value for d in i.type.tensor_type.shape.dim],
+            "dtype": "float32",
+        }
+        for i in model.graph.input
+    ]
+    (folder / "profile.json").write_text(json.dumps(_profile({"MatMul": {}})), encoding="utf-8")
+    (folder / "npu-gate.json").write_text(
+        json.dumps(
+            {
+                "model": {"onnx": "model.onnx"},
+                "inputs": inputs,
+                "target": {"profile": "profile.json"},
+            }
+        ),
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    code, _ = _bundle(folder / "npu-gate.json", out)
+    assert code == 0
+    assert (out / "model.onnx.data").read_bytes() == (folder / "model.onnx.data").read_bytes()
+    assert (out / "model.onnx").read_bytes() == (folder / "model.onnx").read_bytes()
+
+
+# ---------------------------------------------------------------- minimal models
+
+
+def _minimal_models(out: Path) -> tuple[dict[str, Any], list[onnx.ModelProto]]:
+    result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    validate_result(result)
+    models = [onnx.load(str(out / m["path"])) for m in result["minimal"]["models"]]
+    return result["minimal"], models
+
+
+def test_minimal_model_unsupported_op(tmp_path: Path) -> None:
+    # diamond: Relu -> (Clip, Sigmoid) -> Add; the profile lacks Clip and Sigmoid
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model_zoo.diamond(),
+        [{"name": "x", "shape": [1, 4, 8, 8], "dtype": "float32"}],
+        {"Relu": {}, "Add": {}, "Constant": {}},
+    )
+    code, _ = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal == {
+        "distinct_failures": 2,
+        "models": [
+            {
+                "rule": "unsupported-op",
+                "op_type": "Clip",
+                "constraint": None,
+                "node": "B",
+                "occurrences": 1,
+                "path": "minimal/01-unsupported-op-Clip.onnx",
+                "nodes": 3,
+                "verified": True,
+            },
+            {
+                "rule": "unsupported-op",
+                "op_type": "Sigmoid",
+                "constraint": None,
+                "node": "C",
+                "occurrences": 1,
+                "path": "minimal/02-unsupported-op-Sigmoid.onnx",
+                "nodes": 1,
+                "verified": True,
+            },
+        ],
+    }
+    clip = models[0]
+    # the Clip with its constant min/max kept; its producer (Relu) cut into a typed input
+    assert [n.op_type for n in clip.graph.node] == ["Constant", "Constant", "Clip"]
+    assert [
+        (i.name, [d.dim_value for d in i.type.tensor_type.shape.dim], i.type.tensor_type.elem_type)
+        for i in clip.graph.input
+    ] == [("a", [1, 4, 8, 8], TensorProto.FLOAT)]
+    assert [o.name for o in clip.graph.output] == ["b"]
+    onnx.checker.check_model(clip, full_check=True)
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "| `unsupported-op` <code>Sigmoid</code> | <code>C</code>" in report
+
+
+def test_minimal_model_constraint_violation(tmp_path: Path) -> None:
+    ops = {
+        "Conv": {
+            "constraints": [{"id": "kernel-1x1", "attribute": "kernel_shape", "in": [[1, 1]]}]
+        },
+        "Relu": {},
+    }
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model_zoo.conv_relu(),
+        [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+        ops,
+    )
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [(f["rule"], f.get("constraint")) for f in result["findings"]] == [
+        ("op-constraint", "kernel-1x1")
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal["models"] == [
+        {
+            "rule": "op-constraint",
+            "op_type": "Conv",
+            "constraint": "kernel-1x1",
+            "node": "conv0",
+            "occurrences": 1,
+            "path": "minimal/01-op-constraint-Conv-kernel-1x1.onnx",
+            "nodes": 1,
+            "verified": True,
+        }
+    ]
+    conv = models[0]
+    assert [i.name for i in conv.graph.input] == ["x"]
+    assert sorted(t.name for t in conv.graph.initializer) == ["conv_b", "conv_w"]  # weights kept
+
+
+def test_minimal_model_dynamic_chain(tmp_path: Path) -> None:
+    # Relu (static) -> NonZero (data-dependent shape) -> Transpose -> Cast: one dynamic chain
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"),
+        helper.make_node("Transpose", ["nz"], ["t"], name="transpose", perm=[1, 0]),
+        helper.make_node("Cast", ["t"], ["y"], name="cast", to=TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "dyn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    ops = {op: {} for op in ("Relu", "NonZero", "Transpose", "Cast")}
+    contract = _onnx_contract(
+        tmp_path / "c", model, [{"name": "x", "shape": [2, 3], "dtype": "float32"}], ops
+    )
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [(f["rule"], f.get("node")) for f in result["findings"]] == [
+        ("dynamic-shape", "nonzero"),
+        ("dynamic-shape", "transpose"),
+        ("dynamic-shape", "cast"),
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal == {
+        "distinct_failures": 1,
+        "models": [
+            {
+                "rule": "dynamic-shape",
+                "op_type": "NonZero",
+                "constraint": None,
+                "node": "nonzero",
+                "occurrences": 3,
+                "path": "minimal/01-dynamic-shape-NonZero.onnx",
+                "nodes": 1,
+                "verified": True,
+            }
+        ],
+    }
+    assert [
+        (i.name, [d.dim_value for d in i.type.tensor_type.shape.dim]) for i in models[0].graph.input
+    ] == [("r", [2, 3])]
+
+
+def test_minimal_model_runtime_input_constraint(tmp_path: Path) -> None:
+    """A constant-input constraint fails on the cut model only if the producer
+    really was a runtime tensor: here it was, so the re-check agrees. A Reshape whose
+    shape came from a folded chain keeps that chain, so it stays constant."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    ops = {
+        "Shape": {},
+        "Reshape": {"constraints": [{"id": "shape-constant", "input": 1, "constant": True}]},
+    }
+    contract = _onnx_contract(
+        tmp_path / "c", model, [{"name": "x", "shape": [2, 3], "dtype": "float32"}], ops
+    )
+    _bundle(contract, tmp_path / "out")
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert [(m["constraint"], m["nodes"], m["verified"]) for m in minimal["models"]] == [
+        ("shape-constant", 1, True)
+    ]
+    assert [i.name for i in models[0].graph.input] == ["x", "s"]
+
+
+def test_copy_of_contract_never_overwrites_bundle_files(tmp_path: Path) -> None:
+    folder = tmp_path / "c"
+    contract = _onnx_contract(
+        folder,
+        model_zoo.conv_relu(),
+        [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+        {"Conv": {}, "Relu": {}},
+    )
+    odd = folder / "result.json"
+    shutil.copyfile(contract, odd)
+    code, result = _bundle(odd, tmp_path / "out")
+    assert code == 0
+    assert result["name"] == "t"
+    assert (tmp_path / "out" / "contract-result.json").read_bytes() == odd.read_bytes()
+
+
+def test_minimal_model_checker_error(tmp_path: Path) -> None:
+    # an op ONNX does not know, in the default domain: onnx.checker names the node
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Foo", ["r"], ["y"], name="foo"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model,
+        [{"name": "x", "shape": [2], "dtype": "float32"}],
+        {"Relu": {}, "Foo": {}},
+    )
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [f["message"] for f in result["findings"] if f["rule"] == "onnx-checker"] == [
+        "No Op registered for Foo with domain_version of 17",
+        "==> Context: Bad node spec for node. Name: foo OpType: Foo",
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal["models"] == [
+        {
+            "rule": "onnx-checker",
+            "op_type": "Foo",
+            "constraint": None,
+            "node": "foo",
+            "occurrences": 1,
+            "path": "minimal/01-onnx-checker-Foo.onnx",
+            "nodes": 1,
+            "verified": True,
+        }
+    ]
+    assert [n.name for n in models[0].graph.node] == ["foo"]
+
+
+def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    inputs = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
+    a = _onnx_contract(tmp_path / "a", model_zoo.conv_relu(), inputs, {"Conv": {}, "Relu": {}})
+    b = _onnx_contract(tmp_path / "b", model_zoo.conv_relu(), inputs, {"Conv": {}, "Relu": {}})
+    run = run_cli("check", a, b, "--out", tmp_path / "out")
+    assert run.code == 2
+    assert "--out take one contract" in run.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_temporary_export_folder_never_reaches_the_result() -> None:
+    from npu_gate.pipeline import _scrub
+
+    assert _scrub("Load model from /tmp/npu-gate-x1/model.onnx failed", "/tmp/npu-gate-x1") == (
+        "Load model from <export dir>/model.onnx failed"
+    )
+    assert _scrub(None, "/tmp/x") is None
+
+
+def test_inspect_bundle_without_torch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(model_zoo.diamond().SerializeToString())
+    out = tmp_path / "out"
+    code = (
+        "import sys; from npu_gate.cli import main; "
+        f"c = main(['inspect', {str(model)!r}, '--out', {str(out)!r}, '-q']); "
+        "print(c, 'torch' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout == "1 False\n"
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [
+        "conversion.log",
+        "folded.onnx",
+        "minimal/01-unsupported-op-Relu.onnx",
+        "minimal/02-unsupported-op-Clip.onnx",
+        "minimal/03-unsupported-op-Sigmoid.onnx",
+        "model.onnx",
+        "report.md",
+        "result.json",
+        "versions.json",
+    ]
+    versions = json.loads((out / "versions.json").read_text(encoding="utf-8"))
+    assert versions["contract"] is None
+    assert versions["exporter"] == {"path": "onnx-file", "opset_requested": None, "opset": 17}
+    result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    assert [m["verified"] for m in result["minimal"]["models"]] == [True, True, True]

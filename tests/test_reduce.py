@@ -1,0 +1,187 @@
+"""npu-gate reduce: bisection and chunk removal driven by an external failing command."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import model_zoo
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto
+
+from npu_gate.bundle import write_npz
+from npu_gate.reduce import Reducer
+
+# Fails (exit 1) when every op type named on the command line is in the model. It reads
+# the protobuf bytes (NodeProto.op_type is field 4: tag 0x22, length, name) so that each
+# step costs a bare Python start, not an `import onnx`.
+HAS_OPS = """
+import sys
+data = open(sys.argv[1], "rb").read()
+ops = [o.encode() for o in sys.argv[2:] if not o.endswith(".npz")]
+sys.exit(1 if all(b"\\x22" + bytes([len(o)]) + o in data for o in ops) else 0)
+"""
+
+
+def _check(tmp_path: Path, *ops: str, extra: str = "") -> str:
+    script = tmp_path / "has_ops.py"
+    script.write_text(HAS_OPS, encoding="utf-8")
+    return shlex.join([sys.executable, str(script), "{model}", *ops]) + extra
+
+
+def _save(tmp_path: Path, model: onnx.ModelProto, name: str = "model.onnx") -> Path:
+    path = tmp_path / name
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_reduce_to_the_one_clip(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.many_nodes(60))
+    out = tmp_path / "reduced.onnx"
+    run = run_cli("reduce", model, "--check", _check(tmp_path, "Clip"), "--out", out)
+    assert run.code == 0
+    assert f"60 -> 1 nodes in 9 steps: {out}" in run.out
+    reduced = onnx.load(str(out))
+    assert [(n.name, n.op_type) for n in reduced.graph.node] == [("clip_9", "Clip")]
+    # its producer cut into a graph input with the inferred shape; its constants kept
+    (x,) = reduced.graph.input
+    assert (x.name, x.type.tensor_type.elem_type) == ("t8", TensorProto.FLOAT)
+    assert [d.dim_value for d in x.type.tensor_type.shape.dim] == [1, 8, 16, 16]
+    assert sorted(t.name for t in reduced.graph.initializer) == ["clip_max", "clip_min"]
+    onnx.checker.check_model(reduced, full_check=True)
+
+    log = json.loads((tmp_path / "reduced.onnx.json").read_text(encoding="utf-8"))
+    assert log["kept"] == ["clip_9"]
+    assert (log["original_nodes"], log["reduced_nodes"]) == (60, 1)
+    steps = [(s["phase"], s["nodes"], s["exit_code"], s["failing"]) for s in log["steps"]]
+    assert steps == [
+        ("original", 60, 1, True),
+        ("bisect", 30, 1, True),  # nodes 0-29
+        ("bisect", 15, 1, True),  # 0-14
+        ("bisect", 7, 0, False),  # 0-6: no Clip
+        ("bisect", 8, 1, True),  # 7-14
+        ("bisect", 4, 1, True),  # 7-10
+        ("bisect", 2, 0, False),  # 7-8
+        ("bisect", 2, 1, True),  # 9-10
+        ("bisect", 1, 1, True),  # clip_9
+    ]
+
+
+def test_reduce_keeps_two_distant_nodes(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    """Fails only with a Mul and a Clip: bisection stops, chunk removal finds the pair."""
+    model = _save(tmp_path, model_zoo.many_nodes(60))
+    out = tmp_path / "pair.onnx"
+    run = run_cli("reduce", model, "--check", _check(tmp_path, "Clip", "Mul"), "--out", out, "-q")
+    assert run.code == 0
+    assert [n.name for n in onnx.load(str(out)).graph.node] == ["mul_5", "clip_9"]
+    log = json.loads((tmp_path / "pair.onnx.json").read_text(encoding="utf-8"))
+    assert {s["phase"] for s in log["steps"]} == {"original", "bisect", "remove"}
+    # 1-minimal: the last two steps tried each single node alone and both passed
+    assert [(s["nodes"], s["failing"]) for s in log["steps"][-2:]] == [(1, False), (1, False)]
+
+
+def test_reduce_maps_samples_by_name(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    """With --inputs, a cut tensor holds what the original computes for the same sample."""
+    original = model_zoo.many_nodes(20)
+    model = _save(tmp_path, original)
+    x = np.random.default_rng(3).standard_normal((3, 1, 8, 16, 16)).astype(np.float32)
+    write_npz(tmp_path / "inputs.npz", {"x": x})
+    out = tmp_path / "r.onnx"
+    check = _check(tmp_path, "Clip", extra=" {inputs}")
+    run = run_cli(
+        "reduce", model, "--check", check, "--inputs", tmp_path / "inputs.npz", "--out", out, "-q"
+    )
+    assert run.code == 0
+    with np.load(tmp_path / "r.npz") as npz:
+        assert list(npz) == ["t8"]
+        t8 = npz["t8"]
+    assert t8.shape == (3, 1, 8, 16, 16)
+    # the reduced Clip on sample k equals the original's clip_9 output on sample k
+    inferred = onnx.shape_inference.infer_shapes(original)
+    prefix = onnx.utils.Extractor(inferred).extract_model(["x"], ["t9"])
+    full = ort.InferenceSession(prefix.SerializeToString(), providers=["CPUExecutionProvider"])
+    small = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for k in range(3):
+        want = full.run(None, {"x": x[k]})[0]
+        got = small.run(None, {"t8": t8[k]})[0]
+        np.testing.assert_array_equal(got, want)
+    log = json.loads((tmp_path / "r.onnx.json").read_text(encoding="utf-8"))
+    assert log["samples"] == "inputs.npz; cut tensors computed with onnxruntime"
+
+
+def test_generated_samples_are_stable_per_tensor(tmp_path: Path) -> None:
+    model = _save(tmp_path, model_zoo.many_nodes(12))
+    reducer = Reducer(model, _check(tmp_path, "Clip", extra=" {inputs}"), samples=2)
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    reducer.write_inputs(reducer.candidate((3, 4)), a)  # relu_3 reads t2, add_4 also x
+    reducer.write_inputs(reducer.candidate((3,)), b)  # reads t2
+    with np.load(a) as first, np.load(b) as second:
+        assert sorted(first) == ["t2", "x"]
+        assert list(second) == ["t2"]
+        assert first["t2"].shape == (2, 1, 8, 16, 16)
+        np.testing.assert_array_equal(first["t2"], second["t2"])
+        assert not np.array_equal(first["t2"][0], first["t2"][1])  # samples differ
+
+
+def test_reduce_refuses_a_passing_original(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.conv_relu())
+    run = run_cli("reduce", model, "--check", _check(tmp_path, "Clip"), "-q")
+    assert run.code == 2
+    assert run.err == (
+        "npu-gate: error: --check does not fail on the original model (exited 0); "
+        "nothing to reduce\n"
+    )
+
+
+def test_reduce_timeout_counts_as_not_failing(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.conv_relu())
+    check = shlex.join([sys.executable, "-c", "import time; time.sleep(5)", "{model}"])
+    run = run_cli("reduce", model, "--check", check, "--timeout", "0.3", "-q")
+    assert run.code == 2
+    assert "(timed out)" in run.err
+
+
+def test_reduce_needs_model_placeholder(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.conv_relu())
+    run = run_cli("reduce", model, "--check", "false", "-q")
+    assert run.code == 2
+    assert run.err == "npu-gate: error: --check: the command must contain {model}\n"
+
+
+def test_reduce_inputs_must_cover_the_model(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.conv_relu())
+    write_npz(tmp_path / "in.npz", {"other": np.zeros((1, 2), dtype=np.float32)})
+    check = _check(tmp_path, "Relu", extra=" {inputs}")
+    run = run_cli("reduce", model, "--check", check, "--inputs", tmp_path / "in.npz", "-q")
+    assert run.code == 2
+    assert run.err == f"npu-gate: error: {tmp_path / 'in.npz'}: no samples for model input(s) x\n"
+
+
+CRASH_ON_CLIP = """
+import os, signal, sys
+if b"\\x22\\x04Clip" in open(sys.argv[1], "rb").read():
+    print("Check failed: Clip", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_reduce_crash_counts_and_match_filters(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    model = _save(tmp_path, model_zoo.diamond())
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH_ON_CLIP, encoding="utf-8")
+    check = shlex.join([sys.executable, str(script), "{model}"])
+    out = tmp_path / "r.onnx"
+    run = run_cli("reduce", model, "--check", check, "--match", "Check failed", "--out", out, "-q")
+    assert run.code == 0
+    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Clip"]
+    log = json.loads((tmp_path / "r.onnx.json").read_text(encoding="utf-8"))
+    assert log["steps"][0]["exit_code"] == -9  # killed by a signal: a crash is a failure
+    run = run_cli("reduce", model, "--check", check, "--match", "other text", "-q")
+    assert run.code == 2
+    assert "(exited -9 without printing the --match text)" in run.err
