@@ -17,10 +17,8 @@ venv: $(BIN)/npu-gate
 
 # Gate the bundled lesson net. It is meant to FAIL (Clip falls back to CPU): exit 1 is expected.
 demo: venv
-	@mkdir -p $(OUT)
-	$(BIN)/npu-gate check examples/seed-hardswish --json $(OUT)/result.json \
-		--markdown $(OUT)/report.md --log $(OUT)/conversion.log; \
-	code=$$?; echo "exit code $$code; report: $(OUT)/report.md, result: $(OUT)/result.json"; \
+	$(BIN)/npu-gate check examples/seed-hardswish --out $(OUT); \
+	code=$$?; echo "exit code $$code; evidence bundle in $(OUT): report.md, result.json, conversion.log, minimal/"; \
 	test $$code -le 1
 
 test: venv
