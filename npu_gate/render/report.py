@@ -80,7 +80,8 @@ def render_baseline(c: Comparison) -> str:
     else:
         head = f"Compared with the baseline: {len(c.new)} new, {len(c.fixed)} fixed findings."
     regressions = c.regressions
-    head += (" **Regressed:** " + "; ".join(md(r) for r in regressions) + "." if regressions
+    # regression lines are built from our labels and numbers only: no model text to escape
+    head += (" **Regressed:** " + "; ".join(regressions) + "." if regressions
              else " No regression.")
     rows = [[m.label, _num(m.before), _num(m.after), _change(m.before, m.after)] for m in c.metrics]
     rows.append(["Max abs numeric error", _num(c.error_before), _num(c.error_after),
