@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    _add_ratchet(check)
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
@@ -47,7 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list built-in target profiles")
     explain = sub.add_parser("explain", help="show the documentation of a rule id")
     explain.add_argument("id")
+
+    merge = sub.add_parser("merge",
+                           help="combine result JSONs (e.g. from matrix jobs) into one report")
+    merge.add_argument("results", nargs="+", metavar="RESULT.json",
+                       help="result JSON or merged document from `check --json` / `merge --json`")
+    _add_outputs(merge)
+    _add_ratchet(merge)
     return parser
+
+
+def _add_ratchet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", metavar="FILE",
+                   help="result JSON of the base branch: report new/fixed findings and deltas")
+    p.add_argument("--fail-on", choices=["errors", "regressions", "never"], default="errors",
+                   help="exit 1 on the gate's errors (default), only on regressions against "
+                        "--baseline, or never")
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -76,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profiles()
         if args.command == "explain":
             return _explain(args)
+        if args.command == "merge":
+            return _merge(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -99,9 +117,15 @@ def _check(args: argparse.Namespace) -> int:
     if len(paths) > 1 and (args.json or args.markdown or args.log):
         raise GateError("--json, --markdown and --log take one contract; run one check per contract")
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
+    baseline = _baseline(args)
     worst = EXIT_PASS
     for contract in contracts:
         result = check_contract(contract, today=args.today)
+        if args.baseline or args.fail_on != "errors":
+            worst = max(worst, _emit_ratchet(result, str(contract.path), baseline, args))
+            if args.log:
+                _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
+            continue
         _emit(result, args)
         if args.log:
             _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
@@ -174,3 +198,58 @@ def _explain(args: argparse.Namespace) -> int:
         raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
     return EXIT_PASS
+
+
+def _baseline(args: argparse.Namespace) -> list[dict[str, object]] | None:
+    from npu_gate.result_json import load_results
+
+    if args.fail_on == "regressions" and not args.baseline:
+        raise GateError("--fail-on regressions needs --baseline FILE")
+    return load_results(Path(args.baseline)) if args.baseline else None
+
+
+def _emit_ratchet(result: object, label: str, baseline: list[dict[str, object]] | None,
+                  args: argparse.Namespace) -> int:
+    """`check` with --baseline / --fail-on: the report gains the baseline section."""
+    from npu_gate.baseline import compare_all
+    from npu_gate.merge import should_fail, text_lines
+    from npu_gate.render import json_
+    from npu_gate.render.report import ModelReport, render_report
+
+    model = ModelReport(label, result=result)  # type: ignore[arg-type]
+    if baseline is not None:
+        model.comparison = compare_all([result.to_dict()], baseline)[0]  # type: ignore[attr-defined]
+    failed = should_fail([model], args.fail_on)
+    if args.json:
+        _write(args.json, json_.render(result))  # type: ignore[arg-type]
+    if args.markdown:
+        _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on))
+    if not args.quiet:
+        sys.stdout.write(text_lines([model]))
+    return EXIT_FAIL if failed else EXIT_PASS
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from npu_gate.merge import (
+        attach_baseline,
+        load_reports,
+        merged_document,
+        should_fail,
+        text_lines,
+    )
+    from npu_gate.render.report import render_report
+
+    if args.fail_on == "regressions" and not args.baseline:
+        raise GateError("--fail-on regressions needs --baseline FILE")
+    models = load_reports([Path(p) for p in args.results])
+    if args.baseline:
+        attach_baseline(models, Path(args.baseline))
+    failed = should_fail(models, args.fail_on)
+    if args.json:
+        doc = merged_document(models, [m.comparison for m in models])
+        _write(args.json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    if args.markdown:
+        _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on))
+    if not args.quiet:
+        sys.stdout.write(text_lines(models))
+    return EXIT_FAIL if failed else EXIT_PASS

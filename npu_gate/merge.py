@@ -87,3 +87,25 @@ def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
         elif m.verdict != "pass":
             return True
     return False
+
+
+def text_lines(models: Sequence[ModelReport]) -> str:
+    """The terminal summary: each model's short text, plus its baseline delta."""
+    from npu_gate.render import text
+    from npu_gate.render.escape import term
+
+    out = []
+    for m in models:
+        if m.result is None:
+            out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
+                       + "".join(f"  {term(p)}\n" for p in m.problems))
+            continue
+        out.append(text.render(m.result))
+        c = m.comparison
+        if c is not None:
+            line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
+                    if c.found else f"  baseline: no result named {term(c.name)} (new model)")
+            regressions = c.regressions
+            line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
+            out.append(line + "\n")
+    return "".join(out)
