@@ -93,12 +93,32 @@ def gate_models(paths: Sequence[Path], profile: str) -> list[Any]:
             if profile:
                 contract = replace(contract, profile=load_profile(profile, Path.cwd(),
                                                                   where="profile input"))
-            models.append(ModelReport(str(path), result=check_contract(contract)))
+            models.append(ModelReport(str(path), result=check_contract(contract), file=str(path)))
         except GateError as exc:
-            models.append(ModelReport(str(path), problems=exc.problems))
+            models.append(ModelReport(str(path), problems=exc.problems, file=str(path)))
         except Exception as exc:  # an internal error in one model must not hide the others
             models.append(ModelReport(str(path), problems=[
-                f"internal error: {type(exc).__name__}: {exc}"]))
+                f"internal error: {type(exc).__name__}: {exc}"], file=str(path)))
+    return models
+
+
+def merge_models(spec: str) -> list[Any]:
+    """Results of other jobs for the ``merge`` input: result JSONs or merged documents."""
+    from npu_gate.errors import GateError
+    from npu_gate.merge import load_reports
+    from npu_gate.render.report import ModelReport
+
+    models: list[ModelReport] = []
+    for pattern in spec.split():
+        magic = glob.has_magic(pattern)
+        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+        if not matches:
+            models.append(ModelReport(pattern, problems=[f"merge: no file matches {pattern!r}"]))
+        for match in matches:
+            try:
+                models += load_reports([Path(match)])
+            except GateError as exc:
+                models.append(ModelReport(match, problems=exc.problems))
     return models
 
 
@@ -107,9 +127,9 @@ def annotations(models: Sequence[Any], workspace: Path | None, out: Any = None) 
     from npu_gate.rules import RULES
 
     order = {rule: i for i, rule in enumerate(RULES)}
-    items: dict[str, list[tuple[int, str, str]]] = {level: [] for level in SEVERITY_RANK}
+    items: dict[str, list[tuple[int, str | None, str]]] = {level: [] for level in SEVERITY_RANK}
     for m in models:
-        file = _relative(Path(m.label), workspace)
+        file = _relative(Path(m.file), workspace) if m.file else None
         if m.result is None:
             for p in m.problems:
                 items["error"].append((-1, file, f"npu-gate could not run: {p}"))
@@ -186,9 +206,14 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     baseline_input = _env(env, "BASELINE")
     baseline = (start / baseline_input).resolve() if baseline_input else None
 
-    paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
-    models: list[ModelReport] = gate_models(paths, _env(env, "PROFILE"))
-    models += [ModelReport(_env(env, "CONTRACTS", "npu-gate.json"), problems=[p]) for p in problems]
+    models: list[ModelReport]
+    if _env(env, "MERGE"):
+        models = merge_models(_env(env, "MERGE"))
+    else:
+        paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
+        models = gate_models(paths, _env(env, "PROFILE"))
+        models += [ModelReport(_env(env, "CONTRACTS", "npu-gate.json"), problems=[p])
+                   for p in problems]
     if baseline is not None:
         try:
             attach_baseline(models, baseline)

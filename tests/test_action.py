@@ -214,6 +214,25 @@ def test_a_contract_that_cannot_run_is_an_error_verdict(runner: Runner) -> None:
     assert "## ⚠️ npu-gate: **COULD NOT RUN** · models/bad/npu-gate.json" in report
 
 
+def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
+    add_contract(runner.root, "a", conv_only(), [1, 3, 8, 8])
+    add_contract(runner.root, "b", model_zoo.conv_relu(), [1, 3, 8, 8])
+    for name in ("a", "b"):  # two matrix jobs
+        runner.gate(contracts=f"models/{name}/npu-gate.json", artifacts_dir=f"legs/{name}")
+    (runner.root / "legs" / "junk.json").write_text("[]")
+    out, log = runner.gate(merge="legs/*/result.json legs/junk.json")
+    assert out["verdict"] == "error"
+    assert out["cpu-nodes"] == "1"
+    report = (runner.root / "npu-gate-out" / "report.md").read_text()
+    assert report.startswith("# ⚠️ npu-gate: **ERROR** · 3 models\n")
+    assert "## ✅ npu-gate: **PASS** · a" in report
+    assert "## ❌ npu-gate: **FAIL** · b" in report
+    # results from other jobs carry no workspace path: annotations name no file
+    assert "::error title=npu-gate error::b: unsupported-op [relu0]" in log
+    assert ("::error title=npu-gate error::npu-gate could not run: legs/junk.json: not an "
+            "npu-gate result") in log
+
+
 def test_no_matching_contract_is_an_error(runner: Runner) -> None:
     out, log = runner.gate(contracts="nothing/*.json")
     assert out["verdict"] == "error"

@@ -112,3 +112,22 @@ def test_report_only_run_then_comment_only_mode(tmp_path: Path, fake: FakeGitHub
     assert [s.ran for s in run.steps] == [False, False, True, False]
     assert not run.failed
     assert fake.comments[PR][0]["body"].endswith("<!-- npu-gate:report id=fork -->\n")
+
+
+@pytest.mark.parametrize("workflow", sorted((REPO / "examples" / "workflows").glob("*.yml")),
+                         ids=lambda p: p.name)
+def test_example_workflows_use_only_real_inputs_and_pinned_actions(workflow: Path) -> None:
+    doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    ours = 0
+    for job in doc["jobs"].values():
+        for step in job["steps"]:
+            uses = step.get("uses")
+            if uses is None:
+                continue
+            ref = uses.split("@", 1)[1]
+            assert len(ref) == 40, f"{uses}: pin actions by full commit SHA"
+            if uses.startswith("npu-gate/npu-gate@"):
+                ours += 1
+                assert set(step.get("with", {})) <= set(SPEC["inputs"])
+    assert ours >= 1
+    assert "pull_request_target" not in doc[True]  # YAML 1.1 reads the key `on` as True

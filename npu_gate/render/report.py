@@ -28,6 +28,7 @@ class ModelReport:
     result: GateResult | None = None
     problems: list[str] = field(default_factory=list)
     comparison: Comparison | None = None
+    file: str | None = None  # the contract file, when this run gated it (for annotations)
 
     @property
     def verdict(self) -> str:
