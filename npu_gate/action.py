@@ -3,8 +3,8 @@
 ``gate`` runs in the step that imports the user's model: it gets no token (and drops any
 token variables it inherited). It writes the result JSON, report.md and comment.md to the
 artifacts folder, the job summary, annotations on the contract files and the step outputs,
-and always exits 0: the composite's last step applies the verdict, so the report and the
-comment are posted even when the gate fails.
+and exits 0 (1 only when it cannot start: a missing working-directory): the composite's last
+step applies the verdict, so the report and the comment are posted even when the gate fails.
 
 ``comment`` runs in a later step with the token and never imports the model or onnx: it
 posts comment.md as the sticky PR comment, best effort (any API error is a warning).
@@ -122,7 +122,7 @@ def merge_models(spec: str) -> list[Any]:
     return models
 
 
-def annotations(models: Sequence[Any], workspace: Path | None, out: Any = None) -> None:
+def annotate(models: Sequence[Any], workspace: Path | None, out: Any = None) -> None:
     """::error/::warning on each contract file, 10 per level (errors of the worst rules first)."""
     from npu_gate.rules import RULES
 
@@ -201,6 +201,9 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
         workflow.warning(f"comment {mode!r} is not one of {', '.join(COMMENT_MODES)}; "
                          "using always", stream)
     workdir = _env(env, "WORKING_DIRECTORY")
+    if workdir and not Path(workdir).is_dir():
+        workflow.command("error", f"working-directory {workdir!r} is not a folder", stream)
+        return 1
     if workdir:
         os.chdir(workdir)
     baseline_input = _env(env, "BASELINE")
@@ -228,17 +231,15 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     report = render_report(models, failed=failed, fail_on=fail_on)
     comment_id = _env(env, "COMMENT_ID")
     results_dir = artifacts / "results"
-    gated = [m for m in models if m.result is not None]
-    if len(models) == 1 and gated:
-        result_json = artifacts / "result.json"
-        result_json.write_text(json_.render(gated[0].result), encoding="utf-8")  # type: ignore[arg-type]
+    results = [m.result for m in models if m.result is not None]
+    result_json = artifacts / "result.json"
+    if len(models) == 1 and results:
+        result_json.write_text(json_.render(results[0]), encoding="utf-8")
     else:
         results_dir.mkdir(exist_ok=True)
-        for i, m in enumerate(gated):
-            assert m.result is not None
-            (results_dir / f"{i:02d}-{_safe(m.result.name)}.json").write_text(
-                json_.render(m.result), encoding="utf-8")
-        result_json = artifacts / "result.json"
+        for i, r in enumerate(results):
+            (results_dir / f"{i:02d}-{_safe(r.name)}.json").write_text(json_.render(r),
+                                                                       encoding="utf-8")
         doc = merged_document(models, [m.comparison for m in models])
         result_json.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
                                encoding="utf-8")
@@ -254,13 +255,13 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
                   measure=lambda s: len(s.encode("utf-8")))
     workflow.append_summary(summary, env)
-    for m in gated:
-        stream.write(text.render(m.result))  # type: ignore[arg-type]
+    for r in results:
+        stream.write(text.render(r))
     for m in models:
         if m.result is None:
             stream.write(f"npu-gate: {m.label}: COULD NOT RUN\n")
-    annotations(models, workspace, stream)
-    totals = {k: sum(int(m.result.summary.get(k) or 0) for m in gated)
+    annotate(models, workspace, stream)
+    totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
               for k in ("cpu_nodes", "npu_partitions")}
     compared = [m.comparison for m in models if m.comparison is not None]
     workflow.set_outputs({

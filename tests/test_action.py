@@ -165,6 +165,23 @@ def test_comment_modes(runner: Runner, fake: FakeGitHub, mode: str, verdict_mode
     assert fake.calls == ([] if mode == "never" else fake.calls)
 
 
+def test_on_change_creates_only_when_the_baseline_differs(runner: Runner, fake: FakeGitHub
+                                                          ) -> None:
+    add_contract(runner.root, "m", model_zoo.conv_relu(), [1, 3, 8, 8])
+    runner.gate(contracts="models/m/npu-gate.json")
+    base = _baseline(runner, "main")
+    out, _ = runner.gate(contracts="models/m/npu-gate.json", baseline=base)
+    assert out["changed"] == "false"
+    posted, _ = runner.comment(fake, comment="on-change")
+    assert posted["comment-action"] == "skipped"
+    assert fake.calls == [("GET", f"/repos/octo/models/issues/{PR}/comments")]
+    (runner.root / "models" / "m" / "model.onnx").write_bytes(conv_only().SerializeToString())
+    out, _ = runner.gate(contracts="models/m/npu-gate.json", baseline=base)
+    assert out["changed"] == "true"
+    posted, _ = runner.comment(fake, comment="on-change")
+    assert posted["comment-action"] == "created"
+
+
 def test_on_failure_still_updates_an_existing_comment_when_fixed(runner: Runner,
                                                                   fake: FakeGitHub) -> None:
     add_contract(runner.root, "m", model_zoo.conv_relu(), [1, 3, 8, 8])
@@ -231,6 +248,21 @@ def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
     assert "::error title=npu-gate error::b: unsupported-op [relu0]" in log
     assert ("::error title=npu-gate error::npu-gate could not run: legs/junk.json: not an "
             "npu-gate result") in log
+
+
+def test_missing_working_directory_stops_the_step(runner: Runner) -> None:
+    runner.monkeypatch.chdir(runner.root)
+    env = runner.env(working_directory="nope")
+    out = io.StringIO()
+    assert action.gate(env, out) == 1
+    assert out.getvalue() == "::error::working-directory 'nope' is not a folder\n"
+
+
+def test_working_directory_resolves_contracts_and_model_code(runner: Runner) -> None:
+    add_contract(runner.root, "m", conv_only(), [1, 3, 8, 8])
+    out, _ = runner.gate(working_directory="models/m", contracts="npu-gate.json")
+    assert out["verdict"] == "pass"
+    assert out["result-json"] == str(runner.root / "npu-gate-out" / "result.json")
 
 
 def test_no_matching_contract_is_an_error(runner: Runner) -> None:
