@@ -179,8 +179,8 @@ def _safe(name: str) -> str:
 
 def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     from npu_gate.errors import GateError
-    from npu_gate.merge import FAIL_ON, attach_baseline, merged_document, should_fail
-    from npu_gate.render import json_, text
+    from npu_gate.merge import FAIL_ON, attach_baseline, merged_document, should_fail, text_lines
+    from npu_gate.render import json_
     from npu_gate.render.report import ModelReport, combined_verdict, render_report
 
     env = dict(os.environ if env is None else env)
@@ -255,11 +255,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
                   measure=lambda s: len(s.encode("utf-8")))
     workflow.append_summary(summary, env)
-    for r in results:
-        stream.write(text.render(r))
-    for m in models:
-        if m.result is None:
-            stream.write(f"npu-gate: {m.label}: COULD NOT RUN\n")
+    stream.write(text_lines(models))
     annotate(models, workspace, stream)
     totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
               for k in ("cpu_nodes", "npu_partitions")}

@@ -174,3 +174,13 @@ def test_outputs_use_a_heredoc_for_multiline_values(tmp_path) -> None:
     assert lines[1].startswith("many<<npu_gate_")
     assert lines[2:4] == ["a", "b"]
     assert lines[4] == lines[1].split("<<")[1]
+
+
+def test_summary_fit_counts_utf8_bytes() -> None:
+    report = "## ❌ verdict\n\n" + "### Findings\n\n" + "| ❌ | ünïcode |\n" * 20_000
+    size = len(report.encode("utf-8"))
+    assert size > 200_000
+    fitted = fit(report, 100_000, where="x", measure=lambda s: len(s.encode("utf-8")))
+    assert len(fitted.encode("utf-8")) <= 100_000
+    assert fitted.startswith("## ❌ verdict\n\n")
+    assert "left out Findings" in fitted

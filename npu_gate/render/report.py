@@ -76,8 +76,9 @@ def _finding_rows(findings: list[dict[str, Any]]) -> str:
 def render_baseline(c: Comparison) -> str:
     """The "Baseline" section: metric deltas, then new and fixed findings."""
     if not c.found:
-        head = (f"No result named {md_code(c.name)} in the baseline: this model is new, so "
-                f"all {len(c.new)} active findings count as new.")
+        head = f"No result named {md_code(c.name)} in the baseline: this model is new"
+        head += (f", so its {len(c.new)} active findings all count as new." if c.new
+                 else " and has no active findings.")
     else:
         head = f"Compared with the baseline: {len(c.new)} new, {len(c.fixed)} fixed findings."
     regressions = c.regressions
