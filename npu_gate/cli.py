@@ -11,9 +11,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+
+if TYPE_CHECKING:
+    from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
 
@@ -200,7 +204,7 @@ def _explain(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def _baseline(args: argparse.Namespace) -> list[dict[str, object]] | None:
+def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
     from npu_gate.result_json import load_results
 
     if args.fail_on == "regressions" and not args.baseline:
@@ -208,7 +212,7 @@ def _baseline(args: argparse.Namespace) -> list[dict[str, object]] | None:
     return load_results(Path(args.baseline)) if args.baseline else None
 
 
-def _emit_ratchet(result: object, label: str, baseline: list[dict[str, object]] | None,
+def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]] | None,
                   args: argparse.Namespace) -> int:
     """`check` with --baseline / --fail-on: the report gains the baseline section."""
     from npu_gate.baseline import compare_all
@@ -216,12 +220,12 @@ def _emit_ratchet(result: object, label: str, baseline: list[dict[str, object]] 
     from npu_gate.render import json_
     from npu_gate.render.report import ModelReport, render_report
 
-    model = ModelReport(label, result=result)  # type: ignore[arg-type]
+    model = ModelReport(label, result=result)
     if baseline is not None:
-        model.comparison = compare_all([result.to_dict()], baseline)[0]  # type: ignore[attr-defined]
+        model.comparison = compare_all([result.to_dict()], baseline)[0]
     failed = should_fail([model], args.fail_on)
     if args.json:
-        _write(args.json, json_.render(result))  # type: ignore[arg-type]
+        _write(args.json, json_.render(result))
     if args.markdown:
         _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on))
     if not args.quiet:

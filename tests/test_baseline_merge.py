@@ -133,3 +133,25 @@ def test_merge_rejects_files_that_are_not_results(tmp_path: Path,
     assert run.code == 2
     assert run.err == (f"npu-gate: error: {junk}: not an npu-gate result "
                        "(run `npu-gate check --json`)\n")
+
+
+def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
+                                golden: Callable[[str, str], None]) -> None:
+    """Two models, one with a baseline that had fewer problems: the report a PR shows."""
+    from npu_gate.baseline import compare
+    from npu_gate.merge import should_fail
+    from npu_gate.render.report import ModelReport, render_report
+
+    conv_doc, relu_doc = (json.loads(p.read_text()) for p in two_results)
+    for doc in (conv_doc, relu_doc):
+        doc["timings"] = {}  # measured: not reproducible
+    base = dict(conv_doc, name="relu")  # the base branch's relu model was still clean
+    models = [ModelReport("models/conv/npu-gate.json", result_from_dict(conv_doc),
+                          comparison=compare(conv_doc, conv_doc)),
+              ModelReport("models/relu/npu-gate.json", result_from_dict(relu_doc),
+                          comparison=compare(relu_doc, base)),
+              ModelReport("models/bad/npu-gate.json", problems=[
+                  "models/bad/npu-gate.json: model: 'onnx' is a required property"])]
+    assert should_fail(models, "regressions")
+    golden("report_many_models_baseline.md",
+           render_report(models, failed=True, fail_on="regressions"))

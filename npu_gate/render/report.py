@@ -125,7 +125,10 @@ def render_report(models: list[ModelReport], *, failed: bool | None = None,
     icon = {"pass": "✅", "fail": "❌"}.get(verdict, "⚠️")
     rows = []
     for m in models:
-        s = m.result.summary if m.result is not None else {}
+        if m.result is None:
+            rows.append([md(m.name), m.verdict, "", "", "", ""])
+            continue
+        s = m.result.summary
         new = "" if m.comparison is None else str(len(m.comparison.new))
         rows.append([md(m.name), m.verdict, _num(s.get("cpu_nodes")), _num(s.get("npu_partitions")),
                      _num(s.get("boundary_bytes")), new])
