@@ -60,7 +60,7 @@ def find_contracts(spec: str) -> tuple[list[Path], list[str]]:
     paths: list[Path] = []
     problems: list[str] = []
     for pattern in spec.split():
-        if glob.has_magic(pattern):
+        if _is_glob(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
             if not matches:
                 problems.append(f"contracts: no file matches {pattern!r}")
@@ -110,7 +110,7 @@ def merge_models(spec: str) -> list[Any]:
 
     models: list[ModelReport] = []
     for pattern in spec.split():
-        magic = glob.has_magic(pattern)
+        magic = _is_glob(pattern)
         matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
         if not matches:
             models.append(ModelReport(pattern, problems=[f"merge: no file matches {pattern!r}"]))
@@ -171,6 +171,10 @@ def _pr_number(env: Mapping[str, str]) -> int | None:
     if number is None and (event.get("issue") or {}).get("pull_request"):
         number = event["issue"].get("number")
     return number if isinstance(number, int) and number > 0 else None
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
 
 
 def _safe(name: str) -> str:
