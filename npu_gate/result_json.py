@@ -7,6 +7,7 @@ possibly by other jobs; this turns them back into GateResult objects for the ren
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from npu_gate.result import (
 )
 
 MERGED_KIND = "npu-gate-merged"
+# GateResult fields rebuilt as objects above (the rest are plain JSON values)
+_CONVERTED = frozenset({"findings", "nodes", "partitions", "boundaries", "gates"})
 
 
 def result_from_dict(doc: dict[str, Any]) -> GateResult:
@@ -31,7 +34,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
                         allowed=f.get("allowed"), waived=bool(f.get("waived")),
                         waiver_reason=f.get("waiver_reason"))
                 for f in doc.get("findings", [])]
-    return GateResult(
+    result = GateResult(
         name=doc["name"],
         verdict=doc["verdict"],
         profile=doc["profile"],
@@ -52,6 +55,11 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
         gates=[GateCheck(**g) for g in doc.get("gates", [])],
         timings=doc.get("timings", {}),
     )
+    # Plain fields added to the result later (e.g. by newer versions) pass through unchanged.
+    for f in fields(GateResult):
+        if f.name in doc and f.name not in _CONVERTED:
+            setattr(result, f.name, doc[f.name])
+    return result
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:

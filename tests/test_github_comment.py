@@ -126,7 +126,8 @@ def test_truncation_drops_details_first_keeps_verdict_summary_marker(fake: FakeG
 
 
 def test_hard_cut_closes_open_fence_and_details() -> None:
-    report = "## verdict\n\n<details><summary>log</summary>\n\n```\n" + "line\n" * 30_000
+    # inside the verdict section (never dropped), so only a hard cut can shorten it
+    report = "## verdict\n\nLog: <details><summary>log</summary>\n\n```\n" + "line\n" * 30_000
     body = fit(report, 10_000, tail="\n<!-- m -->\n")
     assert len(body) <= 10_000
     assert body.endswith("<!-- m -->\n")
@@ -134,6 +135,14 @@ def test_hard_cut_closes_open_fence_and_details() -> None:
     text = body.split("\n\n---\n")[0]
     assert text.endswith("line\n```\n</details>")
     assert close_open_blocks("a\n```x\nb") == "a\n```x\nb\n```"
+
+
+def test_unknown_detail_sections_are_dropped_but_summary_kept() -> None:
+    report = ("## v\n\n### Summary\n\n" + "s\n" * 100 + "### Something new\n\n" + "n\n" * 5000
+              + "<details><summary>Extra (3)</summary>\n\n" + "d\n" * 5000 + "</details>\n")
+    body = fit(report, 2_000, where="x")
+    assert body.startswith("## v\n\n### Summary\n\n" + "s\n" * 100)
+    assert "left out Extra, Something new." in body
 
 
 def test_fit_leaves_short_reports_alone() -> None:

@@ -17,8 +17,11 @@ COMMENT_LIMIT = 65_536  # characters; GitHub answers 422 "body is too long" abov
 DEFAULT_AUTHOR = "github-actions[bot]"  # the login behind GITHUB_TOKEN
 _MARKER_RE = re.compile(r"<!-- npu-gate:report id=[^>]*-->")
 
-# Which sections go first when a report is too long (lower = dropped earlier). Sections not
-# listed here are kept: the verdict line, the summary table, the baseline deltas.
+# Which sections go first when a report is too long (lower = dropped earlier); other "###"
+# sections and <details> blocks rank DEFAULT_RANK. Never dropped: the "#"/"##" verdict
+# headings with their text, and the KEEP sections.
+KEEP = frozenset({"Summary", "Baseline"})
+DEFAULT_RANK = 3
 DROP_ORDER = {
     "Timings": 0,
     "Op census and shapes": 1,
@@ -65,7 +68,9 @@ def _sections(markdown: str) -> list[_Section]:
                                 or line.startswith("# ") or line.startswith("<details>"))
         if starts:
             title = _title(line)
-            sections.append(_Section(title if title in DROP_ORDER else None, ""))
+            detail = line.startswith("### ") or line.startswith("<details>")
+            droppable = detail and title not in KEEP
+            sections.append(_Section(title if droppable else None, ""))
         sections[-1].text += line
     return sections
 
@@ -94,7 +99,7 @@ def fit(markdown: str, limit: int = COMMENT_LIMIT, *, where: str = "the job summ
     sections = _sections(markdown)
     dropped: list[str] = []
     droppable = sorted((i for i, s in enumerate(sections) if s.title is not None),
-                       key=lambda i: (DROP_ORDER[sections[i].title or ""], -i))
+                       key=lambda i: (DROP_ORDER.get(sections[i].title or "", DEFAULT_RANK), -i))
     for i in droppable:
         if measure("".join(s.text for s in sections)) <= budget:
             break
