@@ -344,3 +344,18 @@ def test_workflow_run_checks_the_pr_head(runner: Runner, fake: FakeGitHub) -> No
     fake.pulls[PR] = "abc"
     action.comment(env, io.StringIO())
     assert len(fake.comments[PR]) == 1
+
+
+def test_the_comment_step_imports_only_the_standard_library(tmp_path: Path) -> None:
+    """It runs from the action folder without npu-gate's dependencies installed."""
+    import subprocess
+    import sys
+
+    code = ("import sys, npu_gate.action as a; a.comment({'NPU_GATE_COMMENT_FILE': 'none.md'}); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'onnx', 'onnxruntime', "
+            "'torch', 'numpy', 'tabulate', 'jsonschema', 'yaml'}))")
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(repo), "PATH": os.environ["PATH"]},
+                          check=True)
+    assert proc.stdout.splitlines()[-1] == "[]"
