@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("--bundle", action="store_true",
                         help="write each contract's evidence bundle to "
                              "npu-gate-out/<contract name>/")
+    _add_ratchet(check)
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
@@ -79,7 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list built-in target profiles")
     explain = sub.add_parser("explain", help="show the documentation of a rule id")
     explain.add_argument("id")
+
+    merge = sub.add_parser("merge",
+                           help="combine result JSONs (e.g. from matrix jobs) into one report")
+    merge.add_argument("results", nargs="+", metavar="RESULT.json",
+                       help="result JSON or merged document from `check --json` / `merge --json`")
+    _add_outputs(merge)
+    _add_ratchet(merge)
     return parser
+
+
+def _add_ratchet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", metavar="FILE",
+                   help="result JSON of the base branch: report new/fixed findings and deltas")
+    p.add_argument("--fail-on", choices=["errors", "regressions", "never"], default="errors",
+                   help="exit 1 on the gate's errors (default), only on regressions against "
+                        "--baseline, or never")
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -110,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profiles()
         if args.command == "explain":
             return _explain(args)
+        if args.command == "merge":
+            return _merge(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -134,12 +152,18 @@ def _check(args: argparse.Namespace) -> int:
         raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
                         "contract (or use --bundle)")
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
+    baseline = _baseline(args)
     worst = EXIT_PASS
     for contract in contracts:
         if args.out or args.bundle:
             result = _check_bundle(contract, args)
         else:
             result = check_contract(contract, today=args.today)
+        if args.baseline or args.fail_on != "errors":
+            worst = max(worst, _emit_ratchet(result, str(contract.path), baseline, args))
+            if args.log:
+                _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
+            continue
         _emit(result, args)
         if args.log:
             _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
@@ -276,3 +300,56 @@ def _reduce(args: argparse.Namespace) -> int:
         print(f"{len(reducer.order)} -> {len(outcome.nodes)} nodes in {len(outcome.steps)} steps: "
               f"{out} (log: {log})")
     return EXIT_PASS
+def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    from npu_gate.result_json import load_results
+
+    if args.fail_on == "regressions" and not args.baseline:
+        raise GateError("--fail-on regressions needs --baseline FILE")
+    return load_results(Path(args.baseline)) if args.baseline else None
+
+
+def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]] | None,
+                  args: argparse.Namespace) -> int:
+    """`check` with --baseline / --fail-on: the report gains the baseline section."""
+    from npu_gate.baseline import compare_all
+    from npu_gate.merge import should_fail, text_lines
+    from npu_gate.render import json_
+    from npu_gate.render.report import ModelReport, render_report
+
+    model = ModelReport(label, result=result)
+    if baseline is not None:
+        model.comparison = compare_all([result.to_dict()], baseline)[0]
+    failed = should_fail([model], args.fail_on)
+    if args.json:
+        _write(args.json, json_.render(result))
+    if args.markdown:
+        _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on))
+    if not args.quiet:
+        sys.stdout.write(text_lines([model]))
+    return EXIT_FAIL if failed else EXIT_PASS
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from npu_gate.merge import (
+        attach_baseline,
+        load_reports,
+        merged_document,
+        should_fail,
+        text_lines,
+    )
+    from npu_gate.render.report import render_report
+
+    if args.fail_on == "regressions" and not args.baseline:
+        raise GateError("--fail-on regressions needs --baseline FILE")
+    models = load_reports([Path(p) for p in args.results])
+    if args.baseline:
+        attach_baseline(models, Path(args.baseline))
+    failed = should_fail(models, args.fail_on)
+    if args.json:
+        doc = merged_document(models, [m.comparison for m in models])
+        _write(args.json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    if args.markdown:
+        _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on))
+    if not args.quiet:
+        sys.stdout.write(text_lines(models))
+    return EXIT_FAIL if failed else EXIT_PASS

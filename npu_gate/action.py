@@ -1,0 +1,372 @@
+"""The GitHub Action's entry point: ``python -m npu_gate.action gate|comment``.
+
+``gate`` runs in the step that imports the user's model: it gets no token (and drops any
+token variables it inherited). It writes the result JSON, report.md and comment.md to the
+artifacts folder, the job summary, annotations on the contract files and the step outputs,
+and exits 0 (1 only when it cannot start: a missing working-directory): the composite's last
+step applies the verdict, so the report and the comment are posted even when the gate fails.
+
+``comment`` runs in a later step with the token and never imports the model or onnx: it
+posts comment.md as the sticky PR comment, best effort (any API error is a warning).
+
+Inputs arrive as NPU_GATE_* environment variables (see action.yml).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from npu_gate.github import workflow
+from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
+from npu_gate.github.comment import DEFAULT_AUTHOR, comment_body, fit, upsert
+
+COMMENT_MODES = ("always", "on-change", "on-failure", "never")
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")
+STATE_FILE = "state.json"  # verdict, changed and PR number for the comment step
+SEVERITY_RANK = ("error", "warning")
+
+
+def _env(env: Mapping[str, str], name: str, default: str = "") -> str:
+    return (env.get(f"NPU_GATE_{name}") or "").strip() or default
+
+
+def _run_url(env: Mapping[str, str]) -> str | None:
+    keys = ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    server, repo, run = (env.get(k) for k in keys)
+    return f"{server}/{repo}/actions/runs/{run}" if server and repo and run else None
+
+
+def _where(env: Mapping[str, str]) -> str:
+    url = _run_url(env)
+    run = f"the [workflow run]({url})'s job summary" if url else "the job summary"
+    return f"{run} and in the artifacts (`report.md`, `result.json`)"
+
+
+# ---------------------------------------------------------------- gate step
+
+def find_contracts(spec: str) -> tuple[list[Path], list[str]]:
+    """Paths for the ``contracts`` input: paths or globs, separated by newlines or spaces."""
+    from npu_gate.contract import find_contract
+    from npu_gate.errors import GateError
+
+    paths: list[Path] = []
+    problems: list[str] = []
+    for pattern in spec.split():
+        if _is_glob(pattern):
+            matches = sorted(glob.glob(pattern, recursive=True))
+            if not matches:
+                problems.append(f"contracts: no file matches {pattern!r}")
+            candidates = [Path(m) for m in matches]
+        else:
+            candidates = [Path(pattern)]
+        for c in candidates:
+            try:
+                path = find_contract(str(c))
+            except GateError as exc:
+                problems += exc.problems
+                continue
+            if path not in paths:
+                paths.append(path)
+    return paths, problems
+
+
+def gate_models(paths: Sequence[Path], profile: str) -> list[Any]:
+    """Gate every contract on its own: one that cannot run does not stop the others."""
+    from npu_gate.contract import load_contract
+    from npu_gate.errors import GateError
+    from npu_gate.pipeline import check_contract
+    from npu_gate.profile import load_profile
+    from npu_gate.render.report import ModelReport
+
+    models = []
+    for path in paths:
+        try:
+            contract = load_contract(path)
+            if profile:
+                contract = replace(contract, profile=load_profile(profile, Path.cwd(),
+                                                                  where="profile input"))
+            models.append(ModelReport(str(path), result=check_contract(contract), file=str(path)))
+        except GateError as exc:
+            models.append(ModelReport(str(path), problems=exc.problems, file=str(path)))
+        except Exception as exc:  # an internal error in one model must not hide the others
+            models.append(ModelReport(str(path), problems=[
+                f"internal error: {type(exc).__name__}: {exc}"], file=str(path)))
+    return models
+
+
+def merge_models(spec: str) -> list[Any]:
+    """Results of other jobs for the ``merge`` input: result JSONs or merged documents."""
+    from npu_gate.errors import GateError
+    from npu_gate.merge import load_reports
+    from npu_gate.render.report import ModelReport
+
+    models: list[ModelReport] = []
+    for pattern in spec.split():
+        magic = _is_glob(pattern)
+        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+        if not matches:
+            models.append(ModelReport(pattern, problems=[f"merge: no file matches {pattern!r}"]))
+        for match in matches:
+            try:
+                models += load_reports([Path(match)])
+            except GateError as exc:
+                models.append(ModelReport(match, problems=exc.problems))
+    return models
+
+
+def annotate(models: Sequence[Any], workspace: Path | None, out: Any = None) -> None:
+    """::error/::warning on each contract file, 10 per level (errors of the worst rules first)."""
+    from npu_gate.rules import RULES
+
+    order = {rule: i for i, rule in enumerate(RULES)}
+    items: dict[str, list[tuple[int, str | None, str]]] = {level: [] for level in SEVERITY_RANK}
+    for m in models:
+        file = _relative(Path(m.file), workspace) if m.file else None
+        if m.result is None:
+            for p in m.problems:
+                items["error"].append((-1, file, f"npu-gate could not run: {p}"))
+            continue
+        for f in m.result.active_findings():
+            if f.severity in items:
+                where = f" [{f.node}]" if f.node else ""
+                items[f.severity].append((order.get(f.rule, len(order)), file,
+                                          f"{m.result.name}: {f.rule}{where}: {f.message}"))
+    for level, found in items.items():
+        found.sort(key=lambda t: t[0])  # stable: keeps model and pipeline order within a rule
+        for _, file, message in found[: workflow.MAX_ANNOTATIONS]:
+            workflow.command(level, message, out, file=file, title=f"npu-gate {level}")
+        extra = len(found) - workflow.MAX_ANNOTATIONS
+        if extra > 0:
+            workflow.command("notice", f"npu-gate: {extra} more {level}s are not annotated "
+                             "(GitHub shows 10 per step); see the report.", out)
+
+
+def _relative(path: Path, workspace: Path | None) -> str:
+    absolute = path.resolve()
+    if workspace is not None:
+        try:
+            return absolute.relative_to(workspace.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def _pr_number(env: Mapping[str, str]) -> int | None:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return None
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    number = (event.get("pull_request") or {}).get("number")
+    if number is None and (event.get("issue") or {}).get("pull_request"):
+        number = event["issue"].get("number")
+    return number if isinstance(number, int) and number > 0 else None
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "model"
+
+
+def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    from npu_gate.errors import GateError
+    from npu_gate.merge import FAIL_ON, attach_baseline, merged_document, should_fail, text_lines
+    from npu_gate.render import json_
+    from npu_gate.render.report import ModelReport, combined_verdict, render_report
+
+    env = dict(os.environ if env is None else env)
+    for name in TOKEN_VARIABLES:  # this process imports the user's model code
+        os.environ.pop(name, None)
+    stream = out or sys.stdout
+    start = Path.cwd()
+    workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None
+    artifacts = (start / _env(env, "ARTIFACTS_DIR", "npu-gate-out")).resolve()
+    artifacts.mkdir(parents=True, exist_ok=True)
+    fail_on = _env(env, "FAIL_ON", "errors")
+    if fail_on not in FAIL_ON:
+        workflow.warning(f"fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}; using errors",
+                         stream)
+        fail_on = "errors"
+    mode = _env(env, "COMMENT", "always")
+    if mode not in COMMENT_MODES:
+        workflow.warning(f"comment {mode!r} is not one of {', '.join(COMMENT_MODES)}; "
+                         "using always", stream)
+    workdir = _env(env, "WORKING_DIRECTORY")
+    if workdir and not Path(workdir).is_dir():
+        workflow.command("error", f"working-directory {workdir!r} is not a folder", stream)
+        return 1
+    if workdir:
+        os.chdir(workdir)
+    baseline_input = _env(env, "BASELINE")
+    baseline = (start / baseline_input).resolve() if baseline_input else None
+
+    models: list[ModelReport]
+    if _env(env, "MERGE"):
+        models = merge_models(_env(env, "MERGE"))
+    else:
+        paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
+        models = gate_models(paths, _env(env, "PROFILE"))
+        models += [ModelReport(_env(env, "CONTRACTS", "npu-gate.json"), problems=[p])
+                   for p in problems]
+    if baseline is not None:
+        try:
+            attach_baseline(models, baseline)
+        except GateError as exc:
+            for p in exc.problems:
+                workflow.warning(f"baseline not used: {p}", stream)
+    if fail_on == "regressions" and not any(m.comparison for m in models):
+        workflow.warning("fail-on: regressions needs a baseline; failing on errors instead", stream)
+
+    failed = should_fail(models, fail_on)
+    verdict = combined_verdict(models)
+    report = render_report(models, failed=failed, fail_on=fail_on)
+    comment_id = _env(env, "COMMENT_ID")
+    results_dir = artifacts / "results"
+    results = [m.result for m in models if m.result is not None]
+    result_json = artifacts / "result.json"
+    if len(models) == 1 and results:
+        result_json.write_text(json_.render(results[0]), encoding="utf-8")
+    else:
+        results_dir.mkdir(exist_ok=True)
+        for i, r in enumerate(results):
+            (results_dir / f"{i:02d}-{_safe(r.name)}.json").write_text(json_.render(r),
+                                                                       encoding="utf-8")
+        doc = merged_document(models, [m.comparison for m in models])
+        result_json.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+                               encoding="utf-8")
+    report_md = artifacts / "report.md"
+    report_md.write_text(report, encoding="utf-8")
+    comment_md = artifacts / "comment.md"
+    comment_md.write_text(comment_body(report, comment_id, where=_where(env)), encoding="utf-8")
+    changed = any(m.comparison is None or m.comparison.changed for m in models)
+    pr = _pr_number(env)
+    state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr}
+    (artifacts / STATE_FILE).write_text(json.dumps(state) + "\n", encoding="utf-8")
+
+    summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
+                  measure=lambda s: len(s.encode("utf-8")))
+    workflow.append_summary(summary, env)
+    stream.write(text_lines(models))
+    annotate(models, workspace, stream)
+    totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
+              for k in ("cpu_nodes", "npu_partitions")}
+    compared = [m.comparison for m in models if m.comparison is not None]
+    workflow.set_outputs({
+        "verdict": verdict,
+        "failed": "true" if failed else "false",
+        "changed": "true" if changed else "false",
+        "result-json": str(result_json),
+        "report-md": str(report_md),
+        "comment-md": str(comment_md),
+        "cpu-nodes": str(totals["cpu_nodes"]),
+        "npu-partitions": str(totals["npu_partitions"]),
+        "new-findings": str(sum(len(c.new) for c in compared)) if compared else "",
+        "artifacts-dir": str(artifacts),
+    }, env)
+    return 0
+
+
+# ---------------------------------------------------------------- comment step
+
+def _read_state(folder: Path) -> dict[str, Any]:
+    try:
+        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    return None
+
+
+def comment(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    """Post comment.md as the sticky comment. Always exits 0: commenting is best effort."""
+    env = dict(os.environ if env is None else env)
+    stream = out or sys.stdout
+    mode = _env(env, "COMMENT", "always")
+    if mode == "never":
+        return 0
+    if mode not in COMMENT_MODES:
+        mode = "always"
+    file = _env(env, "COMMENT_FILE")
+    if not file:
+        workflow.warning("npu-gate: no comment file; PR comment skipped", stream)
+        return 0
+    path = Path(file)
+    state = _read_state(path.parent)
+    number = _int(_env(env, "PR_NUMBER")) or _pr_number(env) or _int(state.get("pr_number"))
+    if number is None:
+        stream.write("npu-gate: not a pull request event and no pr-number: no PR comment\n")
+        return 0
+    token = env.get("NPU_GATE_GITHUB_TOKEN", "")
+    if not token:
+        workflow.warning("npu-gate: no github-token; PR comment skipped", stream)
+        return 0
+    create = (mode == "always"
+              or (mode == "on-failure" and (state.get("failed") or state.get("verdict") != "pass"))
+              or (mode == "on-change" and state.get("changed", True)))
+    try:
+        body = comment_body(path.read_text(encoding="utf-8"), _env(env, "COMMENT_ID"),
+                            where=_where(env))
+        client = GitHubClient(token, env.get("GITHUB_REPOSITORY", ""),
+                              env.get("GITHUB_API_URL") or DEFAULT_API_URL)
+        _check_workflow_run(client, number, env)
+        posted = upsert(client, number, body, comment_id=_env(env, "COMMENT_ID"),
+                        author=_env(env, "COMMENT_AUTHOR", DEFAULT_AUTHOR), create=create)
+    except (GitHubError, OSError, ValueError) as exc:
+        hint = " (read-only token: fork PR or missing `pull-requests: write`?)" if getattr(
+            exc, "status", 0) == 403 else ""
+        workflow.warning(f"npu-gate: could not post the PR comment: {exc}{hint}. "
+                         "The job summary and the artifacts still carry the report.", stream)
+        return 0
+    stream.write(f"npu-gate: PR #{number} comment {posted.action}"
+                 + (f": {posted.url}" if posted.url else "") + "\n")
+    workflow.set_outputs({"comment-url": posted.url or "", "comment-action": posted.action}, env)
+    return 0
+
+
+def _check_workflow_run(client: GitHubClient, number: int, env: Mapping[str, str]) -> None:
+    """Under workflow_run the PR number comes from an untrusted artifact: it must name a PR
+    whose head is the commit the triggering run tested."""
+    if env.get("GITHUB_EVENT_NAME") != "workflow_run":
+        return
+    try:
+        event = json.loads(Path(env.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+        head_sha = event["workflow_run"]["head_sha"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError("workflow_run event without head_sha") from None
+    pull = client.pull_request(number)
+    if (pull.get("head") or {}).get("sha") != head_sha:
+        raise ValueError(f"PR #{number} does not have the head commit of the triggering run")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["gate"]:
+        return gate()
+    if args == ["comment"]:
+        return comment()
+    print("usage: python -m npu_gate.action gate|comment", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The baseline ratchet: compare a result with the base branch's result for the same model.
+
+A finding is matched by a key that does not depend on its message's numbers: rule, node
+and constraint, and for findings without a node the subject of the message (the part
+before the first ": ", e.g. ``max_cpu_nodes`` or ``output logits``). Only active
+(not waived) findings count. The PR regresses when it adds an active error, or raises the
+CPU node count, the NPU partition count or the boundary bytes. Numeric error is shown but
+not judged here (float noise moves it; a real mismatch is a ``numeric-mismatch`` finding).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+FindingKey = tuple[str, str, str, str]
+# (summary key, label); more is worse for all of them
+METRICS = (("cpu_nodes", "CPU nodes"), ("npu_partitions", "NPU partitions"),
+           ("boundary_bytes", "Boundary bytes"))
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
+
+
+def finding_key(f: dict[str, Any]) -> FindingKey:
+    node = f.get("node") or ""
+    constraint = f.get("constraint") or ""
+    subject = ""
+    if not node and not constraint:
+        message = str(f.get("message", ""))
+        head = message.split(": ", 1)[0] if ": " in message else _NUMBER.sub("#", message)
+        subject = head
+    return (str(f["rule"]), str(node), str(constraint), subject)
+
+
+def _active(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in doc.get("findings", []) if not f.get("waived")]
+
+
+def max_abs_error(doc: dict[str, Any]) -> float | None:
+    errors = [c["max_abs_err"] for c in doc.get("numerics", []) if c.get("max_abs_err") is not None]
+    return max(errors) if errors else None
+
+
+@dataclass
+class Metric:
+    key: str
+    label: str
+    before: float | None
+    after: float | None
+
+    @property
+    def worse(self) -> bool:
+        return self.before is not None and self.after is not None and self.after > self.before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "before": self.before, "after": self.after}
+
+
+@dataclass
+class Comparison:
+    name: str
+    found: bool  # the baseline has a result for this model
+    new: list[dict[str, Any]] = field(default_factory=list)
+    fixed: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    error_before: float | None = None
+    error_after: float | None = None
+
+    @property
+    def regressions(self) -> list[str]:
+        """Why the PR makes things worse, one line each (empty: no regression)."""
+        out = []
+        errors = [f for f in self.new if f.get("severity") == "error"]
+        if errors:
+            out.append(f"{len(errors)} new error finding{'s' if len(errors) != 1 else ''}")
+        out += [f"{m.label}: {_fmt(m.before)} → {_fmt(m.after)}" for m in self.metrics if m.worse]
+        return out
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new or self.fixed or not self.found
+                    or any(m.before != m.after for m in self.metrics))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "found": self.found, "new": self.new, "fixed": self.fixed,
+                "metrics": [m.to_dict() for m in self.metrics],
+                "max_abs_err": {"before": self.error_before, "after": self.error_after},
+                "regressions": self.regressions}
+
+
+def _fmt(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
+def compare(current: dict[str, Any], baseline: dict[str, Any] | None) -> Comparison:
+    """Compare one result document with the baseline's document for the same model (or None)."""
+    now = _active(current)
+    if baseline is None:
+        return Comparison(current["name"], False, new=now,
+                          metrics=[Metric(k, label, None, current.get("summary", {}).get(k))
+                                   for k, label in METRICS],
+                          error_after=max_abs_error(current))
+    before = _active(baseline)
+    remaining = Counter(finding_key(f) for f in before)
+    new = []
+    for f in now:  # multiset difference, keeping the current findings' order
+        key = finding_key(f)
+        if remaining[key]:
+            remaining[key] -= 1
+        else:
+            new.append(f)
+    still = Counter(finding_key(f) for f in now)
+    fixed = []
+    for f in before:
+        key = finding_key(f)
+        if still[key]:
+            still[key] -= 1
+        else:
+            fixed.append(f)
+    before_s, after_s = baseline.get("summary", {}), current.get("summary", {})
+    metrics = [Metric(k, label, before_s.get(k), after_s.get(k)) for k, label in METRICS]
+    return Comparison(current["name"], True, new, fixed, metrics,
+                      max_abs_error(baseline), max_abs_error(current))
+
+
+def compare_all(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> list[Comparison]:
+    """Match models by name; a model missing from the baseline is new (all its findings are)."""
+    by_name = {d["name"]: d for d in baseline}
+    return [compare(doc, by_name.get(doc["name"])) for doc in current]

@@ -1,0 +1,111 @@
+"""Several results as one: the merged document, loading results back, the applied verdict.
+
+A merged document is ``{"kind": "npu-gate-merged", "verdict", "results": [result...],
+"errors": [{"contract", "problems"}]}``; every entry of ``results`` is a plain result
+(schemas/result.schema.json). ``npu-gate merge`` and the action's many-model runs write it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from npu_gate.baseline import Comparison, compare_all
+from npu_gate.errors import GateError
+from npu_gate.render.report import ERROR, ModelReport, combined_verdict
+from npu_gate.result_json import MERGED_KIND, load_results, result_from_dict
+
+MERGED_SCHEMA_VERSION = "1.0"
+FAIL_ON = ("errors", "regressions", "never")
+
+
+def merged_document(models: Sequence[ModelReport],
+                    comparisons: Sequence[Comparison | None] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": MERGED_SCHEMA_VERSION,
+        "kind": MERGED_KIND,
+        "verdict": combined_verdict(list(models)),
+        "results": [m.result.to_dict() for m in models if m.result is not None],
+        "errors": [{"contract": m.label, "problems": m.problems}
+                   for m in models if m.result is None],
+    }
+    if comparisons is not None and any(c is not None for c in comparisons):
+        doc["baseline"] = [c.to_dict() for c in comparisons if c is not None]
+    return doc
+
+
+def load_reports(paths: Sequence[Path]) -> list[ModelReport]:
+    """Results from result JSONs and merged documents, in order (errors entries kept)."""
+    models: list[ModelReport] = []
+    for path in paths:
+        for doc in load_results(path):
+            label = (doc.get("contract") or {}).get("path") or doc["name"]
+            models.append(ModelReport(label, result=result_from_dict(doc)))
+        models += _errors(path)
+    return models
+
+
+def _errors(path: Path) -> list[ModelReport]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(doc, dict) or doc.get("kind") != MERGED_KIND:
+        return []
+    out = []
+    for i, e in enumerate(doc.get("errors") or []):
+        if not isinstance(e, dict):
+            raise GateError(f"{path}: errors[{i}]: expected an object")
+        out.append(ModelReport(str(e.get("contract", "?")),
+                               problems=[str(p) for p in e.get("problems") or []]))
+    return out
+
+
+def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> None:
+    """Set each gated model's comparison against the results in the baseline file."""
+    before = load_results(baseline)
+    gated = [m for m in models if m.result is not None]
+    for m, c in zip(gated, compare_all([m.result.to_dict() for m in gated if m.result], before),
+                    strict=True):
+        m.comparison = c
+
+
+def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
+    """The applied verdict: ``errors`` fails on any failed or unrunnable model; ``regressions``
+    only on an unrunnable model or a regression against the baseline (models without a
+    comparison fall back to their own verdict); ``never`` reports only."""
+    if fail_on == "never":
+        return False
+    for m in models:
+        if m.verdict == ERROR:
+            return True
+        if fail_on == "regressions" and m.comparison is not None:
+            if m.comparison.regressions:
+                return True
+        elif m.verdict != "pass":
+            return True
+    return False
+
+
+def text_lines(models: Sequence[ModelReport]) -> str:
+    """The terminal summary: each model's short text, plus its baseline delta."""
+    from npu_gate.render import text
+    from npu_gate.render.escape import term
+
+    out = []
+    for m in models:
+        if m.result is None:
+            out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
+                       + "".join(f"  {term(p)}\n" for p in m.problems))
+            continue
+        out.append(text.render(m.result))
+        c = m.comparison
+        if c is not None:
+            line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
+                    if c.found else f"  baseline: no result named {term(c.name)} (new model)")
+            regressions = c.regressions
+            line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
+            out.append(line + "\n")
+    return "".join(out)

@@ -1,0 +1,140 @@
+"""The composed report: one model's Markdown plus its baseline deltas, or several models
+under one combined verdict. Used by the GitHub Action and ``npu-gate merge``.
+
+The per-model body is ``markdown.render`` unchanged; this module only adds around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+from npu_gate.baseline import Comparison
+from npu_gate.render import markdown
+from npu_gate.render.escape import md, md_code
+from npu_gate.result import GateResult
+
+ERROR = "error"  # combined verdict when a contract could not be gated at all
+MAX_DELTA_ROWS = 50
+
+
+@dataclass
+class ModelReport:
+    """One contract's outcome: a result, or the problems that stopped it (exit 2)."""
+
+    label: str  # the contract path as the user wrote it
+    result: GateResult | None = None
+    problems: list[str] = field(default_factory=list)
+    comparison: Comparison | None = None
+    file: str | None = None  # the contract file, when this run gated it (for annotations)
+
+    @property
+    def verdict(self) -> str:
+        return ERROR if self.result is None else self.result.verdict
+
+    @property
+    def name(self) -> str:
+        return self.label if self.result is None else self.result.name
+
+
+def combined_verdict(models: list[ModelReport]) -> str:
+    verdicts = {m.verdict for m in models}
+    for v in (ERROR, "fail"):
+        if v in verdicts:
+            return v
+    return "pass"
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.3g}" if isinstance(value, float) else f"{value:,}"
+
+
+def _change(before: Any, after: Any) -> str:
+    if before is None or after is None:
+        return ""
+    diff = after - before
+    if diff == 0:
+        return "="
+    text = f"{diff:+.3g}" if isinstance(diff, float) else f"{diff:+,}"
+    return text
+
+
+def _finding_rows(findings: list[dict[str, Any]]) -> str:
+    rows = [[f.get("severity", ""), f"`{f['rule']}`", md_code(f["node"]) if f.get("node") else "",
+             md(f.get("message", ""))] for f in findings[:MAX_DELTA_ROWS]]
+    text = tabulate(rows, headers=["severity", "rule", "node", "message"], tablefmt="github",
+                    disable_numparse=True)
+    if len(findings) > MAX_DELTA_ROWS:
+        text += f"\n\n_{len(findings) - MAX_DELTA_ROWS} more in the JSON result._"
+    return text
+
+
+def render_baseline(c: Comparison) -> str:
+    """The "Baseline" section: metric deltas, then new and fixed findings."""
+    if not c.found:
+        head = f"No result named {md_code(c.name)} in the baseline: this model is new"
+        head += (f", so its {len(c.new)} active findings all count as new." if c.new
+                 else " and has no active findings.")
+    else:
+        head = f"Compared with the baseline: {len(c.new)} new, {len(c.fixed)} fixed findings."
+    regressions = c.regressions
+    # regression lines are built from our labels and numbers only: no model text to escape
+    head += (" **Regressed:** " + "; ".join(regressions) + "." if regressions
+             else " No regression.")
+    rows = [[m.label, _num(m.before), _num(m.after), _change(m.before, m.after)] for m in c.metrics]
+    rows.append(["Max abs numeric error", _num(c.error_before), _num(c.error_after),
+                 _change(c.error_before, c.error_after)])
+    parts = ["### Baseline", head,
+             tabulate(rows, headers=["", "baseline", "this run", "change"], tablefmt="github",
+                      disable_numparse=True)]
+    if c.new:
+        parts += ["New findings:", _finding_rows(c.new)]
+    if c.fixed:
+        parts += ["Fixed findings:", _finding_rows(c.fixed)]
+    return "\n\n".join(parts)
+
+
+def render_model(m: ModelReport) -> str:
+    if m.result is None:
+        lines = [f"## ⚠️ npu-gate: **COULD NOT RUN** · {md(m.label)}", ""]
+        lines += [f"- {md(p)}" for p in m.problems]
+        return "\n".join(lines) + "\n"
+    text = markdown.render(m.result)
+    if m.comparison is not None:
+        # After the summary table: deltas are what a reviewer of a ratcheted model reads first.
+        section = render_baseline(m.comparison) + "\n\n"
+        at = text.find("### Findings")
+        text = text[:at] + section + text[at:] if at >= 0 else text + "\n" + section
+    return text
+
+
+def render_report(models: list[ModelReport], *, failed: bool | None = None,
+                  fail_on: str = "errors") -> str:
+    """One model: its report. Several: a combined verdict, an overview, a section per model."""
+    note = ""
+    if failed is not None and fail_on != "errors":
+        outcome = "fails" if failed else "passes"
+        note = f"With `fail-on: {md(fail_on)}` this check **{outcome}**.\n\n"
+    if len(models) == 1:
+        return note + render_model(models[0])
+    verdict = combined_verdict(models)
+    icon = {"pass": "✅", "fail": "❌"}.get(verdict, "⚠️")
+    rows = []
+    for m in models:
+        if m.result is None:
+            rows.append([md(m.name), m.verdict, "", "", "", ""])
+            continue
+        s = m.result.summary
+        new = "" if m.comparison is None else str(len(m.comparison.new))
+        rows.append([md(m.name), m.verdict, _num(s.get("cpu_nodes")), _num(s.get("npu_partitions")),
+                     _num(s.get("boundary_bytes")), new])
+    overview = tabulate(rows, headers=["model", "verdict", "CPU nodes", "NPU partitions",
+                                       "boundary bytes", "new findings"],
+                        tablefmt="github", disable_numparse=True)
+    head = (f"# {icon} npu-gate: **{verdict.upper()}** · {len(models)} models\n\n{note}"
+            f"{overview}\n")
+    return head + "\n" + "\n".join(render_model(m) for m in models)

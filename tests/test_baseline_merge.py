@@ -1,0 +1,157 @@
+"""Baseline ratchet and merge: finding keys, deltas, `check --baseline`, `npu-gate merge`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import model_zoo
+import pytest
+from conftest import CliRun, validate_result
+from gate_models import add_contract, conv_only
+
+from npu_gate.baseline import compare, finding_key
+from npu_gate.result_json import result_from_dict
+
+
+def _finding(rule: str, message: str, node: str | None = None, severity: str = "error",
+             waived: bool = False) -> dict[str, object]:
+    f: dict[str, object] = {"rule": rule, "severity": severity, "message": message,
+                            "waived": waived}
+    if node:
+        f["node"] = node
+    return f
+
+
+def _doc(name: str, findings: list[dict[str, object]], cpu: int = 0, parts: int = 1,
+         boundary: int | None = 0) -> dict[str, object]:
+    return {"name": name, "findings": findings, "numerics": [],
+            "summary": {"cpu_nodes": cpu, "npu_partitions": parts, "boundary_bytes": boundary}}
+
+
+def test_finding_key_ignores_numbers_in_messages_but_not_the_subject() -> None:
+    a = _finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0")
+    b = _finding("gate-exceeded", "max_cpu_nodes: 5 exceeds the limit 1")
+    c = _finding("gate-exceeded", "max_npu_partitions: 3 exceeds the limit 0")
+    assert finding_key(a) == finding_key(b) == ("gate-exceeded", "", "", "max_cpu_nodes")
+    assert finding_key(c) != finding_key(a)
+    d = _finding("op-constraint", "pads 2 above 1", node="conv0") | {"constraint": "pads"}
+    e = _finding("op-constraint", "pads 3 above 1", node="conv0") | {"constraint": "pads"}
+    assert finding_key(d) == finding_key(e) == ("op-constraint", "conv0", "pads", "")
+
+
+def test_compare_counts_new_and_fixed_as_multisets_and_ignores_waived() -> None:
+    before = _doc("m", [_finding("unsupported-op", "x", "a"), _finding("unsupported-op", "x", "a"),
+                        _finding("unsupported-op", "x", "b")], cpu=3, parts=2, boundary=100)
+    after = _doc("m", [_finding("unsupported-op", "x", "a"), _finding("unsupported-op", "x", "c"),
+                       _finding("unsupported-op", "x", "b", waived=True),
+                       _finding("dynamic-shape", "y", "d", severity="warning")],
+                 cpu=2, parts=3, boundary=None)
+    c = compare(after, before)
+    assert [(f["rule"], f["node"]) for f in c.new] == [("unsupported-op", "c"),
+                                                       ("dynamic-shape", "d")]
+    assert [f["node"] for f in c.fixed] == ["a", "b"]
+    assert [(m.key, m.before, m.after, m.worse) for m in c.metrics] == [
+        ("cpu_nodes", 3, 2, False), ("npu_partitions", 2, 3, True),
+        ("boundary_bytes", 100, None, False)]
+    assert c.regressions == ["1 new error finding", "NPU partitions: 2 → 3"]
+    assert c.changed
+
+
+def test_a_model_missing_from_the_baseline_is_new() -> None:
+    c = compare(_doc("new", [_finding("unsupported-op", "x", "a")]), None)
+    assert not c.found
+    assert c.regressions == ["1 new error finding"]
+
+
+@pytest.fixture
+def two_results(tmp_path: Path, run_cli: Callable[..., CliRun]) -> tuple[Path, Path]:
+    ok = add_contract(tmp_path, "conv", conv_only(), [1, 3, 8, 8])
+    bad = add_contract(tmp_path, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    assert run_cli("check", ok, "--json", tmp_path / "conv.json", "-q").code == 0
+    assert run_cli("check", bad, "--json", tmp_path / "relu.json", "-q").code == 1
+    return tmp_path / "conv.json", tmp_path / "relu.json"
+
+
+def test_result_json_round_trips(two_results: tuple[Path, Path]) -> None:
+    for path in two_results:
+        doc = json.loads(path.read_text())
+        assert result_from_dict(doc).to_dict() == doc
+
+
+def test_check_with_baseline_exit_codes(tmp_path: Path, two_results: tuple[Path, Path],
+                                        run_cli: Callable[..., CliRun]) -> None:
+    conv_json, relu_json = two_results
+    relu = tmp_path / "models" / "relu" / "npu-gate.json"
+    same = run_cli("check", relu, "--baseline", relu_json, "--fail-on", "regressions",
+                   "--markdown", tmp_path / "same.md")
+    assert same.code == 0
+    assert same.out.endswith("  baseline: 0 new, 0 fixed findings; no regression\n")
+    assert "### Baseline" in (tmp_path / "same.md").read_text()
+    # relu against conv's result: a model of another name is new in that baseline
+    conv = tmp_path / "models" / "conv" / "npu-gate.json"
+    conv_doc = json.loads(conv_json.read_text())
+    conv_doc["name"] = "relu"
+    renamed = tmp_path / "as-relu.json"
+    renamed.write_text(json.dumps(conv_doc))
+    worse = run_cli("check", relu, "--baseline", renamed, "--fail-on", "regressions", "-q")
+    assert worse.code == 1
+    assert run_cli("check", relu, "--baseline", renamed, "--fail-on", "never", "-q").code == 0
+    assert run_cli("check", conv, "--baseline", renamed, "--fail-on", "regressions",
+                   "-q").code == 0
+    missing = run_cli("check", relu, "--fail-on", "regressions")
+    assert missing.code == 2
+    assert missing.err == "npu-gate: error: --fail-on regressions needs --baseline FILE\n"
+
+
+def test_merge_combines_results_into_one_report(tmp_path: Path, two_results: tuple[Path, Path],
+                                                run_cli: Callable[..., CliRun]) -> None:
+    run = run_cli("merge", *two_results, "--json", tmp_path / "all.json", "--markdown",
+                  tmp_path / "all.md", "-q")
+    assert run.code == 1
+    merged = json.loads((tmp_path / "all.json").read_text())
+    assert merged["kind"] == "npu-gate-merged"
+    assert merged["verdict"] == "fail"
+    assert merged["errors"] == []
+    for r in merged["results"]:
+        validate_result(r)
+    report = (tmp_path / "all.md").read_text()
+    assert report.startswith("# ❌ npu-gate: **FAIL** · 2 models\n")
+    # A merged document is itself mergeable, and usable as a baseline.
+    again = run_cli("merge", tmp_path / "all.json", "--baseline", tmp_path / "all.json",
+                    "--fail-on", "regressions", "-q")
+    assert again.code == 0
+    assert run_cli("merge", two_results[0], "-q").code == 0
+
+
+def test_merge_rejects_files_that_are_not_results(tmp_path: Path,
+                                                  run_cli: Callable[..., CliRun]) -> None:
+    junk = tmp_path / "junk.json"
+    junk.write_text('{"hello": 1}')
+    run = run_cli("merge", junk)
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {junk}: not an npu-gate result "
+                       "(run `npu-gate check --json`)\n")
+
+
+def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
+                                golden: Callable[[str, str], None]) -> None:
+    """Two models, one with a baseline that had fewer problems: the report a PR shows."""
+    from npu_gate.baseline import compare
+    from npu_gate.merge import should_fail
+    from npu_gate.render.report import ModelReport, render_report
+
+    conv_doc, relu_doc = (json.loads(p.read_text()) for p in two_results)
+    for doc in (conv_doc, relu_doc):
+        doc["timings"] = {}  # measured: not reproducible
+    base = dict(conv_doc, name="relu")  # the base branch's relu model was still clean
+    models = [ModelReport("models/conv/npu-gate.json", result_from_dict(conv_doc),
+                          comparison=compare(conv_doc, conv_doc)),
+              ModelReport("models/relu/npu-gate.json", result_from_dict(relu_doc),
+                          comparison=compare(relu_doc, base)),
+              ModelReport("models/bad/npu-gate.json", problems=[
+                  "models/bad/npu-gate.json: model: 'onnx' is a required property"])]
+    assert should_fail(models, "regressions")
+    golden("report_many_models_baseline.md",
+           render_report(models, failed=True, fail_on="regressions"))
