@@ -22,6 +22,8 @@ from npu_gate import __version__
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
+from npu_gate.layout import tensor_layouts
+from npu_gate.limits import opset_failure
 from npu_gate.model_file import load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
@@ -188,11 +190,19 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         result.findings.append(_finding("onnx-checker", message))
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
+    opset_limit = opset_failure(settings.profile.limits, facts.opset)
+    if opset_limit is not None:
+        result.findings.append(_finding(
+            "profile-limit", opset_limit.message, constraint=opset_limit.constraint,
+            actual=opset_limit.actual, allowed=opset_limit.allowed, doc=opset_limit.doc,
+            evidence=settings.profile.evidence))
 
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
-    placements = place_all(facts, settings.profile, folded, constants)
+    declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
+    layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
+    placements = place_all(facts, settings.profile, folded, constants, layouts)
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions)
     part_of = {i: p.id for p in partitions for i in p.nodes}
@@ -206,7 +216,7 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
-    result.findings.extend(_placement_findings(facts, placements))
+    result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
     devices = Counter(p.device for p in placements)
     result.summary = {
@@ -289,7 +299,9 @@ def _node_entry(node: graphlib.NodeFacts, placement: Placement, facts: GraphFact
     )
 
 
-def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[Finding]:
+def _placement_findings(
+    facts: GraphFacts, placements: list[Placement], evidence: str
+) -> list[Finding]:
     findings = []
     for node, placement in zip(facts.nodes, placements):
         if placement.device != CPU:
@@ -298,7 +310,12 @@ def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[
             findings.append(_finding("unsupported-op", placement.reasons[0], node=node.name, op_type=node.key))
         for f in placement.failures:
             findings.append(_finding("op-constraint", f.message, node=node.name, op_type=node.key,
-                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed))
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
+        for f in placement.limit_failures:
+            findings.append(_finding("profile-limit", f.message, node=node.name, op_type=node.key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
     return findings
 
 

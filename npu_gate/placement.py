@@ -9,10 +9,12 @@ are never folded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from npu_gate.constraints import Failure, evaluate
 from npu_gate.graph import GraphFacts, NodeFacts
+from npu_gate.limits import node_failures
 from npu_gate.profile import Profile
 
 NPU = "npu"
@@ -29,6 +31,7 @@ class Placement:
     reasons: list[str] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     op_supported: bool = True  # False: the op is not in the profile at all
+    limit_failures: list[Failure] = field(default_factory=list)  # the profile's global limits
 
 
 def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[int], set[str]]:
@@ -51,20 +54,33 @@ def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[in
     return folded, constants
 
 
-def place_node(node: NodeFacts, facts: GraphFacts, profile: Profile, constants: set[str]) -> Placement:
+def place_node(
+    node: NodeFacts,
+    facts: GraphFacts,
+    profile: Profile,
+    constants: set[str],
+    layouts: Mapping[str, str] | None = None,
+) -> Placement:
     spec = profile.ops.get(node.key)
     if spec is None:
         return Placement(CPU, [f"op {node.key} not in profile {profile.name}"], op_supported=False)
-    failures = evaluate(spec.get("constraints", []), node, facts.tensors, constants)
-    if failures:
-        return Placement(CPU, [f.message for f in failures], failures)
+    failures = evaluate(spec.get("constraints", []), node, facts.tensors, constants, layouts)
+    limits = node_failures(profile.limits, node, facts.tensors, constants)
+    if failures or limits:
+        reasons = [f.message for f in (*failures, *limits)]
+        return Placement(CPU, reasons, failures, limit_failures=limits)
     return Placement(NPU)
 
 
 def place_all(
-    facts: GraphFacts, profile: Profile, folded: set[int], constants: set[str]
+    facts: GraphFacts,
+    profile: Profile,
+    folded: set[int],
+    constants: set[str],
+    layouts: Mapping[str, str] | None = None,
 ) -> list[Placement]:
     return [
-        Placement(FOLDED) if node.index in folded else place_node(node, facts, profile, constants)
+        Placement(FOLDED) if node.index in folded
+        else place_node(node, facts, profile, constants, layouts)
         for node in facts.nodes
     ]

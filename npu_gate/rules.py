@@ -97,6 +97,17 @@ RULES: dict[str, Rule] = {
             "and the allowed values. All constraints are evaluated, not only the first.",
         ),
         Rule(
+            "profile-limit",
+            ERROR,
+            "A global limit of the profile fails: CPU fallback (or, for the opset, the model).",
+            "The profile's `limits` apply to every op it supports: opset range, allowed domains "
+            "and dtypes, maximum rank, maximum elements/bytes of one runtime tensor, static "
+            "shapes. Each finding names the limit (constraint `limit-dtypes`, `limit-max-rank`, "
+            "...), the value seen and the value allowed; the node is predicted to run on CPU. "
+            "A model opset outside `limits.opset` is one finding without a node: the target's "
+            "converter is expected to refuse the model.",
+        ),
+        Rule(
             "numeric-mismatch",
             ERROR,
             "ONNX Runtime output differs from PyTorch beyond atol/rtol.",
