@@ -26,7 +26,7 @@ from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
 from npu_gate.model_file import load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
-from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
+from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
 from npu_gate.profile import Profile
 from npu_gate.result import (
     FAIL,
@@ -39,6 +39,7 @@ from npu_gate.result import (
     PartitionResult,
 )
 from npu_gate.rules import ERROR, RULES, WARNING
+from npu_gate.subgraphs import ScopedNode, collect_subgraph_nodes
 
 
 @dataclass
@@ -203,6 +204,8 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     placements = place_all(facts, settings.profile, folded, constants, layouts)
+    scoped = collect_subgraph_nodes(inferred, facts, constants)
+    body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions)
     part_of = {i: p.id for p in partitions for i in p.nodes}
@@ -213,10 +216,12 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     result.outputs = [o.to_dict() | {"static": o.static} for o in facts.outputs]
     result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
     result.nodes = [_node_entry(n, placements[n.index], facts, part_of.get(n.index)) for n in facts.nodes]
+    result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
-    result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence))
+    result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence,
+                                               [(sn.path, sn.node.key) for sn in scoped], body))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
     devices = Counter(p.device for p in placements)
     result.summary = {
@@ -228,6 +233,8 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
         "boundary_bytes": total_bytes(crossings),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
+        "subgraph_nodes": len(scoped),
+        "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
     }
 
 
@@ -300,23 +307,48 @@ def _node_entry(node: graphlib.NodeFacts, placement: Placement, facts: GraphFact
 
 
 def _placement_findings(
-    facts: GraphFacts, placements: list[Placement], evidence: str
+    facts: GraphFacts,
+    placements: list[Placement],
+    evidence: str,
+    body_nodes: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    body: list[Placement] = (),  # type: ignore[assignment]
 ) -> list[Finding]:
+    """Findings of CPU placements: top-level nodes, then subgraph nodes (named by path)."""
     findings = []
-    for node, placement in zip(facts.nodes, placements):
+    named = [(n.name, n.key) for n in facts.nodes] + list(body_nodes)
+    for (name, key), placement in zip(named, [*placements, *body], strict=True):
         if placement.device != CPU:
             continue
         if not placement.op_supported:
-            findings.append(_finding("unsupported-op", placement.reasons[0], node=node.name, op_type=node.key))
+            findings.append(_finding("unsupported-op", placement.reasons[0], node=name,
+                                     op_type=key))
         for f in placement.failures:
-            findings.append(_finding("op-constraint", f.message, node=node.name, op_type=node.key,
+            findings.append(_finding("op-constraint", f.message, node=name, op_type=key,
                                      constraint=f.constraint, actual=f.actual, allowed=f.allowed,
                                      doc=f.doc, evidence=evidence))
         for f in placement.limit_failures:
-            findings.append(_finding("profile-limit", f.message, node=node.name, op_type=node.key,
+            findings.append(_finding("profile-limit", f.message, node=name, op_type=key,
                                      constraint=f.constraint, actual=f.actual, allowed=f.allowed,
                                      doc=f.doc, evidence=evidence))
     return findings
+
+
+def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
+    """A node inside a control-flow body: named by its path, outside the partitions."""
+    def tensors(names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            info = sn.tensors.get(name) if name else None
+            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
+        return out
+
+    node = sn.node
+    return NodeResult(
+        name=sn.path, op_type=node.op_type, domain=node.domain,
+        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        attributes=node.attributes, defaulted_attributes=node.defaulted,
+        placement=placement.device, reasons=placement.reasons, partition=None, scope=sn.scope,
+    )
 
 
 def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:

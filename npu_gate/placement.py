@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from npu_gate.constraints import Failure, evaluate
-from npu_gate.graph import GraphFacts, NodeFacts
+from npu_gate.graph import GraphFacts, NodeFacts, TensorInfo
 from npu_gate.limits import node_failures
 from npu_gate.profile import Profile
+
+if TYPE_CHECKING:
+    from npu_gate.subgraphs import ScopedNode
 
 NPU = "npu"
 CPU = "cpu"
@@ -40,18 +44,20 @@ def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[in
     folded: set[int] = set()
     for i in order:
         node = facts.nodes[i]
-        if node.domain == "" and node.op_type == "Constant":
+        if foldable(node, constants):
             folded.add(i)
-        elif node.op_type not in _RANDOM_OPS:
-            reads = [n for n in (*node.inputs, *node.implicit_inputs) if n]
-            if reads and all(n in constants for n in reads):
-                folded.add(i)
-            else:
-                continue
-        else:
-            continue
-        constants.update(n for n in node.outputs if n)
+            constants.update(n for n in node.outputs if n)
     return folded, constants
+
+
+def foldable(node: NodeFacts, constants: set[str]) -> bool:
+    """The folding rule for one node, given the constants known so far."""
+    if node.domain == "" and node.op_type == "Constant":
+        return True
+    if node.op_type in _RANDOM_OPS:
+        return False
+    reads = [n for n in (*node.inputs, *node.implicit_inputs) if n]
+    return bool(reads) and all(n in constants for n in reads)
 
 
 def place_node(
@@ -61,11 +67,22 @@ def place_node(
     constants: set[str],
     layouts: Mapping[str, str] | None = None,
 ) -> Placement:
+    return place_in_scope(node, facts.tensors, profile, constants, layouts)
+
+
+def place_in_scope(
+    node: NodeFacts,
+    tensors: Mapping[str, TensorInfo],
+    profile: Profile,
+    constants: set[str] | frozenset[str],
+    layouts: Mapping[str, str] | None = None,
+) -> Placement:
+    """Place one node given the tensors of its scope (the top-level graph or a subgraph)."""
     spec = profile.ops.get(node.key)
     if spec is None:
         return Placement(CPU, [f"op {node.key} not in profile {profile.name}"], op_supported=False)
-    failures = evaluate(spec.get("constraints", []), node, facts.tensors, constants, layouts)
-    limits = node_failures(profile.limits, node, facts.tensors, constants)
+    failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts)
+    limits = node_failures(profile.limits, node, tensors, constants)
     if failures or limits:
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
@@ -84,3 +101,33 @@ def place_all(
         else place_node(node, facts, profile, constants, layouts)
         for node in facts.nodes
     ]
+
+
+def place_subgraphs(
+    scoped: list[ScopedNode],
+    profile: Profile,
+    placements: list[Placement],
+    layouts: Mapping[str, str] | None = None,
+) -> list[Placement]:
+    """Place every body node of every control-flow node.
+
+    Bodies of a folded node are folded with it. A control-flow node the profile runs on
+    the NPU moves to CPU when any of its body nodes runs on CPU: the whole construct
+    needs both, and the top-level partitioning treats it as one node.
+    """
+    body: list[Placement] = []
+    for s in scoped:
+        if s.folded or placements[s.root].device == FOLDED:
+            body.append(Placement(FOLDED))
+        else:
+            body.append(place_in_scope(s.node, s.tensors, profile, s.constants, layouts))
+    on_cpu: dict[int, list[str]] = {}
+    for s, p in zip(scoped, body, strict=True):
+        if p.device == CPU:
+            on_cpu.setdefault(s.root, []).append(s.path)
+    for root, paths in on_cpu.items():
+        parent = placements[root]
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        parent.reasons.append(f"{len(paths)} node(s) in its subgraphs run on CPU: {shown}")
+        parent.device = CPU
+    return body

@@ -57,9 +57,13 @@ class NodeResult:
     placement: str  # npu | cpu | folded
     reasons: list[str]
     partition: int | None
+    scope: str | None = None  # set for nodes inside a control-flow body: "<node>/<attribute>"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.scope is None:
+            del out["scope"]  # top-level nodes: the JSON stays as it was
+        return out
 
 
 @dataclass
