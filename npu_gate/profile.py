@@ -164,7 +164,43 @@ def semantic_problems(doc: dict[str, Any], label: str, base: Profile | None) -> 
             if c["id"] in seen:
                 problems.append(f"{where}.id: duplicate constraint id {c['id']!r}")
             seen.add(c["id"])
-            if not any(t in c for t in tests):
-                problems.append(f"{where}: no test (one of {', '.join(tests)})")
+            problems.extend(_shape_problems(where, c, tests))
+            for j, alternative in enumerate(c.get("any_of", [])):
+                problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
     errors, _ = onnx_problems(doc, label)
     return problems + errors
+
+
+_SUBJECTS = ("attribute", "input", "output")
+
+
+def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
+    """Exactly one subject (or any_of alone), at least one test, well-formed references."""
+    problems = []
+    subjects = [s for s in _SUBJECTS if s in c]
+    if "any_of" in c and subjects:
+        problems.append(f"{where}: any_of replaces the subject; remove {', '.join(subjects)}")
+    elif "any_of" not in c and len(subjects) != 1:
+        problems.append(
+            f"{where}: needs exactly one subject (attribute, input or output), "
+            f"has {', '.join(subjects) or 'none'}"
+        )
+    if not any(t in c for t in tests):
+        problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    refs = [(f"{where}.{k}", c[k]) for k in ("min", "max") if isinstance(c.get(k), dict)]
+    refs += [
+        (f"{where}.{k}[{i}]", v)
+        for k in ("in", "not_in")
+        for i, v in enumerate(c.get(k, []))
+        if isinstance(v, dict) and "ref" in v
+    ]
+    for at, value in refs:
+        ref = value.get("ref", {})
+        kinds = [s for s in _SUBJECTS if s in ref]
+        if len(kinds) != 1:
+            problems.append(f"{at}.ref: needs exactly one of attribute, input, output")
+        elif kinds[0] != "attribute" and "axis" not in ref:
+            problems.append(f"{at}.ref: a tensor reference needs an axis")
+        elif kinds[0] == "attribute" and "axis" in ref:
+            problems.append(f"{at}.ref: axis applies to input/output references only")
+    return problems

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
@@ -85,15 +86,11 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
                 for j, a in enumerate(c.get("any_of", []))
             ]
             for at, test in tests:
-                errors.extend(_test_problems(at, op, info, test, has_subject=test is not c))
+                errors.extend(_test_problems(at, op, info, test))
     return errors, warnings
 
 
-def _test_problems(
-    where: str, op: str, info: OpInfo, test: dict[str, Any], has_subject: bool
-) -> list[str]:
-    from npu_gate.constraints import TESTS
-
+def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:
     out = []
     names = [(f"{where}.attribute", test["attribute"])] if "attribute" in test else []
     for key in ("in", "not_in"):
@@ -118,6 +115,30 @@ def _test_problems(
                 f"{where}.{kind}: {op} has at most {limit} {kind}s; "
                 f"index {test[kind]} does not exist"
             )
-    if has_subject and not any(t in test for t in TESTS if t != "any_of"):
-        out.append(f"{where}: no test (one of {', '.join(t for t in TESTS if t != 'any_of')})")
     return out
+
+
+def check_file(path: Path) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for a profile file: schema (with JSON paths), its base, then
+    semantics and ONNX names. Raises ProfileError only when the file cannot be read."""
+    from npu_gate.errors import ProfileError
+    from npu_gate.profile import load_profile, semantic_problems
+    from npu_gate.validation import read_document, schema_problems
+
+    label = str(path)
+    try:
+        doc = read_document(path, label)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    errors = schema_problems(doc, "profile", label)
+    if errors:
+        return errors, []
+    base = None
+    if doc.get("extends") is not None:
+        try:
+            base = load_profile(doc["extends"], path.parent, where=f"{label}: extends")
+        except ProfileError as exc:
+            return exc.problems, []
+    errors = semantic_problems(doc, label, base)
+    _, warnings = onnx_problems(doc, label)
+    return errors, warnings
