@@ -258,8 +258,8 @@ def _profile(args: argparse.Namespace) -> int:
         else:
             _write(str(target), text)
             print(f"wrote {target}")
-    for path in stale:
-        print(f"npu-gate: error: {path} is missing or out of date; run `npu-gate profile docs`",
+    for page in stale:
+        print(f"npu-gate: error: {page} is missing or out of date; run `npu-gate profile docs`",
               file=sys.stderr)
     return EXIT_FAIL if stale else EXIT_PASS
 

@@ -205,7 +205,7 @@ def _each_failures(c: dict[str, Any], values: list[Any]) -> list[tuple[str, Any,
     """(test, bad elements, limit) per failed test. A list-valued min/max (a reference to
     another list attribute) applies element-wise, repeating: pads [b1, b2, e1, e2] against
     kernel [k1, k2] compares b1 and e1 with k1."""
-    out = []
+    out: list[tuple[str, Any, Any]] = []
     for key in ("in", "not_in", "min", "max"):
         if key not in c:
             continue

@@ -298,3 +298,22 @@ def test_ort_profiles_transcribe_every_row(name: str) -> None:
         "ArgMax" if k == "Argmax" else k for k in keys
     }  # the table's typo, see the profile's note
     assert keys == set(load_profile(name).ops)
+
+
+def test_report_links_constraint_docs_and_groups_by_reason(tmp_path: Path) -> None:
+    import profile_builders
+
+    from npu_gate.pipeline import inspect_model
+    from npu_gate.render import markdown
+
+    path = _write(tmp_path, {"ops": {"Conv": {"constraints": [
+        {"id": "conv-group", "attribute": "group", "in": [4], "doc": "https://example.com/a(b)"}]}}})
+    (tmp_path / "m.onnx").write_bytes(profile_builders.conv(group=2).SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile(str(path)))
+    finding = next(f for f in result.findings if f.rule == "op-constraint")
+    assert (finding.doc, finding.evidence) == ("https://example.com/a(b)", "illustrative")
+    report = markdown.render(result)
+    assert ("| attribute group 2 not in &#123;4&#125; ([doc](https://example.com/a%28b%29)) |"
+            in report.replace("  ", ""))
+    assert ("<code>Conv</code> <code>conv-group</code>: allowed &#91;4&#93; "
+            "([doc](https://example.com/a%28b%29))") in report
