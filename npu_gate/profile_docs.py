@@ -112,7 +112,9 @@ def describe_limit(key: str, value: Any) -> str:
     words = LIMIT_WORDS.get(key, key)
     if key == "opset":
         lo, hi = value.get("min"), value.get("max")
-        return f"{words}: {'' if lo is None else lo}..{'' if hi is None else hi}"
+        if lo is not None and hi is not None:
+            return f"{words}: {lo} to {hi}"
+        return f"{words}: " + (f"at most {hi}" if lo is None else f"at least {lo}")
     if key in ("domains", "dtypes"):
         return f"{words}: {_set(['ai.onnx' if v == '' else v for v in value])}"
     if key == "static_shapes":
