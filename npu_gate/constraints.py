@@ -16,7 +16,7 @@ from npu_gate.graph import NodeFacts, TensorInfo
 UNKNOWN = "unknown"
 VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent")
 TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout")
-TESTS = (*VALUE_TESTS, *TENSOR_TESTS, "any_of")
+TESTS = (*VALUE_TESTS, *TENSOR_TESTS, "any_of", "unchecked")
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,19 @@ def evaluate(
     ctx = _Context(node, tensors, constants, layouts or {})
     failures: list[Failure] = []
     for constraint in constraints:
-        failures.extend(_evaluate_one(constraint, ctx))
+        if not constraint.get("unchecked"):
+            failures.extend(_evaluate_one(constraint, ctx))
     return failures
+
+
+def unchecked(constraints: list[dict[str, Any]]) -> list[Failure]:
+    """Conditions the profile's source states but npu_gate cannot check (vague, or about
+    tensor values): never a CPU fallback, reported so a reviewer knows what rests on them."""
+    return [
+        Failure(c["id"], c["message"], UNKNOWN, "not checked", c.get("doc"))
+        for c in constraints
+        if c.get("unchecked")
+    ]
 
 
 def _evaluate_one(c: dict[str, Any], ctx: _Context) -> list[Failure]:

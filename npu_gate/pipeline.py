@@ -317,6 +317,10 @@ def _placement_findings(
     findings = []
     named = [(n.name, n.key) for n in facts.nodes] + list(body_nodes)
     for (name, key), placement in zip(named, [*placements, *body], strict=True):
+        for f in placement.unchecked if placement.device == NPU else []:
+            findings.append(_finding("unchecked-condition", f.message, node=name, op_type=key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
         if placement.device != CPU:
             continue
         if not placement.op_supported:

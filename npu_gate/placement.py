@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from npu_gate.constraints import Failure, evaluate
+from npu_gate.constraints import Failure, evaluate, unchecked
 from npu_gate.graph import GraphFacts, NodeFacts, TensorInfo
 from npu_gate.limits import node_failures
 from npu_gate.profile import Profile
@@ -36,6 +36,7 @@ class Placement:
     failures: list[Failure] = field(default_factory=list)
     op_supported: bool = True  # False: the op is not in the profile at all
     limit_failures: list[Failure] = field(default_factory=list)  # the profile's global limits
+    unchecked: list[Failure] = field(default_factory=list)  # stated conditions not checked (npu)
 
 
 def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[int], set[str]]:
@@ -86,7 +87,7 @@ def place_in_scope(
     if failures or limits:
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
-    return Placement(NPU)
+    return Placement(NPU, unchecked=unchecked(spec.get("constraints", [])))
 
 
 def place_all(

@@ -178,6 +178,16 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
     """Exactly one subject (or any_of alone), at least one test, well-formed references."""
     problems = []
     subjects = [s for s in _SUBJECTS if s in c]
+    if c.get("unchecked"):
+        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked")]
+        if extra:
+            problems.append(f"{where}: an unchecked condition has no subject or test; "
+                            f"remove {', '.join(extra)}")
+        if not c.get("message"):
+            problems.append(
+                f"{where}: an unchecked condition needs a message saying what is not checked"
+            )
+        return problems
     if "any_of" in c and subjects:
         problems.append(f"{where}: any_of replaces the subject; remove {', '.join(subjects)}")
     elif "any_of" not in c and len(subjects) != 1:

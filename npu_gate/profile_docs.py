@@ -103,6 +103,8 @@ def describe_test(c: dict[str, Any]) -> str:
 
 def describe(c: dict[str, Any]) -> str:
     """A whole constraint in words (without its id)."""
+    if c.get("unchecked"):
+        return "not checked by npu_gate (reported as unchecked-condition)"
     if "any_of" in c:
         return "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
     return describe_test(c)

@@ -21,7 +21,7 @@ from npu_gate.pipeline import check_contract, inspect_model
 from npu_gate.profile import load_profile
 
 CASES_DIR = Path(__file__).parent / "profile_cases"
-CONSTRAINT_RULES = ("op-constraint", "profile-limit", "unsupported-op")
+CONSTRAINT_RULES = ("op-constraint", "profile-limit", "unsupported-op", "unchecked-condition")
 
 
 def _cases() -> list[Any]:

@@ -107,6 +107,7 @@ def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
                             "any_of": [{"input": 1, "constant": True}, {"attribute": "group"}],
                         },
                         {"id": "d", "input": 0, "static": True},
+                        {"id": "e", "unchecked": True, "attribute": "group"},
                     ]
                 }
             }
@@ -117,11 +118,13 @@ def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
     assert r.err.splitlines() == [
         f"{where}[0]: needs exactly one subject (attribute, input or output), has attribute, input",
         f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, rank, dim, "
-        "constant, static, max_elements, max_bytes, layout, any_of)",
+        "constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
         f"{where}[2].in[0].ref: a tensor reference needs an axis",
         f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, "
-        "rank, dim, constant, static, max_elements, max_bytes, layout, any_of)",
+        "rank, dim, constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
         f"{where}[4].id: duplicate constraint id 'd'",
+        f"{where}[5]: an unchecked condition has no subject or test; remove attribute",
+        f"{where}[5]: an unchecked condition needs a message saying what is not checked",
     ]
 
 
