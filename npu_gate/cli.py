@@ -176,9 +176,10 @@ def _profiles() -> int:
     from npu_gate.profile import load_profile
     from npu_gate.resources import builtin_profile_names
 
-    for name in builtin_profile_names():
-        p = load_profile(name)
-        print(f"{p.name:<16} {p.evidence:<22} {len(p.ops):>3} ops  {p.description}")
+    profiles = [load_profile(name) for name in builtin_profile_names()]
+    width = max(len(p.name) for p in profiles)
+    for p in profiles:
+        print(f"{p.name:<{width}} {p.evidence:<22} {len(p.ops):>3} ops  {p.description}")
     return EXIT_PASS
 
 
