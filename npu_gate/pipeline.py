@@ -11,6 +11,7 @@ import platform
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -310,10 +311,11 @@ def _placement_findings(
     facts: GraphFacts,
     placements: list[Placement],
     evidence: str,
-    body_nodes: list[tuple[str, str]] = (),  # type: ignore[assignment]
-    body: list[Placement] = (),  # type: ignore[assignment]
+    body_nodes: Sequence[tuple[str, str]] = (),
+    body: Sequence[Placement] = (),
 ) -> list[Finding]:
-    """Findings of CPU placements: top-level nodes, then subgraph nodes (named by path)."""
+    """Findings of placements (CPU fallbacks, unchecked conditions on NPU nodes): top-level
+    nodes, then subgraph nodes named by path."""
     findings = []
     named = [(n.name, n.key) for n in facts.nodes] + list(body_nodes)
     for (name, key), placement in zip(named, [*placements, *body], strict=True):
