@@ -122,13 +122,26 @@ def place_subgraphs(
             body.append(Placement(FOLDED))
         else:
             body.append(place_in_scope(s.node, s.tensors, profile, s.constants, layouts))
-    on_cpu: dict[int, list[str]] = {}
-    for s, p in zip(scoped, body, strict=True):
-        if p.device == CPU:
-            on_cpu.setdefault(s.root, []).append(s.path)
-    for root, paths in on_cpu.items():
-        parent = placements[root]
-        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-        parent.reasons.append(f"{len(paths)} node(s) in its subgraphs run on CPU: {shown}")
-        parent.device = CPU
+    # Children follow their parent in ``scoped``: walking backwards settles every body
+    # before the control-flow node that holds it (nested Ifs in a Loop included).
+    by_path = {s.path: p for s, p in zip(scoped, body, strict=True)}
+    on_cpu: dict[str | int, list[str]] = {}  # parent path (or top-level index) -> CPU children
+    for s in reversed(scoped):
+        placement = by_path[s.path]
+        if s.path in on_cpu:
+            _move_to_cpu(placement, on_cpu[s.path])
+        if placement.device == CPU:
+            parent = s.scope.rsplit("/", 1)[0]  # scope is "<parent path>/<attribute>"
+            key: str | int = parent if parent in by_path else s.root
+            on_cpu.setdefault(key, []).insert(0, s.path)
+    for root in sorted(k for k in on_cpu if isinstance(k, int)):
+        _move_to_cpu(placements[root], on_cpu[root])
     return body
+
+
+def _move_to_cpu(placement: Placement, paths: list[str]) -> None:
+    if placement.device == FOLDED:
+        return
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    placement.reasons.append(f"{len(paths)} node(s) in its subgraphs run on CPU: {shown}")
+    placement.device = CPU

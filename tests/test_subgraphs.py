@@ -89,3 +89,59 @@ def test_body_constraints_see_the_body_tensors(tmp_path: Path) -> None:
         if f["rule"] == "op-constraint"
     ]
     assert found == [("loop0/body/body_add", "add-rank", 2, {"max": 1})]
+
+
+def test_nested_subgraphs_are_named_by_their_full_path(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        node = helper.make_node(op, ["v_in", "v_in"], [f"{name}_out"], name=f"{name}_op")
+        out = helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [1, 4])
+        return helper.make_graph([node], name, [], [out])
+
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node(
+                "If",
+                ["cond_in"],
+                ["v_out"],
+                name="inner_if",
+                then_branch=branch("then", "Add"),
+                else_branch=branch("else", "Mul"),
+            ),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, 4]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1, 4]),
+        ],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "x"], ["y"], name="loop0", body=body)],
+        "nested",
+        [
+            helper.make_tensor_value_info("n", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    doc = _run(tmp_path, model, ["Loop", "If", "Identity", "Add"])
+    placed = {n["name"]: n["placement"] for n in doc["nodes"]}
+    assert placed == {
+        "loop0": "cpu",
+        "loop0/body/keep": "npu",
+        "loop0/body/inner_if": "cpu",
+        "loop0/body/inner_if/else_branch/else_op": "cpu",
+        "loop0/body/inner_if/then_branch/then_op": "npu",
+    }
+    unsupported = [f["node"] for f in doc["findings"] if f["rule"] == "unsupported-op"]
+    assert unsupported == ["loop0/body/inner_if/else_branch/else_op"]
