@@ -190,6 +190,8 @@ def _show(value: Any) -> str:
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if isinstance(value, set | frozenset | tuple):
         return "{" + ", ".join(_show(v) for v in value) + "}"
+    if isinstance(value, dict):  # an allowed range: {"max": 7} shows as "max 7"
+        return ", ".join(f"{k} {_show(v)}" for k, v in value.items())
     return str(value)
 
 
