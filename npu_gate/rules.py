@@ -113,9 +113,10 @@ RULES: dict[str, Rule] = {
             "Predicted on the NPU, but the profile's source states a condition npu_gate "
             "cannot check.",
             "A profile marks such conditions `unchecked`: the document is vague (\"too many "
-            "permutations to describe\"), or the condition is about tensor values npu_gate does not "
-            "read (\"pads should be non-negative\"). The node keeps its NPU placement; the finding "
-            "says which prediction rests on an unverified condition. Confirm it on the target.",
+            "permutations to describe\"), or the condition is about tensor values npu_gate does "
+            "not read (\"pads should be non-negative\"). The node keeps its NPU placement; the "
+            "finding says which prediction rests on an unverified condition. Confirm it on the "
+            "target.",
         ),
         Rule(
             "numeric-mismatch",
