@@ -199,7 +199,11 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
     """(actual, allowed, text) for each failed value test of an attribute constraint."""
     out: list[tuple[Any, Any, str]] = []
     if value is None:
-        return [(UNKNOWN, _allowed(c), "is absent and has no default")]
+        # Absent with no default (or not defined at this opset): it cannot be in an allowed
+        # set or a range, and it is none of the forbidden values.
+        if any(k in c for k in ("in", "min", "max")):
+            return [(UNKNOWN, _allowed(c), "is absent and has no default")]
+        return []
     if c.get("all_equal") and isinstance(value, list) and len(set(map(_hashable, value))) > 1:
         out.append((value, "all elements equal", f"{_show(value)} has unequal elements"))
     if c.get("each") and isinstance(value, list):

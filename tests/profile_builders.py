@@ -156,7 +156,27 @@ def transpose_conv(perm: list[int] = (0, 3, 1, 2)) -> onnx.ModelProto:  # type: 
     )
 
 
+def gru(
+    opset: int = OPSET, seq: int = 5, batch: int = 1, layout: int | None = None
+) -> onnx.ModelProto:
+    """x -> GRU (node0), hidden size 4; ``layout`` 1 (opset 14+) puts the batch first."""
+    hidden, size = 4, 3
+    x = [batch, seq, size] if layout == 1 else [seq, batch, size]
+    attrs: dict[str, Any] = {"hidden_size": hidden}
+    if layout is not None:
+        attrs["layout"] = layout
+    weights = [
+        numpy_helper.from_array(np.ones((1, 3 * hidden, size), np.float32), "W"),
+        numpy_helper.from_array(np.ones((1, 3 * hidden, hidden), np.float32), "R"),
+    ]
+    node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="node0", **attrs)
+    return _model(
+        [node], [_value("x", "float32", x)], [_value("y", "float32", None)], weights, opset
+    )
+
+
 BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "gru": gru,
     "conv": conv,
     "unary": unary,
     "binary": binary,
