@@ -222,7 +222,7 @@ def test_profile_show(run_cli: Run) -> None:
     assert r.code == 0
     doc = json.loads(r.out)
     assert doc["name"] == "ort-nnapi"
-    assert doc["ops"]["DepthToSpace"]["constraints"][0]["in"] == ["DCR"]
+    assert doc["ops"]["DepthToSpace"]["constraints"][0]["any_of"][1]["in"] == ["DCR"]
     text = run_cli("profile", "show", "ort-nnapi").out
     assert (
         "| `Gemm` | `gemm-b`: one of: (input 1: constant (initializer or folded)) \\| "
@@ -237,7 +237,7 @@ def test_explain_constraint_ids(run_cli: Run) -> None:
     assert r.out.splitlines()[:3] == [
         "depthtospace-dcr (constraint of DepthToSpace in profile ort-nnapi, vendor-documentation)",
         "",
-        "attribute mode: in {DCR}.",
+        "one of: (attribute mode: not set (its default only)) | (attribute mode: in {DCR}).",
     ]
     scoped = run_cli("explain", "ort-coreml-mlprogram:gemm-const-b")
     assert scoped.out.startswith("gemm-const-b (constraint of Gemm in profile ort-coreml-mlprogram")
