@@ -114,7 +114,10 @@ def _load_file(path: Path, *, origin: str, label: str, chain: tuple[Path, ...]) 
         "ops": ops,
         "extends": extends,
     }
-    canonical = json.dumps(resolved, sort_keys=True, separators=(",", ":")).encode()
+    # A profile on its own hashes its document (as before extends existed); one that
+    # extends another hashes the resolved profile, so a change in its base shows too.
+    hashed = doc if base is None else resolved
+    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":")).encode()
     return Profile(
         name=doc["name"],
         description=doc["description"],
