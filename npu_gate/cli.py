@@ -78,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
-    explain = sub.add_parser("explain", help="show the documentation of a rule id")
-    explain.add_argument("id")
+    explain = sub.add_parser("explain", help="show the documentation of a rule or constraint id")
+    explain.add_argument("id", help="rule id, constraint id, or PROFILE:CONSTRAINT-ID")
+    _add_profile_parser(sub)
 
     merge = sub.add_parser("merge",
                            help="combine result JSONs (e.g. from matrix jobs) into one report")
@@ -96,6 +97,21 @@ def _add_ratchet(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on", choices=["errors", "regressions", "never"], default="errors",
                    help="exit 1 on the gate's errors (default), only on regressions against "
                         "--baseline, or never")
+
+
+def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    profile = sub.add_parser("profile", help="check, show or document target profiles")
+    psub = profile.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
+    pcheck = psub.add_parser("check", help="validate a profile file (exit 1 when it has errors)")
+    pcheck.add_argument("file", metavar="FILE")
+    show = psub.add_parser("show", help="a profile's ops and constraints in words")
+    show.add_argument("name", metavar="NAME", help="built-in name or profile file")
+    show.add_argument("--format", choices=["text", "json"], default="text",
+                      help="json: the resolved profile (bases merged in)")
+    docs = psub.add_parser("docs", help="write docs/profiles/<name>.md for the built-in profiles")
+    docs.add_argument("--out", default="docs/profiles", metavar="DIR")
+    docs.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 when a page is missing or out of date")
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -128,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _explain(args)
         if args.command == "merge":
             return _merge(args)
+        if args.command == "profile":
+            return _profile(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -256,9 +274,10 @@ def _profiles() -> int:
     from npu_gate.profile import load_profile
     from npu_gate.resources import builtin_profile_names
 
-    for name in builtin_profile_names():
-        p = load_profile(name)
-        print(f"{p.name:<16} {p.evidence:<22} {len(p.ops):>3} ops  {p.description}")
+    profiles = [load_profile(name) for name in builtin_profile_names()]
+    width = max(len(p.name) for p in profiles)
+    for p in profiles:
+        print(f"{p.name:<{width}} {p.evidence:<22} {len(p.ops):>3} ops  {p.description}")
     return EXIT_PASS
 
 
@@ -269,7 +288,7 @@ def _explain(args: argparse.Namespace) -> int:
     if r is None:
         if args.id in RETIRED:
             raise GateError(f"{args.id}: retired in {RETIRED[args.id]}")
-        raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
+        return _explain_constraint(args.id)
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
     return EXIT_PASS
 
@@ -353,3 +372,77 @@ def _merge(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stdout.write(text_lines(models))
     return EXIT_FAIL if failed else EXIT_PASS
+def _explain_constraint(ref: str) -> int:
+    from npu_gate.limits import LIMIT_IDS
+    from npu_gate.profile_docs import LIMIT_WORDS, explain_constraint, find_constraints
+
+    limit = {v: k for k, v in LIMIT_IDS.items()}.get(ref.rsplit(":", 1)[-1])
+    if limit is not None:
+        print(f"{ref} (profile limit `limits.{limit}`, rule profile-limit)\n\n"
+              f"Limits {LIMIT_WORDS[limit]} for every op of a profile. A node that breaks it runs "
+              "on CPU; the finding names the tensor, the value seen and the limit.")
+        return EXIT_PASS
+    found = find_constraints(ref)
+    if not found:
+        raise GateError(f"{ref}: unknown rule or constraint id (see `npu-gate rules` and "
+                        "`npu-gate profile show NAME`)")
+    print("\n\n---\n\n".join(explain_constraint(p, key, c) for p, key, c in found))
+    return EXIT_PASS
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from npu_gate import profile_docs
+    from npu_gate.profile import load_profile
+    from npu_gate.resources import builtin_profile_names
+
+    if args.profile_command == "check":
+        from npu_gate.profile_lint import check_file
+
+        path = Path(args.file)
+        if not path.is_file():
+            raise GateError(f"{args.file}: file not found")
+        errors, warnings = check_file(path)
+        for line in warnings:
+            print(f"npu-gate: warning: {line}", file=sys.stderr)
+        for line in errors:
+            print(f"npu-gate: error: {line}", file=sys.stderr)
+        if errors:
+            print(f"{args.file}: {len(errors)} error(s)")
+            return EXIT_FAIL
+        p = load_profile(str(path))
+        count = sum(len(s.get("constraints", [])) for s in p.ops.values())
+        base = f"; extends {' -> '.join(p.extends)}" if p.extends else ""
+        print(f"{args.file}: ok: profile {p.name} ({p.evidence}), {len(p.ops)} ops, "
+              f"{count} constraints{base}")
+        return EXIT_PASS
+    if args.profile_command == "show":
+        p = load_profile(args.name, Path.cwd(), where="profile show")
+        if args.format == "json":
+            print(json.dumps(p.document(), indent=2))
+        else:
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p)))
+        return EXIT_PASS
+    out = Path(args.out)
+    stale = []
+    for name in builtin_profile_names():
+        p = load_profile(name)
+        text = profile_docs.render_markdown(p, _origin(p))
+        target = out / f"{name}.md"
+        current = target.read_text(encoding="utf-8") if target.is_file() else None
+        if current == text:
+            continue
+        if args.check:
+            stale.append(str(target))
+        else:
+            _write(str(target), text)
+            print(f"wrote {target}")
+    for page in stale:
+        print(f"npu-gate: error: {page} is missing or out of date; run `npu-gate profile docs`",
+              file=sys.stderr)
+    return EXIT_FAIL if stale else EXIT_PASS
+
+
+def _origin(profile: object) -> str:
+    origin = getattr(profile, "origin", "")
+    name = getattr(profile, "name", "")
+    return f"npu_gate/profiles/{name}.json" if origin == "builtin" else str(origin)

@@ -14,6 +14,9 @@ from typing import Any
 from npu_gate.graph import NodeFacts, TensorInfo
 
 UNKNOWN = "unknown"
+VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent")
+TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout")
+TESTS = (*VALUE_TESTS, *TENSOR_TESTS, "any_of", "unchecked")
 
 
 @dataclass(frozen=True)
@@ -22,29 +25,71 @@ class Failure:
     message: str
     actual: Any
     allowed: Any
+    doc: str | None = None
+
+
+@dataclass(frozen=True)
+class _Context:
+    node: NodeFacts
+    tensors: Mapping[str, TensorInfo]
+    constants: set[str] | frozenset[str]
+    layouts: Mapping[str, str]  # tensor name -> dimension letters, where known
 
 
 def evaluate(
     constraints: list[dict[str, Any]],
     node: NodeFacts,
     tensors: Mapping[str, TensorInfo],
-    constants: set[str],
+    constants: set[str] | frozenset[str],
+    layouts: Mapping[str, str] | None = None,
 ) -> list[Failure]:
+    ctx = _Context(node, tensors, constants, layouts or {})
     failures: list[Failure] = []
     for constraint in constraints:
-        failures.extend(_evaluate_one(constraint, node, tensors, constants))
+        if not constraint.get("unchecked"):
+            failures.extend(_evaluate_one(constraint, ctx))
     return failures
 
 
-def _evaluate_one(
-    c: dict[str, Any], node: NodeFacts, tensors: Mapping[str, TensorInfo], constants: set[str]
-) -> list[Failure]:
+def unchecked(constraints: list[dict[str, Any]]) -> list[Failure]:
+    """Conditions the profile's source states but npu_gate cannot check (vague, or about
+    tensor values): never a CPU fallback, reported so a reviewer knows what rests on them."""
+    return [
+        Failure(c["id"], c["message"], UNKNOWN, "not checked", c.get("doc"))
+        for c in constraints
+        if c.get("unchecked")
+    ]
+
+
+def _evaluate_one(c: dict[str, Any], ctx: _Context) -> list[Failure]:
+    if "any_of" in c:
+        return _any_of(c, ctx)
+    return [
+        _failure(c, subject, actual, allowed, text)
+        for subject, actual, allowed, text in _tests(c, ctx)
+    ]
+
+
+def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
+    """(subject, actual, allowed, text) for each failed test of one subject."""
+    node = ctx.node
     if "attribute" in c:
         name = c["attribute"]
+        if c.get("absent"):
+            if name in node.attributes and name not in node.defaulted:
+                return [
+                    (
+                        f"attribute {name}",
+                        node.attributes[name],
+                        "absent",
+                        f"= {_show(node.attributes[name])} is set; it must be left at its default",
+                    )
+                ]
+            return []
         value = node.attributes.get(name)
         return [
-            _failure(c, f"attribute {name}", actual, allowed, text)
-            for actual, allowed, text in _value_tests(c, value)
+            (f"attribute {name}", actual, allowed, text)
+            for actual, allowed, text in _value_tests(_resolved(c, ctx), value)
         ]
     if "input" in c:
         index, names, kind = c["input"], node.inputs, "input"
@@ -52,12 +97,34 @@ def _evaluate_one(
         index, names, kind = c["output"], node.outputs, "output"
     if index >= len(names) or not names[index]:
         return []  # absent optional tensor: nothing to violate
-    tensor = tensors.get(names[index]) or TensorInfo(names[index], None, None)
+    tensor = ctx.tensors.get(names[index]) or TensorInfo(names[index], None, None)
     subject = f"{kind} {index}"
-    return [
-        _failure(c, subject, actual, allowed, text)
-        for actual, allowed, text in _tensor_tests(c, tensor, names[index] in constants)
+    out = [
+        (subject, actual, allowed, text)
+        for actual, allowed, text in _tensor_tests(c, tensor, names[index] in ctx.constants)
     ]
+    if "layout" in c:
+        # Unknown layout means the op's own ONNX layout: only a known, different one fails.
+        layout = ctx.layouts.get(names[index])
+        if layout is not None and layout not in c["layout"]:
+            out.append(
+                (subject, layout, c["layout"], f"layout {layout} not in {_show(c['layout'])}")
+            )
+    return out
+
+
+def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:
+    """Passes when one alternative passes; otherwise one failure naming every alternative."""
+    texts, actuals, alloweds = [], [], []
+    for alternative in c["any_of"]:
+        failed = _tests(alternative, ctx)
+        if not failed:
+            return []
+        texts.append("; ".join(f"{subject} {text}" for subject, _, _, text in failed))
+        actuals.append(failed[0][1] if len(failed) == 1 else [f[1] for f in failed])
+        alloweds.append(failed[0][2] if len(failed) == 1 else [f[2] for f in failed])
+    text = "none of the alternatives holds: " + " | ".join(f"({t})" for t in texts)
+    return [_failure(c, "", actuals, {"any_of": alloweds}, text)]
 
 
 def _failure(c: dict[str, Any], subject: str, actual: Any, allowed: Any, text: str) -> Failure:
@@ -66,8 +133,56 @@ def _failure(c: dict[str, Any], subject: str, actual: Any, allowed: Any, text: s
         # str.replace, not str.format: a profile must not reach into Python objects.
         message = template.replace("{actual}", _show(actual)).replace("{allowed}", _show(allowed))
     else:
-        message = f"{subject} {text}"
-    return Failure(constraint=c["id"], message=message, actual=actual, allowed=allowed)
+        message = f"{subject} {text}".strip()
+    return Failure(
+        constraint=c["id"], message=message, actual=actual, allowed=allowed, doc=c.get("doc")
+    )
+
+
+def _resolved(c: dict[str, Any], ctx: _Context) -> dict[str, Any]:
+    """``c`` with every ``{"ref": ...}`` in in/not_in/min/max replaced by its value."""
+    out = dict(c)
+    for key in ("in", "not_in"):
+        if key in c:
+            out[key] = [resolve_ref(v, ctx.node, ctx.tensors) if is_ref(v) else v for v in c[key]]
+    for key in ("min", "max"):
+        if key in c and is_ref(c[key]):
+            out[key] = resolve_ref(c[key], ctx.node, ctx.tensors)
+    return out
+
+
+def is_ref(value: Any) -> bool:
+    return isinstance(value, dict) and "ref" in value
+
+
+def resolve_ref(value: dict[str, Any], node: NodeFacts, tensors: Mapping[str, TensorInfo]) -> Any:
+    """A reference's value: a tensor dim or another attribute, plus ``add``; UNKNOWN if unknown.
+
+    ``{"ref": {"input": 0, "axis": 1}}`` is input 0's dim 1; ``{"ref": {"attribute":
+    "kernel_shape"}, "add": -1}`` is kernel_shape minus one, per element for lists.
+    """
+    ref, add = value["ref"], value.get("add", 0)
+    resolved: Any = UNKNOWN
+    if "attribute" in ref:
+        resolved = node.attributes.get(ref["attribute"], UNKNOWN)
+    else:
+        kind = "input" if "input" in ref else "output"
+        names = node.inputs if kind == "input" else node.outputs
+        index = ref[kind]
+        tensor = tensors.get(names[index]) if index < len(names) and names[index] else None
+        shape = tensor.shape if tensor is not None else None
+        axis = ref["axis"]
+        if shape is not None and -len(shape) <= axis < len(shape) and isinstance(shape[axis], int):
+            resolved = shape[axis]
+    if not add or resolved == UNKNOWN:
+        return resolved
+    if isinstance(resolved, list):
+        return [v + add if _is_number(v) else v for v in resolved]
+    return resolved + add if _is_number(resolved) else resolved
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _show(value: Any) -> str:
@@ -75,6 +190,8 @@ def _show(value: Any) -> str:
         return "[" + ", ".join(_show(v) for v in value) + "]"
     if isinstance(value, set | frozenset | tuple):
         return "{" + ", ".join(_show(v) for v in value) + "}"
+    if isinstance(value, dict):  # an allowed range: {"max": 7} shows as "max 7"
+        return ", ".join(f"{k} {_show(v)}" for k, v in value.items())
     return str(value)
 
 
@@ -82,10 +199,18 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
     """(actual, allowed, text) for each failed value test of an attribute constraint."""
     out: list[tuple[Any, Any, str]] = []
     if value is None:
-        return [(UNKNOWN, _allowed(c), "is absent and has no default")]
+        # Absent with no default (or not defined at this opset): it cannot be in an allowed
+        # set or a range, and it is none of the forbidden values.
+        if any(k in c for k in ("in", "min", "max")):
+            return [(UNKNOWN, _allowed(c), "is absent and has no default")]
+        return []
+    if c.get("all_equal") and isinstance(value, list) and len(set(map(_hashable, value))) > 1:
+        out.append((value, "all elements equal", f"{_show(value)} has unequal elements"))
     if c.get("each") and isinstance(value, list):
-        for key, bad in _each_failures(c, value):
-            out.append((bad, _allowed_for(c, key), f"{_show(bad)} {_explain(key, c)}"))
+        for key, bad, limit in _each_failures(c, value):
+            out.append(
+                (bad, _allowed_for(c, key, limit), f"{_show(bad)} {_explain(key, c, limit)}")
+            )
         return out
     for key in ("in", "not_in", "min", "max"):
         if key in c and not _passes(key, c[key], value):
@@ -93,14 +218,31 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
     return out
 
 
-def _each_failures(c: dict[str, Any], values: list[Any]) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
+def _each_failures(c: dict[str, Any], values: list[Any]) -> list[tuple[str, Any, Any]]:
+    """(test, bad elements, limit) per failed test. A list-valued min/max (a reference to
+    another list attribute) applies element-wise, repeating: pads [b1, b2, e1, e2] against
+    kernel [k1, k2] compares b1 and e1 with k1."""
+    out: list[tuple[str, Any, Any]] = []
     for key in ("in", "not_in", "min", "max"):
-        if key in c:
-            bad = [v for v in values if not _passes(key, c[key], v)]
-            if bad:
-                out.append((key, bad if len(bad) > 1 else bad[0]))
+        if key not in c:
+            continue
+        limit = c[key]
+        if key in ("min", "max") and isinstance(limit, list) and limit:
+            pairs = [(v, limit[i % len(limit)]) for i, v in enumerate(values)]
+            failed = [(v, lim) for v, lim in pairs if not _passes(key, lim, v)]
+            if failed:
+                bad = [v for v, _ in failed]
+                limits = [lim for _, lim in failed]
+                out.append((key, _one_or_list(bad), _one_or_list(limits)))
+            continue
+        bad = [v for v in values if not _passes(key, limit, v)]
+        if bad:
+            out.append((key, _one_or_list(bad), limit))
     return out
+
+
+def _one_or_list(values: list[Any]) -> Any:
+    return values if len(values) > 1 else values[0]
 
 
 def _passes(key: str, limit: Any, value: Any) -> bool:
@@ -108,19 +250,20 @@ def _passes(key: str, limit: Any, value: Any) -> bool:
         return bool(value in limit)
     if key == "not_in":
         return bool(value not in limit)
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
+    if not _is_number(value) or not _is_number(limit):
+        return False  # an unknown reference never passes a range test
     return bool(value >= limit) if key == "min" else bool(value <= limit)
 
 
-def _explain(key: str, c: dict[str, Any]) -> str:
-    limit = c[key]
+def _explain(key: str, c: dict[str, Any], limit: Any = None) -> str:
+    limit = c[key] if limit is None else limit
     if key == "in":
-        allowed = set(map(_hashable, limit)) if _all_scalars(limit) else limit
-        return f"not in {_show(allowed)}"
+        # A tuple shows as {a, b}; insertion order keeps messages reproducible.
+        shown = tuple(dict.fromkeys(map(_hashable, limit))) if _all_scalars(limit) else limit
+        return f"not in {_show(shown)}"
     if key == "not_in":
         return f"is one of the forbidden values {_show(limit)}"
-    return f"is below the minimum {limit}" if key == "min" else f"is above the maximum {limit}"
+    return f"is {'below the minimum' if key == 'min' else 'above the maximum'} {_show(limit)}"
 
 
 def _hashable(v: Any) -> Any:
@@ -131,22 +274,31 @@ def _all_scalars(values: list[Any]) -> bool:
     return all(not isinstance(v, list | dict) for v in values)
 
 
-def _allowed_for(c: dict[str, Any], key: str) -> Any:
+def _allowed_for(c: dict[str, Any], key: str, limit: Any = None) -> Any:
+    limit = c[key] if limit is None else limit
     if key == "not_in":
-        return {"not_in": c[key]}
+        return {"not_in": limit}
     if key in ("min", "max"):
-        return {key: c[key]}
-    return c[key]
+        return {key: limit}
+    return limit
 
 
 def _allowed(c: dict[str, Any]) -> Any:
     return {k: c[k] for k in ("in", "not_in", "min", "max") if k in c}
 
 
-def _tensor_tests(c: dict[str, Any], t: TensorInfo, is_constant: bool) -> list[tuple[Any, Any, str]]:
+def _tensor_tests(
+    c: dict[str, Any], t: TensorInfo, is_constant: bool
+) -> list[tuple[Any, Any, str]]:
     out: list[tuple[Any, Any, str]] = []
     if "dtype" in c and t.dtype not in c["dtype"]:
-        out.append((t.dtype or UNKNOWN, c["dtype"], f"dtype {t.dtype or UNKNOWN} not in {_show(c['dtype'])}"))
+        out.append(
+            (
+                t.dtype or UNKNOWN,
+                c["dtype"],
+                f"dtype {t.dtype or UNKNOWN} not in {_show(c['dtype'])}",
+            )
+        )
     if "rank" in c:
         rank = None if t.shape is None else len(t.shape)
         lo, hi = c["rank"].get("min"), c["rank"].get("max")
@@ -159,13 +311,21 @@ def _tensor_tests(c: dict[str, Any], t: TensorInfo, is_constant: bool) -> list[t
     if c.get("constant") and not is_constant:
         out.append(("runtime tensor", "constant", "must be a constant (initializer or folded)"))
     if c.get("static") and not t.static:
-        out.append((t.shape if t.shape is not None else UNKNOWN, "static", f"shape {_show_shape(t)} is not static"))
+        out.append(
+            (
+                t.shape if t.shape is not None else UNKNOWN,
+                "static",
+                f"shape {_show_shape(t)} is not static",
+            )
+        )
     if "max_elements" in c:
         n = t.elements
         if n is None:
             out.append((UNKNOWN, c["max_elements"], "element count unknown (shape not static)"))
         elif n > c["max_elements"]:
-            out.append((n, c["max_elements"], f"has {n} elements, above the maximum {c['max_elements']}"))
+            out.append(
+                (n, c["max_elements"], f"has {n} elements, above the maximum {c['max_elements']}")
+            )
     if "max_bytes" in c:
         b = t.nbytes
         if b is None:
@@ -184,7 +344,9 @@ def _dim_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]
         return [(d if d is not None else UNKNOWN, spec, f"dim {axis} is not static ({d or '?'})")]
     out = []
     if "max" in spec and d > spec["max"]:
-        out.append((d, {"max": spec["max"]}, f"dim {axis} = {d} is above the maximum {spec['max']}"))
+        out.append(
+            (d, {"max": spec["max"]}, f"dim {axis} = {d} is above the maximum {spec['max']}")
+        )
     if "multiple_of" in spec and d % spec["multiple_of"]:
         m = spec["multiple_of"]
         out.append((d, {"multiple_of": m}, f"dim {axis} = {d} is not a multiple of {m}"))

@@ -11,6 +11,7 @@ import platform
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -22,9 +23,11 @@ from npu_gate import __version__
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
+from npu_gate.layout import tensor_layouts
+from npu_gate.limits import opset_failure
 from npu_gate.model_file import copy_model, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
-from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
+from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
 from npu_gate.profile import Profile
 from npu_gate.result import (
     FAIL,
@@ -37,6 +40,7 @@ from npu_gate.result import (
     PartitionResult,
 )
 from npu_gate.rules import ERROR, RULES, WARNING
+from npu_gate.subgraphs import ScopedNode, collect_subgraph_nodes
 
 
 @dataclass
@@ -234,11 +238,21 @@ def _analyze(
                                         node=node if node in known else None))
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
+    opset_limit = opset_failure(settings.profile.limits, facts.opset)
+    if opset_limit is not None:
+        result.findings.append(_finding(
+            "profile-limit", opset_limit.message, constraint=opset_limit.constraint,
+            actual=opset_limit.actual, allowed=opset_limit.allowed, doc=opset_limit.doc,
+            evidence=settings.profile.evidence))
 
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
-    placements = place_all(facts, settings.profile, folded, constants)
+    declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
+    layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
+    placements = place_all(facts, settings.profile, folded, constants, layouts)
+    scoped = collect_subgraph_nodes(inferred, facts, constants)
+    body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions)
     part_of = {i: p.id for p in partitions for i in p.nodes}
@@ -250,10 +264,12 @@ def _analyze(
     result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
     tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
     result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
+    result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
-    result.findings.extend(_placement_findings(facts, placements))
+    result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence,
+                                               [(sn.path, sn.node.key) for sn in scoped], body))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
     devices = Counter(p.device for p in placements)
     result.summary = {
@@ -265,6 +281,8 @@ def _analyze(
         "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
         "boundary_bytes": total_bytes(crossings),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
+        "subgraph_nodes": len(scoped),
+        "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
     }
     if keep is not None:
         keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
@@ -337,17 +355,54 @@ def _node_entry(
     )
 
 
-def _placement_findings(facts: GraphFacts, placements: list[Placement]) -> list[Finding]:
+def _placement_findings(
+    facts: GraphFacts,
+    placements: list[Placement],
+    evidence: str,
+    body_nodes: Sequence[tuple[str, str]] = (),
+    body: Sequence[Placement] = (),
+) -> list[Finding]:
+    """Findings of placements (CPU fallbacks, unchecked conditions on NPU nodes): top-level
+    nodes, then subgraph nodes named by path."""
     findings = []
-    for node, placement in zip(facts.nodes, placements, strict=True):
+    named = [(n.name, n.key) for n in facts.nodes] + list(body_nodes)
+    for (name, key), placement in zip(named, [*placements, *body], strict=True):
+        for f in placement.unchecked if placement.device == NPU else []:
+            findings.append(_finding("unchecked-condition", f.message, node=name, op_type=key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
         if placement.device != CPU:
             continue
         if not placement.op_supported:
-            findings.append(_finding("unsupported-op", placement.reasons[0], node=node.name, op_type=node.key))
+            findings.append(_finding("unsupported-op", placement.reasons[0], node=name,
+                                     op_type=key))
         for f in placement.failures:
-            findings.append(_finding("op-constraint", f.message, node=node.name, op_type=node.key,
-                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed))
+            findings.append(_finding("op-constraint", f.message, node=name, op_type=key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
+        for f in placement.limit_failures:
+            findings.append(_finding("profile-limit", f.message, node=name, op_type=key,
+                                     constraint=f.constraint, actual=f.actual, allowed=f.allowed,
+                                     doc=f.doc, evidence=evidence))
     return findings
+
+
+def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
+    """A node inside a control-flow body: named by its path, outside the partitions."""
+    def tensors(names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            info = sn.tensors.get(name) if name else None
+            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
+        return out
+
+    node = sn.node
+    return NodeResult(
+        name=sn.path, op_type=node.op_type, domain=node.domain,
+        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        attributes=node.attributes, defaulted_attributes=node.defaulted,
+        placement=placement.device, reasons=placement.reasons, partition=None, scope=sn.scope,
+    )
 
 
 def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:

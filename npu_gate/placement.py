@@ -9,11 +9,17 @@ are never folded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from npu_gate.constraints import Failure, evaluate
-from npu_gate.graph import GraphFacts, NodeFacts
+from npu_gate.constraints import Failure, evaluate, unchecked
+from npu_gate.graph import GraphFacts, NodeFacts, TensorInfo
+from npu_gate.limits import node_failures
 from npu_gate.profile import Profile
+
+if TYPE_CHECKING:
+    from npu_gate.subgraphs import ScopedNode
 
 NPU = "npu"
 CPU = "cpu"
@@ -29,6 +35,8 @@ class Placement:
     reasons: list[str] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     op_supported: bool = True  # False: the op is not in the profile at all
+    limit_failures: list[Failure] = field(default_factory=list)  # the profile's global limits
+    unchecked: list[Failure] = field(default_factory=list)  # stated conditions not checked (npu)
 
 
 def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[int], set[str]]:
@@ -37,34 +45,103 @@ def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[in
     folded: set[int] = set()
     for i in order:
         node = facts.nodes[i]
-        if node.domain == "" and node.op_type == "Constant":
+        if foldable(node, constants):
             folded.add(i)
-        elif node.op_type not in _RANDOM_OPS:
-            reads = [n for n in (*node.inputs, *node.implicit_inputs) if n]
-            if reads and all(n in constants for n in reads):
-                folded.add(i)
-            else:
-                continue
-        else:
-            continue
-        constants.update(n for n in node.outputs if n)
+            constants.update(n for n in node.outputs if n)
     return folded, constants
 
 
-def place_node(node: NodeFacts, facts: GraphFacts, profile: Profile, constants: set[str]) -> Placement:
+def foldable(node: NodeFacts, constants: set[str]) -> bool:
+    """The folding rule for one node, given the constants known so far."""
+    if node.domain == "" and node.op_type == "Constant":
+        return True
+    if node.op_type in _RANDOM_OPS:
+        return False
+    reads = [n for n in (*node.inputs, *node.implicit_inputs) if n]
+    return bool(reads) and all(n in constants for n in reads)
+
+
+def place_node(
+    node: NodeFacts,
+    facts: GraphFacts,
+    profile: Profile,
+    constants: set[str],
+    layouts: Mapping[str, str] | None = None,
+) -> Placement:
+    return place_in_scope(node, facts.tensors, profile, constants, layouts)
+
+
+def place_in_scope(
+    node: NodeFacts,
+    tensors: Mapping[str, TensorInfo],
+    profile: Profile,
+    constants: set[str] | frozenset[str],
+    layouts: Mapping[str, str] | None = None,
+) -> Placement:
+    """Place one node given the tensors of its scope (the top-level graph or a subgraph)."""
     spec = profile.ops.get(node.key)
     if spec is None:
         return Placement(CPU, [f"op {node.key} not in profile {profile.name}"], op_supported=False)
-    failures = evaluate(spec.get("constraints", []), node, facts.tensors, constants)
-    if failures:
-        return Placement(CPU, [f.message for f in failures], failures)
-    return Placement(NPU)
+    failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts)
+    limits = node_failures(profile.limits, node, tensors, constants)
+    if failures or limits:
+        reasons = [f.message for f in (*failures, *limits)]
+        return Placement(CPU, reasons, failures, limit_failures=limits)
+    return Placement(NPU, unchecked=unchecked(spec.get("constraints", [])))
 
 
 def place_all(
-    facts: GraphFacts, profile: Profile, folded: set[int], constants: set[str]
+    facts: GraphFacts,
+    profile: Profile,
+    folded: set[int],
+    constants: set[str],
+    layouts: Mapping[str, str] | None = None,
 ) -> list[Placement]:
     return [
-        Placement(FOLDED) if node.index in folded else place_node(node, facts, profile, constants)
+        Placement(FOLDED) if node.index in folded
+        else place_node(node, facts, profile, constants, layouts)
         for node in facts.nodes
     ]
+
+
+def place_subgraphs(
+    scoped: list[ScopedNode],
+    profile: Profile,
+    placements: list[Placement],
+    layouts: Mapping[str, str] | None = None,
+) -> list[Placement]:
+    """Place every body node of every control-flow node.
+
+    Bodies of a folded node are folded with it. A control-flow node the profile runs on
+    the NPU moves to CPU when any of its body nodes runs on CPU: the whole construct
+    needs both, and the top-level partitioning treats it as one node.
+    """
+    body: list[Placement] = []
+    for s in scoped:
+        if s.folded or placements[s.root].device == FOLDED:
+            body.append(Placement(FOLDED))
+        else:
+            body.append(place_in_scope(s.node, s.tensors, profile, s.constants, layouts))
+    # Children follow their parent in ``scoped``: walking backwards settles every body
+    # before the control-flow node that holds it (nested Ifs in a Loop included).
+    by_path = {s.path: p for s, p in zip(scoped, body, strict=True)}
+    on_cpu: dict[str | int, list[str]] = {}  # parent path (or top-level index) -> CPU children
+    for s in reversed(scoped):
+        placement = by_path[s.path]
+        if s.path in on_cpu:
+            _move_to_cpu(placement, on_cpu[s.path])
+        if placement.device == CPU:
+            parent = s.scope.rsplit("/", 1)[0]  # scope is "<parent path>/<attribute>"
+            key: str | int = parent if parent in by_path else s.root
+            on_cpu.setdefault(key, []).insert(0, s.path)
+    for root in sorted(k for k in on_cpu if isinstance(k, int)):
+        _move_to_cpu(placements[root], on_cpu[root])
+    return body
+
+
+def _move_to_cpu(placement: Placement, paths: list[str]) -> None:
+    if placement.device == FOLDED:
+        return
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    placement.reasons.append(f"{len(paths)} node(s) in its subgraphs run on CPU: {shown}")
+    placement.device = CPU

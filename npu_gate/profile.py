@@ -2,13 +2,15 @@
 
 A profile is reviewable JSON (schemas/profile.schema.json). Built-in ones live in
 ``npu_gate/profiles/<name>.json``; a contract may also name a path to its own.
+A profile may ``extend`` another (built-in name or path): its ``ops`` entries replace
+the base's, ``null`` removes one, and its ``limits`` keys override the base's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,11 @@ class Profile:
     ops: dict[str, dict[str, Any]]
     sha256: str
     origin: str  # "builtin" or the path it was read from
+    limits: dict[str, Any] = field(default_factory=dict)
+    extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "description": self.description,
             "source": self.source,
@@ -36,12 +40,28 @@ class Profile:
             "sha256": self.sha256,
             "builtin": self.origin == "builtin",
         }
+        if self.extends:
+            out["extends"] = list(self.extends)
+        return out
+
+    def document(self) -> dict[str, Any]:
+        """The resolved profile (bases merged in) as profile JSON."""
+        doc: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "evidence": self.evidence,
+        }
+        if self.limits:
+            doc["limits"] = self.limits
+        doc["ops"] = self.ops
+        return doc
 
 
-def load_profile(ref: str, base_dir: Path | None = None, *, where: str = "profile") -> Profile:
-    """Resolve ``ref`` as a built-in name, else as a path (relative to ``base_dir``)."""
+def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str, str]:
+    """(path, origin, label) of a built-in name or a profile file."""
     if ref in builtin_profile_names():
-        return _load_file(profile_dir() / f"{ref}.json", origin="builtin", label=ref)
+        return profile_dir() / f"{ref}.json", "builtin", ref
     path = Path(ref)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
@@ -53,46 +73,149 @@ def load_profile(ref: str, base_dir: Path | None = None, *, where: str = "profil
         raise ProfileError(
             f"{where}: unknown profile {ref!r} (built-in: {known}; or a path to a .json file)"
         )
-    return _load_file(path, origin=str(path), label=str(path))
+    return path, str(path), str(path)
 
 
-def _load_file(path: Path, *, origin: str, label: str) -> Profile:
+def load_profile(ref: str, base_dir: Path | None = None, *, where: str = "profile") -> Profile:
+    """Resolve ``ref`` as a built-in name, else as a path (relative to ``base_dir``)."""
+    path, origin, label = resolve_ref(ref, base_dir, where)
+    return _load_file(path, origin=origin, label=label, chain=())
+
+
+def _load_file(path: Path, *, origin: str, label: str, chain: tuple[Path, ...]) -> Profile:
+    if path.resolve() in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, path.resolve()))
+        raise ProfileError(f"{label}: extends: cycle {cycle}")
+    doc = read_profile_document(path, label, builtin=origin == "builtin")
+    base: Profile | None = None
+    if doc.get("extends") is not None:
+        base_path, base_origin, base_label = resolve_ref(
+            doc["extends"], path.parent, f"{label}: extends"
+        )
+        base = _load_file(
+            base_path, origin=base_origin, label=base_label, chain=(*chain, path.resolve())
+        )
+    problems = semantic_problems(doc, label, base)
+    if problems:
+        raise ProfileError(*problems)
+    ops = {key: dict(value) for key, value in doc["ops"].items() if value is not None}
+    limits = {k: v for k, v in doc.get("limits", {}).items() if v is not None}
+    extends: list[str] = []
+    if base is not None:
+        ops = {k: v for k, v in base.ops.items() if k not in doc["ops"]} | ops
+        limits = {k: v for k, v in base.limits.items() if k not in doc.get("limits", {})} | limits
+        extends = [base.name, *base.extends]
+    resolved = {
+        "name": doc["name"],
+        "description": doc["description"],
+        "source": doc["source"],
+        "evidence": doc["evidence"],
+        "limits": limits,
+        "ops": ops,
+        "extends": extends,
+    }
+    # A profile on its own hashes its document (as before extends existed); one that
+    # extends another hashes the resolved profile, so a change in its base shows too.
+    hashed = doc if base is None else resolved
+    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":")).encode()
+    return Profile(
+        name=doc["name"],
+        description=doc["description"],
+        source=doc["source"],
+        evidence=doc["evidence"],
+        ops=ops,
+        sha256=hashlib.sha256(canonical).hexdigest(),
+        origin=origin,
+        limits=limits,
+        extends=extends,
+    )
+
+
+def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> dict[str, Any]:
+    """Parse and schema-check one profile file (its base is not read)."""
     try:
         doc = read_document(path, label)
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
     # Built-in profiles are validated by the test suite; skipping jsonschema here keeps
     # `npu-gate inspect` lean. User profiles are always validated.
-    problems = [] if origin == "builtin" else schema_problems(doc, "profile", label)
+    problems = [] if builtin else schema_problems(doc, "profile", label)
     if problems:
         raise ProfileError(*problems)
-    problems = _semantic_problems(doc, label)
-    if problems:
-        raise ProfileError(*problems)
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-    return Profile(
-        name=doc["name"],
-        description=doc["description"],
-        source=doc["source"],
-        evidence=doc["evidence"],
-        ops={key: dict(value) for key, value in doc["ops"].items()},
-        sha256=hashlib.sha256(canonical).hexdigest(),
-        origin=origin,
-    )
+    return doc  # type: ignore[no-any-return]
 
 
-def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
-    """What the schema cannot say: unique constraint ids, a test in every constraint."""
+def semantic_problems(doc: dict[str, Any], label: str, base: Profile | None) -> list[str]:
+    """What the schema cannot say: unique constraint ids, a test in every constraint,
+    removals only of ops the base has, and op types / attribute names ONNX knows."""
+    from npu_gate.constraints import TESTS as tests
+    from npu_gate.profile_lint import onnx_problems
+
     problems = []
-    tests = ("in", "not_in", "min", "max", "dtype", "rank", "dim", "constant", "static",
-             "max_elements", "max_bytes")
     for key, spec in doc["ops"].items():
+        if spec is None:
+            if base is None:
+                problems.append(
+                    f"{label}: ops.{key}: null removes an op, but the profile extends nothing"
+                )
+            elif key not in base.ops:
+                problems.append(
+                    f"{label}: ops.{key}: null removes an op that {base.name} does not have"
+                )
+            continue
         seen: set[str] = set()
         for i, c in enumerate(spec.get("constraints", [])):
             where = f"{label}: ops.{key}.constraints[{i}]"
             if c["id"] in seen:
                 problems.append(f"{where}.id: duplicate constraint id {c['id']!r}")
             seen.add(c["id"])
-            if not any(t in c for t in tests):
-                problems.append(f"{where}: no test (one of {', '.join(tests)})")
+            problems.extend(_shape_problems(where, c, tests))
+            for j, alternative in enumerate(c.get("any_of", [])):
+                problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
+    errors, _ = onnx_problems(doc, label)
+    return problems + errors
+
+
+_SUBJECTS = ("attribute", "input", "output")
+
+
+def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
+    """Exactly one subject (or any_of alone), at least one test, well-formed references."""
+    problems = []
+    subjects = [s for s in _SUBJECTS if s in c]
+    if c.get("unchecked"):
+        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked")]
+        if extra:
+            problems.append(f"{where}: an unchecked condition has no subject or test; "
+                            f"remove {', '.join(extra)}")
+        if not c.get("message"):
+            problems.append(
+                f"{where}: an unchecked condition needs a message saying what is not checked"
+            )
+        return problems
+    if "any_of" in c and subjects:
+        problems.append(f"{where}: any_of replaces the subject; remove {', '.join(subjects)}")
+    elif "any_of" not in c and len(subjects) != 1:
+        problems.append(
+            f"{where}: needs exactly one subject (attribute, input or output), "
+            f"has {', '.join(subjects) or 'none'}"
+        )
+    if not any(t in c for t in tests):
+        problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    refs = [(f"{where}.{k}", c[k]) for k in ("min", "max") if isinstance(c.get(k), dict)]
+    refs += [
+        (f"{where}.{k}[{i}]", v)
+        for k in ("in", "not_in")
+        for i, v in enumerate(c.get(k, []))
+        if isinstance(v, dict) and "ref" in v
+    ]
+    for at, value in refs:
+        ref = value.get("ref", {})
+        kinds = [s for s in _SUBJECTS if s in ref]
+        if len(kinds) != 1:
+            problems.append(f"{at}.ref: needs exactly one of attribute, input, output")
+        elif kinds[0] != "attribute" and "axis" not in ref:
+            problems.append(f"{at}.ref: a tensor reference needs an axis")
+        elif kinds[0] == "attribute" and "axis" in ref:
+            problems.append(f"{at}.ref: axis applies to input/output references only")
     return problems

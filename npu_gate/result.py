@@ -25,6 +25,8 @@ class Finding:
     allowed: Any = None
     waived: bool = False
     waiver_reason: str | None = None
+    doc: str | None = None  # link given by the profile constraint
+    evidence: str | None = None  # the profile's evidence, for constraint findings
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
@@ -34,6 +36,9 @@ class Finding:
         if self.constraint is not None:
             out["actual"] = self.actual
             out["allowed"] = self.allowed
+        for key in ("doc", "evidence"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         out["waived"] = self.waived
         if self.waiver_reason is not None:
             out["waiver_reason"] = self.waiver_reason
@@ -52,9 +57,13 @@ class NodeResult:
     placement: str  # npu | cpu | folded
     reasons: list[str]
     partition: int | None
+    scope: str | None = None  # set for nodes inside a control-flow body: "<node>/<attribute>"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if self.scope is None:
+            del out["scope"]  # top-level nodes: the JSON stays as it was
+        return out
 
 
 @dataclass

@@ -99,6 +99,28 @@ RULES: dict[str, Rule] = {
             "and the allowed values. All constraints are evaluated, not only the first.",
         ),
         Rule(
+            "profile-limit",
+            ERROR,
+            "A global limit of the profile fails: CPU fallback (or, for the opset, the model).",
+            "The profile's `limits` apply to every op it supports: opset range, allowed domains "
+            "and dtypes, maximum rank, maximum elements/bytes of one runtime tensor, static "
+            "shapes. Each finding names the limit (constraint `limit-dtypes`, `limit-max-rank`, "
+            "...), the value seen and the value allowed; the node is predicted to run on CPU. "
+            "A model opset outside `limits.opset` is one finding without a node: the target's "
+            "converter is expected to refuse the model.",
+        ),
+        Rule(
+            "unchecked-condition",
+            INFO,
+            "Predicted on the NPU, but the profile's source states a condition npu_gate "
+            "cannot check.",
+            "A profile marks such conditions `unchecked`: the document is vague (\"too many "
+            "permutations to describe\"), or the condition is about tensor values npu_gate does "
+            "not read (\"pads should be non-negative\"). The node keeps its NPU placement; the "
+            "finding says which prediction rests on an unverified condition. Confirm it on the "
+            "target.",
+        ),
+        Rule(
             "numeric-mismatch",
             ERROR,
             "ONNX Runtime output differs from PyTorch beyond atol/rtol.",

@@ -121,7 +121,10 @@ def test_same_device_branches_join_and_disconnected_ones_do_not(tmp_path):
 
 def test_outer_scope_reads_of_subgraphs_count_as_edges(tmp_path):
     result = inspect(tmp_path, model_zoo.if_outer_scope(), {"Relu": {}})
-    assert placements(result) == {"relu0": "npu", "if0": "cpu"}
+    assert placements(result) == {
+        "relu0": "npu", "if0": "cpu",
+        "if0/then_branch/then_const": "folded", "if0/then_branch/then_add": "cpu",
+        "if0/else_branch/else_const": "folded", "if0/else_branch/else_sub": "cpu"}
     assert [(b.tensor, b.bytes, b.source, b.target) for b in result.boundaries] == [
         ("outer_t", 16, 0, 1)]
 

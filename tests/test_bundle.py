@@ -477,7 +477,7 @@ def test_minimal_model_checker_error(tmp_path: Path) -> None:
         tmp_path / "c",
         model,
         [{"name": "x", "shape": [2], "dtype": "float32"}],
-        {"Relu": {}, "Foo": {}},
+        {"Relu": {}},
     )
     code, result = _bundle(contract, tmp_path / "out")
     assert code == 1
@@ -496,7 +496,17 @@ def test_minimal_model_checker_error(tmp_path: Path) -> None:
             "path": "minimal/01-onnx-checker-Foo.onnx",
             "nodes": 1,
             "verified": True,
-        }
+        },
+        {
+            "rule": "unsupported-op",
+            "op_type": "Foo",
+            "constraint": None,
+            "node": "foo",
+            "occurrences": 1,
+            "path": "minimal/02-unsupported-op-Foo.onnx",
+            "nodes": 1,
+            "verified": True,
+        },
     ]
     assert [n.name for n in models[0].graph.node] == ["foo"]
 

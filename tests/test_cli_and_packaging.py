@@ -53,7 +53,7 @@ def test_explain_command(run_cli):
     run = run_cli("explain", "unsupported-op")
     assert run.code == 0 and run.out.startswith("unsupported-op (error)")
     run = run_cli("explain", "no-such-rule")
-    assert run.code == 2 and "unknown rule id" in run.err
+    assert run.code == 2 and "unknown rule or constraint id" in run.err
 
 
 def test_profiles_command(run_cli):

@@ -104,23 +104,86 @@ def _findings(result: GateResult) -> str:
     ordered = sorted(result.findings, key=lambda f: (f.waived, order.get(f.severity, 3)))
     for f in ordered[:MAX_ROWS]:
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
-        rows.append([severity, f"`{f.rule}`", md_code(f.node) if f.node else "", md(f.message)])
+        message = md(f.message)
+        if f.doc and f.doc.startswith(("https://", "http://")):
+            message += f" ([doc]({_url(f.doc)}))"
+        rows.append([severity, f"`{f.rule}`", md_code(f.node) if f.node else "", message])
     return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows, total=len(ordered))
 
 
 def _cpu_fallback(result: GateResult) -> str:
+    """CPU-fallback nodes grouped by reason (unsupported op, constraint id, profile limit),
+    each with its nodes and the actual values seen; the most costly reason first: the most
+    bytes crossing partitions at its nodes, then the most nodes."""
     cpu = [n for n in result.nodes if n.placement == "cpu"]
     if not cpu:
         return ""
-    # Group by reason; the reason hit by the most nodes (the most costly) first.
-    groups: dict[str, list[str]] = {}
-    for n in cpu:
-        for reason in n.reasons or ["(no reason recorded)"]:
-            groups.setdefault(reason, []).append(n.name)
-    rows = [[md(reason), str(len(names)), ", ".join(md_code(x) for x in names[:20])
-             + (f" and {len(names) - 20} more" if len(names) > 20 else "")]
-            for reason, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
-    return "### CPU fallback\n\n" + _table(["reason", "nodes", "which"], rows)
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    explained: set[str] = set()
+    for f in result.findings:
+        if f.node is None or f.rule not in ("unsupported-op", "op-constraint", "profile-limit"):
+            continue
+        if f.rule == "unsupported-op":
+            key, label = (f.rule, f.op_type or ""), f"op {md_code(f.op_type)} not in the profile"
+        else:
+            kind = "limit" if f.rule == "profile-limit" else md_code(f.op_type)
+            key = (f.rule, f"{f.op_type if f.rule == 'op-constraint' else ''}:{f.constraint}")
+            label = f"{kind} {md_code(f.constraint)}: allowed {md(_short(_value(f.allowed)))}"
+            if f.doc and f.doc.startswith(("https://", "http://")):
+                label += f" ([doc]({_url(f.doc)}))"
+        group = groups.setdefault(key, {"label": label, "nodes": {}})
+        if f.rule != "unsupported-op":
+            group["nodes"].setdefault(f.node, []).append(_value(f.actual))
+        else:
+            group["nodes"].setdefault(f.node, [])
+        explained.add(f.node)
+    for n in cpu:  # CPU for another reason (a control-flow node whose body runs on CPU)
+        if n.name not in explained:
+            for reason in n.reasons or ["(no reason recorded)"]:
+                group = groups.setdefault(("other", reason), {"label": md(reason), "nodes": {}})
+                group["nodes"][n.name] = []
+    cost = _boundary_bytes_by_node(result)
+    rows = []
+    for group in groups.values():
+        names = list(group["nodes"])
+        crossing: dict[str, int] = {}
+        for name in names:
+            crossing.update(cost.get(name, {}))
+        total = sum(crossing.values())
+        shown = [md_code(x) + (f": {md(_short(', '.join(v)))}" if v else "")
+                 for x, v in group["nodes"].items()]
+        which = "; ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
+        rows.append((total, len(names), group["label"], which))
+    rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
+    table = _table(["reason", "nodes", "which (actual value)", "boundary bytes"],
+                   [[label, str(n), which, f"{total:,}"] for total, n, label, which in rows])
+    return ("### CPU fallback\n\nGrouped by reason, most costly first (bytes crossing partitions "
+            "at these nodes, then node count).\n\n" + table)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _url(url: str) -> str:
+    from urllib.parse import quote
+
+    return quote(url, safe=":/?#&=%.-_~+,;@")
+
+
+def _boundary_bytes_by_node(result: GateResult) -> dict[str, dict[str, int]]:
+    """Node name -> {tensor: bytes} of the partition-crossing tensors it reads or writes."""
+    crossing = {b.tensor: b.bytes or 0 for b in result.boundaries}
+    out: dict[str, dict[str, int]] = {}
+    for n in result.nodes:
+        for t in (*n.inputs, *n.outputs):
+            if t["name"] in crossing:
+                out.setdefault(n.name, {})[t["name"]] = crossing[t["name"]]
+    return out
 
 
 def _partitions(result: GateResult) -> str:

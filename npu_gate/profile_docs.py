@@ -1,0 +1,231 @@
+"""Profiles in words: one sentence per constraint, and a supported-operators page.
+
+``describe`` is used by ``npu-gate explain``, ``npu-gate profile show`` and the
+generated ``docs/profiles/<name>.md`` (``npu-gate profile docs``). Profile text is
+reviewed data, but it is still escaped for Markdown tables (pipes, angle brackets).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from npu_gate.constraints import is_ref
+from npu_gate.limits import LIMIT_IDS
+from npu_gate.profile import Profile
+
+LIMIT_WORDS = {
+    "opset": "model opset (default domain)",
+    "domains": "op domains",
+    "dtypes": "dtypes of runtime tensors",
+    "max_rank": "rank of runtime tensors",
+    "max_tensor_elements": "elements of one runtime tensor",
+    "max_tensor_bytes": "bytes of one runtime tensor",
+    "static_shapes": "every runtime tensor has a static shape",
+}
+
+
+def _value(v: Any) -> str:
+    if is_ref(v):
+        ref = v["ref"]
+        if "attribute" in ref:
+            text = f"attribute {ref['attribute']}"
+        else:
+            kind = "input" if "input" in ref else "output"
+            text = f"{kind} {ref[kind]} dim {ref['axis']}"
+        add = v.get("add", 0)
+        return text + (f" {'+' if add > 0 else '−'} {abs(add)}" if add else "")
+    if isinstance(v, str):
+        return v or '""'
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _set(values: list[Any]) -> str:
+    return "{" + ", ".join(_value(v) for v in values) + "}"
+
+
+def describe_test(c: dict[str, Any]) -> str:
+    """One subject and its tests in words, e.g. ``attribute strides: each in {1, 2}``."""
+    if "attribute" in c:
+        subject = f"attribute {c['attribute']}"
+    elif "input" in c:
+        subject = f"input {c['input']}"
+    else:
+        subject = f"output {c['output']}"
+    parts = []
+    each = "each element " if c.get("each") else ""
+    if c.get("absent"):
+        parts.append("not set (its default only)")
+    if "in" in c:
+        parts.append(f"{each}in {_set(c['in'])}")
+    if "not_in" in c:
+        parts.append(f"{each}not in {_set(c['not_in'])}")
+    if "min" in c:
+        parts.append(f"{each}≥ {_value(c['min'])}")
+    if "max" in c:
+        parts.append(f"{each}≤ {_value(c['max'])}")
+    if c.get("all_equal"):
+        parts.append("all elements equal")
+    if "dtype" in c:
+        parts.append(f"dtype in {_set(c['dtype'])}")
+    if "rank" in c:
+        lo, hi = c["rank"].get("min"), c["rank"].get("max")
+        if lo is not None and lo == hi:
+            parts.append(f"rank {lo}")
+        elif lo is not None and hi is not None:
+            parts.append(f"rank {lo} to {hi}")
+        elif hi is not None:
+            parts.append(f"rank ≤ {hi}")
+        elif lo is not None:
+            parts.append(f"rank ≥ {lo}")
+    if "dim" in c:
+        d = c["dim"]
+        bits = []
+        if "max" in d:
+            bits.append(f"≤ {d['max']}")
+        if "multiple_of" in d:
+            bits.append(f"a multiple of {d['multiple_of']}")
+        parts.append(f"dim {d['axis']} " + " and ".join(bits))
+    if c.get("constant"):
+        parts.append("constant (initializer or folded)")
+    if c.get("static"):
+        parts.append("static shape")
+    if "max_elements" in c:
+        parts.append(f"at most {c['max_elements']:,} elements")
+    if "max_bytes" in c:
+        parts.append(f"at most {c['max_bytes']:,} bytes")
+    if "layout" in c:
+        parts.append(f"layout in {_set(c['layout'])} (where the contract declares it)")
+    return f"{subject}: " + ", ".join(parts)
+
+
+def describe(c: dict[str, Any]) -> str:
+    """A whole constraint in words (without its id)."""
+    if c.get("unchecked"):
+        return "not checked by npu_gate (reported as unchecked-condition)"
+    if "any_of" in c:
+        return "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
+    return describe_test(c)
+
+
+def describe_limit(key: str, value: Any) -> str:
+    words = LIMIT_WORDS.get(key, key)
+    if key == "opset":
+        lo, hi = value.get("min"), value.get("max")
+        if lo is not None and hi is not None:
+            return f"{words}: {lo} to {hi}"
+        return f"{words}: " + (f"at most {hi}" if lo is None else f"at least {lo}")
+    if key in ("domains", "dtypes"):
+        return f"{words}: {_set(['ai.onnx' if v == '' else v for v in value])}"
+    if key == "static_shapes":
+        return words if value else f"{words}: not required"
+    return f"{words}: at most {value:,}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def link(url: str, label: str = "doc") -> str:
+    return f"[{label}]({quote(url, safe=':/?#&=%.-_~+,;@')})"
+
+
+def render_markdown(profile: Profile, origin: str) -> str:
+    """A supported-operators page for one profile."""
+    lines = [
+        f"# Target profile `{profile.name}`",
+        "",
+        f"<!-- Generated from {origin} by `npu-gate profile docs`; do not edit. -->",
+        "",
+        _cell(profile.description),
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| source | {_cell(profile.source)} |",
+        f"| evidence | `{profile.evidence}` |",
+    ]
+    if profile.extends:
+        lines.append(f"| extends | {' → '.join(f'`{b}`' for b in profile.extends)} |")
+    docs = {c.get("doc") for spec in profile.ops.values() for c in spec.get("constraints", [])}
+    common = docs.pop() if len(docs) == 1 else None  # one link for all: say it once
+    if common:
+        lines.append(f"| constraints documented at | {link(common, _cell(common))} |")
+    lines += [f"| ops | {len(profile.ops)} |", ""]
+    lines += [
+        "A profile check is a static prediction, not a device result. A listed op is predicted "
+        "to run on the target (placement `npu`) when every condition below holds; anything "
+        "else falls back to CPU.",
+        "",
+    ]
+    if profile.limits:
+        lines += ["## Limits for every op", ""]
+        for key, value in profile.limits.items():
+            if key == "doc":
+                continue
+            lines.append(f"- {_cell(describe_limit(key, value))} (`{LIMIT_IDS[key]}`)")
+        if profile.limits.get("doc"):
+            lines.append(f"- source: {link(profile.limits['doc'])}")
+        lines.append("")
+    lines += [
+        f"## Supported operators ({len(profile.ops)})",
+        "",
+        "| operator | conditions |",
+        "| --- | --- |",
+    ]
+    for key in sorted(profile.ops, key=lambda k: (("::" in k), k.lower())):
+        spec = profile.ops[key]
+        cells = []
+        for c in spec.get("constraints", []):
+            text = f"`{c['id']}`: {_cell(describe(c))}"
+            if c.get("message"):
+                text += f" — “{_cell(c['message'])}”"
+            if c.get("doc") and c["doc"] != common:
+                text += f" ({link(c['doc'])})"
+            cells.append(text)
+        if spec.get("note"):
+            cells.append(f"*Note:* {_cell(spec['note'])}")
+        lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
+    return "\n".join(lines) + "\n"
+
+
+def find_constraints(ref: str) -> list[tuple[Profile, str, dict[str, Any]]]:
+    """(profile, op key, constraint) for ``ID`` (searched in every built-in profile) or
+    ``PROFILE:ID`` (a built-in name or a profile path, relative to the working directory)."""
+    from npu_gate.profile import load_profile
+    from npu_gate.resources import builtin_profile_names
+
+    if ":" in ref:
+        name, cid = ref.rsplit(":", 1)
+        profiles = [load_profile(name, where="explain")]
+    else:
+        cid = ref
+        profiles = [load_profile(n) for n in builtin_profile_names()]
+    found = []
+    for profile in profiles:
+        for key, spec in profile.ops.items():
+            for c in spec.get("constraints", []):
+                if c["id"] == cid:
+                    found.append((profile, key, c))
+    return found
+
+
+def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
+    lines = [
+        f"{c['id']} (constraint of {key} in profile {profile.name}, {profile.evidence})",
+        "",
+        describe(c) + ".",
+        "",
+        "A node of this op runs on CPU when the constraint fails (rule op-constraint); the",
+        "finding names the constraint id, the value seen and the value allowed.",
+    ]
+    if c.get("message"):
+        lines += ["", f"Message: {c['message']}"]
+    if c.get("doc"):
+        lines += [f"Documentation: {c['doc']}"]
+    note = profile.ops[key].get("note")
+    if note:
+        lines += ["", f"Note on {key}: {note}"]
+    lines += ["", f"Source: {profile.source}"]
+    return "\n".join(lines)

@@ -1,0 +1,144 @@
+"""Check a profile's op types and attribute names against the ONNX op schemas.
+
+A typo must not silently allow everything: ``"Cnov"`` names no op, so its constraints
+would never run; ``"stride"`` names no Conv attribute, so its test would always see an
+absent value. Ops in domains that ``onnx.defs`` does not describe (``com.microsoft``,
+vendor domains) cannot be checked here and are reported as warnings.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    attributes: frozenset[str]
+    max_input: int
+    max_output: int
+
+
+@cache
+def _schemas() -> dict[tuple[str, str], OpInfo]:
+    """(domain, op_type) -> what any opset version of the op allows."""
+    import onnx.defs
+
+    merged: dict[tuple[str, str], tuple[set[str], int, int]] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        key = (schema.domain, schema.name)
+        attrs, max_in, max_out = merged.get(key, (set(), 0, 0))
+        attrs.update(schema.attributes)
+        merged[key] = (attrs, max(max_in, schema.max_input), max(max_out, schema.max_output))
+    return {k: OpInfo(frozenset(a), i, o) for k, (a, i, o) in merged.items()}
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``Conv`` -> ("", "Conv"); ``com.microsoft::FusedConv`` -> ("com.microsoft", "FusedConv")."""
+    if "::" in key:
+        domain, op = key.split("::", 1)
+        return ("" if domain == "ai.onnx" else domain), op
+    return "", key
+
+
+def op_info(key: str) -> OpInfo | None:
+    return _schemas().get(split_key(key))
+
+
+def known_onnx_domain(domain: str) -> bool:
+    return domain in ONNX_DOMAINS
+
+
+def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) about op keys and the attribute names and tensor indices they use."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    schemas = _schemas()
+    for key, spec in doc.get("ops", {}).items():
+        if spec is None:
+            continue
+        domain, op = split_key(key)
+        where = f"{label}: ops.{key}"
+        if not known_onnx_domain(domain):
+            warnings.append(
+                f"{where}: domain {domain} is not described by onnx.defs; "
+                "op type and attribute names not checked"
+            )
+            continue
+        info = schemas.get((domain, op))
+        if info is None:
+            names = [name for d, name in schemas if d == domain]
+            hint = difflib.get_close_matches(op, names, n=1)
+            errors.append(
+                f"{where}: unknown op type {op!r} in domain {domain or 'ai.onnx'}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            )
+            continue
+        for i, c in enumerate(spec.get("constraints", [])):
+            tests = [(f"{where}.constraints[{i}]", c)]
+            tests += [
+                (f"{where}.constraints[{i}].any_of[{j}]", a)
+                for j, a in enumerate(c.get("any_of", []))
+            ]
+            for at, test in tests:
+                errors.extend(_test_problems(at, op, info, test))
+    return errors, warnings
+
+
+def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:
+    out = []
+    names = [(f"{where}.attribute", test["attribute"])] if "attribute" in test else []
+    for key in ("in", "not_in"):
+        for k, item in enumerate(test.get(key, [])):
+            if isinstance(item, dict) and "attribute" in item.get("ref", {}):
+                names.append((f"{where}.{key}[{k}].ref.attribute", item["ref"]["attribute"]))
+    for key in ("min", "max"):
+        item = test.get(key)
+        if isinstance(item, dict) and "attribute" in item.get("ref", {}):
+            names.append((f"{where}.{key}.ref.attribute", item["ref"]["attribute"]))
+    for at, name in names:
+        if name not in info.attributes:
+            hint = difflib.get_close_matches(name, sorted(info.attributes), n=1)
+            out.append(
+                f"{at}: {op} has no attribute {name!r}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; its attributes: {', '.join(sorted(info.attributes)) or 'none'}"
+            )
+    for kind, limit in (("input", info.max_input), ("output", info.max_output)):
+        if kind in test and test[kind] >= limit:
+            out.append(
+                f"{where}.{kind}: {op} has at most {limit} {kind}s; "
+                f"index {test[kind]} does not exist"
+            )
+    return out
+
+
+def check_file(path: Path) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for a profile file: schema (with JSON paths), its base, then
+    semantics and ONNX names. Raises ProfileError only when the file cannot be read."""
+    from npu_gate.errors import ProfileError
+    from npu_gate.profile import load_profile, semantic_problems
+    from npu_gate.validation import read_document, schema_problems
+
+    label = str(path)
+    try:
+        doc = read_document(path, label)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    errors = schema_problems(doc, "profile", label)
+    if errors:
+        return errors, []
+    base = None
+    if doc.get("extends") is not None:
+        try:
+            base = load_profile(doc["extends"], path.parent, where=f"{label}: extends")
+        except ProfileError as exc:
+            return exc.problems, []
+    errors = semantic_problems(doc, label, base)
+    _, warnings = onnx_problems(doc, label)
+    return errors, warnings

@@ -1,0 +1,185 @@
+"""Single-op ONNX models for the profile case files (tests/profile_cases/*.json).
+
+Each builder takes keyword arguments from a case's ``args`` and returns a model whose
+node under test is named ``node0``. The graph input is ``x``; weights are initializers
+unless a case asks for them as graph inputs. Opset 17, nothing downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+_DTYPES = {
+    "float32": TensorProto.FLOAT,
+    "float16": TensorProto.FLOAT16,
+    "int64": TensorProto.INT64,
+    "int32": TensorProto.INT32,
+    "int8": TensorProto.INT8,
+    "uint8": TensorProto.UINT8,
+    "bool": TensorProto.BOOL,
+}
+_NP = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "int64": np.int64,
+    "int32": np.int32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
+}
+
+
+def _model(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    initializers: list[onnx.TensorProto],
+    opset: int = OPSET,
+) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "case", inputs, outputs, initializer=initializers)
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="npu_gate.tests"
+    )
+    model.ir_version = 8
+    return model
+
+
+def _value(name: str, dtype: str, shape: list[Any] | None) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, _DTYPES[dtype], shape)
+
+
+def conv(
+    x: list[int] = (1, 8, 16, 16),  # type: ignore[assignment]
+    out_channels: int = 8,
+    kernel: list[int] = (3, 3),  # type: ignore[assignment]
+    explicit_kernel: bool = True,
+    weight_input: bool = False,
+    bias: bool = True,
+    opset: int = OPSET,
+    **attrs: Any,
+) -> onnx.ModelProto:
+    """x -> Conv (node0). ``attrs``: strides, pads, dilations, group, auto_pad."""
+    x = list(x)
+    group = attrs.get("group", 1)
+    w_shape = [out_channels, x[1] // group, *kernel]
+    weight = numpy_helper.from_array(np.ones(w_shape, dtype=np.float32), "w")
+    inputs = [_value("x", "float32", x)]
+    initializers = []
+    if weight_input:
+        inputs.append(_value("w", "float32", w_shape))
+    else:
+        initializers.append(weight)
+    names = ["x", "w"]
+    if bias:
+        initializers.append(
+            numpy_helper.from_array(np.zeros([out_channels], dtype=np.float32), "b")
+        )
+        names.append("b")
+    if explicit_kernel:
+        attrs["kernel_shape"] = list(kernel)
+    node = helper.make_node("Conv", names, ["y"], name="node0", **attrs)
+    return _model([node], inputs, [_value("y", "float32", None)], initializers, opset)
+
+
+def unary(
+    op: str = "Relu",
+    x: list[Any] = (1, 4, 8, 8),
+    dtype: str = "float32",  # type: ignore[assignment]
+    opset: int = OPSET,
+    **attrs: Any,
+) -> onnx.ModelProto:
+    """x -> op (node0) -> y."""
+    node = helper.make_node(op, ["x"], ["y"], name="node0", **attrs)
+    return _model([node], [_value("x", dtype, list(x))], [_value("y", dtype, None)], [], opset)
+
+
+def binary(
+    op: str = "Add",
+    a: list[Any] = (1, 4),
+    b: list[Any] = (1, 4),  # type: ignore[assignment]
+    dtype_a: str = "float32",
+    dtype_b: str = "float32",
+    b_constant: bool = False,
+    **attrs: Any,
+) -> onnx.ModelProto:
+    """x, b -> op (node0); ``b_constant`` makes b an initializer."""
+    inputs = [_value("x", dtype_a, list(a))]
+    initializers = []
+    if b_constant:
+        initializers.append(numpy_helper.from_array(np.ones(list(b), dtype=_NP[dtype_b]), "b"))
+    else:
+        inputs.append(_value("b", dtype_b, list(b)))
+    node = helper.make_node(op, ["x", "b"], ["y"], name="node0", **attrs)
+    return _model([node], inputs, [_value("y", dtype_a, None)], initializers)
+
+
+def resize(
+    mode: str = "nearest",
+    coordinate_transformation_mode: str | None = None,
+    nearest_mode: str | None = None,
+    scales_constant: bool = True,
+    scale: float = 2.0,
+) -> onnx.ModelProto:
+    """x [1, 4, 8, 8] -> Resize (node0) by ``scale`` on H and W; scales constant or an input."""
+    attrs: dict[str, Any] = {"mode": mode}
+    if coordinate_transformation_mode is not None:
+        attrs["coordinate_transformation_mode"] = coordinate_transformation_mode
+    if nearest_mode is not None:
+        attrs["nearest_mode"] = nearest_mode
+    scales = np.array([1, 1, scale, scale], dtype=np.float32)
+    inputs = [_value("x", "float32", [1, 4, 8, 8])]
+    initializers = []
+    if scales_constant:
+        initializers.append(numpy_helper.from_array(scales, "scales"))
+    else:
+        inputs.append(_value("scales", "float32", [4]))
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="node0", **attrs)
+    return _model([node], inputs, [_value("y", "float32", None)], initializers)
+
+
+def transpose_conv(perm: list[int] = (0, 3, 1, 2)) -> onnx.ModelProto:  # type: ignore[assignment]
+    """x [1, 8, 8, 4] -> Transpose(perm) -> Relu -> Conv (node0): layouts follow the tensor."""
+    weight = numpy_helper.from_array(np.ones([4, 4, 1, 1], dtype=np.float32), "w")
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], name="transpose0", perm=list(perm)),
+        helper.make_node("Relu", ["t"], ["r"], name="relu0"),
+        helper.make_node("Conv", ["r", "w"], ["y"], name="node0"),
+    ]
+    return _model(
+        nodes, [_value("x", "float32", [1, 8, 8, 4])], [_value("y", "float32", None)], [weight]
+    )
+
+
+def gru(
+    opset: int = OPSET, seq: int = 5, batch: int = 1, layout: int | None = None
+) -> onnx.ModelProto:
+    """x -> GRU (node0), hidden size 4; ``layout`` 1 (opset 14+) puts the batch first."""
+    hidden, size = 4, 3
+    x = [batch, seq, size] if layout == 1 else [seq, batch, size]
+    attrs: dict[str, Any] = {"hidden_size": hidden}
+    if layout is not None:
+        attrs["layout"] = layout
+    weights = [
+        numpy_helper.from_array(np.ones((1, 3 * hidden, size), np.float32), "W"),
+        numpy_helper.from_array(np.ones((1, 3 * hidden, hidden), np.float32), "R"),
+    ]
+    node = helper.make_node("GRU", ["x", "W", "R"], ["y"], name="node0", **attrs)
+    return _model(
+        [node], [_value("x", "float32", x)], [_value("y", "float32", None)], weights, opset
+    )
+
+
+BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "gru": gru,
+    "conv": conv,
+    "unary": unary,
+    "binary": binary,
+    "resize": resize,
+    "transpose_conv": transpose_conv,
+}

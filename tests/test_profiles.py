@@ -1,0 +1,322 @@
+"""Profiles as data: loading with extends, `npu-gate profile check/show/docs`, `explain`
+for constraint ids, generated docs up to date, built-in transcriptions complete."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, CliRun
+
+from npu_gate.errors import ProfileError
+from npu_gate.profile import load_profile
+from npu_gate.resources import builtin_profile_names
+
+Run = Callable[..., CliRun]
+HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
+
+
+def _write(tmp_path: Path, doc: dict[str, Any], name: str = "p.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(HEAD | doc), encoding="utf-8")
+    return path
+
+
+def test_typos_in_op_types_and_attribute_names_are_errors(tmp_path: Path, run_cli: Run) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "ops": {
+                "Cnov": {"constraints": []},
+                "Conv": {
+                    "constraints": [
+                        {"id": "s", "attribute": "stride", "each": True, "in": [1]},
+                        {
+                            "id": "p",
+                            "attribute": "pads",
+                            "each": True,
+                            "max": {"ref": {"attribute": "kernel"}, "add": -1},
+                        },
+                        {"id": "w", "input": 3, "constant": True},
+                    ]
+                },
+            }
+        },
+    )
+    r = run_cli("profile", "check", path)
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        f"npu-gate: error: {path}: ops.Cnov: unknown op type 'Cnov' in domain ai.onnx "
+        "(did you mean 'Conv'?)",
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].attribute: Conv has no attribute "
+        "'stride' (did you mean 'strides'?); its attributes: auto_pad, dilations, group, "
+        "kernel_shape, pads, strides",
+        f"npu-gate: error: {path}: ops.Conv.constraints[1].max.ref.attribute: Conv has no "
+        "attribute 'kernel' (did you mean 'kernel_shape'?); its attributes: auto_pad, dilations, "
+        "group, kernel_shape, pads, strides",
+        f"npu-gate: error: {path}: ops.Conv.constraints[2].input: Conv has at most 3 inputs; "
+        "index 3 does not exist",
+    ]
+    assert r.out == f"{path}: 4 error(s)\n"
+
+
+def test_schema_errors_name_json_paths(tmp_path: Path, run_cli: Run) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "evidence": "guess",
+            "ops": {
+                "Conv": {
+                    "constraints": [
+                        {"id": "Bad_Id", "attribute": "group", "in": 1},
+                        {"id": "k", "attribute": "group", "frob": 1},
+                    ]
+                }
+            },
+        },
+    )
+    r = run_cli("profile", "check", path)
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        f"npu-gate: error: {path}: evidence: 'guess' is not one of "
+        "['illustrative', 'vendor-documentation', 'measured']",
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].id: 'Bad_Id' does not match "
+        "'^[a-z0-9]+(-[a-z0-9]+)*$'",
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].in: 1 is not of type 'array'",
+        f"npu-gate: error: {path}: ops.Conv.constraints[1]: Additional properties are not "
+        "allowed ('frob' was unexpected)",
+    ]
+
+
+def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "ops": {
+                "Conv": {
+                    "constraints": [
+                        {"id": "a", "attribute": "group", "input": 0, "in": [1]},
+                        {"id": "b", "attribute": "group"},
+                        {"id": "c", "attribute": "group", "in": [{"ref": {"input": 0}}]},
+                        {
+                            "id": "d",
+                            "any_of": [{"input": 1, "constant": True}, {"attribute": "group"}],
+                        },
+                        {"id": "d", "input": 0, "static": True},
+                        {"id": "e", "unchecked": True, "attribute": "group"},
+                    ]
+                }
+            }
+        },
+    )
+    r = run_cli("profile", "check", path)
+    where = f"npu-gate: error: {path}: ops.Conv.constraints"
+    assert r.err.splitlines() == [
+        f"{where}[0]: needs exactly one subject (attribute, input or output), has attribute, input",
+        f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, rank, dim, "
+        "constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
+        f"{where}[2].in[0].ref: a tensor reference needs an axis",
+        f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, "
+        "rank, dim, constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
+        f"{where}[4].id: duplicate constraint id 'd'",
+        f"{where}[5]: an unchecked condition has no subject or test; remove attribute",
+        f"{where}[5]: an unchecked condition needs a message saying what is not checked",
+    ]
+
+
+def test_valid_profile_with_other_domains_warns(tmp_path: Path, run_cli: Run) -> None:
+    path = _write(
+        tmp_path,
+        {"extends": "demo", "ops": {"com.vendor::MyNpuOp": {"constraints": []}, "Div": None}},
+    )
+    r = run_cli("profile", "check", path)
+    assert r.code == 0
+    assert r.out == f"{path}: ok: profile p (illustrative), 5 ops, 0 constraints; extends demo\n"
+    assert r.err == (
+        f"npu-gate: warning: {path}: ops.com.vendor::MyNpuOp: domain com.vendor is "
+        "not described by onnx.defs; op type and attribute names not checked\n"
+    )
+
+
+def test_unreadable_profile_is_exit_2(tmp_path: Path, run_cli: Run) -> None:
+    (tmp_path / "p.json").write_text("{", encoding="utf-8")
+    assert run_cli("profile", "check", tmp_path / "p.json").code == 2
+    assert run_cli("profile", "check", tmp_path / "missing.json").code == 2
+
+
+def test_extends_overrides_removes_and_merges_limits(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "name": "base",
+            "limits": {"max_rank": 4, "dtypes": ["float32"]},
+            "ops": {
+                "Conv": {"constraints": []},
+                "Resize": {"constraints": []},
+                "Relu": {"constraints": []},
+            },
+        },
+        "base.json",
+    )
+    path = _write(
+        tmp_path,
+        {
+            "name": "team",
+            "extends": "base.json",
+            "limits": {"dtypes": None, "static_shapes": True},
+            "ops": {
+                "Resize": None,
+                "Conv": {"constraints": [{"id": "conv-group", "attribute": "group", "in": [1]}]},
+            },
+        },
+    )
+    p = load_profile(str(path))
+    assert p.extends == ["base"]
+    assert sorted(p.ops) == ["Conv", "Relu"]
+    assert p.ops["Conv"]["constraints"][0]["id"] == "conv-group"
+    assert p.limits == {"max_rank": 4, "static_shapes": True}
+    assert p.to_dict()["extends"] == ["base"]
+
+
+@pytest.mark.parametrize(
+    ("doc", "problem"),
+    [
+        ({"ops": {"Conv": None}}, "ops.Conv: null removes an op, but the profile extends nothing"),
+        (
+            {"extends": "demo", "ops": {"Resize": None}},
+            "ops.Resize: null removes an op that demo does not have",
+        ),
+        ({"extends": "nope", "ops": {}}, "extends: unknown profile 'nope'"),
+        ({"extends": "p.json", "ops": {}}, "extends: cycle"),
+    ],
+)
+def test_extends_problems(tmp_path: Path, doc: dict[str, Any], problem: str) -> None:
+    path = _write(tmp_path, doc)
+    with pytest.raises(ProfileError) as info:
+        load_profile(str(path))
+    assert problem in "\n".join(info.value.problems)
+
+
+def test_contract_naming_a_profile_with_a_typo_cannot_run(
+    tmp_path: Path, run_cli: Run, write_contract: Callable[..., Path]
+) -> None:
+    _write(tmp_path, {"ops": {"Cnov": {"constraints": []}}})
+    contract = write_contract(
+        {
+            "model": {"onnx": "m.onnx"},
+            "target": {"profile": "p.json"},
+            "inputs": [{"name": "x", "shape": [1], "dtype": "float32"}],
+        }
+    )
+    r = run_cli("check", contract)
+    assert r.code == 2
+    assert "ops.Cnov: unknown op type 'Cnov' in domain ai.onnx (did you mean 'Conv'?)" in r.err
+
+
+def test_profile_show(run_cli: Run) -> None:
+    r = run_cli("profile", "show", "ort-nnapi", "--format", "json")
+    assert r.code == 0
+    doc = json.loads(r.out)
+    assert doc["name"] == "ort-nnapi"
+    assert doc["ops"]["DepthToSpace"]["constraints"][0]["any_of"][1]["in"] == ["DCR"]
+    text = run_cli("profile", "show", "ort-nnapi").out
+    assert (
+        "| `Gemm` | `gemm-b`: one of: (input 1: constant (initializer or folded)) \\| "
+        '(attribute transB: in {1})<br>*Note:* Table: "If input B is not constant, transB '
+        'should be 1." |' in text
+    )
+
+
+def test_explain_constraint_ids(run_cli: Run) -> None:
+    r = run_cli("explain", "depthtospace-dcr")
+    assert r.code == 0
+    assert r.out.splitlines()[:3] == [
+        "depthtospace-dcr (constraint of DepthToSpace in profile ort-nnapi, vendor-documentation)",
+        "",
+        "one of: (attribute mode: not set (its default only)) | (attribute mode: in {DCR}).",
+    ]
+    scoped = run_cli("explain", "ort-coreml-mlprogram:gemm-const-b")
+    assert scoped.out.startswith("gemm-const-b (constraint of Gemm in profile ort-coreml-mlprogram")
+    both = run_cli("explain", "conv-const-bias").out
+    assert both.count("(constraint of Conv in profile") == 2  # in both ORT profiles
+    assert run_cli("explain", "limit-max-rank").out.startswith(
+        "limit-max-rank (profile limit `limits.max_rank`, rule profile-limit)"
+    )
+    missing = run_cli("explain", "no-such-id")
+    assert missing.code == 2
+    assert "no-such-id: unknown rule or constraint id" in missing.err
+    assert run_cli("explain", "profile-limit").out.startswith("profile-limit (error)")
+
+
+def test_generated_docs_are_up_to_date(run_cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    r = run_cli("profile", "docs", "--check")
+    assert r.err == ""
+    assert r.code == 0
+    assert (
+        sorted(p.stem for p in (REPO / "docs" / "profiles").glob("*.md")) == builtin_profile_names()
+    )
+
+
+def test_docs_check_reports_stale_pages(tmp_path: Path, run_cli: Run) -> None:
+    (tmp_path / "demo.md").write_text("old\n", encoding="utf-8")
+    r = run_cli("profile", "docs", "--check", "--out", tmp_path)
+    assert r.code == 1
+    assert f"{tmp_path / 'demo.md'} is missing or out of date" in r.err
+    assert (tmp_path / "demo.md").read_text(encoding="utf-8") == "old\n"
+
+
+@pytest.mark.parametrize("name", builtin_profile_names())
+def test_builtin_profiles_are_valid_and_cite_their_source(name: str, run_cli: Run) -> None:
+    r = run_cli("profile", "check", REPO / "npu_gate" / "profiles" / f"{name}.json")
+    assert r.code == 0, r.err
+    p = load_profile(name)
+    assert p.source
+    if p.evidence == "vendor-documentation":
+        assert re.search(r"\d+\.\d+", p.source), "a vendor profile names the document's version"
+
+
+_TABLES = {
+    "ort-nnapi": "nnapi_supported_ops.md",
+    "ort-coreml-mlprogram": "coreml_supported_mlprogram_ops.md",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TABLES))
+def test_ort_profiles_transcribe_every_row(name: str) -> None:
+    """Every |domain:op| row of the table that ships in the onnxruntime wheel is in the profile."""
+    ort = pytest.importorskip("onnxruntime")
+    table = Path(ort.__file__).parent / "tools" / "mobile_helpers" / _TABLES[name]
+    if not table.is_file():
+        pytest.skip(f"{table.name} not shipped with this onnxruntime")
+    rows = re.findall(
+        r"^\|(ai\.onnx|com\.microsoft):(\w+)\|", table.read_text(encoding="utf-8"), re.M
+    )
+    keys = {op if domain == "ai.onnx" else f"{domain}::{op}" for domain, op in rows}
+    keys = {
+        "ArgMax" if k == "Argmax" else k for k in keys
+    }  # the table's typo, see the profile's note
+    assert keys == set(load_profile(name).ops)
+
+
+def test_report_links_constraint_docs_and_groups_by_reason(tmp_path: Path) -> None:
+    import profile_builders
+
+    from npu_gate.pipeline import inspect_model
+    from npu_gate.render import markdown
+
+    path = _write(tmp_path, {"ops": {"Conv": {"constraints": [
+        {"id": "conv-group", "attribute": "group", "in": [4], "doc": "https://example.com/a(b)"}]}}})
+    (tmp_path / "m.onnx").write_bytes(profile_builders.conv(group=2).SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile(str(path)))
+    finding = next(f for f in result.findings if f.rule == "op-constraint")
+    assert (finding.doc, finding.evidence) == ("https://example.com/a(b)", "illustrative")
+    report = markdown.render(result)
+    assert ("| attribute group 2 not in &#123;4&#125; ([doc](https://example.com/a%28b%29)) |"
+            in report.replace("  ", ""))
+    assert ("<code>Conv</code> <code>conv-group</code>: allowed &#91;4&#93; "
+            "([doc](https://example.com/a%28b%29))") in report
