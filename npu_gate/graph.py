@@ -476,3 +476,20 @@ def topological_order(nodes: list[NodeFacts], deps: list[list[int]]) -> list[int
         placed = set(order)
         order.extend(i for i in range(len(nodes)) if i not in placed)
     return order
+
+
+def subgraph_nodes(graph: GraphProto, opsets: dict[str, int]) -> list[NodeFacts]:
+    """NodeFacts for the nodes of a subgraph (Loop/If/Scan body), names made unique."""
+    nodes = [_node_facts(i, node, opsets) for i, node in enumerate(graph.node)]
+    _make_names_unique(nodes)
+    return nodes
+
+
+def subgraphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
+    """(attribute name, graph) for every subgraph a node holds."""
+    out = []
+    for attr in node.attribute:
+        graphs = _attr_graphs(attr)
+        for k, g in enumerate(graphs):
+            out.append((attr.name if len(graphs) == 1 else f"{attr.name}[{k}]", g))
+    return out

@@ -16,9 +16,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__
+from npu_gate import __version__, shape_chains
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -175,11 +176,18 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         if v.name not in initializer_names or v.name in as_inputs
     ]
     dynamic_severity = WARNING if settings.gates.allow_dynamic_shapes else ERROR
-    result.findings.extend(_input_findings(model_inputs, settings.inputs, dynamic_severity))
+    input_findings = _input_findings(model_inputs, settings.inputs, dynamic_severity)
+    result.findings.extend(input_findings)
 
     checker_errors = graphlib.run_checker(model)
     fixable = {i.name: declared[i.name].shape for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
+    # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
+    # later which shape chains fold only because of the contract.
+    model_types = {v.name: onnx.TypeProto.FromString(v.type.SerializeToString())
+                   for v in model.graph.input
+                   if v.name in fixable
+                   and any(not isinstance(d, int) for d in _declared(model_inputs, v.name))}
     graphlib.apply_input_shapes(model, fixable)
     inferred, shape_error = graphlib.infer_shapes(model)
     facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
@@ -192,6 +200,11 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
+    symbols = shape_chains.input_symbols(model_inputs)
+    chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
+    if model_types:
+        model_view = _model_view_chains(model, model_types, as_inputs, symbols)
+        shape_chains.mark_fixed_by_contract(chains, model_view)
     placements = place_all(facts, settings.profile, folded, constants)
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions)
@@ -208,6 +221,13 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
     result.findings.extend(_placement_findings(facts, placements))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
+    result.shape_chains = [c.to_dict() for c in chains]
+    for chain in chains:
+        if not chain.folds:
+            message = shape_chains.describe(chain)
+            result.findings.append(Finding("shape-computation", dynamic_severity, message,
+                                           node=chain.consumer, op_type=chain.consumer_op))
+    _add_fix_effects(input_findings, model_inputs, chains)
     devices = Counter(p.device for p in placements)
     result.summary = {
         "node_count": len(facts.nodes),
@@ -218,7 +238,57 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
         "boundary_bytes": total_bytes(crossings),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
+        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],
+        "shape_chains": len(chains),
+        "shape_chains_staying": sum(1 for c in chains if not c.folds),
     }
+
+
+def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
+    info = next((i for i in model_inputs if i.name == name), None)
+    return list(info.shape or []) if info is not None else []
+
+
+def _model_view_chains(
+    model: ModelProto, model_types: dict[str, onnx.TypeProto], as_inputs: frozenset[str],
+    symbols: dict[str, list[str]],
+) -> list[shape_chains.ShapeChain]:
+    """Shape chains under the model's own input shapes (the contract's fixes undone)."""
+    for value in model.graph.input:
+        if value.name in model_types:
+            value.type.CopyFrom(model_types[value.name])
+    inferred, error = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, [], error, as_inputs)
+    order = graphlib.topological_order(facts.nodes, graphlib.node_dependencies(facts.nodes))
+    folded, constants = fold(facts, order, facts.initializers)
+    return shape_chains.find_chains(inferred, facts, folded, constants, symbols)
+
+
+def _add_fix_effects(findings: list[Finding], model_inputs: list[TensorInfo],
+                     chains: list[shape_chains.ShapeChain]) -> None:
+    """Say, on each dynamic-input finding, which shape chains fixing the input's dims folds:
+    under a contract the chains it already folds, without one the chains those dims keep."""
+    for finding in findings:
+        info = next((i for i in model_inputs if finding.rule == "dynamic-input"
+                     and finding.message.startswith(f"input {i.name} has dynamic shape ")), None)
+        if info is None:
+            continue
+        name = info.name
+        dims = {f"{name}[{d}]" for d, v in enumerate(info.shape or []) if not isinstance(v, int)}
+        folded_now = [c.key for c in chains if c.folds and dims & set(c.fixed_by_contract)]
+        would_fold = [c.key for c in chains if not c.folds and c.blocking
+                      and all(b.origin and set(b.origin) <= dims for b in c.blocking)]
+        if folded_now:
+            finding.message += (f"; fixing it folds {_count(len(folded_now), 'shape chain')} "
+                                f"({', '.join(folded_now)})")
+        elif would_fold:
+            finding.message += (f"; fixing {', '.join(sorted(dims))} would fold "
+                                f"{_count(len(would_fold), 'shape chain')} "
+                                f"({', '.join(would_fold)})")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:
@@ -237,7 +307,11 @@ def _input_findings(
             fix = ""
             spec = next((s for s in declared or [] if s.name == info.name), None)
             if spec is not None:
-                fix = f"; the contract fixes {_shape_text(list(spec.shape))}: export with static shapes"
+                fixed = ", ".join(f"{info.name}[{d}] = {spec.shape[d]}"
+                                  for d, v in enumerate(info.shape or [])
+                                  if not isinstance(v, int) and d < len(spec.shape))
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       f"shapes or fix the dim in the model ({fixed})")
             message = f"input {info.name} has dynamic shape {shape} in the model{fix}"
             findings.append(Finding("dynamic-input", dynamic_severity, message))
     if declared is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 PASS = "pass"
 FAIL = "fail"
 
@@ -110,6 +110,7 @@ class GateResult:
     gates: list[GateCheck] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
+    shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
 
     @property
     def passed(self) -> bool:
@@ -143,4 +144,5 @@ class GateResult:
             "numerics": self.numerics,
             "gates": [g.to_dict() for g in self.gates],
             "timings": self.timings,
+            "shape_chains": self.shape_chains,
         }

@@ -20,6 +20,9 @@ def render(result: GateResult) -> str:
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
+    if s.get("shape_chains"):
+        lines.append(f"  {s['node_count']} nodes before folding, {s['nodes_after_folding']} after; "
+                     f"{s['shape_chains']} shape chain(s), {s['shape_chains_staying']} staying")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
