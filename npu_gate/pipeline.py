@@ -19,7 +19,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, shape_chains
+from npu_gate import __version__, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -196,11 +196,14 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         result.findings.append(_finding("onnx-checker", message))
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
+    symbols = shape_chains.input_symbols(model_inputs)
+    stage = _refine_shapes(inferred, facts, symbols)
+    if stage is not None:
+        result.stages["symbolic_shapes"] = stage
 
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
-    symbols = shape_chains.input_symbols(model_inputs)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:
         model_view = _model_view_chains(model, model_types, as_inputs, symbols)
@@ -222,6 +225,7 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     result.findings.extend(_placement_findings(facts, placements))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
     result.shape_chains = [c.to_dict() for c in chains]
+    result.dynamic_dims = dynamic_dims(model_inputs, declared, chains)
     for chain in chains:
         if not chain.folds:
             message = shape_chains.describe(chain)
@@ -244,6 +248,41 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     }
 
 
+def _refine_shapes(model: ModelProto, facts: GraphFacts,
+                   symbols: dict[str, list[str]]) -> dict[str, Any] | None:
+    """onnxruntime's symbolic shape inference, only where ONNX's left unknown dims."""
+    unknown = symbolic.unknown_tensors(facts, symbols)
+    if not unknown:
+        return None
+    improved, error = symbolic.refine(model, facts, unknown, symbols)
+    if error is not None:
+        return {"status": "failed", "reason": error, "unknown": len(unknown), "resolved": 0}
+    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
+
+
+def dynamic_dims(model_inputs: list[TensorInfo], declared: dict[str, InputSpec],
+                 chains: list[shape_chains.ShapeChain]) -> list[dict[str, Any]]:
+    """Every non-static input dim: its symbol, the contract's value, and the shape chains
+    that fold by fixing it (under a contract: that it folds; without: that it keeps)."""
+    out = []
+    for info in model_inputs:
+        spec = declared.get(info.name)
+        for d, dim in enumerate(info.shape or []):
+            if isinstance(dim, int):
+                continue
+            where = f"{info.name}[{d}]"
+            fixed = spec.shape[d] if spec is not None and d < len(spec.shape) else None
+            if fixed is not None:
+                folds = [c.key for c in chains if where in c.fixed_by_contract]
+            else:
+                folds = [c.key for c in chains if not c.folds and c.blocking
+                         and any(where in b.origin for b in c.blocking)
+                         and all(b.origin for b in c.blocking)]
+            out.append({"input": info.name, "dim": d, "symbol": dim, "contract": fixed,
+                        "chains_folded_by_fixing": folds})
+    return out
+
+
 def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
     info = next((i for i in model_inputs if i.name == name), None)
     return list(info.shape or []) if info is not None else []
@@ -259,6 +298,7 @@ def _model_view_chains(
             value.type.CopyFrom(model_types[value.name])
     inferred, error = graphlib.infer_shapes(model)
     facts = graphlib.collect(inferred, [], error, as_inputs)
+    _refine_shapes(inferred, facts, symbols)
     order = graphlib.topological_order(facts.nodes, graphlib.node_dependencies(facts.nodes))
     folded, constants = fold(facts, order, facts.initializers)
     return shape_chains.find_chains(inferred, facts, folded, constants, symbols)

@@ -111,6 +111,7 @@ class GateResult:
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
+    dynamic_dims: list[dict[str, Any]] = field(default_factory=list)  # pipeline.dynamic_dims
 
     @property
     def passed(self) -> bool:
@@ -145,4 +146,5 @@ class GateResult:
             "gates": [g.to_dict() for g in self.gates],
             "timings": self.timings,
             "shape_chains": self.shape_chains,
+            "dynamic_dims": self.dynamic_dims,
         }

@@ -360,3 +360,71 @@ def test_markdown_section(run_cli, save_model, tmp_path) -> None:
         in text
     )
     assert ("<code>x&#91;0&#93;</code> = N from input <code>x&#91;0&#93;</code>") in text
+
+
+def test_symbolic_inference_fills_what_onnx_leaves_unknown(run_cli, save_model, tmp_path) -> None:
+    _, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
+    # ONNX writes unk__ dims for the Resize output; onnxruntime's symbolic inference knows H, W.
+    assert doc["stages"]["symbolic_shapes"] == {"status": "ok", "unknown": 2, "resolved": 2}
+    shapes = {n["name"]: n["outputs"][0]["shape"] for n in doc["nodes"]}
+    assert shapes["resize0"] == [1, 3, "H", "W"]
+    assert shapes["add0"] == [1, 3, "H", "W"]
+    assert doc["dynamic_dims"] == [
+        {
+            "input": "x",
+            "dim": 2,
+            "symbol": "H",
+            "contract": None,
+            "chains_folded_by_fixing": ["resize0"],
+        },
+        {
+            "input": "x",
+            "dim": 3,
+            "symbol": "W",
+            "contract": None,
+            "chains_folded_by_fixing": ["resize0"],
+        },
+    ]
+
+
+def test_known_graph_never_imports_onnxruntime(save_model) -> None:
+    import subprocess
+    import sys
+
+    path = save_model(model_zoo.dynamic_reshape_chain())
+    code = (
+        "import sys; from pathlib import Path; from npu_gate.pipeline import inspect_model; "
+        "from npu_gate.profile import load_profile; "
+        f"r = inspect_model(Path({str(path)!r}), load_profile('demo')); "
+        "print(r.summary['shape_chains'], 'symbolic_shapes' in r.stages, "
+        "'onnxruntime' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "False", "False", "False"]
+
+
+def test_dynamic_dims_traced(run_cli, save_model, write_contract, tmp_path) -> None:
+    _, doc = _inspect(run_cli, save_model, model_zoo.symbolic_dims(), tmp_path)
+    assert [(d["input"], d["dim"], d["symbol"]) for d in doc["dynamic_dims"]] == [
+        ("x", 0, "batch"),
+        ("x", 2, "2*floor(h/2)"),
+        ("x", 3, None),
+    ]
+    _, doc = _check(
+        run_cli,
+        save_model,
+        write_contract,
+        model_zoo.dynamic_reshape_chain(),
+        [{"name": "x", "shape": [2, 4, 2, 2], "dtype": "float32"}],
+        tmp_path,
+    )
+    assert doc["dynamic_dims"] == [
+        {
+            "input": "x",
+            "dim": 0,
+            "symbol": "N",
+            "contract": 2,
+            "chains_folded_by_fixing": ["reshape0"],
+        }
+    ]
+    assert "symbolic_shapes" not in doc["stages"]

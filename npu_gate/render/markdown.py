@@ -24,6 +24,7 @@ def render(result: GateResult) -> str:
         _findings(result),
         _cpu_fallback(result),
         _shape_chains(result),
+        _dynamic_dims(result),
         _partitions(result),
         _numerics(result),
         _gates(result),
@@ -238,3 +239,22 @@ def _blocking(b: dict[str, Any]) -> str:
     value = md(b["value"]) if b["value"] is not None else "unknown"
     origin = f" from input {', '.join(md_code(o) for o in b['origin'])}" if b["origin"] else ""
     return f"{dim} = {value}{origin}"
+
+
+def _dynamic_dims(result: GateResult) -> str:
+    """Input dims the model keeps symbolic: the fix, and what fixing them folds."""
+    if not result.dynamic_dims:
+        return ""
+    rows = []
+    for d in result.dynamic_dims:
+        symbol = "unknown" if d["symbol"] is None else md(d["symbol"])
+        if d["contract"] is not None:
+            fix = (f"the contract fixes it to {d['contract']}; export with static shapes "
+                   "or fix the dim in the model")
+        else:
+            fix = "export with static shapes, or fix the dim in the model"
+        chains = ", ".join(md_code(c) for c in d["chains_folded_by_fixing"]) or "none"
+        rows.append([md_code(f"{d['input']}[{d['dim']}]"), symbol, fix, chains])
+    return ("### Dynamic dims\n\nThe model keeps these input dims symbolic; NPU compilers "
+            "need static shapes.\n\n"
+            + _table(["input dim", "symbol", "fix", "shape chains folded by fixing it"], rows))
