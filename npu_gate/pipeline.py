@@ -23,7 +23,7 @@ from npu_gate import __version__, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
-from npu_gate.model_file import load_onnx
+from npu_gate.model_file import external_tensors, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all
 from npu_gate.profile import Profile
@@ -71,7 +71,7 @@ def versions() -> dict[str, Any]:
 
 def inspect_model(path: Path, profile: Profile) -> GateResult:
     start = time.perf_counter()
-    model, sha256 = load_onnx(path)
+    model, sha256 = load_onnx(path, weights=False)
     loaded = time.perf_counter()
     result = _new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
@@ -94,7 +94,7 @@ def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateR
     contract_info = {"path": contract.path.name, "sha256": contract.sha256}
     timings: dict[str, float] = {}
     if contract.onnx_path is not None:
-        model, sha256 = load_onnx(contract.onnx_path, f"{contract.path}: model.onnx")
+        model, sha256 = load_onnx(contract.onnx_path, f"{contract.path}: model.onnx", weights=False)
         timings["load_s"] = time.perf_counter() - start
         result = _new_result(contract.name, contract.profile,
                              {"source": "onnx", "path": contract.onnx_ref, "sha256": sha256})
@@ -130,7 +130,7 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
             result.findings.append(_finding("export-failed", f"{spec.exporter} export failed: {outcome.error}"))
             return result
         result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
-        model, sha256 = load_onnx(outcome.onnx_path, "exported model")
+        model, sha256 = load_onnx(outcome.onnx_path, "exported model", weights=False)
         info["sha256"] = sha256
         _analyze(model, settings, result)
         if contract.numerics.samples == 0:
@@ -175,6 +175,9 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
         for v in model.graph.input
         if v.name not in initializer_names or v.name in as_inputs
     ]
+    unread = len(external_tensors(model.graph))
+    if unread:
+        result.model["external_weights_unread"] = unread  # left on disk: dims suffice
     dynamic_severity = WARNING if settings.gates.allow_dynamic_shapes else ERROR
     input_findings = _input_findings(model_inputs, settings.inputs, dynamic_severity)
     result.findings.extend(input_findings)
