@@ -42,6 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
 
+    diff = sub.add_parser("diff", help="how two models, contracts or result JSONs differ",
+                          epilog="Exit codes: 0 no differences, 1 differences, 2 could not run.")
+    diff.add_argument("a", metavar="A",
+                      help="an .onnx model, a contract (file or folder) or a result .json")
+    diff.add_argument("b", metavar="B", help="the same kinds as A")
+    diff.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
+                      help=f"profile for .onnx sides (default: {DEFAULT_INSPECT_PROFILE})")
+    diff.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
+                      help="date used to expire waivers of contract sides (default: today)")
+    _add_outputs(diff)
+
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
@@ -70,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "diff":
+            return _diff(args)
         if args.command == "rules":
             return _rules(args)
         if args.command == "profiles":
@@ -174,3 +187,19 @@ def _explain(args: argparse.Namespace) -> int:
         raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
     return EXIT_PASS
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from npu_gate.diff import diff_results, load_side
+    from npu_gate.render import diff_md
+
+    a = load_side(args.a, args.profile, args.today)
+    b = load_side(args.b, args.profile, args.today)
+    result = diff_results(a, b, (args.a, args.b))
+    if args.json:
+        _write(args.json, json.dumps(result, indent=2) + "\n")
+    if args.markdown:
+        _write(args.markdown, diff_md.render(result))
+    if not args.quiet:
+        sys.stdout.write(diff_md.render_text(result))
+    return EXIT_PASS if result["identical"] else EXIT_FAIL
