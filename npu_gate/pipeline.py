@@ -106,6 +106,8 @@ def check_contract(contract: Contract, *, today: dt.date | None = None) -> GateR
         result = _check_torch(contract, settings, timings)
         result.contract = contract_info
     _finish(result, settings)
+    if result.exporter_comparison and "diff" in result.exporter_comparison:
+        result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
     timings["total_s"] = time.perf_counter() - start
     result.timings = timings
     return result
@@ -133,6 +135,9 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
         model, sha256 = load_onnx(outcome.onnx_path, "exported model", weights=False)
         info["sha256"] = sha256
         _analyze(model, settings, result)
+        if spec.compare_exporters:
+            result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
+                                                         result, timings)
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result
@@ -155,6 +160,39 @@ def _check_torch(contract: Contract, settings: Settings, timings: dict[str, floa
             )
             result.findings.append(_finding("numeric-mismatch", f"output {c.output}: {detail}"))
     return result
+
+
+def _other_exporter(
+    contract: Contract, module: Any, settings: Settings, work: Path, gated: GateResult,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """Export with the exporter the contract does not gate, analyse that graph the same way,
+    and diff it against the gated one (``compare_exporters``)."""
+    import dataclasses
+
+    from npu_gate import export as exporter
+    from npu_gate.diff import diff_results
+
+    assert contract.torch is not None
+    spec = contract.torch
+    other = "torchscript" if spec.exporter == "dynamo" else "dynamo"
+    alt_contract = dataclasses.replace(contract, torch=dataclasses.replace(spec, exporter=other))
+    folder = work / other
+    folder.mkdir()
+    outcome = exporter.export(alt_contract, module, folder)
+    timings[f"export_{other}_s"] = outcome.seconds
+    gated.log.extend(f"[{other}] {line}" for line in outcome.log)
+    if outcome.error or outcome.onnx_path is None:
+        return {"exporter": other, "status": "failed", "reason": outcome.error}
+    model, sha256 = load_onnx(outcome.onnx_path, f"{other} export", weights=False)
+    alt = _new_result(contract.name, contract.profile,
+                      {"source": "torch", "factory": spec.factory, "exporter": other,
+                       "opset_requested": spec.opset, "sha256": sha256})
+    _analyze(model, settings, alt)
+    _finish(alt, settings)
+    diff = diff_results(gated.to_dict(), alt.to_dict(),
+                        (f"{spec.exporter} (gated)", f"{other} (compared)"))
+    return {"exporter": other, "status": "ok", "verdict": alt.verdict, "diff": diff}
 
 
 def _new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:

@@ -112,6 +112,7 @@ class GateResult:
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
     dynamic_dims: list[dict[str, Any]] = field(default_factory=list)  # pipeline.dynamic_dims
+    exporter_comparison: dict[str, Any] | None = None  # compare_exporters: the other graph's diff
 
     @property
     def passed(self) -> bool:
@@ -147,4 +148,5 @@ class GateResult:
             "timings": self.timings,
             "shape_chains": self.shape_chains,
             "dynamic_dims": self.dynamic_dims,
+            "exporter_comparison": self.exporter_comparison,
         }

@@ -114,3 +114,20 @@ def test_unusable_side_exits_2(run_cli, tmp_path: Path) -> None:
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
     assert "neither a result JSON" in run_cli("diff", a, other).err
+
+
+def test_compare_exporters_contract_key(run_cli, write_contract, tmp_path: Path) -> None:
+    from npu_gate.contract import load_contract
+
+    doc = {
+        "model": {"torch": {"factory": "net:build", "compare_exporters": True}},
+        "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+        "target": {"profile": "demo"},
+    }
+    contract = load_contract(write_contract(doc))
+    assert contract.torch is not None
+    assert (contract.torch.exporter, contract.torch.compare_exporters) == ("dynamo", True)
+    doc["model"]["torch"]["compare_exporters"] = "yes"
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "model.torch.compare_exporters" in run.err

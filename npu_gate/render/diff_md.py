@@ -12,12 +12,16 @@ MAX_NAMES = 30
 
 def render(d: dict[str, Any], title: str = "npu-gate diff") -> str:
     a, b = d["a"], d["b"]
-    head = [f"## {md(title)}: {md_code(a['label'])} → {md_code(b['label'])}", ""]
+    head = f"## {md(title)}: {md_code(a['label'])} → {md_code(b['label'])}\n\n"
+    return head + render_body(d)
+
+
+def render_body(d: dict[str, Any], level: str = "###") -> str:
+    """Everything below the title; ``level`` is the Markdown heading of each section."""
     if d["identical"]:
-        head.append("No differences in the graph, placement, partitions or shape chains.")
-        return "\n".join(head) + "\n"
+        return "No differences in the graph, placement, partitions or shape chains.\n"
     parts = [
-        "\n".join([*head, _sides(a, b)]),
+        _sides(d["a"], d["b"]),
         _metrics(d),
         _ops(d),
         _added_removed(d),
@@ -25,7 +29,9 @@ def render(d: dict[str, Any], title: str = "npu-gate diff") -> str:
         _chains(d),
         _changed(d),
     ]
-    return "\n\n".join(p for p in parts if p) + "\n"
+    text = "\n\n".join(p for p in parts if p) + "\n"
+    # Every section heading starts a line; model text cannot (md() escapes "#").
+    return text.replace("\n### ", f"\n{level} ")
 
 
 def render_text(d: dict[str, Any]) -> str:
@@ -138,9 +144,12 @@ def _list(names: list[str]) -> str:
 def _shape(t: dict[str, Any] | None) -> str:
     if t is None:
         return "absent"
-    shape = (
-        "?" if t["shape"] is None else "×".join("?" if x is None else str(x) for x in t["shape"])
-    )
+    if t["shape"] is None:
+        shape = "?"
+    elif not t["shape"]:
+        shape = "scalar"
+    else:
+        shape = "×".join("?" if x is None else str(x) for x in t["shape"])
     return f"{md_code(t['name'])} {md(shape)} {md(t['dtype'] or '?')}"
 
 

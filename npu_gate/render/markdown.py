@@ -27,6 +27,7 @@ def render(result: GateResult) -> str:
         _dynamic_dims(result),
         _partitions(result),
         _numerics(result),
+        _exporter_comparison(result),
         _gates(result),
         _census(result),
         _timings(result),
@@ -258,3 +259,20 @@ def _dynamic_dims(result: GateResult) -> str:
     return ("### Dynamic dims\n\nThe model keeps these input dims symbolic; NPU compilers "
             "need static shapes.\n\n"
             + _table(["input dim", "symbol", "fix", "shape chains folded by fixing it"], rows))
+
+
+def _exporter_comparison(result: GateResult) -> str:
+    """compare_exporters: how the other exporter's graph differs from the gated one."""
+    comparison = result.exporter_comparison
+    if not comparison:
+        return ""
+    other = md(comparison["exporter"])
+    if comparison["status"] != "ok":
+        return (f"### Exporter comparison\n\nThe {other} export failed: "
+                f"{md(comparison.get('reason') or '')}.")
+    from npu_gate.render import diff_md
+
+    body = diff_md.render_body(comparison["diff"], level="####")
+    return (f"### Exporter comparison\n\nThe same model through the {other} exporter "
+            f"(not gated; verdict there: {md(comparison['verdict'])}).\n\n"
+            f"<details><summary>How the graphs differ</summary>\n\n{body}\n</details>")
