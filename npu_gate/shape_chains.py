@@ -22,6 +22,7 @@ from typing import Any
 from onnx import GraphProto, ModelProto
 
 from npu_gate import graph as graphlib
+from npu_gate import shape_values
 from npu_gate.graph import GraphFacts, NodeFacts, TensorInfo
 from npu_gate.placement import fold_nodes, shape_extent
 
@@ -101,6 +102,8 @@ class ShapeChain:
     folds: bool
     blocking: list[BlockingDim] = field(default_factory=list)
     fixed_by_contract: list[str] = field(default_factory=list)  # input dims that make it fold
+    # Stays, yet only static dims reach the consumer (Shape(x)[2:] with x[0] dynamic).
+    static_value: bool = False
 
     @property
     def key(self) -> str:
@@ -121,6 +124,7 @@ class ShapeChain:
             "status": self.status,
             "blocking": [b.to_dict() for b in self.blocking],
             "fixed_by_contract": self.fixed_by_contract,
+            "static_value": self.static_value,
         }
 
 
@@ -160,14 +164,21 @@ def find_chains(
 
     ``model`` is the shape-inferred model ``facts`` were collected from (same node order).
     """
+    consts = shape_values.initializer_values(model.graph)
     chains = _chains_in(
-        facts.nodes, facts.tensors, folded, facts.initializers, "", facts.opset, symbols
+        facts.nodes, facts.tensors, folded, facts.initializers, "", facts.opset, symbols, consts
     )
     for node, proto in zip(facts.nodes, model.graph.node, strict=True):
         for attr, sub in graphlib.subgraphs(proto):
             chains.extend(
                 _subgraph_chains(
-                    sub, f"{node.name}/{attr}", facts.tensors, constants, facts.opsets, symbols
+                    sub,
+                    f"{node.name}/{attr}",
+                    facts.tensors,
+                    constants,
+                    facts.opsets,
+                    symbols,
+                    consts,
                 )
             )
     return chains
@@ -180,8 +191,12 @@ def _subgraph_chains(
     outer_constants: set[str],
     opsets: dict[str, int],
     symbols: dict[str, list[str]],
+    outer_values: dict[str, shape_values.Value],
 ) -> list[ShapeChain]:
     nodes = graphlib.subgraph_nodes(graph, opsets)
+    inputs = {v.name for v in graph.input}
+    values = {k: v for k, v in outer_values.items() if k not in inputs}
+    values.update(shape_values.initializer_values(graph))
     tensors = dict(outer_tensors)
     weights = {i.name for i in graph.initializer}
     for init in graph.initializer:
@@ -196,12 +211,18 @@ def _subgraph_chains(
     order = graphlib.topological_order(nodes, graphlib.node_dependencies(nodes))
     folded, inner_constants = fold_nodes(nodes, tensors, order, constants)
     opset = opsets.get("", opsets.get("ai.onnx", 0))
-    chains = _chains_in(nodes, tensors, folded, constants, label, opset, symbols)
+    chains = _chains_in(nodes, tensors, folded, constants, label, opset, symbols, values)
     for node, proto in zip(nodes, graph.node, strict=True):
         for attr, sub in graphlib.subgraphs(proto):
             chains.extend(
                 _subgraph_chains(
-                    sub, f"{label}/{node.name}/{attr}", tensors, inner_constants, opsets, symbols
+                    sub,
+                    f"{label}/{node.name}/{attr}",
+                    tensors,
+                    inner_constants,
+                    opsets,
+                    symbols,
+                    values,
                 )
             )
     return chains
@@ -215,10 +236,12 @@ def _chains_in(
     label: str,
     opset: int,
     symbols: dict[str, list[str]],
+    values: dict[str, shape_values.Value],
 ) -> list[ShapeChain]:
     order = graphlib.topological_order(nodes, graphlib.node_dependencies(nodes))
     kind = _classify(nodes, order, weights)
     made_by = graphlib.producers(nodes)
+    evaluator = shape_values.Evaluator(nodes, made_by, tensors, values)
     chains = []
     for node in nodes:
         positions = [
@@ -241,6 +264,17 @@ def _chains_in(
                 sources.append(source)
             if i not in folded:
                 blocking.extend(_blocking_dims(member, tensors.get(source), symbols))
+        folds = all(i in folded for i in ordered)
+        static_value = False
+        if not folds:
+            # Precisely the dims that reach the consumer, when the values can be followed.
+            deps = shape_values.dependencies([evaluator.value(node.inputs[p]) for p in positions])
+            if deps:
+                blocking = [
+                    BlockingDim(nodes[i].name, t, d, v, origin_of(v, symbols))
+                    for i, t, d, v in deps
+                ]
+            static_value = deps == []
         chains.append(
             ShapeChain(
                 graph=label,
@@ -249,7 +283,8 @@ def _chains_in(
                 slots=[_slot_name(node, p, opset) for p in positions],
                 nodes=[nodes[i].name for i in ordered],
                 sources=sources,
-                folds=all(i in folded for i in ordered),
+                folds=folds,
+                static_value=static_value,
                 blocking=blocking,
             )
         )
@@ -349,7 +384,13 @@ def describe(chain: ShapeChain) -> str:
         else:
             src = ", not an input dim (data-dependent or unknown to shape inference)"
         reasons.append(f"{b.node} reads {dim}{value}{src}")
+    partial = ""
+    if chain.static_value:
+        partial = (
+            " (only static dims reach the consumer; folding it needs a folder that "
+            "evaluates partially known shapes)"
+        )
     return (
         f"shape computation for {chain.consumer} ({chain.consumer_op} {slots}){where} stays "
-        f"in the graph: {'; '.join(reasons)}; nodes: {', '.join(chain.nodes)}"
+        f"in the graph: {'; '.join(reasons)}{partial}; nodes: {', '.join(chain.nodes)}"
     )

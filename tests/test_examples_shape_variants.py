@@ -48,6 +48,8 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     contract = load_contract(EXAMPLE / "npu-gate.json")
     result = check_contract(contract).to_dict()
     assert result["model"]["exporter"] == "dynamo"
+    # The dynamo exporter writes the conv weights to model.onnx.data: left unread.
+    assert result["model"]["external_weights_unread"] == 2
     # The dynamo exporter leaves no shape computation; TorchScript leaves two chains,
     # both folded under the contract's static shapes.
     assert result["shape_chains"] == []
@@ -63,3 +65,37 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     assert metrics["nodes_after_folding"] == (7, 7)
     assert metrics["boundary_bytes"] == (21504, 21504)
     assert diff["a"]["verdict"] == result["verdict"] == "fail"
+
+
+def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_path: Path) -> None:
+    """The TorchScript export with a dynamic batch, gated with batch 1: both chains fold."""
+    import shutil
+
+    shutil.copy(EXAMPLE / "dynamic-batch.onnx", tmp_path / "model.onnx")
+    contract = write_contract(
+        {
+            "model": {"onnx": "model.onnx"},
+            "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+            "target": {"profile": "demo"},
+        }
+    )
+    out = tmp_path / "r.json"
+    assert run_cli("check", contract, "--json", out, "-q").code == 1
+    doc = json.loads(out.read_text())
+    assert [(c["consumer"], c["status"], c["fixed_by_contract"]) for c in doc["shape_chains"]] == [
+        ("/Resize", "folds", ["images[0]"]),
+        ("/Reshape", "folds", ["images[0]"]),
+    ]
+    s = doc["summary"]
+    assert (s["node_count"], s["nodes_after_folding"], s["boundary_bytes"]) == (32, 7, 21504)
+    placements = {n["name"]: n["placement"] for n in doc["nodes"]}
+    assert placements["/Shape_2"] == placements["/Concat_1"] == "folded"
+    assert doc["dynamic_dims"] == [
+        {
+            "input": "images",
+            "dim": 0,
+            "symbol": "batch",
+            "contract": 1,
+            "chains_folded_by_fixing": ["/Resize", "/Reshape"],
+        }
+    ]

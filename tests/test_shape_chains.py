@@ -191,6 +191,7 @@ def test_chain_stays_without_contract(run_cli, save_model, tmp_path) -> None:
                 {"node": "shape0", "tensor": "x", "dim": 0, "value": "N", "origin": ["x[0]"]}
             ],
             "fixed_by_contract": [],
+            "static_value": False,
         }
     ]
     finding = next(f for f in doc["findings"] if f["rule"] == "shape-computation")
@@ -428,3 +429,114 @@ def test_dynamic_dims_traced(run_cli, save_model, write_contract, tmp_path) -> N
         }
     ]
     assert "symbolic_shapes" not in doc["stages"]
+
+
+def resize_sizes_from_two_shapes() -> onnx.ModelProto:
+    """sizes = Concat(Shape(z)[0:2], Shape(x)[2], Shape(x)[3]), x [N, 3, 8, 8], z [N, 3, 4, 4].
+
+    Both Shape nodes read a tensor with dynamic N, but only Shape(z)'s N reaches sizes.
+    """
+    nodes = [
+        helper.make_node("Relu", ["x"], ["z0"], name="relu0"),
+        helper.make_node(
+            "MaxPool", ["z0"], ["z"], name="pool0", kernel_shape=[2, 2], strides=[2, 2]
+        ),
+        helper.make_node("Shape", ["z"], ["z_shape"], name="shape_z"),
+        helper.make_node("Slice", ["z_shape", "zero1", "two1"], ["nc"], name="slice_nc"),
+        helper.make_node("Shape", ["x"], ["x_shape"], name="shape_x"),
+        helper.make_node("Gather", ["x_shape", "two"], ["h"], name="gather_h", axis=0),
+        helper.make_node("Gather", ["x_shape", "three"], ["w"], name="gather_w", axis=0),
+        helper.make_node("Unsqueeze", ["h", "axes0"], ["h1"], name="unsq_h"),
+        helper.make_node("Unsqueeze", ["w", "axes0"], ["w1"], name="unsq_w"),
+        helper.make_node("Concat", ["nc", "h1", "w1"], ["sizes"], name="concat_sizes", axis=0),
+        helper.make_node("Resize", ["z", "", "", "sizes"], ["y"], name="resize0"),
+    ]
+    return _model(
+        nodes,
+        [helper.make_tensor_value_info("x", _F, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("y", _F, None)],
+        [
+            _i64("zero1", [0]),
+            _i64("two1", [2]),
+            _i64("axes0", [0]),
+            numpy_helper.from_array(np.array(2, dtype=np.int64), "two"),
+            numpy_helper.from_array(np.array(3, dtype=np.int64), "three"),
+        ],
+    )
+
+
+def test_blocking_dims_are_the_ones_that_reach_the_consumer(run_cli, save_model, tmp_path) -> None:
+    _, doc = _inspect(run_cli, save_model, resize_sizes_from_two_shapes(), tmp_path)
+    [chain] = doc["shape_chains"]
+    assert chain["status"] == "stays"
+    assert chain["static_value"] is False
+    assert chain["blocking"] == [
+        {"node": "shape_z", "tensor": "z", "dim": 0, "value": "N", "origin": ["x[0]"]}
+    ]
+
+
+def test_partially_static_chain_says_so(run_cli, save_model, tmp_path) -> None:
+    model = resize_sizes_from_two_shapes()
+    # Take batch and channels from constants: only Shape(x)[2], [3] (static) reach sizes.
+    model.graph.node[3].input[0] = "const_nc"
+    model.graph.initializer.append(_i64("const_nc", [1, 3, 4, 4]))
+    _, doc = _inspect(run_cli, save_model, model, tmp_path)
+    [chain] = doc["shape_chains"]
+    assert (chain["consumer"], chain["status"], chain["static_value"]) == ("resize0", "stays", True)
+    assert chain["nodes"] == [
+        "slice_nc",
+        "shape_x",
+        "gather_h",
+        "gather_w",
+        "unsq_h",
+        "unsq_w",
+        "concat_sizes",
+    ]
+    assert [(b["node"], b["dim"]) for b in chain["blocking"]] == [("shape_x", 0)]
+    finding = next(f for f in doc["findings"] if f["rule"] == "shape-computation")
+    assert (
+        "(only static dims reach the consumer; folding it needs a folder that evaluates "
+        "partially known shapes)"
+    ) in finding["message"]
+
+
+def test_shape_values_evaluator() -> None:
+    from npu_gate import graph as graphlib
+    from npu_gate import shape_values
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape0"),
+        helper.make_node("Slice", ["s", "two1", "four1"], ["hw"], name="slice0"),
+        helper.make_node("Cast", ["hw"], ["hwf"], name="cast0", to=_F),
+        helper.make_node("Div", ["hwf", "quarter"], ["scaled"], name="div0"),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather0", axis=0),
+        helper.make_node("Mul", ["n", "hw"], ["nhw"], name="mul0"),
+        helper.make_node("ReduceProd", ["s"], ["numel"], name="prod0", keepdims=0),
+    ]
+    model = _model(
+        nodes,
+        [helper.make_tensor_value_info("x", _F, ["N", 3, 8, 6])],
+        [helper.make_tensor_value_info(n, _F, None) for n in ("scaled", "nhw", "numel")],
+        [
+            _i64("two1", [2]),
+            _i64("four1", [4]),
+            numpy_helper.from_array(np.array([4.0, 2.0], dtype=np.float32), "quarter"),
+            numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+        ],
+    )
+    inferred, _ = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, [], None)
+    ev = shape_values.Evaluator(
+        facts.nodes,
+        graphlib.producers(facts.nodes),
+        facts.tensors,
+        shape_values.initializer_values(inferred.graph),
+    )
+    n = frozenset({(0, "x", 0, "N")})
+    assert ev.value("hw") == (1, [8, 6])
+    assert ev.value("scaled") == (1, [2.0, 3.0])
+    assert ev.value("n") == (0, [n])
+    assert ev.value("nhw") == (1, [n, n])
+    assert ev.value("numel") == (0, [n])
+    assert shape_values.dependencies([ev.value("scaled")]) == []
+    assert shape_values.dependencies([ev.value("nhw"), None]) is None
