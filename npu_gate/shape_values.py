@@ -108,8 +108,9 @@ class Evaluator:
             if op == "Cast" and node.attributes.get("to") in _FLOAT_TYPES:
                 return first[0], [float(e) if isinstance(e, int) else e for e in first[1]]
             if op in ("Floor", "Ceil", "Abs", "Neg"):
-                fn = {"Floor": math.floor, "Ceil": math.ceil, "Abs": abs, "Neg": lambda v: -v}[op]
-                return first[0], [e if isinstance(e, frozenset) else fn(e) for e in first[1]]
+                return first[0], [
+                    e if isinstance(e, frozenset) else _unary(op, e) for e in first[1]
+                ]
             return first
         if op == "Unsqueeze" and first is not None and first[0] == 0:
             return 1, first[1]
@@ -126,7 +127,7 @@ class Evaluator:
             indices = args[1]
             if any(not isinstance(i, int) for i in indices[1]):
                 return None
-            return indices[0], [first[1][int(i)] for i in indices[1]]
+            return indices[0], [first[1][i] for i in indices[1] if isinstance(i, int)]
         if op == "Slice" and first is not None and first[0] == 1:
             return self._slice(first, args[1:])
         if op in _BINARY and len(args) == 2 and args[0] is not None and args[1] is not None:
@@ -165,6 +166,14 @@ class Evaluator:
         if start is None or end is None or axis not in (None, 0, -1):
             return None
         return 1, data[1][slice(start, end, step or 1)]
+
+
+def _unary(op: str, v: int | float) -> int | float:
+    if op == "Floor":
+        return math.floor(v)
+    if op == "Ceil":
+        return math.ceil(v)
+    return abs(v) if op == "Abs" else -v
 
 
 def _combine(op: str, a: Elem, b: Elem) -> Elem:
