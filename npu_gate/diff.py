@@ -107,6 +107,7 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
                     "reasons": nb.get("reasons", []),
                 }
             )
+    by_op = _placement_by_op(a.get("nodes", []), b.get("nodes", []))
     chains = _chain_delta(a.get("shape_chains", []), b.get("shape_chains", []))
     identical = not (
         ops
@@ -114,6 +115,7 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
         or removed
         or changed
         or placements
+        or by_op
         or any(chains.values())
         or any(m["a"] != m["b"] for m in metrics)
     )
@@ -128,6 +130,7 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
         "nodes_removed": removed,
         "nodes_changed": changed,
         "placement_changes": placements,
+        "placement_by_op": by_op,
         "shape_chains": chains,
     }
 
@@ -182,6 +185,27 @@ def _node_change(na: dict[str, Any], nb: dict[str, Any]) -> dict[str, Any]:
     if shapes:
         out["tensors"] = shapes
     return out
+
+
+def _placement_by_op(na: list[dict[str, Any]], nb: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per op, how many nodes are npu/cpu/folded on each side (only ops that differ): the
+    placement delta even when node names do not match (two exporters name nodes differently)."""
+
+    def count(nodes: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for n in nodes:
+            op = n["op_type"] if not n.get("domain") else f"{n['domain']}::{n['op_type']}"
+            per = out.setdefault(op, {"npu": 0, "cpu": 0, "folded": 0})
+            per[n["placement"]] = per.get(n["placement"], 0) + 1
+        return out
+
+    ca, cb = count(na), count(nb)
+    empty = {"npu": 0, "cpu": 0, "folded": 0}
+    return {
+        op: {"a": ca.get(op, empty), "b": cb.get(op, empty)}
+        for op in sorted(set(ca) | set(cb))
+        if ca.get(op, empty) != cb.get(op, empty)
+    }
 
 
 def _chain_key(chain: dict[str, Any]) -> str:

@@ -46,7 +46,8 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     from npu_gate.pipeline import check_contract
 
     contract = load_contract(EXAMPLE / "npu-gate.json")
-    result = check_contract(contract).to_dict()
+    gated = check_contract(contract)
+    result = gated.to_dict()
     assert result["model"]["exporter"] == "dynamo"
     # The dynamo exporter writes the conv weights to model.onnx.data: left unread.
     assert result["model"]["external_weights_unread"] == 2
@@ -65,6 +66,12 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     assert metrics["nodes_after_folding"] == (7, 7)
     assert metrics["boundary_bytes"] == (21504, 21504)
     assert diff["a"]["verdict"] == result["verdict"] == "fail"
+    none = {"npu": 0, "cpu": 0, "folded": 0}
+    assert diff["placement_by_op"]["Shape"] == {"a": none, "b": {**none, "folded": 2}}
+    from npu_gate.render import text
+
+    assert ("  torchscript exporter (compared, not gated): +14 nodes, +0 after folding, "
+            "+2 shape chains, +0 cpu nodes\n") in text.render(gated)
 
 
 def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_path: Path) -> None:

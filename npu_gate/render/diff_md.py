@@ -26,6 +26,7 @@ def render_body(d: dict[str, Any], level: str = "###") -> str:
         _ops(d),
         _added_removed(d),
         _placements(d),
+        _placement_by_op(d),
         _chains(d),
         _changed(d),
     ]
@@ -119,6 +120,18 @@ def _placements(d: dict[str, Any]) -> str:
         for p in d["placement_changes"]
     ]
     return "### Placement changes\n\n" + _table(["node", "op", "A", "B", "reason in B"], rows)
+
+
+def _placement_by_op(d: dict[str, Any]) -> str:
+    by_op = d.get("placement_by_op") or {}
+    if not by_op:
+        return ""
+
+    def cell(c: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in c.items() if v) or "none"
+
+    rows = [[md_code(op), cell(c["a"]), cell(c["b"])] for op, c in by_op.items()]
+    return "### Placement by op\n\n" + _table(["op", "A", "B"], rows)
 
 
 def _chains(d: dict[str, Any]) -> str:
