@@ -49,7 +49,7 @@ def resize_to_input_size() -> onnx.ModelProto:
             helper.make_tensor_value_info("x", _F, [1, 3, "H", "W"]),
             helper.make_tensor_value_info("y", _F, [1, 3, 4, 4]),
         ],
-        [helper.make_tensor_value_info("out", _F, None)],
+        [helper.make_tensor_value_info("out", _F, [1, 3, "H", "W"])],
         [_i64("s_start", [2]), _i64("s_end", [4]), _i64("nc", [1, 3])],
     )
 
@@ -67,7 +67,7 @@ def shape_with_start() -> onnx.ModelProto:
     return _model(
         nodes,
         [helper.make_tensor_value_info("x", _F, ["N", 4, 2, 2])],
-        [helper.make_tensor_value_info("y", _F, None)],
+        [helper.make_tensor_value_info("y", _F, ["N", 16])],
         [_i64("minus_one", [-1])],
     )
 
@@ -82,7 +82,7 @@ def data_dependent_expand() -> onnx.ModelProto:
     return _model(
         nodes,
         [helper.make_tensor_value_info("x", _F, [2, 3])],
-        [helper.make_tensor_value_info("y", _F, None)],
+        [helper.make_tensor_value_info("y", _F, [2, "nnz"])],
         [numpy_helper.from_array(np.array([1.0], dtype=np.float32), name="one")],
     )
 
@@ -144,6 +144,7 @@ def _inspect(
     assert run.err == ""
     doc = json.loads(out.read_text())
     validate_result(doc)
+    assert [f["message"] for f in doc["findings"] if f["rule"] == "onnx-checker"] == []
     return run.code, doc
 
 
@@ -164,6 +165,7 @@ def _check(
     assert run.err == ""
     doc = json.loads(out.read_text())
     validate_result(doc)
+    assert [f["message"] for f in doc["findings"] if f["rule"] == "onnx-checker"] == []
     return run.code, doc
 
 
@@ -295,7 +297,16 @@ def test_resize_sizes_chain_and_empty_optional_inputs(
         8,
         8,
     ]
-    assert [r for r, _ in _rules(doc)].count("dynamic-shape") == 0
+    # The absent roi and scales ('') are neither dynamic nor boundary tensors.
+    assert _rules(doc) == [("dynamic-input", None), ("unsupported-op", "resize0")]
+    assert _placements(doc) == {
+        "shape_x": "folded",
+        "slice_hw": "folded",
+        "concat_sizes": "folded",
+        "resize0": "cpu",
+        "add0": "npu",
+    }
+    assert doc["boundaries"] == [{"tensor": "z", "bytes": 768, "from": 0, "to": 1}]
 
 
 def test_data_dependent_chain_stays_and_says_so(run_cli, save_model, tmp_path) -> None:
@@ -366,7 +377,7 @@ def test_markdown_section(run_cli, save_model, tmp_path) -> None:
 def test_symbolic_inference_fills_what_onnx_leaves_unknown(run_cli, save_model, tmp_path) -> None:
     _, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
     # ONNX writes unk__ dims for the Resize output; onnxruntime's symbolic inference knows H, W.
-    assert doc["stages"]["symbolic_shapes"] == {"status": "ok", "unknown": 2, "resolved": 2}
+    assert doc["stages"]["symbolic_shapes"] == {"status": "ok", "unknown": 1, "resolved": 1}
     shapes = {n["name"]: n["outputs"][0]["shape"] for n in doc["nodes"]}
     assert shapes["resize0"] == [1, 3, "H", "W"]
     assert shapes["add0"] == [1, 3, "H", "W"]
@@ -454,7 +465,7 @@ def resize_sizes_from_two_shapes() -> onnx.ModelProto:
     return _model(
         nodes,
         [helper.make_tensor_value_info("x", _F, ["N", 3, 8, 8])],
-        [helper.make_tensor_value_info("y", _F, None)],
+        [helper.make_tensor_value_info("y", _F, ["N", 3, 8, 8])],
         [
             _i64("zero1", [0]),
             _i64("two1", [2]),
