@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import model_zoo
 import onnx
 from onnx import helper
+
+from npu_gate.resources import load_schema
+
+
+def validate_diff(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/diff.schema.json."""
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("diff")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
 
 
 def _save(model: onnx.ModelProto, path: Path) -> Path:
@@ -23,6 +34,7 @@ def test_identical_models(run_cli, tmp_path: Path) -> None:
     assert run.code == 0
     assert run.out == f"npu-gate diff: {a} -> {b}: no differences\n"
     doc = json.loads(out.read_text())
+    validate_diff(doc)
     assert doc["identical"] is True
     assert (doc["ops"], doc["nodes_added"], doc["nodes_changed"]) == ({}, [], [])
 
@@ -41,6 +53,7 @@ def test_attribute_and_shape_change(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "d.json"
     assert run_cli("diff", a, b, "--json", out, "-q").code == 1
     doc = json.loads(out.read_text())
+    validate_diff(doc)
     [conv_change, relu_change] = doc["nodes_changed"]
     assert conv_change["name"] == "conv0"
     assert conv_change["attributes"] == {"pads": {"a": [1, 1, 1, 1], "b": [0, 0, 0, 0]}}
@@ -74,6 +87,7 @@ def test_model_against_contract_shows_folding(run_cli, write_contract, tmp_path:
     md = tmp_path / "d.md"
     assert run_cli("diff", result, contract, "--json", out, "--markdown", md, "-q").code == 1
     doc = json.loads(out.read_text())
+    validate_diff(doc)
     assert (doc["ops"], doc["nodes_added"], doc["nodes_removed"]) == ({}, [], [])
     assert [(p["name"], p["a"], p["b"]) for p in doc["placement_changes"]] == [
         ("shape0", "cpu", "folded"),

@@ -24,7 +24,10 @@ def test_checked_in_diffs_regenerate_identically(tmp_path: Path) -> None:
 
 
 def test_what_the_diffs_say() -> None:
+    from test_diff import validate_diff
+
     dynamic = json.loads((EXAMPLE / "diffs" / "static-vs-dynamic-batch.json").read_text())
+    validate_diff(dynamic)
     chains = {c["key"]: (c["a"], c["b"]) for c in dynamic["shape_chains"]["changed"]}
     assert chains == {"/Resize": ("folds", "stays"), "/Reshape": ("folds", "stays")}
     metrics = {m["metric"]: (m["a"], m["b"]) for m in dynamic["metrics"]}
@@ -57,6 +60,9 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     comparison = result["exporter_comparison"]
     assert (comparison["exporter"], comparison["status"]) == ("torchscript", "ok")
     diff = comparison["diff"]
+    from test_diff import validate_diff
+
+    validate_diff(diff)
     assert [(c["key"], c["status"]) for c in diff["shape_chains"]["added"]] == [
         ("/Resize", "folds"),
         ("/Reshape", "folds"),
@@ -70,8 +76,10 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     assert diff["placement_by_op"]["Shape"] == {"a": none, "b": {**none, "folded": 2}}
     from npu_gate.render import text
 
-    assert ("  torchscript exporter (compared, not gated): +14 nodes, +0 after folding, "
-            "+2 shape chains, +0 cpu nodes\n") in text.render(gated)
+    assert (
+        "  torchscript exporter (compared, not gated): +14 nodes, +0 after folding, "
+        "+2 shape chains, +0 cpu nodes\n"
+    ) in text.render(gated)
 
 
 def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_path: Path) -> None:
