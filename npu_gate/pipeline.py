@@ -356,16 +356,21 @@ def _add_fix_effects(findings: list[Finding], model_inputs: list[TensorInfo],
             continue
         name = info.name
         dims = {f"{name}[{d}]" for d, v in enumerate(info.shape or []) if not isinstance(v, int)}
-        folded_now = [c.key for c in chains if c.folds and dims & set(c.fixed_by_contract)]
-        would_fold = [c.key for c in chains if not c.folds and c.blocking
+        folded_now = [c for c in chains if c.folds and dims & set(c.fixed_by_contract)]
+        would_fold = [c for c in chains if not c.folds and c.blocking
                       and all(b.origin and set(b.origin) <= dims for b in c.blocking)]
         if folded_now:
-            finding.message += (f"; fixing it folds {_count(len(folded_now), 'shape chain')} "
-                                f"({', '.join(folded_now)})")
+            finding.message += f"; fixing it folds {_chains_text(folded_now)}"
         elif would_fold:
             finding.message += (f"; fixing {', '.join(sorted(dims))} would fold "
-                                f"{_count(len(would_fold), 'shape chain')} "
-                                f"({', '.join(would_fold)})")
+                                f"{_chains_text(would_fold)}")
+
+
+def _chains_text(chains: list[shape_chains.ShapeChain]) -> str:
+    """"2 shape chains (/Resize, /Reshape: 25 nodes)": the chains and their distinct nodes."""
+    nodes = {(c.graph, n) for c in chains for n in c.nodes}
+    keys = ", ".join(c.key for c in chains)
+    return f"{_count(len(chains), 'shape chain')} ({keys}: {_count(len(nodes), 'node')})"
 
 
 def _count(n: int, noun: str) -> str:

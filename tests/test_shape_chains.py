@@ -206,7 +206,7 @@ def test_chain_stays_without_contract(run_cli, save_model, tmp_path) -> None:
     dynamic = next(f for f in doc["findings"] if f["rule"] == "dynamic-input")
     assert dynamic["message"] == (
         "input x has dynamic shape [N, 4, 2, 2] in the model; fixing x[0] "
-        "would fold 1 shape chain (reshape0)"
+        "would fold 1 shape chain (reshape0: 5 nodes)"
     )
     s = doc["summary"]
     assert (s["node_count"], s["nodes_after_folding"], s["folded_nodes"]) == (6, 5, 1)
@@ -245,7 +245,7 @@ def test_chain_folds_under_contract_and_keeps_names(
     assert doc["findings"][0]["message"] == (
         "input x has dynamic shape [N, 4, 2, 2] in the model; the contract fixes [2, 4, 2, 2]: "
         "export with static shapes or fix the dim in the model (x[0] = 2); fixing it folds "
-        "1 shape chain (reshape0)"
+        "1 shape chain (reshape0: 5 nodes)"
     )
     reshape = next(n for n in doc["nodes"] if n["name"] == "reshape0")
     assert reshape["outputs"][0]["shape"] == [2, 16]
