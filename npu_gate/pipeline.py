@@ -19,7 +19,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, shape_chains, symbolic
+from npu_gate import __version__, dims, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -238,7 +238,7 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     if shape_error:
         result.findings.append(_finding("shape-inference", shape_error))
     symbols = shape_chains.input_symbols(model_inputs)
-    stage = _refine_shapes(inferred, facts, symbols)
+    stage = symbolic.refine_stage(inferred, facts, symbols)
     if stage is not None:
         result.stages["symbolic_shapes"] = stage
 
@@ -247,7 +247,7 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     folded, constants = fold(facts, order, facts.initializers)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:
-        model_view = _model_view_chains(model, model_types, as_inputs, symbols)
+        model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)
         shape_chains.mark_fixed_by_contract(chains, model_view)
     placements = place_all(facts, settings.profile, folded, constants)
     partitions = build_partitions(facts, placements, deps)
@@ -266,13 +266,13 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     result.findings.extend(_placement_findings(facts, placements))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
     result.shape_chains = [c.to_dict() for c in chains]
-    result.dynamic_dims = dynamic_dims(model_inputs, declared, chains)
+    result.dynamic_dims = dims.dynamic_dims(model_inputs, declared, chains)
     for chain in chains:
         if not chain.folds:
             message = shape_chains.describe(chain)
             result.findings.append(Finding("shape-computation", dynamic_severity, message,
                                            node=chain.consumer, op_type=chain.consumer_op))
-    _add_fix_effects(input_findings, model_inputs, chains)
+    dims.add_fix_effects(input_findings, model_inputs, chains)
     devices = Counter(p.device for p in placements)
     result.summary = {
         "node_count": len(facts.nodes),
@@ -289,92 +289,9 @@ def _analyze(model: ModelProto, settings: Settings, result: GateResult) -> None:
     }
 
 
-def _refine_shapes(model: ModelProto, facts: GraphFacts,
-                   symbols: dict[str, list[str]]) -> dict[str, Any] | None:
-    """onnxruntime's symbolic shape inference, only where ONNX's left unknown dims."""
-    unknown = symbolic.unknown_tensors(facts, symbols)
-    if not unknown:
-        return None
-    improved, error = symbolic.refine(model, facts, unknown, symbols)
-    if error is not None:
-        return {"status": "failed", "reason": error, "unknown": len(unknown), "resolved": 0}
-    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
-
-
-def dynamic_dims(model_inputs: list[TensorInfo], declared: dict[str, InputSpec],
-                 chains: list[shape_chains.ShapeChain]) -> list[dict[str, Any]]:
-    """Every non-static input dim: its symbol, the contract's value, and the shape chains
-    that fold by fixing it (under a contract: that it folds; without: that it keeps)."""
-    out = []
-    for info in model_inputs:
-        spec = declared.get(info.name)
-        for d, dim in enumerate(info.shape or []):
-            if isinstance(dim, int):
-                continue
-            where = f"{info.name}[{d}]"
-            fixed = spec.shape[d] if spec is not None and d < len(spec.shape) else None
-            if fixed is not None:
-                folds = [c.key for c in chains if where in c.fixed_by_contract]
-            else:
-                folds = [c.key for c in chains if not c.folds and c.blocking
-                         and any(where in b.origin for b in c.blocking)
-                         and all(b.origin for b in c.blocking)]
-            out.append({"input": info.name, "dim": d, "symbol": dim, "contract": fixed,
-                        "chains_folded_by_fixing": folds})
-    return out
-
-
 def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
     info = next((i for i in model_inputs if i.name == name), None)
     return list(info.shape or []) if info is not None else []
-
-
-def _model_view_chains(
-    model: ModelProto, model_types: dict[str, onnx.TypeProto], as_inputs: frozenset[str],
-    symbols: dict[str, list[str]],
-) -> list[shape_chains.ShapeChain]:
-    """Shape chains under the model's own input shapes (the contract's fixes undone)."""
-    for value in model.graph.input:
-        if value.name in model_types:
-            value.type.CopyFrom(model_types[value.name])
-    inferred, error = graphlib.infer_shapes(model)
-    facts = graphlib.collect(inferred, [], error, as_inputs)
-    _refine_shapes(inferred, facts, symbols)
-    order = graphlib.topological_order(facts.nodes, graphlib.node_dependencies(facts.nodes))
-    folded, constants = fold(facts, order, facts.initializers)
-    return shape_chains.find_chains(inferred, facts, folded, constants, symbols)
-
-
-def _add_fix_effects(findings: list[Finding], model_inputs: list[TensorInfo],
-                     chains: list[shape_chains.ShapeChain]) -> None:
-    """Say, on each dynamic-input finding, which shape chains fixing the input's dims folds:
-    under a contract the chains it already folds, without one the chains those dims keep."""
-    for finding in findings:
-        info = next((i for i in model_inputs if finding.rule == "dynamic-input"
-                     and finding.message.startswith(f"input {i.name} has dynamic shape ")), None)
-        if info is None:
-            continue
-        name = info.name
-        dims = {f"{name}[{d}]" for d, v in enumerate(info.shape or []) if not isinstance(v, int)}
-        folded_now = [c for c in chains if c.folds and dims & set(c.fixed_by_contract)]
-        would_fold = [c for c in chains if not c.folds and c.blocking
-                      and all(b.origin and set(b.origin) <= dims for b in c.blocking)]
-        if folded_now:
-            finding.message += f"; fixing it folds {_chains_text(folded_now)}"
-        elif would_fold:
-            finding.message += (f"; fixing {', '.join(sorted(dims))} would fold "
-                                f"{_chains_text(would_fold)}")
-
-
-def _chains_text(chains: list[shape_chains.ShapeChain]) -> str:
-    """"2 shape chains (/Resize, /Reshape: 25 nodes)": the chains and their distinct nodes."""
-    nodes = {(c.graph, n) for c in chains for n in c.nodes}
-    keys = ", ".join(c.key for c in chains)
-    return f"{_count(len(chains), 'shape chain')} ({keys}: {_count(len(nodes), 'node')})"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:

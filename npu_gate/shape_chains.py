@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnx import GraphProto, ModelProto
+from onnx import GraphProto, ModelProto, TypeProto
 
 from npu_gate import graph as graphlib
 from npu_gate import shape_values
@@ -394,3 +394,26 @@ def describe(chain: ShapeChain) -> str:
         f"shape computation for {chain.consumer} ({chain.consumer_op} {slots}){where} stays "
         f"in the graph: {'; '.join(reasons)}{partial}; nodes: {', '.join(chain.nodes)}"
     )
+
+
+def model_view_chains(
+    model: ModelProto,
+    model_types: dict[str, TypeProto],
+    as_inputs: frozenset[str],
+    symbols: dict[str, list[str]],
+) -> list[ShapeChain]:
+    """Shape chains under the model's own input shapes: ``model_types`` (the inputs' types
+    before the contract's shapes were applied) are put back, then inference and folding
+    run again. ``mark_fixed_by_contract`` compares the result with the contract's view."""
+    from npu_gate import symbolic  # imports this module: import it late
+    from npu_gate.placement import fold
+
+    for value in model.graph.input:
+        if value.name in model_types:
+            value.type.CopyFrom(model_types[value.name])
+    inferred, error = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, [], error, as_inputs)
+    symbolic.refine_stage(inferred, facts, symbols)
+    order = graphlib.topological_order(facts.nodes, graphlib.node_dependencies(facts.nodes))
+    folded, constants = fold(facts, order, facts.initializers)
+    return find_chains(inferred, facts, folded, constants, symbols)

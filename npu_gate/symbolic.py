@@ -8,6 +8,8 @@ costs seconds, so it runs only when ONNX left an unknown dim, never for a known 
 
 from __future__ import annotations
 
+from typing import Any
+
 from onnx import ModelProto
 
 from npu_gate.graph import Dim, GraphFacts, TensorInfo, tensor_info_from_type
@@ -83,3 +85,17 @@ def _merge(
         else:
             shape.append(a)
     return TensorInfo(mine.name, mine.dtype or other.dtype, shape) if changed else None
+
+
+def refine_stage(
+    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]]
+) -> dict[str, Any] | None:
+    """Refine ``facts`` only where ONNX left unknown dims; the ``symbolic_shapes`` stage
+    entry, or None when nothing was unknown (onnxruntime not even imported)."""
+    unknown = unknown_tensors(facts, symbols)
+    if not unknown:
+        return None
+    improved, error = refine(model, facts, unknown, symbols)
+    if error is not None:
+        return {"status": "failed", "reason": error, "unknown": len(unknown), "resolved": 0}
+    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
