@@ -114,3 +114,13 @@ def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_pa
             "chains_folded_by_fixing": ["/Resize", "/Reshape"],
         }
     ]
+
+
+def test_report_of_the_dynamic_batch_variant(run_cli, tmp_path: Path, golden) -> None:
+    """The whole Markdown report (but the measured Timings) of the exported dynamic-batch
+    model: shape chains that stay, dynamic dims, and the fix's effect."""
+    md = tmp_path / "report.md"
+    code = run_cli("inspect", EXAMPLE / "dynamic-batch.onnx", "--markdown", md, "-q").code
+    assert code == 1
+    text = md.read_text(encoding="utf-8")
+    golden("shape_variants_dynamic_batch.md", text[: text.index("### Timings")])
