@@ -551,3 +551,18 @@ def test_shape_values_evaluator() -> None:
     assert ev.value("numel") == (0, [n])
     assert shape_values.dependencies([ev.value("scaled")]) == []
     assert shape_values.dependencies([ev.value("nhw"), None]) is None
+
+
+def test_symbolic_inference_unavailable_keeps_onnx_shapes(
+    run_cli, save_model, tmp_path, monkeypatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime.tools.symbolic_shape_infer", None)
+    code, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
+    assert code == 1
+    stage = doc["stages"]["symbolic_shapes"]
+    assert (stage["status"], stage["resolved"]) == ("failed", 0)
+    assert stage["reason"].startswith("ModuleNotFoundError: import of onnxruntime.tools.symbolic")
+    resize = next(n for n in doc["nodes"] if n["name"] == "resize0")
+    assert resize["outputs"][0]["shape"] == [1, 3, "unk__0", "unk__1"]  # ONNX's own
