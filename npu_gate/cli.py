@@ -75,6 +75,17 @@ def build_parser() -> argparse.ArgumentParser:
     reduce.add_argument("--max-steps", type=int, default=1000)
     reduce.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
+    diff = sub.add_parser("diff", help="how two models, contracts or result JSONs differ",
+                          epilog="Exit codes: 0 no differences, 1 differences, 2 could not run.")
+    diff.add_argument("a", metavar="A",
+                      help="an .onnx model, a contract (file or folder) or a result .json")
+    diff.add_argument("b", metavar="B", help="the same kinds as A")
+    diff.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
+                      help=f"profile for .onnx sides (default: {DEFAULT_INSPECT_PROFILE})")
+    diff.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
+                      help="date used to expire waivers of contract sides (default: today)")
+    _add_outputs(diff)
+
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
@@ -134,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "inspect":
             return _inspect(args)
+        if args.command == "diff":
+            return _diff(args)
         if args.command == "rules":
             return _rules(args)
         if args.command == "reduce":
@@ -446,3 +459,17 @@ def _origin(profile: object) -> str:
     origin = getattr(profile, "origin", "")
     name = getattr(profile, "name", "")
     return f"npu_gate/profiles/{name}.json" if origin == "builtin" else str(origin)
+def _diff(args: argparse.Namespace) -> int:
+    from npu_gate.diff import diff_results, load_side
+    from npu_gate.render import diff_md
+
+    a = load_side(args.a, args.profile, args.today)
+    b = load_side(args.b, args.profile, args.today)
+    result = diff_results(a, b, (args.a, args.b))
+    if args.json:
+        _write(args.json, json.dumps(result, indent=2) + "\n")
+    if args.markdown:
+        _write(args.markdown, diff_md.render(result))
+    if not args.quiet:
+        sys.stdout.write(diff_md.render_text(result))
+    return EXIT_PASS if result["identical"] else EXIT_FAIL

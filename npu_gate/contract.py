@@ -37,6 +37,7 @@ class TorchModel:
     kwargs: dict[str, Any]
     exporter: str  # dynamo | torchscript
     opset: int
+    compare_exporters: bool = False  # also export with the other exporter and diff the graphs
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ def load_contract(path: Path) -> Contract:
             kwargs=dict(t.get("kwargs", {})),
             exporter=t.get("exporter", "dynamo"),
             opset=int(t.get("opset", 18)),
+            compare_exporters=bool(t.get("compare_exporters", False)),
         )
     numerics = doc.get("numerics", {})
     gates = doc.get("gates", {})

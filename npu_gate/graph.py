@@ -6,6 +6,7 @@ Everything taken from the model (names, strings) is untrusted text and is kept a
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -141,7 +142,7 @@ def tensor_info_from_type(name: str, type_proto: onnx.TypeProto) -> TensorInfo:
 def run_checker(model: ModelProto) -> list[str]:
     """onnx.checker errors (the full check's strict shape inference runs separately)."""
     try:
-        onnx.checker.check_model(model, full_check=False)
+        onnx.checker.check_model(_without_external_data(model), full_check=False)
     except onnx.checker.ValidationError as exc:
         return [line for line in str(exc).splitlines() if line.strip()][:20]
     except Exception as exc:  # protobuf-level surprises: report, never crash
@@ -308,6 +309,15 @@ def _make_names_unique(nodes: list[NodeFacts]) -> None:
     for node in nodes:
         if not node.name or seen[node.name] > 1:
             node.name = f"{node.name or node.op_type}#{node.index}"
+
+
+@functools.cache
+def op_schema(op_type: str, domain: str, opset: int) -> Any:
+    """ONNX's schema for an op at an opset, or None when ONNX does not know it."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, domain)
+    except Exception:
+        return None
 
 
 _DEFAULTS_CACHE: dict[tuple[str, str, int], tuple[bool, tuple[tuple[str, Any], ...]]] = {}
@@ -495,3 +505,43 @@ def topological_order(nodes: list[NodeFacts], deps: list[list[int]]) -> list[int
         placed = set(order)
         order.extend(i for i in range(len(nodes)) if i not in placed)
     return order
+
+
+def subgraph_nodes(graph: GraphProto, opsets: dict[str, int]) -> list[NodeFacts]:
+    """NodeFacts for the nodes of a subgraph (Loop/If/Scan body), names made unique."""
+    nodes = [_node_facts(i, node, opsets) for i, node in enumerate(graph.node)]
+    _make_names_unique(nodes)
+    return nodes
+
+
+def subgraphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
+    """(attribute name, graph) for every subgraph a node holds."""
+    out = []
+    for attr in node.attribute:
+        graphs = _attr_graphs(attr)
+        for k, g in enumerate(graphs):
+            out.append((attr.name if len(graphs) == 1 else f"{attr.name}[{k}]", g))
+    return out
+
+
+def _without_external_data(model: ModelProto) -> ModelProto:
+    """The model as the checker should see it when weights were left on disk on purpose
+    (model_file.load_onnx(weights=False) already checked their files): an in-memory model
+    has no folder, so the checker would look for them relative to the working directory."""
+    from npu_gate.model_file import external_tensors
+
+    if not external_tensors(model.graph):
+        return model
+    stub = ModelProto()
+    stub.CopyFrom(model)  # cheap: the weights are not in memory
+    for tensor in external_tensors(stub.graph):
+        size = dtype_size(dtype_name(tensor.data_type))
+        if size is None:
+            continue  # no fixed-size placeholder (strings): left for the checker to report
+        # A one-element placeholder: the checker validates the tensor's own consistency,
+        # the file was validated by the loader, and nothing else reads this copy.
+        del tensor.external_data[:]
+        del tensor.dims[:]
+        tensor.data_location = TensorProto.DEFAULT
+        tensor.raw_data = bytes(size)
+    return stub

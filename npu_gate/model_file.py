@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from pathlib import Path
 
@@ -11,9 +12,20 @@ from onnx import ModelProto, TensorProto
 
 from npu_gate.errors import ModelError
 
+# External tensors up to this many elements are read even without ``weights``: they are
+# shape-like (Reshape shapes, Slice starts, Resize scales) and shape inference needs them.
+SMALL_TENSOR = 64
 
-def load_onnx(path: Path, label: str | None = None) -> tuple[ModelProto, str]:
-    """The model with its external data loaded, and the sha256 of the .onnx file's bytes."""
+
+def load_onnx(
+    path: Path, label: str | None = None, *, weights: bool = True
+) -> tuple[ModelProto, str]:
+    """The model and the sha256 of the .onnx file's bytes.
+
+    External data locations are checked either way (outside the model's folder: refused).
+    ``weights=False`` reads only small external tensors and leaves the weights on disk
+    (their dims stay known): graph analysis never needs weight values.
+    """
     label = label or str(path)
     try:
         data = path.read_bytes()
@@ -28,8 +40,13 @@ def load_onnx(path: Path, label: str | None = None) -> tuple[ModelProto, str]:
         raise ModelError(f"{label}: not an ONNX model (protobuf parse failed)") from None
     if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
         raise ModelError(f"{label}: not an ONNX model (no graph or IR version)")
-    _load_external_data(model, path.resolve().parent, label)
+    _load_external_data(model, path.resolve().parent, label, weights)
     return model, sha256
+
+
+def external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
+    """Tensors (initializers, Constant values, in subgraphs too) whose data is external."""
+    return _external_tensors(graph)
 
 
 def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
@@ -45,8 +62,11 @@ def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
     return out
 
 
-def _load_external_data(model: ModelProto, folder: Path, label: str) -> None:
-    """Refuse external data outside the model's folder; then read it in."""
+def _load_external_data(
+    model: ModelProto, folder: Path, label: str, weights: bool = True
+) -> None:
+    """Refuse external data outside the model's folder; then read it in (all of it, or
+    with ``weights=False`` only the small tensors)."""
     tensors = _external_tensors(model.graph)
     if not tensors:
         return
@@ -65,9 +85,19 @@ def _load_external_data(model: ModelProto, folder: Path, label: str) -> None:
     if problems:
         raise ModelError(*problems)
     try:
-        from onnx.external_data_helper import load_external_data_for_model
+        from onnx.external_data_helper import (
+            load_external_data_for_model,
+            load_external_data_for_tensor,
+        )
 
-        load_external_data_for_model(model, str(folder))
+        if weights:
+            load_external_data_for_model(model, str(folder))
+            return
+        for tensor in tensors:
+            if math.prod(tensor.dims) <= SMALL_TENSOR:
+                load_external_data_for_tensor(tensor, str(folder))
+                tensor.data_location = TensorProto.DEFAULT
+                del tensor.external_data[:]
     except Exception as exc:
         raise ModelError(f"{label}: cannot read external data: {exc}") from None
 

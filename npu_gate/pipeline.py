@@ -17,15 +17,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__
+from npu_gate import __version__, dims, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
 from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
-from npu_gate.model_file import copy_model, load_onnx
+from npu_gate.model_file import copy_model, external_tensors, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
 from npu_gate.profile import Profile
@@ -89,7 +90,7 @@ def versions() -> dict[str, Any]:
 
 def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
     start = time.perf_counter()
-    model, sha256 = load_onnx(path)
+    model, sha256 = load_onnx(path, weights=False)
     loaded = time.perf_counter()
     result = _new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
@@ -116,7 +117,7 @@ def check_contract(
     contract_info = {"path": contract.path.name, "sha256": contract.sha256}
     timings: dict[str, float] = {}
     if contract.onnx_path is not None:
-        model, sha256 = load_onnx(contract.onnx_path)
+        model, sha256 = load_onnx(contract.onnx_path, weights=False)
         timings["load_s"] = time.perf_counter() - start
         result = _new_result(contract.name, contract.profile,
                              {"source": "onnx", "path": contract.onnx_ref, "sha256": sha256})
@@ -130,6 +131,8 @@ def check_contract(
         result = _check_torch(contract, settings, timings, keep)
         result.contract = contract_info
     _finish(result, settings)
+    if result.exporter_comparison and "diff" in result.exporter_comparison:
+        result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
     timings["total_s"] = time.perf_counter() - start
     result.timings = timings
     return result
@@ -157,11 +160,14 @@ def _check_torch(
             result.findings.append(_finding("export-failed", f"{spec.exporter} export failed: {outcome.error}"))
             return result
         result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
-        model, sha256 = load_onnx(outcome.onnx_path, "exported model")
+        model, sha256 = load_onnx(outcome.onnx_path, "exported model", weights=False)
         info["sha256"] = sha256
         if keep is not None:
             keep.model_path = copy_model(outcome.onnx_path, keep.folder)
         _analyze(model, settings, result, keep)
+        if spec.compare_exporters:
+            result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
+                                                         result, timings)
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result
@@ -197,6 +203,37 @@ def _scrub(text: str | None, workdir: str) -> str | None:
     for form in {workdir, str(Path(workdir).resolve())}:
         text = text.replace(form, "<export dir>")
     return text
+def _other_exporter(
+    contract: Contract, module: Any, settings: Settings, work: Path, gated: GateResult,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    """Export with the exporter the contract does not gate, analyse that graph the same way,
+    and diff it against the gated one (``compare_exporters``)."""
+    import dataclasses
+
+    from npu_gate import export as exporter
+    from npu_gate.diff import diff_results
+
+    assert contract.torch is not None
+    spec = contract.torch
+    other = "torchscript" if spec.exporter == "dynamo" else "dynamo"
+    alt_contract = dataclasses.replace(contract, torch=dataclasses.replace(spec, exporter=other))
+    folder = work / other
+    folder.mkdir()
+    outcome = exporter.export(alt_contract, module, folder)
+    timings[f"export_{other}_s"] = outcome.seconds
+    gated.log.extend(f"[{other}] {line}" for line in outcome.log)
+    if outcome.error or outcome.onnx_path is None:
+        return {"exporter": other, "status": "failed", "reason": outcome.error}
+    model, sha256 = load_onnx(outcome.onnx_path, f"{other} export", weights=False)
+    alt = _new_result(contract.name, contract.profile,
+                      {"source": "torch", "factory": spec.factory, "exporter": other,
+                       "opset_requested": spec.opset, "sha256": sha256})
+    _analyze(model, settings, alt)
+    _finish(alt, settings)
+    diff = diff_results(gated.to_dict(), alt.to_dict(),
+                        (f"{spec.exporter} (gated)", f"{other} (compared)"))
+    return {"exporter": other, "status": "ok", "verdict": alt.verdict, "diff": diff}
 
 
 def _new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:
@@ -219,12 +256,22 @@ def _analyze(
         for v in model.graph.input
         if v.name not in initializer_names or v.name in as_inputs
     ]
+    unread = len(external_tensors(model.graph))
+    if unread:
+        result.model["external_weights_unread"] = unread  # left on disk: dims suffice
     dynamic_severity = WARNING if settings.gates.allow_dynamic_shapes else ERROR
-    result.findings.extend(_input_findings(model_inputs, settings.inputs, dynamic_severity))
+    input_findings = _input_findings(model_inputs, settings.inputs, dynamic_severity)
+    result.findings.extend(input_findings)
 
     checker_errors = graphlib.run_checker(model)
     fixable = {i.name: declared[i.name].shape for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
+    # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
+    # later which shape chains fold only because of the contract.
+    model_types = {v.name: onnx.TypeProto.FromString(v.type.SerializeToString())
+                   for v in model.graph.input
+                   if v.name in fixable
+                   and any(not isinstance(d, int) for d in _declared(model_inputs, v.name))}
     graphlib.apply_input_shapes(model, fixable)
     inferred, strict_error, shape_error = graphlib.infer_shapes(model)
     facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
@@ -244,10 +291,18 @@ def _analyze(
             "profile-limit", opset_limit.message, constraint=opset_limit.constraint,
             actual=opset_limit.actual, allowed=opset_limit.allowed, doc=opset_limit.doc,
             evidence=settings.profile.evidence))
+    symbols = shape_chains.input_symbols(model_inputs)
+    stage = symbolic.refine_stage(inferred, facts, symbols)
+    if stage is not None:
+        result.stages["symbolic_shapes"] = stage
 
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
+    chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
+    if model_types:
+        model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)
+        shape_chains.mark_fixed_by_contract(chains, model_view)
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     placements = place_all(facts, settings.profile, folded, constants, layouts)
@@ -271,6 +326,14 @@ def _analyze(
     result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence,
                                                [(sn.path, sn.node.key) for sn in scoped], body))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
+    result.shape_chains = [c.to_dict() for c in chains]
+    result.dynamic_dims = dims.dynamic_dims(model_inputs, declared, chains)
+    for chain in chains:
+        if not chain.folds:
+            message = shape_chains.describe(chain)
+            result.findings.append(Finding("shape-computation", dynamic_severity, message,
+                                           node=chain.consumer, op_type=chain.consumer_op))
+    dims.add_fix_effects(input_findings, model_inputs, chains)
     devices = Counter(p.device for p in placements)
     result.summary = {
         "node_count": len(facts.nodes),
@@ -283,9 +346,17 @@ def _analyze(
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
         "subgraph_nodes": len(scoped),
         "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
+        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],
+        "shape_chains": len(chains),
+        "shape_chains_staying": sum(1 for c in chains if not c.folds),
     }
     if keep is not None:
         keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
+
+
+def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
+    info = next((i for i in model_inputs if i.name == name), None)
+    return list(info.shape or []) if info is not None else []
 
 
 def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:
@@ -304,7 +375,11 @@ def _input_findings(
             fix = ""
             spec = next((s for s in declared or [] if s.name == info.name), None)
             if spec is not None:
-                fix = f"; the contract fixes {_shape_text(list(spec.shape))}: export with static shapes"
+                fixed = ", ".join(f"{info.name}[{d}] = {spec.shape[d]}"
+                                  for d, v in enumerate(info.shape or [])
+                                  if not isinstance(v, int) and d < len(spec.shape))
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       f"shapes or fix the dim in the model ({fixed})")
             message = f"input {info.name} has dynamic shape {shape} in the model{fix}"
             findings.append(Finding("dynamic-input", dynamic_severity, message))
     if declared is None:

@@ -121,6 +121,9 @@ class GateResult:
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
     # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see minimal.py.
     minimal: dict[str, Any] | None = None
+    shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
+    dynamic_dims: list[dict[str, Any]] = field(default_factory=list)  # pipeline.dynamic_dims
+    exporter_comparison: dict[str, Any] | None = None  # compare_exporters: the other graph's diff
 
     @property
     def passed(self) -> bool:
@@ -153,6 +156,9 @@ class GateResult:
             "findings": [f.to_dict() for f in self.findings],
             "numerics": self.numerics,
             "gates": [g.to_dict() for g in self.gates],
+            "shape_chains": self.shape_chains,
+            "dynamic_dims": self.dynamic_dims,
+            "exporter_comparison": self.exporter_comparison,
         }
         if self.minimal is not None:
             out["minimal"] = self.minimal

@@ -84,6 +84,18 @@ RULES: dict[str, Rule] = {
             "set.",
         ),
         Rule(
+            "shape-computation",
+            ERROR,
+            "A shape computation (Shape/Size → ... → a shape input) stays in the graph.",
+            "A subgraph computes a shape-like input (Reshape shape, Resize sizes, Slice starts, "
+            "Expand shape...) from the runtime shape of a tensor, and it does not fold under the "
+            "contract's input shapes: the compiler receives shape arithmetic it must run at "
+            "inference time, which NPU compilers usually refuse or leave on CPU. The finding names "
+            "the chain's nodes and the dims that keep it (and the graph input dims they come "
+            "from). Export with static shapes, or fix those dims. A warning instead of an error "
+            "when gates.allow_dynamic_shapes is set.",
+        ),
+        Rule(
             "unsupported-op",
             ERROR,
             "The op (domain, type) is not in the target profile: CPU fallback.",

@@ -237,7 +237,8 @@ def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, sav
     dynamic = [f for f in result.findings if f.rule == "dynamic-input"]
     assert [(f.severity, f.message) for f in dynamic] == [
         ("error", "input x has dynamic shape [batch, 3, 2*floor(h/2), ?] in the model; "
-                  "the contract fixes [2, 3, 4, 5]: export with static shapes")]
+                  "the contract fixes [2, 3, 4, 5]: export with static shapes or fix the dim in the "
+                  "model (x[0] = 2, x[2] = 4, x[3] = 5)")]
     # The contract's shapes were applied: everything downstream is static.
     assert not [f for f in result.findings if f.rule == "dynamic-shape"]
     assert result.nodes[1].outputs[0]["shape"] == [2, 60]

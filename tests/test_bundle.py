@@ -413,32 +413,29 @@ def test_minimal_model_dynamic_chain(tmp_path: Path) -> None:
 
 
 def test_minimal_model_runtime_input_constraint(tmp_path: Path) -> None:
-    """A constant-input constraint fails on the cut model only if the producer
-    really was a runtime tensor: here it was, so the re-check agrees. A Reshape whose
-    shape came from a folded chain keeps that chain, so it stays constant."""
-    nodes = [
-        helper.make_node("Shape", ["x"], ["s"], name="shape"),
-        helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape"),
-    ]
+    """A constant-input constraint fails on the cut model only if the producer really
+    was a runtime tensor: here the Reshape's shape is a graph input, so the re-check
+    agrees. (A shape computed by a chain that folds under the contract is constant.)"""
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")]
     graph = helper.make_graph(
         nodes,
         "rs",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    ops = {
-        "Shape": {},
-        "Reshape": {"constraints": [{"id": "shape-constant", "input": 1, "constant": True}]},
-    }
+    ops = {"Reshape": {"constraints": [{"id": "shape-constant", "input": 1, "constant": True}]}}
     contract = _onnx_contract(
-        tmp_path / "c", model, [{"name": "x", "shape": [2, 3], "dtype": "float32"}], ops
+        tmp_path / "c", model, [{"name": "x", "shape": [2, 3], "dtype": "float32"},
+                                {"name": "s", "shape": [2], "dtype": "int64"}], ops
     )
     _bundle(contract, tmp_path / "out")
     minimal, models = _minimal_models(tmp_path / "out")
-    assert [(m["constraint"], m["nodes"], m["verified"]) for m in minimal["models"]] == [
-        ("shape-constant", 1, True)
+    assert [(m["rule"], m["constraint"], m["nodes"], m["verified"]) for m in minimal["models"]] == [
+        ("dynamic-shape", None, 1, True),  # the Reshape's output shape depends on data
+        ("op-constraint", "shape-constant", 1, True)
     ]
     assert [i.name for i in models[0].graph.input] == ["x", "s"]
 

@@ -23,8 +23,11 @@ def render(result: GateResult) -> str:
         _summary(result),
         _findings(result),
         _cpu_fallback(result),
+        _shape_chains(result),
+        _dynamic_dims(result),
         _partitions(result),
         _numerics(result),
+        _exporter_comparison(result),
         _gates(result),
         _census(result),
         _minimal(result),
@@ -84,6 +87,8 @@ def _summary(result: GateResult) -> str:
         rows += [
             ["Nodes", f"{s['node_count']} ({s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
                       f"{s['folded_nodes']} folded)"],
+            *([["Nodes after folding", str(s["nodes_after_folding"])]]
+              if "nodes_after_folding" in s else []),
             ["NPU partitions", str(s["npu_partitions"])],
             ["CPU partitions", str(s["cpu_partitions"])],
             ["Boundary bytes", _bytes(s["boundary_bytes"])],
@@ -302,3 +307,73 @@ def _timings(result: GateResult) -> str:
     rows = [[k, f"{v:.3f}"] for k, v in result.timings.items()]
     return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + _table(
         ["stage", "seconds"], rows)
+
+
+def _shape_chains(result: GateResult) -> str:
+    """Shape computations (Shape/Size → ... → a shape input): which fold, which stay, why."""
+    if not result.shape_chains:
+        return ""
+    rows = []
+    for c in result.shape_chains:
+        consumer = md_code(c["consumer"]) + (f" in {md_code(c['graph'])}" if c["graph"] else "")
+        status = "folds" if c["status"] == "folds" else "**stays**"
+        if c["status"] == "stays":
+            why = "; ".join(_blocking(b) for b in c["blocking"])
+        elif c["fixed_by_contract"]:
+            why = "the contract fixes " + ", ".join(md_code(d) for d in c["fixed_by_contract"])
+        else:
+            why = "static in the model"
+        nodes = ", ".join(md_code(n) for n in c["nodes"][:12])
+        if len(c["nodes"]) > 12:
+            nodes += f" and {len(c['nodes']) - 12} more"
+        slots = f"{md(c['consumer_op'])} {md(', '.join(c['slots']))}"
+        rows.append([consumer, slots, status, why, nodes])
+    staying = sum(1 for c in result.shape_chains if c["status"] == "stays")
+    head = (f"### Shape computation\n\n{len(result.shape_chains)} chain(s) compute a shape input "
+            f"from a runtime shape; {staying} stay in the graph the compiler receives.\n\n")
+    return head + _table(["consumer", "input", "status", "why", "nodes"], rows)
+
+
+def _blocking(b: dict[str, Any]) -> str:
+    if b["dim"] is None:
+        return f"rank of {md_code(b['tensor'])} unknown"
+    dim = md_code(f"{b['tensor']}[{b['dim']}]")
+    value = md(b["value"]) if b["value"] is not None else "unknown"
+    origin = f" from input {', '.join(md_code(o) for o in b['origin'])}" if b["origin"] else ""
+    return f"{dim} = {value}{origin}"
+
+
+def _dynamic_dims(result: GateResult) -> str:
+    """Input dims the model keeps symbolic: the fix, and what fixing them folds."""
+    if not result.dynamic_dims:
+        return ""
+    rows = []
+    for d in result.dynamic_dims:
+        symbol = "unknown" if d["symbol"] is None else md(d["symbol"])
+        if d["contract"] is not None:
+            fix = (f"the contract fixes it to {d['contract']}; export with static shapes "
+                   "or fix the dim in the model")
+        else:
+            fix = "export with static shapes, or fix the dim in the model"
+        chains = ", ".join(md_code(c) for c in d["chains_folded_by_fixing"]) or "none"
+        rows.append([md_code(f"{d['input']}[{d['dim']}]"), symbol, fix, chains])
+    return ("### Dynamic dims\n\nThe model keeps these input dims symbolic; NPU compilers "
+            "need static shapes.\n\n"
+            + _table(["input dim", "symbol", "fix", "shape chains folded by fixing it"], rows))
+
+
+def _exporter_comparison(result: GateResult) -> str:
+    """compare_exporters: how the other exporter's graph differs from the gated one."""
+    comparison = result.exporter_comparison
+    if not comparison:
+        return ""
+    other = md(comparison["exporter"])
+    if comparison["status"] != "ok":
+        return (f"### Exporter comparison\n\nThe {other} export failed: "
+                f"{md(comparison.get('reason') or '')}.")
+    from npu_gate.render import diff_md
+
+    body = diff_md.render_body(comparison["diff"], level="####")
+    return (f"### Exporter comparison\n\nThe same model through the {other} exporter "
+            f"(not gated; verdict there: {md(comparison['verdict'])}).\n\n"
+            f"<details><summary>How the graphs differ</summary>\n\n{body}\n</details>")

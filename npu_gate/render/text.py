@@ -20,6 +20,21 @@ def render(result: GateResult) -> str:
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
+    if s.get("shape_chains"):
+        lines.append(f"  {s['node_count']} nodes before folding, {s['nodes_after_folding']} after; "
+                     f"{s['shape_chains']} shape chain(s), {s['shape_chains_staying']} staying")
+    comparison = result.exporter_comparison
+    if comparison and comparison.get("status") == "ok":
+        m = {x["metric"]: x for x in comparison["diff"]["metrics"]}
+
+        def delta(key: str) -> str:
+            return "?" if m[key]["delta"] is None else f"{m[key]['delta']:+d}"
+
+        lines.append(f"  {comparison['exporter']} exporter (compared, not gated): "
+                     f"{delta('node_count')} nodes, {delta('nodes_after_folding')} after folding, "
+                     f"{delta('shape_chains')} shape chains, {delta('cpu_nodes')} cpu nodes")
+    elif comparison:
+        lines.append(f"  {comparison['exporter']} exporter (compared): export failed")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"

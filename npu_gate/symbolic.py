@@ -1,0 +1,101 @@
+"""Fill what ONNX shape inference leaves unknown with onnxruntime's symbolic shape inference.
+
+ONNX writes ``unk__0`` (or nothing) for dims it cannot infer, e.g. a Resize whose sizes
+come from ``Shape(x)[2:]`` with symbolic H, W; onnxruntime's symbolic inference tracks
+such dims as expressions of the input symbols (``H``, ``2*N``). Importing onnxruntime
+costs seconds, so it runs only when ONNX left an unknown dim, never for a known graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onnx import ModelProto
+
+from npu_gate.graph import Dim, GraphFacts, TensorInfo, tensor_info_from_type
+from npu_gate.shape_chains import origin_of
+
+
+def _unknown(dim: Dim, symbols: dict[str, list[str]]) -> bool:
+    return dim is None or (isinstance(dim, str) and dim not in symbols)
+
+
+def unknown_tensors(facts: GraphFacts, symbols: dict[str, list[str]]) -> list[str]:
+    """Node outputs whose rank is unknown or that have a dim that is neither static nor an
+    input's symbolic dim."""
+    out = []
+    for node in facts.nodes:
+        for name in node.outputs:
+            info = facts.tensors.get(name) if name else None
+            if name and (
+                info is None or info.shape is None or any(_unknown(d, symbols) for d in info.shape)
+            ):
+                out.append(name)
+    return out
+
+
+def refine(
+    model: ModelProto, facts: GraphFacts, names: list[str], symbols: dict[str, list[str]]
+) -> tuple[list[str], str | None]:
+    """Run symbolic inference on ``model`` and merge its shapes for ``names`` into
+    ``facts.tensors``; returns the tensors it made better known, and an error if it failed."""
+    try:
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+        inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+    except Exception as exc:  # unknown ops, odd models: keep ONNX's shapes
+        text = str(exc).strip().splitlines()
+        return [], f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    if inferred is None:
+        return [], "symbolic shape inference returned no model"
+    theirs = {
+        v.name: tensor_info_from_type(v.name, v.type)
+        for v in (*inferred.graph.value_info, *inferred.graph.output)
+    }
+    improved = []
+    for name in names:
+        other = theirs.get(name)
+        if other is None or other.shape is None:
+            continue
+        mine = facts.tensors.get(name)
+        merged = _merge(mine, other, symbols)
+        if merged is not None:
+            facts.tensors[name] = merged
+            improved.append(name)
+    return improved, None
+
+
+def _merge(
+    mine: TensorInfo | None, other: TensorInfo, symbols: dict[str, list[str]]
+) -> TensorInfo | None:
+    """``other``'s dims where ``mine`` has unknown ones; None when nothing improves."""
+    assert other.shape is not None
+    if mine is None or mine.shape is None:
+        return TensorInfo(
+            other.name, mine.dtype if mine and mine.dtype else other.dtype, list(other.shape)
+        )
+    if len(mine.shape) != len(other.shape):
+        return None
+    shape: list[Dim] = []
+    changed = False
+    for a, b in zip(mine.shape, other.shape, strict=True):
+        if _unknown(a, symbols) and b != a and (isinstance(b, int) or origin_of(b, symbols)):
+            shape.append(b)
+            changed = True
+        else:
+            shape.append(a)
+    return TensorInfo(mine.name, mine.dtype or other.dtype, shape) if changed else None
+
+
+def refine_stage(
+    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]]
+) -> dict[str, Any] | None:
+    """Refine ``facts`` only where ONNX left unknown dims; the ``symbolic_shapes`` stage
+    entry, or None when nothing was unknown (onnxruntime not even imported)."""
+    unknown = unknown_tensors(facts, symbols)
+    if not unknown:
+        return None
+    improved, error = refine(model, facts, unknown, symbols)
+    if error is not None:
+        return {"status": "failed", "reason": error, "unknown": len(unknown), "resolved": 0}
+    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
