@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
@@ -35,12 +37,28 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    _add_cache(check)
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
     inspect.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
+
+    validate = sub.add_parser(
+        "validate", help="validate contract and profile files against the schemas (exit 0 or 2)")
+    validate.add_argument("files", nargs="+", metavar="FILE",
+                          help="a contract (npu-gate.json, npu-gate.*.json) or a profile "
+                               "(*.npu-profile.json)")
+    validate.add_argument("-q", "--quiet", action="store_true", help="print problems only")
+
+    check_onnx = sub.add_parser(
+        "check-onnx", help="gate ONNX files with the contracts that name them (pre-commit hook)")
+    check_onnx.add_argument("files", nargs="+", metavar="MODEL.onnx")
+    check_onnx.add_argument("--profile", help="gate files no contract names with this profile "
+                            "(default: skip them)")
+    check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
+    _add_cache(check_onnx)
 
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json"], default="text")
@@ -54,6 +72,14 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the JSON result")
     p.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     p.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
+
+
+def _add_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", action="store_true",
+                   help="ignore cached results and run the gate afresh (the new result is stored)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="result cache folder (default: $NPU_GATE_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/npu-gate or ~/.cache/npu-gate)")
 
 
 def _date(text: str) -> dt.date:
@@ -76,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profiles()
         if args.command == "explain":
             return _explain(args)
+        if args.command == "validate":
+            return _validate(args)
+        if args.command == "check-onnx":
+            return _check_onnx(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -92,8 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    # Keep this path free of onnx/numpy/torch until a cache miss: a hit must stay cheap.
     from npu_gate.contract import find_contract, load_contract
-    from npu_gate.pipeline import check_contract
 
     paths = [find_contract(p) for p in (args.contracts or [None])]
     if len(paths) > 1 and (args.json or args.markdown or args.log):
@@ -101,11 +131,7 @@ def _check(args: argparse.Namespace) -> int:
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
     worst = EXIT_PASS
     for contract in contracts:
-        result = check_contract(contract, today=args.today)
-        _emit(result, args)
-        if args.log:
-            _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
-        worst = max(worst, EXIT_PASS if result.passed else EXIT_FAIL)
+        worst = max(worst, _check_cached(contract, args))
     return worst
 
 
@@ -174,3 +200,181 @@ def _explain(args: argparse.Namespace) -> int:
         raise GateError(f"{args.id}: unknown rule id (see `npu-gate rules`)")
     print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
     return EXIT_PASS
+
+
+# --- result cache, validate, check-onnx ---------------------------------------------------
+
+def _check_cached(contract: Any, args: argparse.Namespace) -> int:
+    """Gate one contract, answering from the result cache when its key is unchanged."""
+    from npu_gate import cache
+
+    today = args.today or dt.date.today()
+    outputs = [Path(p) for p in (args.json, args.markdown, getattr(args, "log", None)) if p]
+
+    def key() -> str:
+        return cache.contract_key(contract, today, exclude=outputs)
+
+    def run() -> tuple[Any, list[Any]]:
+        from npu_gate.pipeline import check_contract
+
+        result = check_contract(contract, today=args.today)
+        deps = cache.onnx_dependencies(contract.onnx_path) if contract.onnx_path else []
+        return result, deps
+
+    return _cached(args, str(contract.path), key, run)
+
+
+def _cached(args: argparse.Namespace, label: str, key_fn: Any, run: Any) -> int:
+    from npu_gate import cache
+
+    # --no-cache skips the lookup only: the fresh result replaces whatever was stored.
+    store = cache.Store(cache.resolve_dir(args.cache_dir))
+    key = None
+    try:
+        key = key_fn()
+    except cache.NotCacheable as exc:
+        print(f"npu-gate: note: {label}: not cached: {exc}", file=sys.stderr)
+    if key is not None and not args.no_cache:
+        entry = store.get(key)
+        if entry is not None:
+            _emit_cached(entry, args)
+            return entry.exit_code
+    result, deps = run()
+    json_text, markdown_text, terminal = _render_all(result)
+    _emit_texts(args, json_text, markdown_text, terminal, result.log)
+    code = EXIT_PASS if result.passed else EXIT_FAIL
+    if key is not None:
+        store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
+    return code
+
+
+def _render_all(result: Any) -> tuple[str, str, str]:
+    from npu_gate.render import json_, markdown, text
+
+    return json_.render(result), markdown.render(result), text.render(result)
+
+
+def _emit_texts(args: argparse.Namespace, json_text: str, markdown_text: str, terminal: str,
+                log: list[str]) -> None:
+    if getattr(args, "json", None):
+        _write(args.json, json_text)
+    if getattr(args, "markdown", None):
+        _write(args.markdown, markdown_text)
+    if getattr(args, "log", None):
+        _write(args.log, "\n".join(log) + ("\n" if log else ""))
+    if not args.quiet:
+        sys.stdout.write(terminal)
+
+
+def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
+    """The stored outputs, each saying that it came from the cache."""
+    note = f"result from cache (key {entry.key[:12]}, computed {entry.created})"
+    doc = json.loads(entry.json)
+    doc["cache"] = {"hit": True, "key": entry.key, "created": entry.created}
+    json_text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    markdown_text = (f"{entry.markdown}\n_{note[0].upper()}{note[1:]}; "
+                     "`npu-gate check --no-cache` recomputes it._\n")
+    _emit_texts(args, json_text, markdown_text, f"{entry.text}  {note}\n", entry.log)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """Contract or profile files against the schemas (and what schemas cannot say).
+
+    Exit 2 when any file is invalid: the same "could not run" a `check` gives for it.
+    """
+    from npu_gate.contract import load_contract
+    from npu_gate.profile import load_profile
+    from npu_gate.validation import read_document
+
+    problems: list[str] = []
+    for name in args.files:
+        path = Path(name)
+        kind = "contract"
+        if name.endswith(".npu-profile.json"):
+            kind = "profile"
+        elif not Path(name).name.startswith("npu-gate"):
+            try:  # any other name: a profile has ops and no model
+                doc = read_document(path, name)
+                if isinstance(doc, dict) and "ops" in doc and "model" not in doc:
+                    kind = "profile"
+            except ValueError:
+                pass
+        try:
+            if kind == "profile":
+                load_profile(str(path) if path.suffix else f"./{path}", where=name)
+            else:
+                load_contract(path)
+        except GateError as exc:
+            problems.extend(exc.problems)
+            continue
+        if not args.quiet:
+            print(f"{name}: valid {kind}")
+    for problem in problems:
+        print(f"npu-gate: error: {problem}", file=sys.stderr)
+    return EXIT_ERROR if problems else EXIT_PASS
+
+
+def _check_onnx(args: argparse.Namespace) -> int:
+    """Gate ONNX files: with every contract that names one, else with --profile, else skip."""
+    from npu_gate.contract import load_contract
+
+    profile = None
+    if args.profile:
+        from npu_gate.profile import load_profile
+
+        profile = load_profile(args.profile, Path.cwd(), where="--profile")
+    worst = EXIT_PASS
+    seen: set[Path] = set()
+    for name in args.files:
+        model = Path(name)
+        if not model.is_file():
+            raise GateError(f"{name}: file not found")
+        contracts = [c for c in contracts_naming(model) if c not in seen]
+        seen.update(contracts)
+        if contracts:
+            for path in contracts:
+                args.json = args.markdown = args.today = None
+                worst = max(worst, _check_cached(load_contract(path), args))
+        elif profile is not None:
+            worst = max(worst, _inspect_cached(model, profile, args))
+        elif not args.quiet:
+            print(f"npu-gate: {name}: skipped: no npu-gate contract names it "
+                  "(pass --profile to gate it anyway)")
+    return worst
+
+
+def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
+    from npu_gate import cache
+
+    def run() -> tuple[Any, list[Any]]:
+        from npu_gate.pipeline import inspect_model
+
+        return inspect_model(model, profile), cache.onnx_dependencies(model)
+
+    args.json = args.markdown = None
+    return _cached(args, str(model), lambda: cache.inspect_key(model, profile), run)
+
+
+def contracts_naming(model: Path) -> list[Path]:
+    """Contracts (npu-gate.json, npu-gate.*.json, YAML too) in the model's folder or any
+    folder above it up to the working directory whose ``model.onnx`` is this file."""
+    from npu_gate.validation import read_document
+
+    target = model.resolve()
+    cwd = Path.cwd().resolve()
+    folders = [target.parent]
+    if target.is_relative_to(cwd):
+        folders += [p for p in target.parent.parents if p.is_relative_to(cwd)]
+    found = []
+    for folder in folders:
+        for path in sorted(folder.glob("npu-gate*")):
+            if not re.fullmatch(r"npu-gate(\.[^/]+)?\.(json|ya?ml)", path.name):
+                continue
+            try:
+                doc = read_document(path, str(path))
+                ref = doc["model"]["onnx"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a contract of an ONNX file, or broken: npu-gate-contract says why
+            if isinstance(ref, str) and (folder / ref).resolve() == target:
+                found.append(path)
+    return found
