@@ -41,7 +41,8 @@ def test_validate_reports_every_problem_with_its_json_path(run_cli: Run, tmp_pat
     bad.write_text(json.dumps(doc))
     profile = tmp_path / "x.npu-profile.json"
     profile.write_text(json.dumps({"name": "x", "description": "d", "source": "s",
-                                   "evidence": "illustrative", "ops": {"Relu": {"constraints": 3}}}))
+                                   "evidence": "illustrative",
+                                   "ops": {"Relu": {"constraints": 3}}}))
     broken = tmp_path / "npu-gate.broken.json"
     broken.write_text('{"model": ')
     run = run_cli("validate", good, bad, profile, broken)
@@ -110,7 +111,8 @@ def test_check_onnx_uses_the_cache_and_no_cache(run_cli: Run, tmp_path: Path,
 
 def test_check_onnx_missing_file_is_exit_2(run_cli: Run, tmp_path: Path) -> None:
     run = run_cli("check-onnx", tmp_path / "nope.onnx")
-    assert (run.code, run.err) == (2, f"npu-gate: error: {tmp_path / 'nope.onnx'}: file not found\n")
+    assert run.code == 2
+    assert run.err == f"npu-gate: error: {tmp_path / 'nope.onnx'}: file not found\n"
 
 
 # --- the manifest -----------------------------------------------------------------------
@@ -124,7 +126,8 @@ def test_manifest_hooks() -> None:
     assert list(h) == ["npu-gate-contract", "npu-gate-onnx", "npu-gate"]
     assert (h["npu-gate-contract"]["language"], h["npu-gate-contract"]["entry"]) == (
         "python", "npu-gate validate")
-    assert (h["npu-gate-onnx"]["language"], h["npu-gate-onnx"]["entry"], h["npu-gate-onnx"]["files"]) == (
+    onnx_hook = h["npu-gate-onnx"]
+    assert (onnx_hook["language"], onnx_hook["entry"], onnx_hook["files"]) == (
         "python", "npu-gate check-onnx", r"\.onnx$")
     full = h["npu-gate"]
     assert (full["language"], full["entry"], full["pass_filenames"], full["require_serial"]) == (
@@ -157,57 +160,68 @@ def test_manifest_is_valid_for_pre_commit() -> None:
 
 # --- end to end: a consumer repository and `pre-commit try-repo` -----------------------
 
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
 @pytest.fixture
 def consumer(tmp_path: Path) -> Path:
-    """A git repo: npu-gate.json naming models/good.onnx, models/npu-gate.bad.json naming
-    models/bad.onnx (a Relu falls back to CPU), and an invalid profile."""
+    """A git repo whose npu-gate.json names models/good.onnx (every node on the NPU)."""
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None:
         pytest.skip("git not installed")
     repo = tmp_path / "consumer"
-    models = repo / "models"
-    models.mkdir(parents=True)
-    (models / "good.onnx").write_bytes(tiny_model().SerializeToString())
-    (models / "bad.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
+    (repo / "models").mkdir(parents=True)
+    (repo / "models" / "good.onnx").write_bytes(tiny_model().SerializeToString())
     (repo / "npu-gate.json").write_text(json.dumps(contract_doc("models/good.onnx")))
-    (models / "npu-gate.bad.json").write_text(json.dumps(contract_doc("bad.onnx")))
-    (repo / "broken.npu-profile.json").write_text(json.dumps({"name": "broken"}))
-    for cmd in (["init", "-q"], ["add", "-A"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
     return repo
 
 
-@pytest.mark.slow
-def test_try_repo_onnx_hook_passes_a_good_model(consumer: Path) -> None:
-    done = pre_commit("try-repo", str(REPO), "npu-gate-onnx", "--verbose",
-                      "--files", "models/good.onnx", cwd=consumer)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"npu-gate ONNX models\.+Passed", done.stdout)
-    assert "npu-gate: consumer: PASS" in done.stdout
+def add_bad_files(repo: Path) -> None:
+    """models/npu-gate.bad.json naming models/bad.onnx (a Relu falls back to CPU), and an
+    invalid profile."""
+    (repo / "models" / "bad.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
+    (repo / "models" / "npu-gate.bad.json").write_text(json.dumps(contract_doc("bad.onnx")))
+    (repo / "broken.npu-profile.json").write_text(json.dumps({"name": "broken"}))
+    git(repo, "add", "-A")
+
+
+def hook_line(name: str, status: str) -> str:
+    return rf"(?m)^{re.escape(name)}\.+{status}$"
 
 
 @pytest.mark.slow
-def test_try_repo_onnx_hook_fails_a_bad_model_with_the_reason(consumer: Path) -> None:
-    done = pre_commit("try-repo", str(REPO), "npu-gate-onnx",
-                      "--files", "models/bad.onnx", cwd=consumer)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert re.search(r"npu-gate ONNX models\.+Failed", done.stdout)
-    assert "npu-gate: models: FAIL" in done.stdout
-    assert "error unsupported-op [cpu0]: op Relu not in profile demo" in done.stdout
-    assert "error gate-exceeded: max_cpu_nodes: 1 exceeds the limit 0" in done.stdout
+def test_try_repo_all_hooks_pass_then_fail_with_reasons(consumer: Path) -> None:
+    """Each try-repo installs the python hooks' environment afresh (about 30 s): two runs."""
+    good = pre_commit("try-repo", str(REPO), "--all-files", "--verbose", cwd=consumer)
+    assert good.returncode == 0, good.stdout + good.stderr
+    out = good.stdout
+    for name in ("npu-gate contract and profile files", "npu-gate ONNX models", "npu-gate"):
+        assert re.search(hook_line(name, "Passed"), out), out
+    assert "npu-gate.json: valid contract" in out
+    assert out.count("npu-gate: consumer: PASS") == 2  # the ONNX hook and the full gate
 
-
-@pytest.mark.slow
-def test_try_repo_contract_hook(consumer: Path) -> None:
-    done = pre_commit("try-repo", str(REPO), "npu-gate-contract", "--all-files", cwd=consumer)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert re.search(r"npu-gate contract and profile files\.+Failed", done.stdout)
-    assert "npu-gate.json: valid contract" in done.stdout
-    assert "models/npu-gate.bad.json: valid contract" in done.stdout
+    add_bad_files(consumer)
+    bad = pre_commit("try-repo", str(REPO), "--all-files", cwd=consumer)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    out = bad.stdout
+    assert re.search(hook_line("npu-gate contract and profile files", "Failed"), out), out
+    assert re.search(hook_line("npu-gate ONNX models", "Failed"), out), out
+    assert re.search(hook_line("npu-gate", "Passed"), out), out  # npu-gate.json is unchanged
+    assert "- exit code: 2" in out  # the invalid profile
     assert ("npu-gate: error: broken.npu-profile.json: (root): 'ops' is a required property"
-            in done.stdout)
+            in out)
+    assert "models/npu-gate.bad.json: valid contract" in out
+    assert "- exit code: 1" in out  # the bad model
+    assert "npu-gate: consumer: PASS" in out
+    assert "npu-gate: models: FAIL" in out
+    assert "error unsupported-op [cpu0]: op Relu not in profile demo" in out
+    assert "error gate-exceeded: max_cpu_nodes: 1 exceeds the limit 0" in out
 
 
+@pytest.mark.slow
 def test_try_repo_system_hook_runs_check_and_then_hits_the_cache(consumer: Path) -> None:
     # `language: system` installs nothing: npu-gate comes from this interpreter's bin folder.
     first = pre_commit("try-repo", str(REPO), "npu-gate", "--all-files", "--verbose", cwd=consumer)
