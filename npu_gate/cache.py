@@ -243,17 +243,21 @@ def folder_fingerprint(folder: Path, exclude: Iterable[Path] = ()) -> dict[str, 
     return out
 
 
-def onnx_dependencies(model: Path) -> list[Dependency]:
-    """The external data files of an ONNX model (called after a fresh run: onnx is loaded)."""
+def onnx_dependencies(model: Path) -> list[Dependency] | None:
+    """The external data files of an ONNX model (called after a fresh run: onnx is loaded);
+    None when they cannot be listed, and then the result is not stored."""
     import onnx
 
     from npu_gate.model_file import _external_tensors
 
-    proto = onnx.load(str(model), load_external_data=False)
-    folder = model.resolve().parent
-    names = sorted({e.value for t in _external_tensors(proto.graph) for e in t.external_data
-                    if e.key == "location"})
-    return [Dependency.of(folder / n) for n in names if (folder / n).is_file()]
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+        folder = model.resolve().parent
+        names = sorted({e.value for t in _external_tensors(proto.graph) for e in t.external_data
+                        if e.key == "location"})
+        return [Dependency.of(folder / n) for n in names if (folder / n).is_file()]
+    except Exception:
+        return None
 
 
 def _sha256_file(path: Path) -> str:

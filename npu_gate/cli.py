@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_onnx.add_argument("--profile", help="gate files no contract names with this profile "
                             "(default: skip them)")
     check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
+    check_onnx.set_defaults(json=None, markdown=None, log=None, today=None)  # as `check` has
     _add_cache(check_onnx)
 
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
@@ -209,12 +210,12 @@ def _check_cached(contract: Any, args: argparse.Namespace) -> int:
     from npu_gate import cache
 
     today = args.today or dt.date.today()
-    outputs = [Path(p) for p in (args.json, args.markdown, getattr(args, "log", None)) if p]
+    outputs = [Path(p) for p in (args.json, args.markdown, args.log) if p]
 
     def key() -> str:
         return cache.contract_key(contract, today, exclude=outputs)
 
-    def run() -> tuple[Any, list[Any]]:
+    def run() -> tuple[Any, list[Any] | None]:
         from npu_gate.pipeline import check_contract
 
         result = check_contract(contract, today=args.today)
@@ -224,7 +225,9 @@ def _check_cached(contract: Any, args: argparse.Namespace) -> int:
     return _cached(args, str(contract.path), key, run)
 
 
-def _cached(args: argparse.Namespace, label: str, key_fn: Any, run: Any) -> int:
+def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
+            run: Callable[[], tuple[Any, list[Any] | None]]) -> int:
+    """Answer from the cache, or ``run()`` the gate (result, external files read) and store."""
     from npu_gate import cache
 
     # --no-cache skips the lookup only: the fresh result replaces whatever was stored.
@@ -243,7 +246,7 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Any, run: Any) -> int:
     json_text, markdown_text, terminal = _render_all(result)
     _emit_texts(args, json_text, markdown_text, terminal, result.log)
     code = EXIT_PASS if result.passed else EXIT_FAIL
-    if key is not None:
+    if key is not None and deps is not None:
         store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
     return code
 
@@ -256,11 +259,11 @@ def _render_all(result: Any) -> tuple[str, str, str]:
 
 def _emit_texts(args: argparse.Namespace, json_text: str, markdown_text: str, terminal: str,
                 log: list[str]) -> None:
-    if getattr(args, "json", None):
+    if args.json:
         _write(args.json, json_text)
-    if getattr(args, "markdown", None):
+    if args.markdown:
         _write(args.markdown, markdown_text)
-    if getattr(args, "log", None):
+    if args.log:
         _write(args.log, "\n".join(log) + ("\n" if log else ""))
     if not args.quiet:
         sys.stdout.write(terminal)
@@ -333,7 +336,6 @@ def _check_onnx(args: argparse.Namespace) -> int:
         seen.update(contracts)
         if contracts:
             for path in contracts:
-                args.json = args.markdown = args.today = None
                 worst = max(worst, _check_cached(load_contract(path), args))
         elif profile is not None:
             worst = max(worst, _inspect_cached(model, profile, args))
@@ -346,12 +348,11 @@ def _check_onnx(args: argparse.Namespace) -> int:
 def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
     from npu_gate import cache
 
-    def run() -> tuple[Any, list[Any]]:
+    def run() -> tuple[Any, list[Any] | None]:
         from npu_gate.pipeline import inspect_model
 
         return inspect_model(model, profile), cache.onnx_dependencies(model)
 
-    args.json = args.markdown = None
     return _cached(args, str(model), lambda: cache.inspect_key(model, profile), run)
 
 
