@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.1"  # 1.1: optional "cache" (cached results)
+SCHEMA_VERSION = "1.2"  # 1.2: optional "cache" (a result answered from the cache)
 PASS = "pass"
 FAIL = "fail"
 
