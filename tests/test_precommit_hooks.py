@@ -147,7 +147,18 @@ def test_contract_hook_files_pattern(path: str, matches: bool) -> None:
 
 
 def pre_commit(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    """Run pre-commit as a user would: the `language: python` hooks import the npu_gate
+    their own environment installed from this repository (no PYTHONPATH leaks in), and
+    `npu-gate` on PATH (the `language: system` hook) runs this checkout's code."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if cwd != REPO:
+        bin_dir = cwd.parent / "user-bin"
+        bin_dir.mkdir(exist_ok=True)
+        script = bin_dir / "npu-gate"
+        script.write_text(
+            f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m npu_gate "$@"\n')
+        script.chmod(0o755)
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -223,7 +234,7 @@ def test_try_repo_all_hooks_pass_then_fail_with_reasons(consumer: Path) -> None:
 
 @pytest.mark.slow
 def test_try_repo_system_hook_runs_check_and_then_hits_the_cache(consumer: Path) -> None:
-    # `language: system` installs nothing: npu-gate comes from this interpreter's bin folder.
+    # `language: system` installs nothing: npu-gate is the one on PATH (see pre_commit()).
     first = pre_commit("try-repo", str(REPO), "npu-gate", "--all-files", "--verbose", cwd=consumer)
     assert first.returncode == 0, first.stdout + first.stderr
     assert re.search(r"npu-gate\.+Passed", first.stdout)
