@@ -119,7 +119,7 @@ class Store:
         try:
             doc = json.loads(self.path(key).read_text(encoding="utf-8"))
             entry = _entry_from(doc, key)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None  # corrupted or half-foreign: a miss; the next store replaces it
         if entry is None or not all(d.unchanged() for d in entry.deps):
             return None

@@ -252,7 +252,8 @@ def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Pa
 
 # --- corrupted entries and concurrent writers -----------------------------------------------
 
-@pytest.mark.parametrize("damage", ["truncate", "not-json", "tamper", "empty", "wrong-key"])
+@pytest.mark.parametrize("damage", ["truncate", "not-json", "tamper", "empty", "wrong-key",
+                                    "json-list", "bad-deps"])
 def test_corrupted_entry_is_ignored_and_rebuilt(run_cli: Run, tmp_path: Path, cache_dir: Path,
                                                 damage: str) -> None:
     contract = write_onnx_contract(tmp_path)
@@ -267,6 +268,13 @@ def test_corrupted_entry_is_ignored_and_rebuilt(run_cli: Run, tmp_path: Path, ca
         entry.write_text(text.replace('"exit_code": 0', '"exit_code": 1'))
     elif damage == "empty":
         entry.write_text("")
+    elif damage == "json-list":
+        entry.write_text("[1, 2]")
+    elif damage == "bad-deps":
+        doc = json.loads(text)
+        doc["deps"] = [{"path": 3}]
+        doc["digest"] = cache._digest(doc)
+        entry.write_text(json.dumps(doc))
     else:
         doc = json.loads(text)
         doc["key"] = "0" * 64
