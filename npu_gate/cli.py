@@ -237,6 +237,9 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
         key = key_fn()
     except cache.NotCacheable as exc:
         print(f"npu-gate: note: {label}: not cached: {exc}", file=sys.stderr)
+    except OSError as exc:  # an unreadable file in a torch contract's folder, say
+        print(f"npu-gate: note: {label}: not cached: cannot read {exc.filename}: {exc.strerror}",
+              file=sys.stderr)
     if key is not None and not args.no_cache:
         entry = store.get(key)
         if entry is not None:

@@ -235,6 +235,33 @@ def test_torch_factory_outside_the_contract_folder_is_not_cached(tmp_path: Path)
         cache.contract_key(load_contract(contract_path), dt.date(2026, 1, 1))
 
 
+def test_unreadable_file_in_a_torch_folder_runs_uncached(
+        tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from npu_gate import cli
+    from npu_gate.result import GateResult
+
+    contract_path = torch_contract(tmp_path / "seed")
+    real = cache._sha256_file
+
+    def deny(path: Path) -> str:  # root reads any file, so chmod cannot stage this
+        if path.name == "seed_net.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(cache, "_sha256_file", deny)
+    result = GateResult(name="seed", verdict="pass", profile={"name": "demo", "evidence": "x"},
+                        versions={}, model={})
+    args = cli.build_parser().parse_args(["check", str(contract_path), "-q"])
+    code = cli._cached(args, "seed", lambda: cache.contract_key(
+        load_contract(contract_path), dt.date(2026, 1, 1)), lambda: (result, []))
+    assert code == 0
+    assert capsys.readouterr().err == (
+        f"npu-gate: note: seed: not cached: cannot read {tmp_path / 'seed' / 'seed_net.py'}: "
+        "Permission denied\n")
+    assert entries(cache_dir) == []
+
+
 @pytest.mark.torch
 @pytest.mark.slow
 def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Path) -> None:
