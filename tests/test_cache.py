@@ -361,8 +361,10 @@ def test_unwritable_cache_never_fails_the_gate(run_cli: Run, tmp_path: Path) -> 
 
 # --- a hit stays light ------------------------------------------------------------------
 
-def test_a_hit_imports_no_onnx_numpy_or_torch(tmp_path: Path, run_cli: Run) -> None:
-    contract = write_onnx_contract(tmp_path, tiny_model(cpu_op="Relu"))
+@pytest.mark.parametrize("profile", ["demo", "board.npu-profile.json"])
+def test_a_hit_imports_no_onnx_numpy_or_torch(tmp_path: Path, run_cli: Run, profile: str) -> None:
+    shutil.copy(REPO / "npu_gate" / "profiles" / "demo.json", tmp_path / "board.npu-profile.json")
+    contract = write_onnx_contract(tmp_path, tiny_model(cpu_op="Relu"), profile=profile)
     assert run_cli("check", contract, "-q").code == 1  # fills the cache (this test's folder)
     probe = (
         "import json, sys\n"
