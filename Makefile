@@ -16,6 +16,7 @@ $(BIN)/npu-gate: pyproject.toml requirements-dev.txt
 venv: $(BIN)/npu-gate
 
 # Gate the bundled lesson net. It is meant to FAIL (Clip falls back to CPU): exit 1 is expected.
+# Bundle runs (--out) never use the result cache: the demo always runs the whole gate.
 demo: venv
 	$(BIN)/npu-gate check examples/seed-hardswish --out $(OUT); \
 	code=$$?; echo "exit code $$code; evidence bundle in $(OUT): report.md, result.json, conversion.log, minimal/"; \

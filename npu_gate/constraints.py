@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npu_gate.graph import NodeFacts, TensorInfo
+if TYPE_CHECKING:  # graph imports onnx: keep profile validation (and cache hits) free of it
+    from npu_gate.graph import NodeFacts, TensorInfo
 
 UNKNOWN = "unknown"
 VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent")
@@ -97,6 +98,8 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
         index, names, kind = c["output"], node.outputs, "output"
     if index >= len(names) or not names[index]:
         return []  # absent optional tensor: nothing to violate
+    from npu_gate.graph import TensorInfo
+
     tensor = ctx.tensors.get(names[index]) or TensorInfo(names[index], None, None)
     subject = f"{kind} {index}"
     out = [

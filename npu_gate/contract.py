@@ -107,7 +107,8 @@ def find_contract(arg: str | None) -> Path:
     return base
 
 
-def load_contract(path: Path) -> Contract:
+def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
+    """Load and validate a contract. ``check_onnx=False``: see ``profile.load_profile``."""
     label = str(path)
     try:
         doc = read_document(path, label)
@@ -120,7 +121,8 @@ def load_contract(path: Path) -> Contract:
     folder = path.resolve().parent
     profile: Profile | None = None
     try:
-        profile = load_profile(doc["target"]["profile"], folder, where=f"{label}: target.profile")
+        profile = load_profile(doc["target"]["profile"], folder, where=f"{label}: target.profile",
+                               check_onnx=check_onnx)
     except ProfileError as exc:
         problems.extend(exc.problems)
     model = doc["model"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.1"
+# 1.1: optional "minimal" (bundle runs), shape_chains, dynamic_dims, exporter_comparison;
+# 1.2: optional "cache" (a result answered from the cache)
+SCHEMA_VERSION = "1.2"
 PASS = "pass"
 FAIL = "fail"
 

@@ -86,3 +86,13 @@ def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
             f"{name} differs from the golden file; rerun with --update-goldens if intended")
 
     return check
+
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory: pytest.TempPathFactory,
+                          monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own empty result cache: `check` caches by default, and a hit
+    left by another test (or the developer's ~/.cache) must never change an output."""
+    folder = tmp_path_factory.mktemp("npu-gate-cache")
+    monkeypatch.setenv("NPU_GATE_CACHE_DIR", str(folder))
+    return folder

@@ -1,0 +1,268 @@
+"""Result cache: an unchanged model against an unchanged contract is not gated twice.
+
+A key is the sha256 of everything a result depends on: the model (the ONNX file's
+bytes, or for a torch factory every file under the contract folder), the contract's
+bytes and path, the resolved profile, which waivers have expired, the versions of
+python/onnx/onnxruntime/torch/onnxscript (from package metadata, never by importing
+them) and npu_gate's version. An entry holds what the CLI prints and writes (JSON,
+Markdown, terminal text, conversion log) and the exit code, so a hit needs none of
+onnx, onnxruntime, numpy or torch: this module imports the standard library only.
+
+ONNX external data files are not known before the model is parsed; an entry lists them
+with their sha256 and a hit re-checks them (stat first, hash when the stat changed).
+
+Entries are written atomically (temp file + ``os.replace``), so concurrent runs never see
+half an entry; an unreadable, foreign or tampered entry is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from npu_gate import __version__
+
+ENV_VAR = "NPU_GATE_CACHE_DIR"
+FORMAT = 1  # layout of an entry file; bump when it changes
+# Packages whose versions appear in a result (pipeline.versions) and can change it.
+VERSIONED = ("onnx", "onnxruntime", "torch", "onnxscript")
+# A torch contract folder is hashed whole; past these limits it is not cached.
+MAX_FILES = 2000
+MAX_BYTES = 256 * 1024 * 1024
+SKIP_DIRS = {"__pycache__", "node_modules", "venv", "site-packages"}
+
+
+class NotCacheable(Exception):
+    """This run cannot be keyed safely; it runs fresh and is not stored."""
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A file the result depends on that is not part of the key (ONNX external data)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path) -> Dependency:
+        st = path.stat()
+        return cls(str(path.resolve()), st.st_size, st.st_mtime_ns, _sha256_file(path))
+
+    def unchanged(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        if st.st_size != self.size:
+            return False
+        return st.st_mtime_ns == self.mtime_ns or _sha256_file(Path(self.path)) == self.sha256
+
+
+@dataclass
+class Entry:
+    key: str
+    exit_code: int
+    json: str
+    markdown: str
+    text: str
+    log: list[str] = field(default_factory=list)
+    deps: list[Dependency] = field(default_factory=list)
+    created: str = ""
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "npu_gate": __version__,
+            "key": self.key,
+            "created": self.created,
+            "exit_code": self.exit_code,
+            "json": self.json,
+            "markdown": self.markdown,
+            "text": self.text,
+            "log": self.log,
+            "deps": [d.__dict__ for d in self.deps],
+        }
+
+
+def default_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "npu-gate"
+
+
+def resolve_dir(option: str | None) -> Path:
+    """``--cache-dir``, else ``$NPU_GATE_CACHE_DIR``, else the user cache dir."""
+    return Path(option or os.environ.get(ENV_VAR) or default_dir())
+
+
+class Store:
+    """Entries live at ``<dir>/<npu_gate version>/<key[:2]>/<key>.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / __version__ / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Entry | None:
+        """The entry for ``key``, or None when missing, unreadable or stale."""
+        try:
+            doc = json.loads(self.path(key).read_text(encoding="utf-8"))
+            entry = _entry_from(doc, key)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # corrupted or half-foreign: a miss; the next store replaces it
+        if entry is None or not all(d.unchanged() for d in entry.deps):
+            return None
+        return entry
+
+    def put(self, entry: Entry) -> None:
+        """Write atomically; a cache that cannot be written never fails the gate."""
+        target = self.path(entry.key)
+        payload = entry.payload()
+        payload["digest"] = _digest(payload)
+        tmp = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(payload, f, ensure_ascii=False)
+            os.replace(tmp, target)
+            tmp = None
+        except OSError:
+            pass
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+def _digest(payload: dict[str, Any]) -> str:
+    body = {k: v for k, v in payload.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _entry_from(doc: dict[str, Any], key: str) -> Entry | None:
+    if (doc.get("format") != FORMAT or doc.get("npu_gate") != __version__ or doc.get("key") != key
+            or doc.get("digest") != _digest(doc) or doc.get("exit_code") not in (0, 1)):
+        return None
+    texts = [doc["json"], doc["markdown"], doc["text"], *doc["log"]]
+    if not all(isinstance(t, str) for t in texts):
+        return None
+    deps = [Dependency(str(d["path"]), int(d["size"]), int(d["mtime_ns"]), str(d["sha256"]))
+            for d in doc["deps"]]
+    return Entry(key, doc["exit_code"], doc["json"], doc["markdown"], doc["text"], list(doc["log"]),
+                 deps, str(doc.get("created", "")))
+
+
+def new_entry(key: str, exit_code: int, json_text: str, markdown: str, text: str,
+              log: list[str], deps: list[Dependency]) -> Entry:
+    created = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+    return Entry(key, exit_code, json_text, markdown, text, log, deps, created)
+
+
+# --- keys -------------------------------------------------------------------------------
+
+def tool_versions() -> dict[str, str | None]:
+    import platform
+
+    def version_of(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), "npu_gate": __version__,
+            **{name: version_of(name) for name in VERSIONED}}
+
+
+def make_key(parts: dict[str, Any]) -> str:
+    doc = {"format": FORMAT, "npu_gate": __version__, "versions": tool_versions(), **parts}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) -> str:
+    """The key of gating ``contract`` (a ``npu_gate.contract.Contract``) on ``today``.
+
+    ``exclude``: files this run writes (--json, --markdown, --log); when they sit in the
+    contract folder they must not change the key of the next run.
+    """
+    parts: dict[str, Any] = {
+        "kind": "check",
+        "contract": str(Path(contract.path).resolve()),
+        "contract_sha256": contract.sha256,
+        "profile_sha256": contract.profile.sha256,
+        # Waivers depend on the date only through whether each one has expired.
+        "expired": [w.expires is not None and w.expires < today for w in contract.waivers],
+    }
+    if contract.onnx_path is not None:
+        parts["model"] = {"onnx": _sha256_file(Path(contract.onnx_path))}
+    else:
+        folder = Path(contract.path).resolve().parent
+        top = contract.torch.factory.split(":")[0].split(".")[0]
+        if not ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()):
+            raise NotCacheable(f"the factory module {top!r} is not in the contract folder, so "
+                               "its sources cannot be keyed")
+        parts["model"] = {"torch_sources": folder_fingerprint(folder, exclude)}
+    return make_key(parts)
+
+
+def inspect_key(model: Path, profile: Any) -> str:
+    return make_key({"kind": "inspect", "model_path": str(model.resolve()),
+                     "model": {"onnx": _sha256_file(model)}, "profile_sha256": profile.sha256})
+
+
+def folder_fingerprint(folder: Path, exclude: Iterable[Path] = ()) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (the factory's sources and whatever data
+    it reads), skipping hidden entries, caches and virtualenvs."""
+    skip = {Path(p).resolve() for p in exclude}
+    out: dict[str, str] = {}
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            if name.startswith(".") or name.endswith(".pyc"):
+                continue
+            path = Path(dirpath) / name
+            if path.resolve() in skip or not path.is_file():
+                continue
+            total += path.stat().st_size
+            if len(out) >= MAX_FILES or total > MAX_BYTES:
+                raise NotCacheable(f"{folder} holds more than {MAX_FILES} files or "
+                                   f"{MAX_BYTES >> 20} MiB; give the model its own folder")
+            out[path.relative_to(folder).as_posix()] = _sha256_file(path)
+    return out
+
+
+def onnx_dependencies(model: Path) -> list[Dependency] | None:
+    """The external data files of an ONNX model (called after a fresh run: onnx is loaded);
+    None when they cannot be listed, and then the result is not stored."""
+    import onnx
+
+    from npu_gate.model_file import _external_tensors
+
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+        folder = model.resolve().parent
+        names = sorted({e.value for t in _external_tensors(proto.graph) for e in t.external_data
+                        if e.key == "location"})
+        return [Dependency.of(folder / n) for n in names if (folder / n).is_file()]
+    except Exception:
+        return None
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
