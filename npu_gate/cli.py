@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
+    rewrites = sub.add_parser("rewrites", help="list the rewrite catalog (contract key `rewrites`)")
+    rewrites.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     explain = sub.add_parser("explain", help="show the documentation of a rule id")
     explain.add_argument("id")
     return parser
@@ -110,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profiles()
         if args.command == "explain":
             return _explain(args)
+        if args.command == "rewrites":
+            return _rewrites(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -275,4 +279,20 @@ def _reduce(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"{len(reducer.order)} -> {len(outcome.nodes)} nodes in {len(outcome.steps)} steps: "
               f"{out} (log: {log})")
+    return EXIT_PASS
+
+
+def _rewrites(args: argparse.Namespace) -> int:
+    from npu_gate.rewrites import REWRITES, rewrites_markdown
+
+    if args.format == "json":
+        doc = [{"name": r.name, "exact": r.exact, "matches": r.matches, "emits": r.emits, "doc": r.doc}
+               for r in REWRITES.values()]
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        sys.stdout.write(rewrites_markdown())
+    else:
+        width = max(len(r.name) for r in REWRITES.values())
+        for r in REWRITES.values():
+            print(f"{r.name:<{width}}  {'exact' if r.exact else 'approx':<6}  {r.matches} -> {r.emits}")
     return EXIT_PASS

@@ -1,0 +1,137 @@
+"""The rewrite catalog: graph surgery, names, exactness, docs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+import rewrite_zoo as zoo
+from conftest import REPO
+
+from npu_gate.contract import InputSpec
+from npu_gate.rewrites import REWRITES, apply, rewrites_markdown
+from npu_gate.rewrites.verify import verify
+from npu_gate.samples import make_samples
+
+
+def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0) -> list[dict[str, np.ndarray]]:
+    """The contract's seeded samples (npu_gate.samples) for input x in [lo, hi]."""
+    return make_samples([InputSpec("x", zoo.SHAPE, "float32", None, (lo, hi))], count, seed=0)
+
+
+def ops(model: onnx.ModelProto) -> Counter[str]:
+    return Counter(n.op_type for n in model.graph.node)
+
+
+EXACT_CASES = [
+    ("decompose-hardswish", zoo.hardswish, {"Conv": 2, "Add": 1, "Clip": 1, "Mul": 1, "Div": 1}),
+    ("fuse-hardswish", zoo.hardswish_by_hand, {"Conv": 2, "HardSwish": 1}),
+    ("fuse-hardswish", zoo.hardsigmoid_swish, {"Conv": 2, "HardSwish": 1, "ReduceMean": 1}),
+    ("decompose-hardsigmoid", zoo.hardsigmoid_swish,
+     {"Conv": 2, "Mul": 2, "Add": 1, "Clip": 1, "ReduceMean": 1}),
+    ("decompose-layernorm", zoo.layernorm,
+     {"ReduceMean": 2, "Sub": 1, "Pow": 1, "Add": 2, "Sqrt": 1, "Div": 1, "Mul": 1}),
+    ("pad-reflect-to-slice-concat", zoo.reflect_pad, {"Slice": 4, "Concat": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "census"), EXACT_CASES)
+def test_exact_rewrites_within_1e6(name, build, census):
+    original = build()
+    rewritten, applied = apply(original, [REWRITES[name]])
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert dict(ops(rewritten)) == census
+    assert len(applied) == 1 and applied[0].exact
+    # fp32 rounding differs by a few ulps; the layers after the region can amplify them, so the
+    # end-to-end check is relative as well. At the region itself: within 1e-6 absolute.
+    result = verify(original, rewritten, applied, samples(), {}, (1e-6, 1e-6))
+    assert [(c.kind, c.where) for c in result.checks] == [("output", "y")] + (
+        [] if applied[0].output == "y" else [("region", applied[0].output)]) + (
+        [("region", "y")] if applied[0].output == "y" else [])
+    assert all(c.passed for c in result.checks), [c.max_abs_err for c in result.checks]
+    assert max(c.max_abs_err for c in result.checks if c.kind == "region") <= 1e-6
+
+
+@pytest.mark.parametrize(("axis", "bias", "opset"), [(-1, True, 17), (2, False, 17), (1, True, 18), (-3, False, 18)])
+def test_layernorm_respects_axis_bias_and_opset(axis, bias, opset):
+    original = zoo.layernorm(axis, bias, opset)
+    rewritten, applied = apply(original, [REWRITES["decompose-layernorm"]])
+    onnx.checker.check_model(rewritten, full_check=True)
+    reduce = [n for n in rewritten.graph.node if n.op_type == "ReduceMean"]
+    axes = list(range(axis - 4 if axis >= 0 else axis, 0))
+    if opset >= 18:
+        by_name = {t.name: onnx.numpy_helper.to_array(t) for t in rewritten.graph.initializer}
+        assert [list(by_name[n.input[1]]) for n in reduce] == [axes, axes]
+    else:
+        assert [list(n.attribute[0].ints) for n in reduce] == [axes, axes]
+    assert ops(rewritten)["Add"] == (2 if bias else 1)
+    checks = verify(original, rewritten, applied, samples(), {}, (1e-5, 0.0)).checks
+    assert all(c.passed for c in checks), [c.max_abs_err for c in checks]
+
+
+def test_fuse_inverts_decompose():
+    original = zoo.hardswish()
+    decomposed, _ = apply(original, [REWRITES["decompose-hardswish"]])
+    fused, applied = apply(decomposed, [REWRITES["fuse-hardswish"]])
+    assert ops(fused) == ops(original)
+    assert {t.name for t in fused.graph.initializer} == {t.name for t in original.graph.initializer}
+    assert applied[0].replaced == [("hswish/decomposed/Add", "Add"), ("hswish/decomposed/Clip", "Clip"),
+                                   ("hswish/decomposed/Mul", "Mul"), ("hswish/decomposed/Div", "Div")]
+
+
+def test_emitted_names_derive_from_the_original_node():
+    _, applied = apply(zoo.hardswish(), [REWRITES["decompose-hardswish"]])
+    assert applied[0].anchor == "hswish"
+    assert applied[0].emitted == [("hswish/decomposed/Add", "Add"), ("hswish/decomposed/Clip", "Clip"),
+                                  ("hswish/decomposed/Mul", "Mul"), ("hswish/decomposed/Div", "Div")]
+    _, fused = apply(zoo.hardswish_by_hand(), [REWRITES["fuse-hardswish"]])
+    assert fused[0].emitted == [("/act/Clip/fused/HardSwish", "HardSwish")]
+
+
+def test_hardsigmoid_uses_the_nodes_alpha_and_the_onnx_default():
+    for alpha, expected in ((1 / 6, 1 / 6), (None, 0.2)):
+        rewritten, _ = apply(zoo.hardsigmoid_swish(alpha), [REWRITES["decompose-hardsigmoid"]])
+        by_name = {t.name: float(onnx.numpy_helper.to_array(t)) for t in rewritten.graph.initializer
+                   if t.name.endswith("/alpha")}
+        assert by_name == {"/act/HardSigmoid/decomposed/alpha": pytest.approx(expected)}
+
+
+def test_fuse_leaves_other_hardsigmoids_alone():
+    # ONNX default alpha 0.2 is not HardSwish's 1/6: no match, nothing changes.
+    rewritten, applied = apply(zoo.hardsigmoid_swish(None), [REWRITES["fuse-hardswish"]])
+    assert applied == [] and ops(rewritten) == ops(zoo.hardsigmoid_swish(None))
+
+
+@pytest.mark.parametrize("build", [zoo.gelu_op, zoo.gelu_erf])
+def test_gelu_tanh_is_approximate_and_its_error_is_measured(build):
+    original = build()
+    rewritten, applied = apply(original, [REWRITES["gelu-tanh"]])
+    assert not applied[0].exact
+    assert ops(rewritten) == Counter({"Mul": 6, "Add": 2, "Tanh": 1})
+    checks = verify(original, rewritten, applied, samples(), {}, (1e-4, 0.0)).checks
+    # The tanh form is off by ~4.7e-4 near |x| = 2: beyond 1e-4, within 1e-3, and reported.
+    assert [c.passed for c in checks] == [False, False]
+    assert 3e-4 < checks[0].max_abs_err < 1e-3
+
+
+def test_no_match_returns_an_equal_copy():
+    original = zoo.reflect_pad()
+    rewritten, applied = apply(original, [REWRITES["decompose-hardswish"]])
+    assert applied == [] and rewritten == original and rewritten is not original
+
+
+def test_rewrite_docs_are_up_to_date(run_cli):
+    run = run_cli("rewrites", "--format", "markdown")
+    assert run.code == 0
+    assert run.out == (REPO / "docs" / "rewrites.md").read_text() == rewrites_markdown(), \
+        "regenerate: npu-gate rewrites --format markdown > docs/rewrites.md"
+
+
+def test_rewrites_command_lists_the_catalog(run_cli):
+    run = run_cli("rewrites")
+    names = [line.split()[0] for line in run.out.splitlines()]
+    assert names == ["decompose-hardswish", "fuse-hardswish", "decompose-hardsigmoid", "gelu-tanh",
+                     "decompose-layernorm", "pad-reflect-to-slice-concat"]
+    assert "gelu-tanh                    approx" in run.out
