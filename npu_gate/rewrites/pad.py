@@ -31,13 +31,13 @@ def _find(view: GraphView) -> list[Match]:
             axes = [int(a) % rank for a in given.reshape(-1)]
         if len(pads) != 2 * len(axes):
             continue
-        per_axis = []
+        per_axis: list[tuple[int, int, int]] = []
         for k, axis in enumerate(axes):
             before, after = pads[k], pads[k + len(axes)]
             dim = shape[axis]
             # Reflection needs before/after < dim; negative pads (crops) are not handled.
             if before < 0 or after < 0 or dim is None or max(before, after) >= dim:
-                per_axis = []
+                per_axis: list[tuple[int, int, int]] = []
                 break
             if before or after:
                 per_axis.append((axis, before, after))
