@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    check.add_argument("--device-timings", metavar="FILE",
+                       help="latencies measured on the board (.json or .csv keyed by model, partition or "
+                            "node) for the review table; overrides the contract's device_timings")
     bundle = check.add_mutually_exclusive_group()
     bundle.add_argument("--out", metavar="DIR",
                         help="write the evidence bundle into DIR (one contract)")
@@ -138,6 +141,13 @@ def _check(args: argparse.Namespace) -> int:
         raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
                         "contract (or use --bundle)")
     contracts = [load_contract(p) for p in paths]  # every contract is valid before any model runs
+    if args.device_timings:
+        import dataclasses
+
+        timings = Path(args.device_timings)
+        if not timings.is_file():
+            raise GateError(f"--device-timings: file {args.device_timings!r} not found")
+        contracts = [dataclasses.replace(c, device_timings=timings) for c in contracts]
     worst = EXIT_PASS
     for contract in contracts:
         if args.out or args.bundle:

@@ -45,6 +45,24 @@ class Numerics:
     rtol: float = 1e-3
     samples: int = 4
     seed: int = 0
+    samples_file: Path | None = None  # .npz of real inputs, sample k in row k (rewrite verification)
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """A catalog rewrite the gate applies before checking (``rewrites`` in the contract)."""
+
+    name: str
+    atol: float | None = None  # None: numerics.atol
+    rtol: float | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """``metric``: a task metric comparing the original and the rewritten model's outputs."""
+
+    callable: str  # module:function, imported with the contract folder on sys.path
+    threshold: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {min?, max?}
 
 
 @dataclass(frozen=True)
@@ -87,6 +105,9 @@ class Contract:
     gates: Gates
     waivers: list[Waiver] = field(default_factory=list)
     sha256: str = ""
+    rewrites: list[RewriteRequest] = field(default_factory=list)
+    metric: Metric | None = None
+    device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
 
     @property
     def folder(self) -> Path:
@@ -128,6 +149,10 @@ def load_contract(path: Path) -> Contract:
         onnx_path = folder / model["onnx"]
         if not onnx_path.is_file():
             problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
+    for key, ref in (("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
+                     ("device_timings", doc.get("device_timings"))):
+        if ref is not None and not (folder / ref).is_file():
+            problems.append(f"{label}: {key}: file {ref!r} not found")
     if problems or profile is None:
         raise ContractError(*problems)
 
@@ -155,6 +180,7 @@ def load_contract(path: Path) -> Contract:
             rtol=float(numerics.get("rtol", Numerics.rtol)),
             samples=int(numerics.get("samples", Numerics.samples)),
             seed=int(numerics.get("seed", Numerics.seed)),
+            samples_file=folder / numerics["samples_file"] if "samples_file" in numerics else None,
         ),
         gates=Gates(
             max_cpu_nodes=gates.get("max_cpu_nodes"),
@@ -173,7 +199,17 @@ def load_contract(path: Path) -> Contract:
             for w in doc.get("waivers", [])
         ],
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        rewrites=[_rewrite_request(r) for r in doc.get("rewrites", [])],
+        metric=Metric(doc["metric"]["callable"], dict(doc["metric"].get("threshold", {})))
+        if "metric" in doc else None,
+        device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
     )
+
+
+def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
+    if isinstance(item, str):
+        return RewriteRequest(item)
+    return RewriteRequest(item["name"], item.get("atol"), item.get("rtol"))
 
 
 def _input_spec(doc: dict[str, Any]) -> InputSpec:
@@ -200,6 +236,16 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                 f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
                 f"but the shape has rank {len(spec['shape'])}"
             )
+    from npu_gate.rewrites import REWRITES  # onnx graph surgery: only loaded for contracts
+
+    named: set[str] = set()
+    for i, item in enumerate(doc.get("rewrites", [])):
+        name = item if isinstance(item, str) else item["name"]
+        if name not in REWRITES:
+            problems.append(f"{label}: rewrites[{i}]: unknown rewrite {name!r} (known: {', '.join(REWRITES)})")
+        elif name in named:
+            problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
+        named.add(name)
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 PASS = "pass"
 FAIL = "fail"
 
@@ -112,6 +112,14 @@ class GateResult:
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
     # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see minimal.py.
     minimal: dict[str, Any] | None = None
+    # Rewrites (npu_gate/rewrites/stage.py): applied ones with their proof, verified
+    # suggestions, the review table; rewrite_check/metric/device_timings only when they apply.
+    rewrites: list[dict[str, Any]] = field(default_factory=list)
+    rewrite_check: dict[str, Any] | None = None
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+    review: list[dict[str, Any]] = field(default_factory=list)
+    metric: dict[str, Any] | None = None
+    device_timings: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -147,5 +155,13 @@ class GateResult:
         }
         if self.minimal is not None:
             out["minimal"] = self.minimal
+        out["rewrites"] = self.rewrites
+        if self.rewrite_check is not None:
+            out["rewrite_check"] = self.rewrite_check
+        out["suggestions"] = self.suggestions
+        out["review"] = self.review
+        for key in ("metric", "device_timings"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         out["timings"] = self.timings
         return out

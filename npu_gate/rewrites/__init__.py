@@ -36,6 +36,8 @@ class Applied:
     output: str  # the region's output tensor: same name before and after
     replaced: list[tuple[str, str]] = field(default_factory=list)  # (node name, op type)
     emitted: list[tuple[str, str]] = field(default_factory=list)
+    replaced_tensors: list[str] = field(default_factory=list)  # first output of each replaced node
+    emitted_tensors: list[str] = field(default_factory=list)
 
 
 def find(model: onnx.ModelProto, rewrite: Rewrite) -> list[Match]:
@@ -98,6 +100,8 @@ def _replace(view: GraphView, rewrite: Rewrite, matches: list[Match]) -> tuple[o
             rewrite.name, rewrite.exact, m.anchor, m.output,
             [(view.node_name(i), view.nodes[i].op_type) for i in sorted(m.nodes)],
             [(n.name, n.op_type) for n in emitted.nodes],
+            [view.nodes[i].output[0] for i in sorted(m.nodes)],
+            [n.output[0] for n in emitted.nodes],
         ))
     model = _copy(view.model)
     nodes = []

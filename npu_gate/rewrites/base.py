@@ -68,7 +68,7 @@ class GraphView:
 
     def node_name(self, i: int) -> str:
         node = self.nodes[i]
-        return node.name or f"{node.op_type}:{node.output[0]}"
+        return node.name or f"{node.op_type}#{i}"  # the display name graph facts give it
 
     def const(self, name: str) -> np.ndarray | None:
         """The value of a constant tensor (initializer or Constant node), else None."""

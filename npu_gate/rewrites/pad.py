@@ -37,7 +37,7 @@ def _find(view: GraphView) -> list[Match]:
             dim = shape[axis]
             # Reflection needs before/after < dim; negative pads (crops) are not handled.
             if before < 0 or after < 0 or dim is None or max(before, after) >= dim:
-                per_axis: list[tuple[int, int, int]] = []
+                per_axis = []
                 break
             if before or after:
                 per_axis.append((axis, before, after))
