@@ -193,6 +193,8 @@ class Rewriting:
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         assert self.checked is not None
         cpu = {n.outputs[0]["name"]: n.name for n in result.nodes if n.placement == "cpu" and n.outputs}
+        if not cpu:
+            return  # nothing falls back: no suggestions section at all
         base = summary(result)
         view = GraphView(self.checked)
         tried, skipped = 0, 0
