@@ -93,6 +93,15 @@ class Waiver:
 
 
 @dataclass(frozen=True)
+class Replacement:
+    """``replacement``: the user's own rewritten model, compared with the original."""
+
+    onnx_path: Path | None
+    onnx_ref: str | None
+    torch: TorchModel | None
+
+
+@dataclass(frozen=True)
 class Contract:
     path: Path
     name: str
@@ -108,6 +117,7 @@ class Contract:
     rewrites: list[RewriteRequest] = field(default_factory=list)
     metric: Metric | None = None
     device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
+    replacement: Replacement | None = None
 
     @property
     def folder(self) -> Path:
@@ -153,18 +163,17 @@ def load_contract(path: Path) -> Contract:
                      ("device_timings", doc.get("device_timings"))):
         if ref is not None and not (folder / ref).is_file():
             problems.append(f"{label}: {key}: file {ref!r} not found")
+    replacement_doc = doc.get("replacement", {})
+    if "onnx" in replacement_doc and not (folder / replacement_doc["onnx"]).is_file():
+        problems.append(f"{label}: replacement.onnx: file {replacement_doc['onnx']!r} not found")
     if problems or profile is None:
         raise ContractError(*problems)
 
-    torch_model = None
-    if "torch" in model:
-        t = model["torch"]
-        torch_model = TorchModel(
-            factory=t["factory"],
-            kwargs=dict(t.get("kwargs", {})),
-            exporter=t.get("exporter", "dynamo"),
-            opset=int(t.get("opset", 18)),
-        )
+    torch_model = _torch_model(model)
+    replacement = None
+    if replacement_doc:
+        ref = replacement_doc.get("onnx")
+        replacement = Replacement(folder / ref if ref else None, ref, _torch_model(replacement_doc))
     numerics = doc.get("numerics", {})
     gates = doc.get("gates", {})
     return Contract(
@@ -203,6 +212,19 @@ def load_contract(path: Path) -> Contract:
         metric=Metric(doc["metric"]["callable"], dict(doc["metric"].get("threshold", {})))
         if "metric" in doc else None,
         device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
+        replacement=replacement,
+    )
+
+
+def _torch_model(model: dict[str, Any]) -> TorchModel | None:
+    if "torch" not in model:
+        return None
+    t = model["torch"]
+    return TorchModel(
+        factory=t["factory"],
+        kwargs=dict(t.get("kwargs", {})),
+        exporter=t.get("exporter", "dynamo"),
+        opset=int(t.get("opset", 18)),
     )
 
 

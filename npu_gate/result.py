@@ -120,6 +120,7 @@ class GateResult:
     review: list[dict[str, Any]] = field(default_factory=list)
     metric: dict[str, Any] | None = None
     device_timings: dict[str, Any] | None = None
+    replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
 
     @property
     def passed(self) -> bool:
@@ -160,7 +161,7 @@ class GateResult:
             out["rewrite_check"] = self.rewrite_check
         out["suggestions"] = self.suggestions
         out["review"] = self.review
-        for key in ("metric", "device_timings"):
+        for key in ("metric", "device_timings", "replacement"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["timings"] = self.timings

@@ -136,12 +136,13 @@ RULES: dict[str, Rule] = {
         Rule(
             "rewrite-mismatch",
             ERROR,
-            "A rewrite named in the contract changes the numbers beyond its tolerance.",
+            "A rewrite named in the contract (or its replacement model) changes the numbers beyond tolerance.",
             "The original and the rewritten model run with onnxruntime (CPU, graph optimizations "
             "off) on the contract's seeded samples and the rows of numerics.samples_file; every "
             "graph output and the output tensor of every replaced region (layer-wise) is "
             "compared: an element passes when |rewritten - original| <= atol + rtol * "
-            "|original|. A wrong rewrite often hides end to end and shows at its region.",
+            "|original|. A wrong rewrite often hides end to end and shows at its region. A "
+            "`replacement` model is compared end to end only (outputs paired by position).",
         ),
         Rule(
             "rewrite-unmatched",

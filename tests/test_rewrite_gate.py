@@ -193,6 +193,24 @@ def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
     assert doc["review"][0]["latency"]["device"] == {"scope": "model", "key": "net", "ms": 3.5, "source": None}
 
 
+def test_device_timings_by_partition(tmp_path):
+    (tmp_path / "board.json").write_text(json.dumps({"timings": [{"scope": "partition", "key": "1", "ms": 0.7}]}))
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
+    assert [(p.id, p.device, p.nodes) for p in result.partitions] == [
+        (0, "npu", ["conv0"]), (1, "cpu", ["hswish"]), (2, "npu", ["conv1"])]
+    assert result.review[0]["latency"]["device"] == {"scope": "partition", "key": "1", "ms": 0.7, "source": None}
+    assert "device: 0.7 ms (partition <code>1</code>)" in markdown.render(result)
+
+
+def test_emitted_name_clash_is_a_model_error(tmp_path, run_cli):
+    model = zoo.hardswish()
+    model.graph.node[0].name = "hswish/decomposed/Add"
+    run = run_cli("check", contract(tmp_path, model, rewrites=["decompose-hardswish"]))
+    assert run.code == 2
+    assert run.err.strip().endswith(
+        "rewrites: rewrite decompose-hardswish: emitted name 'hswish/decomposed/Add' already exists in the model")
+
+
 def test_without_device_timings_latency_is_not_measured(tmp_path):
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
     assert result.review[0]["latency"]["device"] is None
@@ -282,3 +300,72 @@ def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
     # onnxruntime on the rewritten graph vs eager PyTorch (the contract's own numerics).
     assert [c["passed"] for c in result.numerics] == [True]
     assert result.rewrites[0]["nodes"] == ["/Add", "/Clip", "/Mul", "/Div"]
+
+
+def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
+    (tmp_path / "mine.onnx").write_bytes(zoo.hardswish_by_hand().SerializeToString())
+    model = zoo.hardswish_by_hand()
+    model.graph.node[0].input[1] = "conv1_w"  # same shapes, different weights: a wrong replacement
+    model.graph.node[0].input[2] = "conv1_b"
+    (tmp_path / "wrong.onnx").write_bytes(model.SerializeToString())
+    good = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "mine.onnx"}))
+    r = good.replacement
+    assert r["model"]["path"] == "mine.onnx"
+    assert figures(r["before"]) == (1, 2, 1) and figures(r["after"]) == (0, 1, 0)
+    assert [(v["where"], v["passed"]) for v in r["verification"]] == [("y", True)]
+    assert "cpu_reference_replacement_s" in good.timings
+    assert "### Replacement model" in markdown.render(good)
+    bad = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "wrong.onnx"}))
+    assert [v["passed"] for v in bad.replacement["verification"]] == [False]
+    assert [f.message.split(":")[0] for f in bad.findings if f.rule == "rewrite-mismatch"] == [
+        "replacement at output y"]
+
+
+def test_replacement_file_must_exist(tmp_path, run_cli):
+    run = run_cli("check", contract(tmp_path, zoo.hardswish(), replacement={"onnx": "nope.onnx"}))
+    assert run.code == 2 and "replacement.onnx: file 'nope.onnx' not found" in run.err
+
+
+HS_NET = '''
+import torch
+from torch import nn
+
+
+class HsNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = nn.Hardswish()
+
+    def forward(self, x):
+        return self.act(self.conv(x))
+
+
+def build_model():
+    return HsNet()
+'''
+
+
+@pytest.mark.torch
+def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
+    pytest.importorskip("torch")
+    import shutil
+
+    from conftest import REPO
+
+    for name in ("seed_net.py", "npu-gate.json"):
+        shutil.copy(REPO / "examples" / "seed-hardswish" / name, tmp_path / name)
+    (tmp_path / "hs_net.py").write_text(HS_NET)
+    (tmp_path / "p.json").write_text(json.dumps({"name": "hs", "description": "t", "source": "tests",
+                                                 "evidence": "illustrative", "ops": {"Conv": {}, "HardSwish": {}}}))
+    doc = json.loads((tmp_path / "npu-gate.json").read_text())
+    doc.update(target={"profile": "p.json"},
+               replacement={"torch": {"factory": "hs_net:build_model", "exporter": "torchscript", "opset": 17}})
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    result = check(tmp_path / "npu-gate.json")
+    r = result.replacement
+    assert r["model"]["factory"] == "hs_net:build_model"
+    assert figures(r["before"]) == (4, 1, 1) and figures(r["after"]) == (0, 1, 0)
+    # Same seed, same Conv init: nn.Hardswish equals the hand-written form.
+    assert [v["passed"] for v in r["verification"]] == [True]
+    assert r["verification"][0]["max_abs_err"] < 1e-5

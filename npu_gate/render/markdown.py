@@ -28,6 +28,7 @@ def render(result: GateResult) -> str:
         _numerics(result),
         _gates(result),
         rewrites_md.applied(result),
+        rewrites_md.replacement(result),
         rewrites_md.metric(result),
         rewrites_md.suggestions(result),
         rewrites_md.review(result),

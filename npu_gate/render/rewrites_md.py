@@ -78,6 +78,24 @@ def applied(result: GateResult) -> str:
     return "\n".join(parts)
 
 
+def replacement(result: GateResult) -> str:
+    r = result.replacement
+    if r is None:
+        return ""
+    m = r["model"]
+    what = md_code(m.get("path")) if m.get("source") == "onnx" else f"PyTorch {md_code(m.get('factory'))}"
+    parts = [f"### Replacement model\n\nYour replacement {what} against the model, on the same samples "
+             "(outputs paired by position; no layer-wise check)."]
+    stage = result.stages.get("replacement", {})
+    if stage.get("reason"):
+        parts += ["", f"{stage['status']}: {md(stage['reason'])}."]
+    if r["verification"]:
+        parts += ["", _table(CHECK_HEADERS, _check_rows(r["verification"]))]
+    if "before" in r:
+        parts += ["", _table(["", "model", "replacement"], _figures(r["before"], r["after"]))]
+    return "\n".join(parts)
+
+
 def metric(result: GateResult) -> str:
     m = result.metric
     if m is None:

@@ -22,7 +22,7 @@ import onnx
 
 from npu_gate import device_timings as devtimes
 from npu_gate.contract import Contract
-from npu_gate.errors import ContractError
+from npu_gate.errors import ContractError, ModelError
 from npu_gate.result import Finding, GateResult, NodeResult
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_match
 from npu_gate.rewrites.base import GraphView
@@ -84,7 +84,10 @@ class Rewriting:
         if not self.contract.rewrites:
             self.checked = model
             return model
-        rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
+        try:
+            rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
+        except ValueError as exc:  # an emitted name already exists in the model
+            raise ModelError(f"{self.contract.path}: rewrites: {exc}") from None
         done = Counter(a.rewrite for a in self.applied)
         for r in self.contract.rewrites:
             if not done[r.name]:
@@ -117,6 +120,8 @@ class Rewriting:
                 result.stages["rewrites"].update(status="failed", reason=message)
                 result.findings.append(_finding("numerics-failed", message))
                 return
+        if self.contract.replacement is not None:
+            self._replacement(settings, result, timings)
         if not self.samples:
             result.stages["suggestions"] = {"status": "skipped",
                                             "reason": "no samples (numerics.samples is 0, no samples_file)"}
@@ -189,6 +194,48 @@ class Rewriting:
                 "verification": [c.to_dict() for c in checks if c.kind == "output" or c.rewrite == name],
             })
         result.rewrites = entries
+
+    def _replacement(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """The user's own replacement model: placement before/after, end-to-end numerics, latency."""
+        from npu_gate.rewrites import replacement as repl
+
+        assert self.original is not None and self.contract.replacement is not None
+        loaded = repl.load(self.contract, self.contract.replacement)
+        result.log.extend(loaded.log)
+        entry: dict[str, Any] = {"model": loaded.info, "verification": []}
+        result.replacement = entry
+        if loaded.model is None:
+            result.stages["replacement"] = {"status": "failed", "reason": loaded.error}
+            result.findings.append(_finding("export-failed", f"replacement: {loaded.error}"))
+            return
+        entry["before"] = summary(analyse(self.original, settings))
+        entry["after"] = summary(analyse(loaded.model, settings))
+        if not self.samples:
+            result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
+            return
+        try:
+            checks, reference, candidate = repl.compare(self.original, loaded.model, self.samples, *self.default)
+            timings.setdefault("cpu_reference_original_s", cpu_latency(self.original, self.samples[0], LATENCY_RUNS))
+            timings["cpu_reference_replacement_s"] = cpu_latency(loaded.model, self.samples[0], LATENCY_RUNS)
+        except Exception as exc:
+            message = f"replacement verification: onnxruntime: {_one_line(exc)}"
+            result.stages["replacement"] = {"status": "failed", "reason": message}
+            result.findings.append(_finding("numerics-failed", message))
+            return
+        result.stages["replacement"] = {"status": "ok"}
+        entry["verification"] = [c.to_dict() for c in checks]
+        for c in checks:
+            if not c.passed:
+                detail = c.problem or (f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} "
+                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
+                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {detail}"))
+        if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
+                                       self.samples)
+            if not result.metric["passed"]:
+                result.findings.append(_finding("task-metric", _metric_message(result.metric)))
 
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         assert self.checked is not None
