@@ -16,9 +16,10 @@ from npu_gate.rewrites.verify import verify
 from npu_gate.samples import make_samples
 
 
-def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0) -> list[dict[str, np.ndarray]]:
-    """The contract's seeded samples (npu_gate.samples) for input x in [lo, hi]."""
-    return make_samples([InputSpec("x", zoo.SHAPE, "float32", None, (lo, hi))], count, seed=0)
+def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0, name: str = "x",
+            shape: list[int] | None = None) -> list[dict[str, np.ndarray]]:
+    """The contract's seeded samples (npu_gate.samples) for one input in [lo, hi]."""
+    return make_samples([InputSpec(name, shape or zoo.SHAPE, "float32", None, (lo, hi))], count, seed=0)
 
 
 def ops(model: onnx.ModelProto) -> Counter[str]:
@@ -135,3 +136,49 @@ def test_rewrites_command_lists_the_catalog(run_cli):
     assert names == ["decompose-hardswish", "fuse-hardswish", "decompose-hardsigmoid", "gelu-tanh",
                      "decompose-layernorm", "pad-reflect-to-slice-concat"]
     assert "gelu-tanh                    approx" in run.out
+
+
+EXPORTED_NET = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(8)
+        self.pad = nn.ReflectionPad2d((1, 2, 1, 0))
+
+    def forward(self, x):
+        return (nn.functional.gelu(x), nn.functional.hardswish(x), nn.functional.hardsigmoid(x) * x,
+                self.ln(x), self.pad(x))
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
+def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    namespace: dict = {}
+    exec(EXPORTED_NET, namespace)
+    path = tmp_path / "net.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(namespace["Net"]().eval(), (torch.randn(1, 4, 8, 8),), str(path), dynamo=dynamo,
+                          opset_version=opset, verbose=False)
+    original = onnx.load(str(path))
+    names = ["decompose-hardswish", "decompose-hardsigmoid", "gelu-tanh", "decompose-layernorm",
+             "pad-reflect-to-slice-concat"]
+    rewritten, applied = apply(original, [REWRITES[n] for n in names])
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert [a.rewrite for a in applied] == names  # TorchScript's computed Pad pads included
+    left = ops(rewritten)
+    assert not {"HardSwish", "HardSigmoid", "Gelu", "Erf", "LayerNormalization", "Pad", "ConstantOfShape"} & set(left)
+    assert left["Constant"] == 0 and left["Transpose"] == 0  # the pads chain went with the Pad
+    inputs = samples(lo=-4, hi=4, name=original.graph.input[0].name, shape=[1, 4, 8, 8])
+    checks = verify(original, rewritten, applied, inputs, {"gelu-tanh": (1e-3, 0.0)}, (1e-5, 1e-5)).checks
+    assert all(c.passed for c in checks), [(c.where, c.max_abs_err) for c in checks]
+    gelu = [c for c in checks if c.rewrite == "gelu-tanh"]
+    assert len(gelu) == 1 and 1e-4 < gelu[0].max_abs_err < 1e-3

@@ -127,12 +127,22 @@ def _replace(view: GraphView, rewrite: Rewrite, matches: list[Match]) -> tuple[o
 def _drop_dead_constants(
     view: GraphView, nodes: list[onnx.NodeProto], removed: set[int]
 ) -> tuple[list[onnx.NodeProto], set[str]]:
-    """Constants (Constant nodes, initializers) that only the removed nodes read go with them."""
-    fed_removed = {name for i in removed for name in view.nodes[i].input if name}
-    read = {name for n in nodes for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
-    dead = {name for name in fed_removed if name not in read}
-    kept = [n for n in nodes if not (n.op_type == "Constant" and n.output and n.output[0] in dead)]
-    return kept, {name for name in dead if name in view.initializers}
+    """Constants only the removed nodes read go with them: initializers, Constant nodes and
+    chains computed from constants (e.g. TorchScript's Pad pads), repeated to a fixpoint."""
+    fed = {name for i in removed for name in view.nodes[i].input if name}
+    kept = nodes
+    while True:
+        read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+        dead = {name for name in fed if name not in read}
+        dropping = [n for n in kept if n.output and all(o in dead or not o for o in n.output)
+                    and all(view.is_constant(o) for o in n.output if o)]
+        if not dropping:
+            break
+        fed |= {name for n in dropping for name in n.input if name}
+        drop_ids = {id(n) for n in dropping}
+        kept = [n for n in kept if id(n) not in drop_ids]
+    read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+    return kept, {name for name in fed if name not in read and name in view.initializers}
 
 
 def _reads(node: onnx.NodeProto) -> set[str]:

@@ -17,6 +17,24 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+MAX_CONST_DEPTH = 32
+NOT_CONSTANT = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+
+
+def _constant_attr(node: onnx.NodeProto) -> np.ndarray | None:
+    for attr in node.attribute:
+        if attr.name == "value":
+            return numpy_helper.to_array(attr.t)
+        if attr.name == "value_float":
+            return np.array(attr.f, np.float32)
+        if attr.name == "value_floats":
+            return np.array(list(attr.floats), np.float32)
+        if attr.name == "value_int":
+            return np.array(attr.i, np.int64)
+        if attr.name == "value_ints":
+            return np.array(list(attr.ints), np.int64)
+    return None
+
 
 @dataclass(frozen=True)
 class Match:
@@ -65,35 +83,67 @@ class GraphView:
         self._ranks: dict[str, int] | None = None
         self._shapes: dict[str, list[int | None]] | None = None
         self._graph_inferred: onnx.GraphProto | None = None
+        self._values: dict[str, np.ndarray | None] = {}
 
     def node_name(self, i: int) -> str:
         node = self.nodes[i]
         return node.name or f"{node.op_type}#{i}"  # the display name graph facts give it
 
     def const(self, name: str) -> np.ndarray | None:
-        """The value of a constant tensor (initializer or Constant node), else None."""
+        """The value of a constant tensor: an initializer, a Constant node, or a small chain of
+        nodes computed from constants only (TorchScript builds Pad's pads that way), evaluated
+        with onnx's reference evaluator. None when not constant."""
         if not name:
             return None
+        if name in self._values:
+            return self._values[name]
+        value = self._const(name, depth=0)
+        self._values[name] = value
+        return value
+
+    def _const(self, name: str, depth: int) -> np.ndarray | None:
         if name in self.initializers:
             return numpy_helper.to_array(self.initializers[name])
         i = self.producer.get(name)
-        if i is None:
+        if i is None or depth > MAX_CONST_DEPTH:
             return None
         node = self.nodes[i]
-        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx") or node.op_type in NOT_CONSTANT:
             return None
-        for attr in node.attribute:
-            if attr.name == "value":
-                return numpy_helper.to_array(attr.t)
-            if attr.name == "value_float":
-                return np.array(attr.f, np.float32)
-            if attr.name == "value_floats":
-                return np.array(list(attr.floats), np.float32)
-            if attr.name == "value_int":
-                return np.array(attr.i, np.int64)
-            if attr.name == "value_ints":
-                return np.array(list(attr.ints), np.int64)
-        return None
+        if node.op_type == "Constant":
+            return _constant_attr(node)
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+            return None
+        inputs = {n: self._values[n] if n in self._values else self._const(n, depth + 1) for n in node.input if n}
+        if not inputs or any(v is None for v in inputs.values()) or sum(v.size for v in inputs.values()) > 4096:
+            return None  # only small shape-like computations
+        try:
+            from onnx.reference import ReferenceEvaluator
+
+            graph = helper.make_graph(
+                [node], "const",
+                [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                 for n, v in inputs.items()],
+                [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o])
+            model = helper.make_model(graph, opset_imports=list(self.model.opset_import))
+            outputs = ReferenceEvaluator(model).run(None, inputs)
+        except Exception:  # not evaluable here: treat as not constant
+            return None
+        for out, value in zip([o for o in node.output if o], outputs, strict=False):
+            self._values[out] = np.asarray(value)
+        return self._values.get(name)
+
+    def is_constant(self, name: str, depth: int = 0) -> bool:
+        """Whether a tensor is computed from constants only (cheap: nothing is evaluated)."""
+        if name in self.initializers:
+            return True
+        i = self.producer.get(name)
+        if i is None or depth > MAX_CONST_DEPTH:
+            return False
+        node = self.nodes[i]
+        if node.op_type in NOT_CONSTANT:
+            return False
+        return all(self.is_constant(n, depth + 1) for n in node.input if n)
 
     def scalar(self, name: str) -> float | None:
         value = self.const(name)
