@@ -114,8 +114,14 @@ class GraphView:
             return _constant_attr(node)
         if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             return None
-        inputs = {n: self._values[n] if n in self._values else self._const(n, depth + 1) for n in node.input if n}
-        if not inputs or any(v is None for v in inputs.values()) or sum(v.size for v in inputs.values()) > 4096:
+        inputs: dict[str, np.ndarray] = {}
+        for n in node.input:
+            if n:
+                v = self._values[n] if n in self._values else self._const(n, depth + 1)
+                if v is None:
+                    return None
+                inputs[n] = v
+        if not inputs or sum(v.size for v in inputs.values()) > 4096:
             return None  # only small shape-like computations
         try:
             from onnx.reference import ReferenceEvaluator
