@@ -369,3 +369,23 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
     # Same seed, same Conv init: nn.Hardswish equals the hand-written form.
     assert [v["passed"] for v in r["verification"]] == [True]
     assert r["verification"][0]["max_abs_err"] < 1e-5
+
+
+def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
+    waiver = {"rule": "unsupported-op", "op_type": "HardSwish", "reason": "ships on CPU in v1"}
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, waivers=[waiver]))
+    assert [s["rewrite"] for s in result.suggestions] == ["decompose-hardswish"]
+    [row] = result.review
+    assert (row["strategy"], row["rewrite"], row["verification"]) == ("waiver: ships on CPU in v1", None, None)
+    assert row["reason"] == "op HardSwish not in profile test-npu"
+    assert row["latency"]["cpu_reference"] == ["cpu_reference_s"]
+
+
+def test_review_names_the_failed_constraint(tmp_path):
+    ops = dict(ELEMENTWISE, HardSwish={"constraints": [
+        {"id": "hswish-rank", "input": 0, "rank": {"max": 2}}]})
+    result = check(contract(tmp_path, zoo.hardswish(), ops))
+    [row] = result.review
+    assert row["constraints"] == ["hswish-rank"]
+    assert row["strategy"] == "rewrite: decompose-hardswish (suggested, not applied)"
+    assert "| <code>hswish-rank</code>: " in markdown.render(result)

@@ -330,23 +330,23 @@ class Rewriting:
             reason = "; ".join(n.reasons)
             s = suggested.get(n.name)
             waived = [f for f in mine if f.waived]
-            if s is not None:
-                worst = max(s["verification"], key=lambda v: v["max_abs_err"] or 0.0)
-                row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
-                                constraints=constraints,
-                                strategy=f"rewrite: {s['rewrite']} (suggested, not applied)",
-                                rewrite=s["rewrite"], verification=worst,
-                                cpu=["cpu_reference_s", s["timing"]])
+            # A waiver is the team's recorded decision, so it wins over a suggestion (which
+            # stays listed under Suggested rewrites).
+            if mine and len(waived) == len(mine):
+                strategy = f"waiver: {waived[0].waiver_reason}"
+            elif s is not None:
+                strategy = f"rewrite: {s['rewrite']} (suggested, not applied)"
+            elif not any(f.severity == "error" for f in mine if not f.waived):
+                strategy = "leave on CPU"
             else:
-                if mine and len(waived) == len(mine):
-                    strategy = f"waiver: {waived[0].waiver_reason}"
-                elif not any(f.severity == "error" for f in mine if not f.waived):
-                    strategy = "leave on CPU"
-                else:
-                    strategy = "change the model"
-                row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
-                                constraints=constraints, strategy=strategy, rewrite=None, verification=None,
-                                cpu=["cpu_reference_s"])
+                strategy = "change the model"
+            suggestion = s if strategy.startswith("rewrite") else None
+            worst = None if suggestion is None else max(suggestion["verification"],
+                                                        key=lambda v: v["max_abs_err"] or 0.0)
+            row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
+                            constraints=constraints, strategy=strategy,
+                            rewrite=None if suggestion is None else suggestion["rewrite"], verification=worst,
+                            cpu=["cpu_reference_s"] + ([suggestion["timing"]] if suggestion else []))
             rows.append(row)
         result.review = rows
         if self.device is not None:
