@@ -92,7 +92,8 @@ def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path):
     result = check(contract(tmp_path, zoo.hardswish_by_hand()))
     assert result.suggestions == []
     assert result.stages["suggestions"]["rejected"] == [
-        {"rewrite": "fuse-hardswish", "node": "/act/Clip", "reason": "still on CPU: /act/Clip/fused/HardSwish"}]
+        {"rewrite": "fuse-hardswish", "node": "/act/Clip", "regions": 1,
+         "reason": "still on CPU: /act/Clip/fused/HardSwish"}]
     assert [(r["node"], r["strategy"]) for r in result.review] == [("/act/Clip", "change the model")]
 
 

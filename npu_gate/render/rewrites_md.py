@@ -63,7 +63,8 @@ def applied(result: GateResult) -> str:
              "",
              "The contract's `rewrites` were applied and the gate checked the rewritten graph. "
              f"Original vs rewritten with onnxruntime (CPU, graph optimizations off) on {source}; "
-             "each replaced region is also compared at its output tensor (layer-wise)."]
+             "each replaced region is also compared at its output tensor (layer-wise: its emitted nodes "
+             "alone, on the region's inputs from the original model)."]
     if not check.get("verified", False):
         parts += ["", "**Not verified**: no samples (numerics.samples is 0 and no samples_file)."]
     for entry in result.rewrites:

@@ -38,6 +38,9 @@ class Applied:
     emitted: list[tuple[str, str]] = field(default_factory=list)
     replaced_tensors: list[str] = field(default_factory=list)  # first output of each replaced node
     emitted_tensors: list[str] = field(default_factory=list)
+    # What was emitted, to run the region alone (verify.py); never reported.
+    nodes: list[onnx.NodeProto] = field(default_factory=list, repr=False)
+    initializers: list[onnx.TensorProto] = field(default_factory=list, repr=False)
 
 
 def find(model: onnx.ModelProto, rewrite: Rewrite) -> list[Match]:
@@ -50,19 +53,21 @@ def apply(model: onnx.ModelProto, rewrites: list[Rewrite]) -> tuple[onnx.ModelPr
     applied: list[Applied] = []
     for rewrite in rewrites:
         view = GraphView(current)
-        matches = _disjoint(rewrite.find(view))
+        matches = disjoint(rewrite.find(view))
         if matches:
             current, done = _replace(view, rewrite, matches)
             applied.extend(done)
     return (current if applied else _copy(model)), applied
 
 
-def apply_match(model: onnx.ModelProto, rewrite: Rewrite, match: Match) -> tuple[onnx.ModelProto, list[Applied]]:
-    """Apply one match (found on ``model``) of ``rewrite``."""
-    return _replace(GraphView(model), rewrite, [match])
+def apply_matches(
+    model: onnx.ModelProto, rewrite: Rewrite, matches: list[Match]
+) -> tuple[onnx.ModelProto, list[Applied]]:
+    """Apply some disjoint matches (found on ``model``) of ``rewrite``."""
+    return _replace(GraphView(model), rewrite, matches)
 
 
-def _disjoint(matches: list[Match]) -> list[Match]:
+def disjoint(matches: list[Match]) -> list[Match]:
     taken: set[int] = set()
     out = []
     for m in matches:
@@ -102,6 +107,8 @@ def _replace(view: GraphView, rewrite: Rewrite, matches: list[Match]) -> tuple[o
             [(n.name, n.op_type) for n in emitted.nodes],
             [view.nodes[i].output[0] for i in sorted(m.nodes)],
             [n.output[0] for n in emitted.nodes],
+            list(emitted.nodes),
+            list(emitted.initializers),
         ))
     model = _copy(view.model)
     nodes = []

@@ -84,6 +84,7 @@ class GraphView:
         self._shapes: dict[str, list[int | None]] | None = None
         self._graph_inferred: onnx.GraphProto | None = None
         self._values: dict[str, np.ndarray | None] = {}
+        self._constants: set[str] | None = None
 
     def node_name(self, i: int) -> str:
         node = self.nodes[i]
@@ -105,23 +106,21 @@ class GraphView:
         if name in self.initializers:
             return numpy_helper.to_array(self.initializers[name])
         i = self.producer.get(name)
-        if i is None or depth > MAX_CONST_DEPTH:
+        if i is None or depth > MAX_CONST_DEPTH or not self.is_constant(name):
             return None
         node = self.nodes[i]
-        if node.domain not in ("", "ai.onnx") or node.op_type in NOT_CONSTANT:
-            return None
         if node.op_type == "Constant":
             return _constant_attr(node)
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
-            return None
         inputs: dict[str, np.ndarray] = {}
         for n in node.input:
             if n:
-                v = self._values[n] if n in self._values else self._const(n, depth + 1)
+                if n not in self._values:
+                    self._values[n] = self._const(n, depth + 1)
+                v = self._values[n]
                 if v is None:
                     return None
                 inputs[n] = v
-        if not inputs or sum(v.size for v in inputs.values()) > 4096:
+        if sum(v.size for v in inputs.values()) > 4096:
             return None  # only small shape-like computations
         try:
             from onnx.reference import ReferenceEvaluator
@@ -139,17 +138,20 @@ class GraphView:
             self._values[out] = np.asarray(value)
         return self._values.get(name)
 
-    def is_constant(self, name: str, depth: int = 0) -> bool:
-        """Whether a tensor is computed from constants only (cheap: nothing is evaluated)."""
-        if name in self.initializers:
-            return True
-        i = self.producer.get(name)
-        if i is None or depth > MAX_CONST_DEPTH:
-            return False
-        node = self.nodes[i]
-        if node.op_type in NOT_CONSTANT:
-            return False
-        return all(self.is_constant(n, depth + 1) for n in node.input if n)
+    def is_constant(self, name: str) -> bool:
+        """Whether a tensor is computed from constants only (one pass over the graph, cached)."""
+        if self._constants is None:
+            constants = set(self.initializers)
+            for node in self.nodes:  # graph order is topological in a valid model
+                if node.domain not in ("", "ai.onnx") or node.op_type in NOT_CONSTANT:
+                    continue
+                if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+                    continue
+                reads = [n for n in node.input if n]
+                if node.op_type == "Constant" or (reads and all(n in constants for n in reads)):
+                    constants.update(o for o in node.output if o)
+            self._constants = constants
+        return name in self._constants
 
     def scalar(self, name: str) -> float | None:
         value = self.const(name)

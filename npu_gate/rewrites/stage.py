@@ -24,8 +24,8 @@ from npu_gate import device_timings as devtimes
 from npu_gate.contract import Contract
 from npu_gate.errors import ContractError, ModelError
 from npu_gate.result import Finding, GateResult, NodeResult
-from npu_gate.rewrites import REWRITES, Applied, apply, apply_match
-from npu_gate.rewrites.base import GraphView
+from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
+from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
 from npu_gate.rules import RULES
 from npu_gate.samples import make_samples
@@ -71,6 +71,9 @@ class Rewriting:
         self.applied: list[Applied] = []
         self.samples: list[dict[str, np.ndarray]] = []
         self._timings: dict[str, float] = {}
+        self._base: dict[str, Any] = {}
+        self._tried = 0
+        self._rejected: list[dict[str, Any]] = []
         default = (contract.numerics.atol, contract.numerics.rtol)
         self.default = default
         self.tolerances = {r.name: (default[0] if r.atol is None else r.atol,
@@ -238,63 +241,92 @@ class Rewriting:
                 result.findings.append(_finding("task-metric", _metric_message(result.metric)))
 
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
+        emitted nodes stay on CPU, the matches that do not; if numerics fail, each alone."""
         assert self.checked is not None
         cpu = {n.outputs[0]["name"]: n.name for n in result.nodes if n.placement == "cpu" and n.outputs}
         if not cpu:
             return  # nothing falls back: no suggestions section at all
-        base = summary(result)
-        view = GraphView(self.checked)
-        tried, skipped = 0, 0
-        rejected: list[dict[str, Any]] = []
+        self._base = summary(result)
+        self._tried, self._rejected = 0, []
         suggestions: list[dict[str, Any]] = []
+        view = GraphView(self.checked)
+        skipped = 0
         for rewrite in REWRITES.values():
-            for match in rewrite.find(view):
-                fixes = [cpu[t] for i in match.nodes for t in view.nodes[i].output[:1] if t in cpu]
-                if not fixes:
-                    continue
-                if tried >= MAX_TRIALS:
-                    skipped += 1
-                    continue
-                tried += 1
-                candidate, applied = apply_match(self.checked, rewrite, match)
-                analysed = analyse(candidate, settings)
-                after = summary(analysed)
-                emitted = _by_output(analysed.nodes)
-                still_cpu = [n for a in applied for (n, _), t in zip(a.emitted, a.emitted_tensors, strict=True)
-                             if t in emitted and emitted[t].placement == "cpu"]
-                if still_cpu:  # the rewrite must make the node supported, not move the fallback
-                    rejected.append({"rewrite": rewrite.name, "node": match.anchor,
-                                     "reason": f"still on CPU: {', '.join(still_cpu)}"})
-                    continue
-                if not _better(base, after):
-                    rejected.append({"rewrite": rewrite.name, "node": match.anchor,
-                                     "reason": f"no gain: cpu nodes {base['cpu_nodes']} -> {after['cpu_nodes']}, "
-                                               f"partitions {_parts(base)} -> {_parts(after)}"})
-                    continue
-                tol = self.tolerances.get(rewrite.name, self.default)
-                ver = verify(self.checked, candidate, applied, self.samples, {rewrite.name: tol}, self.default)
-                failed = [c for c in ver.checks if not c.passed]
-                if failed:
-                    rejected.append({"rewrite": rewrite.name, "node": match.anchor,
-                                     "reason": f"numerics: {failed[0].kind} {failed[0].where} max abs error "
-                                               f"{_num(failed[0].max_abs_err)} (atol {failed[0].atol:g}, "
-                                               f"rtol {failed[0].rtol:g})"})
-                    continue
-                key = f"cpu_reference_suggestion_{len(suggestions)}_s"
-                timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
-                suggestions.append({
-                    "rewrite": rewrite.name, "exact": rewrite.exact, "node": match.anchor,
-                    "fixes": fixes, "nodes": [n for a in applied for n, _ in a.replaced],
-                    "emitted": [n for a in applied for n, _ in a.emitted],
-                    "before": base, "after": after,
-                    "verification": [c.to_dict() for c in ver.checks], "timing": key,
-                    "contract": {"rewrites": [rewrite.name]},
-                })
+            matches = [m for m in disjoint(rewrite.find(view))
+                       if any(view.nodes[i].output[0] in cpu for i in m.nodes if view.nodes[i].output)]
+            attempt = matches
+            while attempt:
+                if self._tried >= MAX_TRIALS:
+                    skipped += len(attempt)
+                    break
+                outcome, detail = self._trial(settings, view, rewrite, attempt, cpu, timings, len(suggestions))
+                if outcome == "ok":
+                    suggestions.append(detail)
+                    break
+                if outcome == "still_cpu" and 0 < len(detail) < len(attempt):
+                    attempt = detail  # retry with the matches whose emitted nodes are all supported
+                elif outcome == "numerics" and len(attempt) > 1:
+                    for single in attempt:  # find the ones that pass alone
+                        if self._tried >= MAX_TRIALS:
+                            skipped += 1
+                            continue
+                        one, found = self._trial(settings, view, rewrite, [single], cpu, timings, len(suggestions))
+                        if one == "ok":
+                            suggestions.append(found)
+                    break
+                else:
+                    break
         result.suggestions = suggestions
-        stage: dict[str, Any] = {"status": "ok", "tried": tried, "listed": len(suggestions), "rejected": rejected}
+        stage: dict[str, Any] = {"status": "ok", "tried": self._tried, "listed": len(suggestions),
+                                 "rejected": self._rejected}
         if skipped:
-            stage["reason"] = f"{skipped} more candidate(s) not tried (limit {MAX_TRIALS})"
+            stage["reason"] = f"{skipped} more candidate region(s) not tried (limit {MAX_TRIALS} trials)"
         result.stages["suggestions"] = stage
+
+    def _trial(self, settings: Settings, view: GraphView, rewrite: Rewrite, matches: list[Match],
+               cpu: dict[str, str], timings: dict[str, float], index: int) -> tuple[str, Any]:
+        """Apply ``matches`` together and judge them: ("ok", suggestion), ("still_cpu", the
+        matches whose emitted nodes are all supported), ("no_gain" | "numerics", None)."""
+        assert self.checked is not None
+        self._tried += 1
+        base = self._base
+        candidate, applied = apply_matches(self.checked, rewrite, matches)
+        analysed = analyse(candidate, settings)
+        after = summary(analysed)
+        placed = _by_output(analysed.nodes)
+        where = {"rewrite": rewrite.name, "node": matches[0].anchor, "regions": len(matches)}
+        bad = [[n for (n, _), t in zip(a.emitted, a.emitted_tensors, strict=True)
+                if t in placed and placed[t].placement == "cpu"] for a in applied]
+        if any(bad):  # the rewrite must make the node supported, not move the fallback
+            still = sorted({n for names in bad for n in names})
+            shown = ", ".join(still[:5]) + (f" and {len(still) - 5} more" if len(still) > 5 else "")
+            self._rejected.append(where | {"reason": f"still on CPU: {shown}"})
+            return "still_cpu", [m for m, names in zip(matches, bad, strict=True) if not names]
+        if not _better(base, after):
+            self._rejected.append(where | {"reason": f"no gain: cpu nodes {base['cpu_nodes']} -> {after['cpu_nodes']}, "
+                                                     f"partitions {_parts(base)} -> {_parts(after)}"})
+            return "no_gain", None
+        tol = self.tolerances.get(rewrite.name, self.default)
+        ver = verify(self.checked, candidate, applied, self.samples, {rewrite.name: tol}, self.default)
+        failed = [c for c in ver.checks if not c.passed]
+        if failed:
+            f = failed[0]
+            self._rejected.append(where | {"reason": f"numerics: {f.kind} {f.where} max abs error "
+                                                     f"{_num(f.max_abs_err)} (atol {f.atol:g}, rtol {f.rtol:g})"})
+            return "numerics", None
+        key = f"cpu_reference_suggestion_{index}_s"
+        timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
+        fixes = [cpu[view.nodes[i].output[0]] for m in matches for i in sorted(m.nodes)
+                 if view.nodes[i].output and view.nodes[i].output[0] in cpu]
+        return "ok", {
+            "rewrite": rewrite.name, "exact": rewrite.exact, "node": matches[0].anchor, "regions": len(matches),
+            "fixes": fixes, "nodes": [n for a in applied for n, _ in a.replaced],
+            "emitted": [n for a in applied for n, _ in a.emitted],
+            "before": base, "after": after,
+            "verification": [c.to_dict() for c in ver.checks], "timing": key,
+            "contract": {"rewrites": [rewrite.name]},
+        }
 
     # 3 ---------------------------------------------------------------------------------
     def review(self, result: GateResult, timings: dict[str, float]) -> None:

@@ -1,7 +1,8 @@
 """Proof for a rewrite: original vs rewritten model under onnxruntime (CPU), on samples.
 
 End to end per graph output, and layer-wise at the output tensor of every replaced region
-(exposed as an extra graph output in both models: the tensor keeps its name). Numerics run
+(exposed as an extra graph output of the original; the emitted nodes run alone on the
+region's original inputs, so each region shows its own error). Numerics run
 with graph optimizations off, so onnxruntime's own fusions cannot hide a difference. CPU
 latency runs with onnxruntime's defaults and is a CPU reference, never device latency.
 """
@@ -93,6 +94,26 @@ def run(model: onnx.ModelProto, samples: list[dict[str, np.ndarray]]) -> tuple[l
     return names, results
 
 
+def region_model(original: onnx.ModelProto, a: Applied) -> tuple[onnx.ModelProto, list[str]]:
+    """The emitted nodes alone, reading the region's inputs as graph inputs (weights of the
+    original model kept as initializers), and the names it must be fed."""
+    view = GraphView(original)
+    produced = {o for n in a.nodes for o in n.output}
+    own = {t.name for t in a.initializers}
+    reads = dict.fromkeys(t for n in a.nodes for t in n.input if t and t not in produced and t not in own)
+    weights = [view.initializers[t] for t in reads if t in view.initializers]
+    feeds = [t for t in reads if t not in view.initializers]
+    graph = helper.make_graph(
+        list(a.nodes), f"region {a.anchor}",
+        [helper.make_tensor_value_info(t, view.elem_type(t), None) for t in feeds],
+        [helper.make_tensor_value_info(a.output, view.elem_type(a.output), None)],
+        initializer=[*a.initializers, *weights],
+    )
+    model = helper.make_model(graph, opset_imports=list(original.opset_import))
+    model.ir_version = original.ir_version
+    return model, feeds
+
+
 def verify(
     original: onnx.ModelProto,
     rewritten: onnx.ModelProto,
@@ -101,28 +122,41 @@ def verify(
     tolerances: dict[str, tuple[float, float]],
     default: tuple[float, float],
 ) -> Verification:
-    """Checks per graph output (``default`` tolerance; the loosest of the applied rewrites' when
-    they declare their own) and per replaced region (its rewrite's tolerance)."""
+    """End to end: every graph output, original vs rewritten (``default`` tolerance, or the
+    loosest tolerance a contract gave the applied rewrites). Layer-wise: every replaced
+    region's output tensor, exposed as an extra output of the original model, against the
+    emitted nodes run alone on the region's inputs as the original model computes them, so
+    each region shows its own error, not what upstream regions passed on (its rewrite's
+    tolerance)."""
     outputs = [o.name for o in original.graph.output]
-    regions = list(dict.fromkeys(a.output for a in applied))
-    extra = [r for r in regions if r not in outputs]
-    ref_names, ref = run(with_outputs(original, extra), samples)
-    cand_names, cand = run(with_outputs(rewritten, extra), samples)
+    graph_inputs = {i.name for i in original.graph.input}
+    regions = [(a, *region_model(original, a)) for a in applied]
+    taps = list(dict.fromkeys(t for a, _, feeds in regions for t in (a.output, *feeds)
+                              if t not in outputs and t not in graph_inputs))
+    ref_names, ref = run(with_outputs(original, taps), samples)
+    cand_names, cand = run(rewritten, samples)
     e2e = default
     for a in applied:
         t = tolerances.get(a.rewrite, default)
         e2e = (max(e2e[0], t[0]), max(e2e[1], t[1]))
 
-    def check(name: str, kind: str, a: Applied | None, tol: tuple[float, float]) -> Check:
-        pairs = [(c[cand_names.index(name)], r[ref_names.index(name)]) for c, r in zip(cand, ref, strict=True)]
-        c = _compare_output(name, pairs, tol[0], tol[1])  # type: ignore[arg-type]
-        return Check(name, kind, a.anchor if a else None, a.rewrite if a else None,
-                     c.max_abs_err, c.max_rel_err, tol[0], tol[1], c.passed, c.samples, c.problem)
+    def value(k: int, name: str) -> np.ndarray:
+        return samples[k][name] if name in graph_inputs else ref[k][ref_names.index(name)]
 
-    checks = [check(name, "output", None, e2e) for name in outputs]
-    for name in regions:
-        a = next(a for a in applied if a.output == name)
-        checks.append(check(name, "region", a, tolerances.get(a.rewrite, default)))
+    checks = []
+    for name in outputs:
+        pairs = [(c[cand_names.index(name)], r[ref_names.index(name)]) for c, r in zip(cand, ref, strict=True)]
+        c = _compare_output(name, pairs, e2e[0], e2e[1])  # type: ignore[arg-type]
+        checks.append(Check(name, "output", None, None, c.max_abs_err, c.max_rel_err, e2e[0], e2e[1],
+                            c.passed, c.samples, c.problem))
+    for a, model, feeds in regions:
+        tol = tolerances.get(a.rewrite, default)
+        sess = session(model)
+        pairs = [(np.asarray(sess.run([a.output], {t: value(k, t) for t in feeds})[0]), value(k, a.output))
+                 for k in range(len(samples))]
+        c = _compare_output(a.output, pairs, tol[0], tol[1])  # type: ignore[arg-type]
+        checks.append(Check(a.output, "region", a.anchor, a.rewrite, c.max_abs_err, c.max_rel_err, tol[0], tol[1],
+                            c.passed, c.samples, c.problem))
     reference = [{n: r[ref_names.index(n)] for n in outputs} for r in ref]
     candidate = [{n: c[cand_names.index(n)] for n in outputs} for c in cand]
     return Verification(checks, reference, candidate)
