@@ -390,3 +390,18 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert row["constraints"] == ["hswish-rank"]
     assert row["strategy"] == "rewrite: decompose-hardswish (suggested, not applied)"
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
+
+
+@pytest.mark.torch
+def test_rewrite_example_passes(run_cli, tmp_path):
+    pytest.importorskip("torch")
+    from conftest import REPO
+
+    run = run_cli("check", REPO / "examples" / "rewrite-hardswish", "--json", tmp_path / "r.json", "-q")
+    assert run.code == 0, run.err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert [r["name"] for r in doc["rewrites"]] == ["decompose-hardswish"]
+    assert figures(doc["rewrite_check"]["before"]) == (1, 1, 1)
+    assert figures(doc["summary"]) == (0, 1, 0)
+    assert [c["passed"] for c in doc["numerics"]] == [True]  # rewritten graph vs PyTorch

@@ -182,3 +182,31 @@ def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
     assert all(c.passed for c in checks), [(c.where, c.max_abs_err) for c in checks]
     gelu = [c for c in checks if c.rewrite == "gelu-tanh"]
     assert len(gelu) == 1 and 1e-4 < gelu[0].max_abs_err < 1e-3
+
+
+def test_each_region_is_judged_on_its_own_error():
+    """A wrong rewrite upstream must not make an exact one downstream look wrong."""
+    c0, i0 = zoo.conv("conv0", "x", "a", seed=1)
+    c1, i1 = zoo.conv("conv1", "h", "b", seed=2)
+    nodes = [c0,
+             onnx.helper.make_node("HardSigmoid", ["a"], ["g"], name="hsig", alpha=1 / 6),
+             onnx.helper.make_node("Mul", ["a", "g"], ["h"], name="mul"),
+             c1,
+             onnx.helper.make_node("HardSwish", ["b"], ["y"], name="hswish")]
+    original = zoo.model(nodes, i0 + i1)
+
+    def wrong_alpha(view, m):
+        from npu_gate.rewrites.base import Builder
+
+        b = Builder(view, m.anchor, "decomposed")
+        scaled = b.op("Mul", [m.params["x"], b.const("alpha", 0.2)])  # ONNX's default, not the node's
+        b.clip(b.op("Add", [scaled, b.const("beta", 0.5)]), 0.0, 1.0, m.output)
+        return b.done()
+
+    right = REWRITES["decompose-hardsigmoid"]
+    wrong = type(right)(right.name, right.matches, right.emits, True, right.doc, right.find, wrong_alpha)
+    rewritten, applied = apply(original, [wrong, REWRITES["decompose-hardswish"]])
+    checks = {(c.kind, c.where): c for c in verify(original, rewritten, applied, samples(), {}, (1e-5, 1e-5)).checks}
+    assert checks[("region", "g")].passed is False and checks[("region", "g")].max_abs_err > 0.05
+    assert checks[("region", "y")].passed is True and checks[("region", "y")].max_abs_err <= 1e-6
+    assert checks[("output", "y")].passed is False  # end to end the drift shows, attributed upstream
