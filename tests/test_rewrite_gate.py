@@ -405,3 +405,22 @@ def test_rewrite_example_passes(run_cli, tmp_path):
     assert figures(doc["rewrite_check"]["before"]) == (1, 1, 1)
     assert figures(doc["summary"]) == (0, 1, 0)
     assert [c["passed"] for c in doc["numerics"]] == [True]  # rewritten graph vs PyTorch
+
+
+def test_metric_without_a_candidate_is_skipped_and_says_why(tmp_path):
+    (tmp_path / "task_metric.py").write_text(METRIC)
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, metric={"callable": "task_metric:agreement"}))
+    assert result.metric is None
+    assert result.stages["metric"] == {"status": "skipped", "reason": "nothing to compare: no rewrite was "
+                                       "applied and no replacement model was given"}
+
+
+def test_metric_that_raises_is_a_task_metric_error(tmp_path):
+    (tmp_path / "broken_metric.py").write_text(
+        "def score(reference, candidate, samples):\n    raise KeyError('logits')\n")
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            metric={"callable": "broken_metric:score"}))
+    assert result.metric["error"] == "broken_metric:score: KeyError: 'logits'"
+    assert [f.message for f in result.findings if f.rule == "task-metric"] == [
+        "task metric could not be computed: broken_metric:score: KeyError: 'logits'"]
+    assert result.verdict == "fail"

@@ -125,6 +125,10 @@ class Rewriting:
                 return
         if self.contract.replacement is not None:
             self._replacement(settings, result, timings)
+        if self.contract.metric is not None and result.metric is None:
+            reason = ("no samples" if not self.samples else
+                      "nothing to compare: no rewrite was applied and no replacement model was given")
+            result.stages["metric"] = {"status": "skipped", "reason": reason}
         if not self.samples:
             result.stages["suggestions"] = {"status": "skipped",
                                             "reason": "no samples (numerics.samples is 0, no samples_file)"}
