@@ -83,10 +83,10 @@ class Rewriting:
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
-        self.original = _copy(model)
         if not self.contract.rewrites:
-            self.checked = model
+            self.original = self.checked = model  # no copy: big models stay single in memory
             return model
+        self.original = _copy(model)
         try:
             rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
         except ValueError as exc:  # an emitted name already exists in the model
@@ -156,8 +156,10 @@ class Rewriting:
                origin: dict[str, Any]) -> None:
         assert self.original is not None and self.checked is not None
         before = analyse(self.original, settings)
-        check: dict[str, Any] = {"applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
-                 "before": summary(before), "after": summary(result), "verified": bool(self.samples)}
+        check: dict[str, Any] = {
+            "applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
+            "before": summary(before), "after": summary(result), "verified": bool(self.samples),
+        }
         result.rewrite_check = check
         checks: list[Check] = []
         if self.samples:
