@@ -210,3 +210,49 @@ def test_each_region_is_judged_on_its_own_error():
     assert checks[("region", "g")].passed is False and checks[("region", "g")].max_abs_err > 0.05
     assert checks[("region", "y")].passed is True and checks[("region", "y")].max_abs_err <= 1e-6
     assert checks[("output", "y")].passed is False  # end to end the drift shows, attributed upstream
+
+
+def _by_hand(order: str) -> onnx.ModelProto:
+    """x·Clip(x+3, 0, 6)/6 in the orders exporters and people write it."""
+    h = onnx.helper
+    add = h.make_node("Add", ["three", "x"], ["s"], name="add")  # constant first
+    clip = h.make_node("Clip", ["s", "zero", "six"], ["g"], name="clip")
+    if order == "x*clip/6":
+        tail = [h.make_node("Mul", ["g", "x"], ["p"], name="mul"), h.make_node("Div", ["p", "six"], ["y"], name="div")]
+    elif order == "x*clip*(1/6)":
+        tail = [h.make_node("Mul", ["x", "g"], ["p"], name="mul"), h.make_node("Mul", ["p", "sixth"], ["y"], name="m6")]
+    else:  # x*(clip/6)
+        tail = [h.make_node("Div", ["g", "six"], ["q"], name="div"), h.make_node("Mul", ["x", "q"], ["y"], name="mul")]
+    inits = [zoo.init("three", 3.0), zoo.init("zero", 0.0), zoo.init("six", 6.0)]
+    if order == "x*clip*(1/6)":
+        inits.append(zoo.init("sixth", 1 / 6))
+    return zoo.model([add, clip, *tail], inits)
+
+
+@pytest.mark.parametrize("order", ["x*clip/6", "x*clip*(1/6)", "x*(clip/6)"])
+def test_fuse_hardswish_matches_every_order(order):
+    original = _by_hand(order)
+    fused, applied = apply(original, [REWRITES["fuse-hardswish"]])
+    assert ops(fused) == Counter({"HardSwish": 1}) and len(fused.graph.initializer) == 0
+    checks = verify(original, fused, applied, samples(lo=-5, hi=5), {}, (1e-6, 1e-6)).checks
+    assert all(c.passed for c in checks)
+
+
+def test_fuse_hardswish_leaves_shared_intermediates_alone():
+    model = _by_hand("x*clip/6")
+    model.graph.output.append(onnx.helper.make_tensor_value_info("g", onnx.TensorProto.FLOAT, zoo.SHAPE))
+    _, applied = apply(model, [REWRITES["fuse-hardswish"]])
+    assert applied == []  # the Clip output is used elsewhere: fusing would drop it
+
+
+def test_reflect_pad_with_axes_input_and_crops():
+    h = onnx.helper
+    node = h.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad", mode="reflect")
+    inits = [zoo.init("pads", [2, 0, 1, 3], np.int64), zoo.init("axes", [-1, 1], np.int64)]
+    original = zoo.model([node], inits, out_shape=[1, 7, 6, 9], opset=18)
+    rewritten, applied = apply(original, [REWRITES["pad-reflect-to-slice-concat"]])
+    assert ops(rewritten) == Counter({"Slice": 3, "Concat": 2})
+    assert all(c.passed for c in verify(original, rewritten, applied, samples(), {}, (0.0, 0.0)).checks)
+    crop = zoo.model([h.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")],
+                     [zoo.init("pads", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)], out_shape=[1, 4, 5, 6])
+    assert apply(crop, [REWRITES["pad-reflect-to-slice-concat"]])[1] == []  # negative pads: no match
