@@ -424,3 +424,17 @@ def test_metric_that_raises_is_a_task_metric_error(tmp_path):
     assert [f.message for f in result.findings if f.rule == "task-metric"] == [
         "task metric could not be computed: broken_metric:score: KeyError: 'logits'"]
     assert result.verdict == "fail"
+
+
+@pytest.mark.parametrize(("bound", "listed"), [(1e-3, True), (1e-5, False)])
+def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
+    (tmp_path / "task_metric.py").write_text(METRIC)
+    result = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
+                            numerics={"atol": 1e-3, "rtol": 0},
+                            metric={"callable": "task_metric:agreement", "threshold": {"max_diff": {"max": bound}}}))
+    assert [s["rewrite"] for s in result.suggestions] == (["gelu-tanh"] if listed else [])
+    if listed:
+        assert result.suggestions[0]["metric"]["passed"] is True
+    else:
+        [rejected] = result.stages["suggestions"]["rejected"]
+        assert rejected["reason"].startswith("task metric: max_diff = 0.000")

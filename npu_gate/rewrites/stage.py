@@ -321,6 +321,14 @@ class Rewriting:
             self._rejected.append(where | {"reason": f"numerics: {f.kind} {f.where} max abs error "
                                                      f"{_num(f.max_abs_err)} (atol {f.atol:g}, rtol {f.rtol:g})"})
             return "numerics", None
+        task = None
+        if self.contract.metric is not None:  # an approximation is judged on the task too
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            task = run_metric(self.contract.metric, self.contract.folder, ver.reference, ver.candidate, self.samples)
+            if not task["passed"]:
+                self._rejected.append(where | {"reason": _metric_message(task)})
+                return "numerics", None
         key = f"cpu_reference_suggestion_{index}_s"
         timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
         fixes = [cpu[view.nodes[i].output[0]] for m in matches for i in sorted(m.nodes)
@@ -332,7 +340,7 @@ class Rewriting:
             "before": base, "after": after,
             "verification": [c.to_dict() for c in ver.checks], "timing": key,
             "contract": {"rewrites": [rewrite.name]},
-        }
+        } | ({"metric": task} if task is not None else {})
 
     # 3 ---------------------------------------------------------------------------------
     def review(self, result: GateResult, timings: dict[str, float]) -> None:
