@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
+    check.add_argument("--device-timings", metavar="FILE",
+                       help="latencies measured on the board (.json or .csv keyed by model, partition or "
+                            "node) for the review table; overrides the contract's device_timings")
     bundle = check.add_mutually_exclusive_group()
     bundle.add_argument("--out", metavar="DIR",
                         help="write the evidence bundle into DIR (one contract)")
@@ -107,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     sub.add_parser("profiles", help="list built-in target profiles")
+    rewrites = sub.add_parser("rewrites", help="list the rewrite catalog (contract key `rewrites`)")
+    rewrites.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     explain = sub.add_parser("explain", help="show the documentation of a rule or constraint id")
     explain.add_argument("id", help="rule id, constraint id, or PROFILE:CONSTRAINT-ID")
     _add_profile_parser(sub)
@@ -189,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args)
         if args.command == "check-onnx":
             return _check_onnx(args)
+        if args.command == "rewrites":
+            return _rewrites(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -214,16 +221,29 @@ def _check(args: argparse.Namespace) -> int:
                         "contract (or use --bundle)")
     # Every contract is valid before any model runs. A plain gate may be answered from the
     # cache: its lookup skips the onnx-based profile lint, which a miss then runs in full.
-    cacheable = not (args.out or args.bundle or args.baseline or args.fail_on != "errors")
+    cacheable = not _uncached_run(args)
     contracts = [_load_contract(p, cheap=cacheable) for p in paths]
     baseline = _baseline(args)
+    if args.device_timings:
+        import dataclasses
+
+        timings = Path(args.device_timings)
+        if not timings.is_file():
+            raise GateError(f"--device-timings: file {args.device_timings!r} not found")
+        contracts = [dataclasses.replace(c, device_timings=timings) for c in contracts]
     worst = EXIT_PASS
     for contract in contracts:
-        if args.out or args.bundle or args.baseline or args.fail_on != "errors":
+        if not cacheable:
             worst = max(worst, _check_uncached(contract, args, baseline))
         else:
             worst = max(worst, _check_cached(contract, args))
     return worst
+
+
+def _uncached_run(args: argparse.Namespace) -> bool:
+    """Bundle, ratchet and device-timing runs always run the whole gate."""
+    return bool(args.out or args.bundle or args.baseline or args.fail_on != "errors"
+                or args.device_timings)
 
 
 def _load_contract(path: Path, *, cheap: bool) -> Contract:
@@ -706,3 +726,19 @@ def contracts_naming(model: Path) -> list[Path]:
             if isinstance(ref, str) and (folder / ref).resolve() == target:
                 found.append(path)
     return found
+
+
+def _rewrites(args: argparse.Namespace) -> int:
+    from npu_gate.rewrites import REWRITES, rewrites_markdown
+
+    if args.format == "json":
+        doc = [{"name": r.name, "exact": r.exact, "matches": r.matches, "emits": r.emits, "doc": r.doc}
+               for r in REWRITES.values()]
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif args.format == "markdown":
+        sys.stdout.write(rewrites_markdown())
+    else:
+        width = max(len(r.name) for r in REWRITES.values())
+        for r in REWRITES.values():
+            print(f"{r.name:<{width}}  {'exact' if r.exact else 'approx':<6}  {r.matches} -> {r.emits}")
+    return EXIT_PASS

@@ -46,6 +46,24 @@ class Numerics:
     rtol: float = 1e-3
     samples: int = 4
     seed: int = 0
+    samples_file: Path | None = None  # .npz of real inputs, sample k in row k (rewrite verification)
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """A catalog rewrite the gate applies before checking (``rewrites`` in the contract)."""
+
+    name: str
+    atol: float | None = None  # None: numerics.atol
+    rtol: float | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """``metric``: a task metric comparing the original and the rewritten model's outputs."""
+
+    callable: str  # module:function, imported with the contract folder on sys.path
+    threshold: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {min?, max?}
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,15 @@ class Waiver:
 
 
 @dataclass(frozen=True)
+class Replacement:
+    """``replacement``: the user's own rewritten model, compared with the original."""
+
+    onnx_path: Path | None
+    onnx_ref: str | None
+    torch: TorchModel | None
+
+
+@dataclass(frozen=True)
 class Contract:
     path: Path
     name: str
@@ -88,6 +115,10 @@ class Contract:
     gates: Gates
     waivers: list[Waiver] = field(default_factory=list)
     sha256: str = ""
+    rewrites: list[RewriteRequest] = field(default_factory=list)
+    metric: Metric | None = None
+    device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
+    replacement: Replacement | None = None
 
     @property
     def folder(self) -> Path:
@@ -131,19 +162,21 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         onnx_path = folder / model["onnx"]
         if not onnx_path.is_file():
             problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
+    for key, ref in (("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
+                     ("device_timings", doc.get("device_timings"))):
+        if ref is not None and not (folder / ref).is_file():
+            problems.append(f"{label}: {key}: file {ref!r} not found")
+    replacement_doc = doc.get("replacement", {})
+    if "onnx" in replacement_doc and not (folder / replacement_doc["onnx"]).is_file():
+        problems.append(f"{label}: replacement.onnx: file {replacement_doc['onnx']!r} not found")
     if problems or profile is None:
         raise ContractError(*problems)
 
-    torch_model = None
-    if "torch" in model:
-        t = model["torch"]
-        torch_model = TorchModel(
-            factory=t["factory"],
-            kwargs=dict(t.get("kwargs", {})),
-            exporter=t.get("exporter", "dynamo"),
-            opset=int(t.get("opset", 18)),
-            compare_exporters=bool(t.get("compare_exporters", False)),
-        )
+    torch_model = _torch_model(model)
+    replacement = None
+    if replacement_doc:
+        ref = replacement_doc.get("onnx")
+        replacement = Replacement(folder / ref if ref else None, ref, _torch_model(replacement_doc))
     numerics = doc.get("numerics", {})
     gates = doc.get("gates", {})
     return Contract(
@@ -159,6 +192,7 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             rtol=float(numerics.get("rtol", Numerics.rtol)),
             samples=int(numerics.get("samples", Numerics.samples)),
             seed=int(numerics.get("seed", Numerics.seed)),
+            samples_file=folder / numerics["samples_file"] if "samples_file" in numerics else None,
         ),
         gates=Gates(
             max_cpu_nodes=gates.get("max_cpu_nodes"),
@@ -177,7 +211,31 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             for w in doc.get("waivers", [])
         ],
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        rewrites=[_rewrite_request(r) for r in doc.get("rewrites", [])],
+        metric=Metric(doc["metric"]["callable"], dict(doc["metric"].get("threshold", {})))
+        if "metric" in doc else None,
+        device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
+        replacement=replacement,
     )
+
+
+def _torch_model(model: dict[str, Any]) -> TorchModel | None:
+    if "torch" not in model:
+        return None
+    t = model["torch"]
+    return TorchModel(
+        factory=t["factory"],
+        kwargs=dict(t.get("kwargs", {})),
+        exporter=t.get("exporter", "dynamo"),
+        opset=int(t.get("opset", 18)),
+        compare_exporters=bool(t.get("compare_exporters", False)),
+    )
+
+
+def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
+    if isinstance(item, str):
+        return RewriteRequest(item)
+    return RewriteRequest(item["name"], item.get("atol"), item.get("rtol"))
 
 
 def _input_spec(doc: dict[str, Any]) -> InputSpec:
@@ -204,6 +262,17 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                 f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
                 f"but the shape has rank {len(spec['shape'])}"
             )
+    from npu_gate.rewrite_names import REWRITE_NAMES  # the catalog itself imports onnx
+
+    named: set[str] = set()
+    for i, item in enumerate(doc.get("rewrites", [])):
+        name = item if isinstance(item, str) else item["name"]
+        if name not in REWRITE_NAMES:
+            problems.append(f"{label}: rewrites[{i}]: unknown rewrite {name!r} "
+                            f"(known: {', '.join(REWRITE_NAMES)})")
+        elif name in named:
+            problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
+        named.add(name)
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

@@ -116,6 +116,9 @@ def check_contract(
     )
     contract_info = {"path": contract.path.name, "sha256": contract.sha256}
     timings: dict[str, float] = {}
+    from npu_gate.rewrites.stage import Rewriting
+
+    rewriting = Rewriting(contract)  # the contract's rewrites, suggestions, review table
     if contract.onnx_path is not None:
         model, sha256 = load_onnx(contract.onnx_path, weights=False)
         timings["load_s"] = time.perf_counter() - start
@@ -125,21 +128,25 @@ def check_contract(
         result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
         if keep is not None:
             keep.model_path = copy_model(contract.onnx_path, keep.folder)
+        model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
         result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
     else:
-        result = _check_torch(contract, settings, timings, keep)
+        result = _check_torch(contract, settings, timings, keep, rewriting)
         result.contract = contract_info
+    rewriting.evaluate(settings, result, timings)
     _finish(result, settings)
     if result.exporter_comparison and "diff" in result.exporter_comparison:
         result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
+    rewriting.review(result, timings)
     timings["total_s"] = time.perf_counter() - start
     result.timings = timings
     return result
 
 
 def _check_torch(
-    contract: Contract, settings: Settings, timings: dict[str, float], keep: Artifacts | None = None
+    contract: Contract, settings: Settings, timings: dict[str, float], keep: Artifacts | None = None,
+    rewriting: Any = None,
 ) -> GateResult:
     from npu_gate import export as exporter  # the torch path only
 
@@ -164,6 +171,8 @@ def _check_torch(
         info["sha256"] = sha256
         if keep is not None:
             keep.model_path = copy_model(outcome.onnx_path, keep.folder)
+        if rewriting is not None:
+            model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
         if spec.compare_exporters:
             result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
@@ -173,7 +182,8 @@ def _check_torch(
             return result
         from npu_gate.numerics import compare
 
-        numerics = compare(contract, module, outcome.onnx_path)
+        compared = outcome.onnx_path if rewriting is None else rewriting.numerics_path(outcome.onnx_path, Path(work))
+        numerics = compare(contract, module, compared)
         timings["numerics_s"] = numerics.seconds
         if keep is not None:
             keep.samples = numerics.samples

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # 1.1: optional "minimal" (bundle runs), shape_chains, dynamic_dims, exporter_comparison;
-# 1.2: optional "cache" (a result answered from the cache)
-SCHEMA_VERSION = "1.2"
+# 1.2: optional "cache" (a result answered from the cache);
+# 1.3: rewrites, rewrite_check, suggestions, review, metric, device_timings, replacement
+SCHEMA_VERSION = "1.3"
 PASS = "pass"
 FAIL = "fail"
 
@@ -126,6 +127,15 @@ class GateResult:
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
     dynamic_dims: list[dict[str, Any]] = field(default_factory=list)  # pipeline.dynamic_dims
     exporter_comparison: dict[str, Any] | None = None  # compare_exporters: the other graph's diff
+    # Rewrites (npu_gate/rewrites/stage.py): applied ones with their proof, verified
+    # suggestions, the review table; rewrite_check/metric/device_timings only when they apply.
+    rewrites: list[dict[str, Any]] = field(default_factory=list)
+    rewrite_check: dict[str, Any] | None = None
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
+    review: list[dict[str, Any]] = field(default_factory=list)
+    metric: dict[str, Any] | None = None
+    device_timings: dict[str, Any] | None = None
+    replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
 
     @property
     def passed(self) -> bool:
@@ -164,5 +174,13 @@ class GateResult:
         }
         if self.minimal is not None:
             out["minimal"] = self.minimal
+        out["rewrites"] = self.rewrites
+        if self.rewrite_check is not None:
+            out["rewrite_check"] = self.rewrite_check
+        out["suggestions"] = self.suggestions
+        out["review"] = self.review
+        for key in ("metric", "device_timings", "replacement"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         out["timings"] = self.timings
         return out

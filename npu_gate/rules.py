@@ -167,6 +167,32 @@ RULES: dict[str, Rule] = {
             "The finding it covered is gone (or the waiver has a typo). Remove it to keep the "
             "contract honest.",
         ),
+        Rule(
+            "rewrite-mismatch",
+            ERROR,
+            "A rewrite named in the contract (or its replacement model) changes the numbers beyond tolerance.",
+            "The original and the rewritten model run with onnxruntime (CPU, graph optimizations "
+            "off) on the contract's seeded samples and the rows of numerics.samples_file; every "
+            "graph output and the output tensor of every replaced region (layer-wise) is "
+            "compared: an element passes when |rewritten - original| <= atol + rtol * "
+            "|original|. A wrong rewrite often hides end to end and shows at its region. A "
+            "`replacement` model is compared end to end only (outputs paired by position).",
+        ),
+        Rule(
+            "rewrite-unmatched",
+            WARNING,
+            "A rewrite named in the contract matched no node.",
+            "Nothing was rewritten for it (see `npu-gate rewrites` for what each one matches). "
+            "Remove it from the contract, or check that the model still has the pattern.",
+        ),
+        Rule(
+            "task-metric",
+            ERROR,
+            "The contract's task metric missed its threshold or could not be computed.",
+            "metric.callable(reference_outputs, candidate_outputs, samples) compares the original "
+            "and the rewritten model's outputs; every value named in metric.threshold must lie "
+            "within its min/max.",
+        ),
     )
 }
 

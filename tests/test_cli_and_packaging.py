@@ -127,3 +127,10 @@ def test_builtin_profiles_are_valid():
     for path in profile_dir().iterdir():
         assert path.suffix == ".json", f"only profiles belong in {profile_dir()}"
         assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
+
+
+def test_rewrite_names_match_the_catalog():
+    from npu_gate.rewrite_names import REWRITE_NAMES
+    from npu_gate.rewrites import REWRITES
+
+    assert tuple(REWRITES) == REWRITE_NAMES

@@ -53,7 +53,7 @@ def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path, save
             in report)
     sections = [line for line in report.splitlines() if line.startswith("### ")]
     assert sections == ["### Summary", "### Findings", "### CPU fallback", "### Partitions",
-                        "### Numerics", "### Gates", "### Timings"]
+                        "### Numerics", "### Gates", "### Suggested rewrites", "### Review", "### Timings"]
 
 
 def test_golden_reports(tmp_path, save_model, write_contract, golden):

@@ -13,6 +13,8 @@ import onnx
 from conftest import validate_result
 from onnx import TensorProto, helper, numpy_helper
 
+from npu_gate.result import SCHEMA_VERSION
+
 _F = TensorProto.FLOAT
 _I = TensorProto.INT64
 
@@ -211,7 +213,7 @@ def test_chain_stays_without_contract(run_cli, save_model, tmp_path) -> None:
     s = doc["summary"]
     assert (s["node_count"], s["nodes_after_folding"], s["folded_nodes"]) == (6, 5, 1)
     assert (s["shape_chains"], s["shape_chains_staying"]) == (1, 1)
-    assert doc["schema_version"] == "1.2"
+    assert doc["schema_version"] == SCHEMA_VERSION
 
 
 def test_chain_folds_under_contract_and_keeps_names(

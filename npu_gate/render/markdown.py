@@ -11,6 +11,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from npu_gate.render import rewrites_md
 from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
@@ -29,6 +30,11 @@ def render(result: GateResult) -> str:
         _numerics(result),
         _exporter_comparison(result),
         _gates(result),
+        rewrites_md.applied(result),
+        rewrites_md.replacement(result),
+        rewrites_md.metric(result),
+        rewrites_md.suggestions(result),
+        rewrites_md.review(result),
         _census(result),
         _minimal(result),
         _timings(result),
@@ -304,9 +310,12 @@ def _minimal(result: GateResult) -> str:
 def _timings(result: GateResult) -> str:
     if not result.timings:
         return ""
-    rows = [[k, f"{v:.3f}"] for k, v in result.timings.items()]
-    return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + _table(
-        ["stage", "seconds"], rows)
+    rows = [[k, f"{v:.3f}" if not k.startswith("cpu_reference") else f"{v:.6f}"] for k, v in result.timings.items()]
+    note = "Measured on the machine that ran the gate; not device latency."
+    if any(k.startswith("cpu_reference") for k in result.timings):
+        note += (" `cpu_reference_*`: median of repeated onnxruntime CPU runs of the whole model on one "
+                 "sample: CPU reference, not device.")
+    return f"### Timings\n\n{note}\n\n" + _table(["stage", "seconds"], rows)
 
 
 def _shape_chains(result: GateResult) -> str:

@@ -39,6 +39,14 @@ def render(result: GateResult) -> str:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
         lines.append(f"  numerics {term(c['output'])}: {status} (max abs err {err}, atol {c['atol']:g})")
+    for r in result.rewrites:  # the checked graph is not the model as given: say so up front
+        worst = max((v["max_abs_err"] or 0.0 for v in r["verification"]), default=None)
+        proof = ("not verified" if not r["verification"] else
+                 f"{'verified' if all(v['passed'] for v in r['verification']) else 'MISMATCH'}, "
+                 f"max abs err {worst:.3g}")
+        lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {proof}")
+    for sug in result.suggestions:
+        lines.append(f"  suggestion: rewrite {sug['rewrite']} at {term(sug['node'])} (verified; see the report)")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
     for f in active[:MAX_REASONS]:
         where = f" [{term(f.node)}]" if f.node else ""

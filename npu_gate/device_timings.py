@@ -1,0 +1,98 @@
+"""Latencies measured on the board by the user, for the review table.
+
+The gate never estimates device latency; it only shows figures from this file. Format,
+JSON::
+
+    {"source": "how and where it was measured",
+     "timings": [{"scope": "model", "key": "seed-hardswish", "ms": 1.92},
+                 {"scope": "partition", "key": "0", "ms": 0.81},
+                 {"scope": "node", "key": "/Clip", "ms": 0.30}]}
+
+or CSV with the header ``scope,key,ms`` and one row per figure. ``scope`` is ``model``
+(key: the contract name), ``partition`` (key: a partition id of the checked graph) or
+``node`` (key: a node name); ``ms`` is milliseconds, at least 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ContractError
+
+SCOPES = ("model", "partition", "node")
+
+
+@dataclass(frozen=True)
+class DeviceTiming:
+    scope: str
+    key: str
+    ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scope": self.scope, "key": self.key, "ms": self.ms}
+
+
+@dataclass(frozen=True)
+class DeviceTimings:
+    source: str | None
+    path: str
+    entries: dict[tuple[str, str], DeviceTiming]
+
+    def lookup(self, node: str | None, partition: int | None, model: str) -> DeviceTiming | None:
+        """The most specific figure: the node's, else its partition's, else the model's."""
+        for scope, key in (("node", node), ("partition", None if partition is None else str(partition)),
+                           ("model", model)):
+            if key is not None and (scope, key) in self.entries:
+                return self.entries[(scope, key)]
+        return None
+
+
+def load(path: Path, label: str | None = None) -> DeviceTimings:
+    label = label or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ContractError(f"{label}: cannot read: {exc.strerror}") from None
+    source = None
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        if reader.fieldnames is None or not {"scope", "key", "ms"} <= set(reader.fieldnames):
+            raise ContractError(f"{label}: the CSV header must name the columns scope,key,ms")
+        rows = [(f"row {n}", row) for n, row in enumerate(reader, start=2)]
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ContractError(f"{label}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("timings"), list):
+            raise ContractError(f"{label}: expected an object with a `timings` list")
+        source = doc.get("source") if isinstance(doc.get("source"), str) else None
+        rows = [(f"timings[{i}]", row) for i, row in enumerate(doc["timings"])]
+    problems = []
+    entries: dict[tuple[str, str], DeviceTiming] = {}
+    for where, row in rows:
+        if not isinstance(row, dict):
+            problems.append(f"{label}: {where}: expected an object with scope, key, ms")
+            continue
+        scope, key = row.get("scope"), row.get("key")
+        try:
+            ms = float(row.get("ms"))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            ms = -1.0
+        if scope not in SCOPES:
+            problems.append(f"{label}: {where}: scope {scope!r} is not one of {', '.join(SCOPES)}")
+        elif key is None or str(key) == "":
+            problems.append(f"{label}: {where}: key is missing")
+        elif not ms >= 0:
+            problems.append(f"{label}: {where}: ms {row.get('ms')!r} is not a number of milliseconds >= 0")
+        elif (scope, str(key)) in entries:
+            problems.append(f"{label}: {where}: {scope} {key!r} appears twice")
+        else:
+            entries[(scope, str(key))] = DeviceTiming(scope, str(key), ms)
+    if problems:
+        raise ContractError(*problems)
+    return DeviceTimings(source, path.name, entries)

@@ -1,0 +1,474 @@
+"""The rewrite stage of a contract check.
+
+1. ``prepare``: apply the contract's ``rewrites`` (the gate then checks the rewritten graph).
+2. ``evaluate``: prove them (numerics end to end and per replaced region, placement and
+   partitions before/after, CPU reference latency, task metric), and try catalog rewrites
+   on every CPU-fallback node, keeping as suggestions only those that reduce CPU nodes or
+   partitions AND pass numerics.
+3. ``review``: after gates and waivers, one row per CPU-fallback or rewritten node.
+
+Latencies are onnxruntime CPU medians: they go under ``timings`` only and are labelled a
+CPU reference. Device figures come only from the user's measurement file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from npu_gate import device_timings as devtimes
+from npu_gate.contract import Contract
+from npu_gate.errors import ContractError, ModelError
+from npu_gate.result import Finding, GateResult, NodeResult
+from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
+from npu_gate.rewrites.base import GraphView, Match, Rewrite
+from npu_gate.rewrites.verify import Check, cpu_latency, verify
+from npu_gate.rules import RULES
+from npu_gate.samples import make_samples
+
+if TYPE_CHECKING:
+    from npu_gate.pipeline import Settings
+
+MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
+LATENCY_RUNS = 20
+CPU_LABEL = "CPU reference, not device"
+SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_partitions", "cpu_partitions",
+                "boundary_bytes")
+
+
+def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def _finding(rule: str, message: str, **where: Any) -> Finding:
+    return Finding(rule=rule, severity=RULES[rule].severity, message=message, **where)
+
+
+def summary(result: GateResult) -> dict[str, Any]:
+    return {k: result.summary.get(k) for k in SUMMARY_KEYS}
+
+
+def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
+    """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
+    from npu_gate.pipeline import _analyze, _new_result
+
+    scratch = _new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
+    _analyze(_copy(model), settings, scratch)
+    return scratch
+
+
+class Rewriting:
+    def __init__(self, contract: Contract) -> None:
+        self.contract = contract
+        self.original: onnx.ModelProto | None = None
+        self.checked: onnx.ModelProto | None = None  # what the gate analyses
+        self.applied: list[Applied] = []
+        self.samples: list[dict[str, np.ndarray]] = []
+        self._timings: dict[str, float] = {}
+        self._base: dict[str, Any] = {}
+        self._tried = 0
+        self._rejected: list[dict[str, Any]] = []
+        default = (contract.numerics.atol, contract.numerics.rtol)
+        self.default = default
+        self.tolerances = {r.name: (default[0] if r.atol is None else r.atol,
+                                    default[1] if r.rtol is None else r.rtol) for r in contract.rewrites}
+        # Read the board's figures up front: a bad file stops the run before any model work.
+        self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
+
+    # 1 ---------------------------------------------------------------------------------
+    def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
+        if not self.contract.rewrites:
+            self.original = self.checked = model  # no copy: big models stay single in memory
+            return model
+        self.original = _copy(model)
+        try:
+            rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
+        except ValueError as exc:  # an emitted name already exists in the model
+            raise ModelError(f"{self.contract.path}: rewrites: {exc}") from None
+        done = Counter(a.rewrite for a in self.applied)
+        for r in self.contract.rewrites:
+            if not done[r.name]:
+                result.findings.append(_finding("rewrite-unmatched", f"rewrite {r.name} matched no node"))
+        result.stages["rewrites"] = {"status": "ok", "applied": [f"{name} ({n} regions)" for name, n in done.items()]}
+        result.log.append("rewrites: " + ("; ".join(
+            f"{a.rewrite}: {', '.join(n for n, _ in a.replaced)} -> {', '.join(n for n, _ in a.emitted)}"
+            for a in self.applied) or "none matched"))
+        self.checked = rewritten
+        return rewritten
+
+    def numerics_path(self, exported: Path, work: Path) -> Path:
+        """The file PyTorch is compared with: the rewritten graph when rewrites were applied."""
+        if not self.applied or self.checked is None:
+            return exported
+        path = work / "rewritten.onnx"
+        path.write_bytes(self.checked.SerializeToString())
+        return path
+
+    # 2 ---------------------------------------------------------------------------------
+    def evaluate(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        if self.checked is None or self.original is None or "node_count" not in result.summary:
+            return  # export failed: nothing was analysed
+        self.samples, origin = self._load_samples()
+        if self.applied:
+            try:
+                self._prove(settings, result, timings, origin)
+            except Exception as exc:  # onnxruntime cannot run one of the models on the samples
+                message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
+                result.stages["rewrites"].update(status="failed", reason=message)
+                result.findings.append(_finding("numerics-failed", message))
+                return
+        if self.contract.replacement is not None:
+            self._replacement(settings, result, timings)
+        if self.contract.metric is not None and result.metric is None:
+            reason = ("no samples" if not self.samples else
+                      "nothing to compare: no rewrite was applied and no replacement model was given")
+            result.stages["metric"] = {"status": "skipped", "reason": reason}
+        if not self.samples:
+            result.stages["suggestions"] = {"status": "skipped",
+                                            "reason": "no samples (numerics.samples is 0, no samples_file)"}
+            return
+        try:
+            self._suggest(settings, result, timings)
+            if self.applied or any(n.placement == "cpu" for n in result.nodes):
+                timings["cpu_reference_s"] = cpu_latency(self.checked, self.samples[0], LATENCY_RUNS)
+        except Exception as exc:  # suggestions are advice: never stop the gate for them
+            result.suggestions = []
+            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {_one_line(exc)}"}
+
+    def _load_samples(self) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
+        spec = self.contract.numerics
+        samples = make_samples(self.contract.inputs, spec.samples, spec.seed)
+        origin: dict[str, Any] = {"seeded": len(samples), "seed": spec.seed, "file": None, "file_samples": 0}
+        if spec.samples_file is not None:
+            rows = _read_npz(spec.samples_file, {i.name: i.dtype for i in self.contract.inputs})
+            samples.extend(rows)
+            origin["file"] = spec.samples_file.name
+            origin["file_samples"] = len(rows)
+        return samples, origin
+
+    def _prove(self, settings: Settings, result: GateResult, timings: dict[str, float],
+               origin: dict[str, Any]) -> None:
+        assert self.original is not None and self.checked is not None
+        before = analyse(self.original, settings)
+        check: dict[str, Any] = {
+            "applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
+            "before": summary(before), "after": summary(result), "verified": bool(self.samples),
+        }
+        result.rewrite_check = check
+        checks: list[Check] = []
+        if self.samples:
+            ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
+            checks = ver.checks
+            timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
+            if self.contract.metric is not None:
+                from npu_gate.rewrites.metric import evaluate as run_metric
+
+                result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
+                                           ver.candidate, self.samples)
+                if not result.metric["passed"]:
+                    result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+        else:
+            result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
+        for c in checks:
+            if not c.passed:
+                where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
+                detail = c.problem or (f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
+                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
+                who = c.rewrite or ", ".join(check["applied"])
+                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {detail}",
+                                                node=c.node if c.kind == "region" else None))
+        before_nodes = _by_output(before.nodes)
+        after_nodes = _by_output(result.nodes)
+        entries = []
+        for name in check["applied"]:
+            group = [a for a in self.applied if a.rewrite == name]
+            atol, rtol = self.tolerances.get(name, self.default)
+            entries.append({
+                "name": name,
+                "exact": REWRITES[name].exact,
+                "atol": atol,
+                "rtol": rtol,
+                "nodes": [n for a in group for n, _ in a.replaced],
+                "emitted": [n for a in group for n, _ in a.emitted],
+                "placement_before": [_placement(before_nodes, t, n, op) for a in group
+                                     for (n, op), t in zip(a.replaced, a.replaced_tensors, strict=True)],
+                "placement_after": [_placement(after_nodes, t, n, op) for a in group
+                                    for (n, op), t in zip(a.emitted, a.emitted_tensors, strict=True)],
+                "verification": [c.to_dict() for c in checks if c.kind == "output" or c.rewrite == name],
+            })
+        result.rewrites = entries
+
+    def _replacement(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """The user's own replacement model: placement before/after, end-to-end numerics, latency."""
+        from npu_gate.rewrites import replacement as repl
+
+        assert self.original is not None and self.contract.replacement is not None
+        loaded = repl.load(self.contract, self.contract.replacement)
+        result.log.extend(loaded.log)
+        entry: dict[str, Any] = {"model": loaded.info, "verification": []}
+        result.replacement = entry
+        if loaded.model is None:
+            result.stages["replacement"] = {"status": "failed", "reason": loaded.error}
+            result.findings.append(_finding("export-failed", f"replacement: {loaded.error}"))
+            return
+        entry["before"] = summary(analyse(self.original, settings))
+        entry["after"] = summary(analyse(loaded.model, settings))
+        if not self.samples:
+            result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
+            return
+        try:
+            checks, reference, candidate = repl.compare(self.original, loaded.model, self.samples, *self.default)
+            timings.setdefault("cpu_reference_original_s", cpu_latency(self.original, self.samples[0], LATENCY_RUNS))
+            timings["cpu_reference_replacement_s"] = cpu_latency(loaded.model, self.samples[0], LATENCY_RUNS)
+        except Exception as exc:
+            message = f"replacement verification: onnxruntime: {_one_line(exc)}"
+            result.stages["replacement"] = {"status": "failed", "reason": message}
+            result.findings.append(_finding("numerics-failed", message))
+            return
+        result.stages["replacement"] = {"status": "ok"}
+        entry["verification"] = [c.to_dict() for c in checks]
+        for c in checks:
+            if not c.passed:
+                detail = c.problem or (f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} "
+                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
+                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {detail}"))
+        if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
+                                       self.samples)
+            if not result.metric["passed"]:
+                result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+
+    def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
+        emitted nodes stay on CPU, the matches that do not; if numerics fail, each alone."""
+        assert self.checked is not None
+        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes if n.placement == "cpu" and n.outputs}
+        if not cpu:
+            return  # nothing falls back: no suggestions section at all
+        self._base = summary(result)
+        self._tried, self._rejected = 0, []
+        suggestions: list[dict[str, Any]] = []
+        view = GraphView(self.checked)
+        skipped = 0
+        for rewrite in REWRITES.values():
+            matches = [m for m in disjoint(rewrite.find(view))
+                       if any(view.nodes[i].output[0] in cpu for i in m.nodes if view.nodes[i].output)]
+            attempt = matches
+            while attempt:
+                if self._tried >= MAX_TRIALS:
+                    skipped += len(attempt)
+                    break
+                outcome, detail = self._trial(settings, view, rewrite, attempt, cpu, timings, len(suggestions))
+                if outcome == "ok":
+                    suggestions.append(detail)
+                    break
+                if outcome == "still_cpu" and 0 < len(detail) < len(attempt):
+                    attempt = detail  # retry with the matches whose emitted nodes are all supported
+                elif outcome == "numerics" and len(attempt) > 1:
+                    for single in attempt:  # find the ones that pass alone
+                        if self._tried >= MAX_TRIALS:
+                            skipped += 1
+                            continue
+                        one, found = self._trial(settings, view, rewrite, [single], cpu, timings, len(suggestions))
+                        if one == "ok":
+                            suggestions.append(found)
+                    break
+                else:
+                    break
+        result.suggestions = suggestions
+        stage: dict[str, Any] = {"status": "ok", "tried": self._tried, "listed": len(suggestions),
+                                 "rejected": self._rejected}
+        if skipped:
+            stage["reason"] = f"{skipped} more candidate region(s) not tried (limit {MAX_TRIALS} trials)"
+        result.stages["suggestions"] = stage
+
+    def _trial(self, settings: Settings, view: GraphView, rewrite: Rewrite, matches: list[Match],
+               cpu: dict[str, str], timings: dict[str, float], index: int) -> tuple[str, Any]:
+        """Apply ``matches`` together and judge them: ("ok", suggestion), ("still_cpu", the
+        matches whose emitted nodes are all supported), ("no_gain" | "numerics", None)."""
+        assert self.checked is not None
+        self._tried += 1
+        base = self._base
+        candidate, applied = apply_matches(self.checked, rewrite, matches)
+        analysed = analyse(candidate, settings)
+        after = summary(analysed)
+        placed = _by_output(analysed.nodes)
+        where = {"rewrite": rewrite.name, "node": matches[0].anchor, "regions": len(matches)}
+        bad = [[n for (n, _), t in zip(a.emitted, a.emitted_tensors, strict=True)
+                if t in placed and placed[t].placement == "cpu"] for a in applied]
+        if any(bad):  # the rewrite must make the node supported, not move the fallback
+            still = sorted({n for names in bad for n in names})
+            shown = ", ".join(still[:5]) + (f" and {len(still) - 5} more" if len(still) > 5 else "")
+            self._rejected.append(where | {"reason": f"still on CPU: {shown}"})
+            return "still_cpu", [m for m, names in zip(matches, bad, strict=True) if not names]
+        if not _better(base, after):
+            self._rejected.append(where | {"reason": f"no gain: cpu nodes {base['cpu_nodes']} -> {after['cpu_nodes']}, "
+                                                     f"partitions {_parts(base)} -> {_parts(after)}"})
+            return "no_gain", None
+        tol = self.tolerances.get(rewrite.name, self.default)
+        ver = verify(self.checked, candidate, applied, self.samples, {rewrite.name: tol}, self.default)
+        failed = [c for c in ver.checks if not c.passed]
+        if failed:
+            f = failed[0]
+            self._rejected.append(where | {"reason": f"numerics: {f.kind} {f.where} max abs error "
+                                                     f"{_num(f.max_abs_err)} (atol {f.atol:g}, rtol {f.rtol:g})"})
+            return "numerics", None
+        task = None
+        if self.contract.metric is not None:  # an approximation is judged on the task too
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            task = run_metric(self.contract.metric, self.contract.folder, ver.reference, ver.candidate, self.samples)
+            if not task["passed"]:
+                self._rejected.append(where | {"reason": _metric_message(task)})
+                return "numerics", None
+        key = f"cpu_reference_suggestion_{index}_s"
+        timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
+        fixes = [cpu[view.nodes[i].output[0]] for m in matches for i in sorted(m.nodes)
+                 if view.nodes[i].output and view.nodes[i].output[0] in cpu]
+        return "ok", {
+            "rewrite": rewrite.name, "exact": rewrite.exact, "node": matches[0].anchor, "regions": len(matches),
+            "fixes": fixes, "nodes": [n for a in applied for n, _ in a.replaced],
+            "emitted": [n for a in applied for n, _ in a.emitted],
+            "before": base, "after": after,
+            "verification": [c.to_dict() for c in ver.checks], "timing": key,
+            "contract": {"rewrites": [rewrite.name]},
+        } | ({"metric": task} if task is not None else {})
+
+    # 3 ---------------------------------------------------------------------------------
+    def review(self, result: GateResult, timings: dict[str, float]) -> None:
+        """One row per rewritten or CPU-fallback node; needs waivers applied (after _finish)."""
+        if self.checked is None or "node_count" not in result.summary:
+            return
+        self._timings = timings
+        rows: list[dict[str, Any]] = []
+        checks = {(e["name"], v["where"]): v for e in result.rewrites for v in e["verification"]
+                  if v["kind"] == "region"}
+        for entry in result.rewrites:
+            for before in entry["placement_before"]:
+                region = next((a for a in self.applied if a.rewrite == entry["name"]
+                               and before["node"] in [n for n, _ in a.replaced]), None)
+                check = checks.get((entry["name"], region.output)) if region else None
+                after = Counter(p["placement"] for p in entry["placement_after"]
+                                if region and p["node"] in [n for n, _ in region.emitted])
+                rows.append(self._row(
+                    result, before["node"], before["op_type"], None,
+                    placement=f"{before['placement']} → " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())),
+                    reason="; ".join(before["reasons"]) or "none (ran on the NPU)",
+                    constraints=[], strategy=f"rewrite: {entry['name']}", rewrite=entry["name"],
+                    verification=check, cpu=["cpu_reference_original_s", "cpu_reference_s"]))
+        suggested: dict[str, dict[str, Any]] = {}
+        for sug in result.suggestions:
+            for node in sug["fixes"]:
+                suggested.setdefault(node, sug)
+        for n in result.nodes:
+            if n.placement != "cpu":
+                continue
+            mine = [f for f in result.findings if f.node == n.name and f.rule in ("unsupported-op", "op-constraint")]
+            constraints = [f.constraint for f in mine if f.constraint]
+            reason = "; ".join(n.reasons)
+            s = suggested.get(n.name)
+            waived = [f for f in mine if f.waived]
+            # A waiver is the team's recorded decision, so it wins over a suggestion (which
+            # stays listed under Suggested rewrites).
+            if mine and len(waived) == len(mine):
+                strategy = f"waiver: {waived[0].waiver_reason}"
+            elif s is not None:
+                strategy = f"rewrite: {s['rewrite']} (suggested, not applied)"
+            elif not any(f.severity == "error" for f in mine if not f.waived):
+                strategy = "leave on CPU"
+            else:
+                strategy = "change the model"
+            suggestion = s if strategy.startswith("rewrite") else None
+            worst = None if suggestion is None else max(suggestion["verification"],
+                                                        key=lambda v: v["max_abs_err"] or 0.0)
+            row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
+                            constraints=constraints, strategy=strategy,
+                            rewrite=None if suggestion is None else suggestion["rewrite"], verification=worst,
+                            cpu=["cpu_reference_s"] + ([suggestion["timing"]] if suggestion else []))
+            rows.append(row)
+        result.review = rows
+        if self.device is not None:
+            result.device_timings = {"path": self.device.path, "source": self.device.source,
+                                     "entries": len(self.device.entries)}
+
+    def _row(self, result: GateResult, node: str, op_type: str, partition: int | None, *, placement: str,
+             reason: str, constraints: list[str], strategy: str, rewrite: str | None,
+             verification: dict[str, Any] | None, cpu: list[str]) -> dict[str, Any]:
+        device = self.device.lookup(node, partition, self.contract.name) if self.device else None
+        return {
+            "node": node, "op_type": op_type, "placement": placement, "reason": reason,
+            "constraints": constraints, "strategy": strategy, "rewrite": rewrite,
+            "verification": None if verification is None else {
+                k: verification.get(k) for k in ("where", "kind", "max_abs_err", "max_rel_err", "atol", "rtol",
+                                                 "passed")},
+            "latency": {
+                "cpu_reference": [k for k in cpu if k in self._timings] or None,
+                "cpu_reference_label": CPU_LABEL,
+                "device": None if device is None else device.to_dict() | {"source": self.device.source
+                                                                          if self.device else None},
+            },
+        }
+
+
+def _better(base: dict[str, Any], after: dict[str, Any]) -> bool:
+    fewer_cpu = after["cpu_nodes"] < base["cpu_nodes"] and _parts(after) <= _parts(base)
+    fewer_parts = _parts(after) < _parts(base) and after["cpu_nodes"] <= base["cpu_nodes"]
+    return fewer_cpu or fewer_parts
+
+
+def _parts(s: dict[str, Any]) -> int:
+    return int(s["npu_partitions"]) + int(s["cpu_partitions"])
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
+    return {n.outputs[0]["name"]: n for n in nodes if n.outputs}
+
+
+def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: str) -> dict[str, Any]:
+    found = nodes.get(tensor)
+    if found is None:
+        return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
+    return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
+            "partition": found.partition}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _metric_message(metric: dict[str, Any]) -> str:
+    if "error" in metric:
+        return f"task metric could not be computed: {metric['error']}"
+    bad = [c for c in metric["checks"] if not c["passed"]]
+    return "task metric: " + "; ".join(
+        f"{c['name']} = {c['value']} (min {c['min']}, max {c['max']})" for c in bad)
+
+
+def _read_npz(path: Path, dtypes: dict[str, str]) -> list[dict[str, np.ndarray]]:
+    """Rows of a bundle-layout .npz (one array per input, sample k in row k)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except Exception as exc:
+        raise ContractError(f"{path}: numerics.samples_file: cannot read: {exc}") from None
+    names = list(dtypes)
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise ContractError(f"{path}: numerics.samples_file: no array for input(s) {', '.join(missing)}")
+    counts = {arrays[n].shape[0] if arrays[n].ndim else 0 for n in names}
+    if len(counts) != 1 or 0 in counts:
+        raise ContractError(f"{path}: numerics.samples_file: arrays must share a non-empty first axis (samples)")
+    return [{n: np.ascontiguousarray(arrays[n][k], dtype=dtypes[n]) for n in names} for k in range(counts.pop())]

@@ -1,0 +1,440 @@
+"""Rewrites in a contract check: proof, suggestions, review table, device timings, task metric."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import rewrite_zoo as zoo
+from conftest import validate_result
+
+from npu_gate.contract import load_contract
+from npu_gate.pipeline import check_contract
+from npu_gate.render import markdown
+from npu_gate.rewrites import REWRITES
+from npu_gate.rewrites.base import Builder, Emitted, GraphView, Match, Rewrite
+
+# Runs Add, Mul, Div, Clip but not HardSwish: decompose-hardswish helps here.
+ELEMENTWISE = {"Conv": {}, "Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "ReduceMean": {}}
+
+
+def contract(tmp_path, model, ops=None, profile="demo", **extra):
+    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
+    if ops is not None:
+        doc = {"name": "test-npu", "description": "test", "source": "tests", "evidence": "illustrative", "ops": ops}
+        (tmp_path / "profile.json").write_text(json.dumps(doc))
+        profile = "profile.json"
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    doc = {"name": "net", "model": {"onnx": "model.onnx"}, "target": {"profile": profile},
+           "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "range": [-3, 3]}], **extra}
+    path = tmp_path / "npu-gate.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def check(path):
+    result = check_contract(load_contract(path))
+    validate_result(result.to_dict())
+    return result
+
+
+def figures(s):
+    return (s["cpu_nodes"], s["npu_partitions"], s["cpu_partitions"])
+
+
+def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path):
+    base = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
+    assert figures(base.summary) == (1, 2, 1)
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                    gates={"max_cpu_nodes": 0, "max_npu_partitions": 1})
+    result = check(path)
+    assert result.verdict == "pass"
+    assert figures(result.summary) == (0, 1, 0)
+    assert result.stages["rewrites"] == {"status": "ok", "applied": ["decompose-hardswish (1 regions)"]}
+    assert figures(result.rewrite_check["before"]) == (1, 2, 1)
+    assert figures(result.rewrite_check["after"]) == (0, 1, 0)
+    assert (result.rewrite_check["before"]["node_count"], result.rewrite_check["after"]["node_count"]) == (3, 6)
+    [entry] = result.rewrites
+    assert entry["name"] == "decompose-hardswish" and entry["exact"] is True
+    assert entry["nodes"] == ["hswish"]
+    assert [(p["node"], p["placement"]) for p in entry["placement_before"]] == [("hswish", "cpu")]
+    assert [(p["node"], p["placement"]) for p in entry["placement_after"]] == [
+        ("hswish/decomposed/Add", "npu"), ("hswish/decomposed/Clip", "npu"),
+        ("hswish/decomposed/Mul", "npu"), ("hswish/decomposed/Div", "npu")]
+    assert [(v["where"], v["kind"], v["passed"]) for v in entry["verification"]] == [
+        ("y", "output", True), ("h", "region", True)]
+    assert max(v["max_abs_err"] for v in entry["verification"]) <= 1e-5
+    assert [(r["node"], r["placement"], r["strategy"]) for r in result.review] == [
+        ("hswish", "cpu → npu 4", "rewrite: decompose-hardswish")]
+    assert result.review[0]["verification"]["where"] == "h"
+    assert {"cpu_reference_original_s", "cpu_reference_s"} <= set(result.timings)
+    report = markdown.render(result)
+    assert "### Rewrites applied" in report and "**`decompose-hardswish`** (exact)" in report
+    assert "region <code>hswish</code> → <code>h</code>" in report
+
+
+def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path):
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
+    [s] = result.suggestions
+    assert (s["rewrite"], s["node"], s["fixes"]) == ("decompose-hardswish", "hswish", ["hswish"])
+    assert figures(s["before"]) == (1, 2, 1) and figures(s["after"]) == (0, 1, 0)
+    assert all(v["passed"] for v in s["verification"])
+    assert s["timing"] in result.timings
+    [row] = result.review
+    assert (row["node"], row["strategy"]) == ("hswish", "rewrite: decompose-hardswish (suggested, not applied)")
+    assert row["verification"]["passed"] is True
+    assert "add `\"rewrites\": [\"decompose-hardswish\"]` to the contract" in markdown.render(result)
+
+
+def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path):
+    # demo has no Clip and no HardSwish: fusing the lesson's Clip gives a HardSwish on CPU.
+    result = check(contract(tmp_path, zoo.hardswish_by_hand()))
+    assert result.suggestions == []
+    assert result.stages["suggestions"]["rejected"] == [
+        {"rewrite": "fuse-hardswish", "node": "/act/Clip", "regions": 1,
+         "reason": "still on CPU: /act/Clip/fused/HardSwish"}]
+    assert [(r["node"], r["strategy"]) for r in result.review] == [("/act/Clip", "change the model")]
+
+
+@pytest.mark.parametrize(("atol", "listed"), [(1e-4, False), (1e-3, True)])
+def test_suggestions_only_list_rewrites_that_pass_numerics(tmp_path, atol, listed):
+    result = check(contract(tmp_path, zoo.gelu_erf(), {"Mul": {}, "Add": {}, "Tanh": {}, "Div": {}},
+                            numerics={"atol": atol, "rtol": 0}))
+    assert [s["rewrite"] for s in result.suggestions] == (["gelu-tanh"] if listed else [])
+    if not listed:
+        [rejected] = result.stages["suggestions"]["rejected"]
+        assert rejected["rewrite"] == "gelu-tanh"
+        assert rejected["reason"].startswith("numerics: output y max abs error 0.000")
+        assert all(r["strategy"] == "change the model" for r in result.review)
+
+
+def _wrong_hardsigmoid(view: GraphView, m: Match) -> Emitted:
+    """The classic bug: ONNX's default alpha 0.2 instead of the node's 1/6."""
+    b = Builder(view, m.anchor, "decomposed")
+    scaled = b.op("Mul", [m.params["x"], b.const("alpha", 0.2)])
+    b.clip(b.op("Add", [scaled, b.const("beta", 0.5)]), 0.0, 1.0, m.output)
+    return b.done()
+
+
+def test_wrong_hardsigmoid_is_caught_at_the_region_while_end_to_end_passes(tmp_path, monkeypatch):
+    right = REWRITES["decompose-hardsigmoid"]
+    wrong = Rewrite(right.name, right.matches, right.emits, True, right.doc, right.find, _wrong_hardsigmoid)
+    monkeypatch.setitem(REWRITES, "decompose-hardsigmoid", wrong)
+    path = contract(tmp_path, zoo.hardsigmoid_swish(), ELEMENTWISE, rewrites=["decompose-hardsigmoid"],
+                    numerics={"atol": 1e-3, "rtol": 0})
+    result = check(path)
+    checks = {v["kind"]: v for v in result.rewrites[0]["verification"]}
+    # ~4e-4 on the logits (the small Conv and the mean shrink it), ~0.08 on the activation.
+    assert checks["output"]["passed"] is True and checks["output"]["max_abs_err"] < 1e-3
+    assert checks["region"]["passed"] is False and checks["region"]["max_abs_err"] > 0.05
+    assert checks["region"]["where"] == "g" and checks["region"]["node"] == "/act/HardSigmoid"
+    [finding] = [f for f in result.findings if f.rule == "rewrite-mismatch"]
+    assert finding.node == "/act/HardSigmoid"
+    assert finding.message.startswith("decompose-hardsigmoid at region /act/HardSigmoid (tensor g): max abs error 0.")
+    assert result.verdict == "fail"
+    # The right rewrite passes both.
+    monkeypatch.setitem(REWRITES, "decompose-hardsigmoid", right)
+    good = check(path)
+    assert all(v["passed"] for v in good.rewrites[0]["verification"])
+    assert not [f for f in good.findings if f.rule == "rewrite-mismatch"]
+
+
+def test_approximate_rewrite_is_reported_with_its_error(tmp_path):
+    tight = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}}, rewrites=["gelu-tanh"]))
+    [entry] = tight.rewrites
+    assert entry["exact"] is False and (entry["atol"], entry["rtol"]) == (1e-4, 1e-3)
+    assert [v["passed"] for v in entry["verification"]] == [False, False]
+    assert 3e-4 < entry["verification"][0]["max_abs_err"] < 1e-3
+    assert [f.rule for f in tight.findings if f.severity == "error"] == ["rewrite-mismatch", "rewrite-mismatch"]
+    assert "(approximate: its error is measured below)" in markdown.render(tight)
+    loose = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
+                           rewrites=[{"name": "gelu-tanh", "atol": 1e-3}]))
+    assert loose.verdict == "pass"
+    assert [v["passed"] for v in loose.rewrites[0]["verification"]] == [True, True]
+    assert loose.rewrites[0]["verification"][0]["max_abs_err"] == tight.rewrites[0]["verification"][0]["max_abs_err"]
+
+
+def test_unmatched_rewrite_is_a_warning(tmp_path):
+    result = check(contract(tmp_path, zoo.reflect_pad(), rewrites=["decompose-layernorm"]))
+    assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule.startswith("rewrite")] == [
+        ("rewrite-unmatched", "warning", "rewrite decompose-layernorm matched no node")]
+    assert result.rewrites == [] and result.rewrite_check is None
+
+
+def test_samples_file_rows_are_verified_too(tmp_path):
+    rows = np.random.default_rng(5).uniform(-3, 3, (3, *zoo.SHAPE))
+    np.savez(tmp_path / "real.npz", x=rows)  # float64 on disk: cast to the contract's dtype
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                    numerics={"samples": 2, "samples_file": "real.npz"})
+    result = check(path)
+    assert result.rewrite_check["samples"] == {"seeded": 2, "seed": 0, "file": "real.npz", "file_samples": 3}
+    assert [v["samples"] for v in result.rewrites[0]["verification"]] == [5, 5]
+
+
+DEVICE_JSON = {"source": "board run 2026-12-01", "timings": [
+    {"scope": "node", "key": "hswish", "ms": 0.25}, {"scope": "model", "key": "net", "ms": 2.5}]}
+
+
+def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
+    (tmp_path / "board.json").write_text(json.dumps(DEVICE_JSON))
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
+    [row] = result.review
+    assert row["latency"]["device"] == {"scope": "node", "key": "hswish", "ms": 0.25, "source": "board run 2026-12-01"}
+    assert result.device_timings == {"path": "board.json", "source": "board run 2026-12-01", "entries": 2}
+    report = markdown.render(result)
+    assert "device: 0.25 ms (node <code>hswish</code>)" in report
+    assert "board run 2026-12-01" in report
+    # CSV through the CLI flag, keyed by the model only: the node row falls back to it.
+    (tmp_path / "board.csv").write_text("scope,key,ms\nmodel,net,3.5\npartition,7,1.0\n")
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE)
+    run = run_cli("check", path, "--device-timings", tmp_path / "board.csv", "--json", tmp_path / "r.json", "-q")
+    assert run.code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["review"][0]["latency"]["device"] == {"scope": "model", "key": "net", "ms": 3.5, "source": None}
+
+
+def test_device_timings_by_partition(tmp_path):
+    (tmp_path / "board.json").write_text(json.dumps({"timings": [{"scope": "partition", "key": "1", "ms": 0.7}]}))
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
+    assert [(p.id, p.device, p.nodes) for p in result.partitions] == [
+        (0, "npu", ["conv0"]), (1, "cpu", ["hswish"]), (2, "npu", ["conv1"])]
+    assert result.review[0]["latency"]["device"] == {"scope": "partition", "key": "1", "ms": 0.7, "source": None}
+    assert "device: 0.7 ms (partition <code>1</code>)" in markdown.render(result)
+
+
+def test_emitted_name_clash_is_a_model_error(tmp_path, run_cli):
+    model = zoo.hardswish()
+    model.graph.node[0].name = "hswish/decomposed/Add"
+    run = run_cli("check", contract(tmp_path, model, rewrites=["decompose-hardswish"]))
+    assert run.code == 2
+    assert run.err.strip().endswith(
+        "rewrites: rewrite decompose-hardswish: emitted name 'hswish/decomposed/Add' already exists in the model")
+
+
+def test_without_device_timings_latency_is_not_measured(tmp_path):
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
+    assert result.review[0]["latency"]["device"] is None
+    assert "device: not measured" in markdown.render(result)
+
+
+def test_bad_device_timings_stop_the_run(tmp_path, run_cli):
+    (tmp_path / "board.csv").write_text("scope,key,ms\nchip,net,3.5\nnode,a,-1\n")
+    run = run_cli("check", contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv"))
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {tmp_path / 'board.csv'}: row 2: scope 'chip' is not one of model, partition, node",
+        f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a number of milliseconds >= 0"]
+
+
+METRIC = '''
+import numpy as np
+
+def agreement(reference, candidate, samples):
+    same = [float(np.mean(np.sign(r["y"]) == np.sign(c["y"]))) for r, c in zip(reference, candidate)]
+    worst = max(float(np.max(np.abs(r["y"] - c["y"]))) for r, c in zip(reference, candidate))
+    return {"sign_agreement": min(same), "max_diff": worst, "samples": len(samples)}
+'''
+
+
+@pytest.mark.parametrize(("threshold", "passed"), [({"max_diff": {"max": 1e-3}}, True),
+                                                   ({"max_diff": {"max": 1e-5}}, False)])
+def test_task_metric_is_reported(tmp_path, threshold, passed):
+    (tmp_path / "task_metric.py").write_text(METRIC)
+    path = contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
+                    rewrites=[{"name": "gelu-tanh", "atol": 1e-3}],
+                    metric={"callable": "task_metric:agreement", "threshold": threshold})
+    result = check(path)
+    assert result.metric["values"]["samples"] == 4.0
+    assert result.metric["values"]["sign_agreement"] == 1.0
+    assert 3e-4 < result.metric["values"]["max_diff"] < 1e-3
+    assert result.metric["passed"] is passed
+    assert [f.rule for f in result.findings if f.rule == "task-metric"] == ([] if passed else ["task-metric"])
+    assert "### Task metric" in markdown.render(result)
+
+
+def test_contract_rejects_unknown_rewrites(tmp_path, run_cli):
+    run = run_cli("check", contract(tmp_path, zoo.hardswish(), rewrites=["decompose-swish", "gelu-tanh",
+                                                                          "gelu-tanh"]))
+    assert run.code == 2
+    assert "rewrites[0]: unknown rewrite 'decompose-swish' (known: decompose-hardswish, " in run.err
+    assert "rewrites[2]: 'gelu-tanh' is named twice" in run.err
+
+
+def test_rewrite_preserves_untouched_nodes_and_order(tmp_path):
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"])
+    names = [n.name for n in check(path).nodes]
+    assert names == ["conv0", "hswish/decomposed/Add", "hswish/decomposed/Clip", "hswish/decomposed/Mul",
+                     "hswish/decomposed/Div", "conv1"]
+
+
+def test_builder_clip_uses_inputs_from_opset_11():
+    b = Builder(GraphView(zoo.hardswish()), "n", "t")
+    b.clip("x", 0.0, 1.0, "y")
+    assert [list(n.input) for n in b.nodes] == [["x", "n/t/min", "n/t/max"]]
+    old = zoo.hardswish()
+    old.opset_import[0].version = 10
+    b = Builder(GraphView(old), "n", "t")
+    b.clip("x", 0.0, 1.0, "y")
+    assert [list(n.input) for n in b.nodes] == [["x"]] and b.initializers == []
+
+
+@pytest.mark.torch
+def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
+    pytest.importorskip("torch")
+    import shutil
+
+    from conftest import REPO
+
+    for name in ("seed_net.py", "npu-gate.json"):
+        shutil.copy(REPO / "examples" / "seed-hardswish" / name, tmp_path / name)
+    doc = json.loads((tmp_path / "npu-gate.json").read_text())
+    (tmp_path / "p.json").write_text(json.dumps({"name": "hs", "description": "t", "source": "tests",
+                                                 "evidence": "illustrative", "ops": {"Conv": {}, "HardSwish": {}}}))
+    doc.update(target={"profile": "p.json"}, rewrites=["fuse-hardswish"])
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    result = check(tmp_path / "npu-gate.json")
+    assert result.verdict == "pass"
+    assert result.ops == {"Conv": 1, "HardSwish": 1}
+    assert figures(result.rewrite_check["before"]) == (4, 1, 1)
+    assert figures(result.summary) == (0, 1, 0)
+    # onnxruntime on the rewritten graph vs eager PyTorch (the contract's own numerics).
+    assert [c["passed"] for c in result.numerics] == [True]
+    assert result.rewrites[0]["nodes"] == ["/Add", "/Clip", "/Mul", "/Div"]
+
+
+def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
+    (tmp_path / "mine.onnx").write_bytes(zoo.hardswish_by_hand().SerializeToString())
+    model = zoo.hardswish_by_hand()
+    model.graph.node[0].input[1] = "conv1_w"  # same shapes, different weights: a wrong replacement
+    model.graph.node[0].input[2] = "conv1_b"
+    (tmp_path / "wrong.onnx").write_bytes(model.SerializeToString())
+    good = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "mine.onnx"}))
+    r = good.replacement
+    assert r["model"]["path"] == "mine.onnx"
+    assert figures(r["before"]) == (1, 2, 1) and figures(r["after"]) == (0, 1, 0)
+    assert [(v["where"], v["passed"]) for v in r["verification"]] == [("y", True)]
+    assert "cpu_reference_replacement_s" in good.timings
+    assert "### Replacement model" in markdown.render(good)
+    bad = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "wrong.onnx"}))
+    assert [v["passed"] for v in bad.replacement["verification"]] == [False]
+    assert [f.message.split(":")[0] for f in bad.findings if f.rule == "rewrite-mismatch"] == [
+        "replacement at output y"]
+
+
+def test_replacement_file_must_exist(tmp_path, run_cli):
+    run = run_cli("check", contract(tmp_path, zoo.hardswish(), replacement={"onnx": "nope.onnx"}))
+    assert run.code == 2 and "replacement.onnx: file 'nope.onnx' not found" in run.err
+
+
+HS_NET = '''
+import torch
+from torch import nn
+
+
+class HsNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = nn.Hardswish()
+
+    def forward(self, x):
+        return self.act(self.conv(x))
+
+
+def build_model():
+    return HsNet()
+'''
+
+
+@pytest.mark.torch
+def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
+    pytest.importorskip("torch")
+    import shutil
+
+    from conftest import REPO
+
+    for name in ("seed_net.py", "npu-gate.json"):
+        shutil.copy(REPO / "examples" / "seed-hardswish" / name, tmp_path / name)
+    (tmp_path / "hs_net.py").write_text(HS_NET)
+    (tmp_path / "p.json").write_text(json.dumps({"name": "hs", "description": "t", "source": "tests",
+                                                 "evidence": "illustrative", "ops": {"Conv": {}, "HardSwish": {}}}))
+    doc = json.loads((tmp_path / "npu-gate.json").read_text())
+    doc.update(target={"profile": "p.json"},
+               replacement={"torch": {"factory": "hs_net:build_model", "exporter": "torchscript", "opset": 17}})
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    result = check(tmp_path / "npu-gate.json")
+    r = result.replacement
+    assert r["model"]["factory"] == "hs_net:build_model"
+    assert figures(r["before"]) == (4, 1, 1) and figures(r["after"]) == (0, 1, 0)
+    # Same seed, same Conv init: nn.Hardswish equals the hand-written form.
+    assert [v["passed"] for v in r["verification"]] == [True]
+    assert r["verification"][0]["max_abs_err"] < 1e-5
+
+
+def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
+    waiver = {"rule": "unsupported-op", "op_type": "HardSwish", "reason": "ships on CPU in v1"}
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, waivers=[waiver]))
+    assert [s["rewrite"] for s in result.suggestions] == ["decompose-hardswish"]
+    [row] = result.review
+    assert (row["strategy"], row["rewrite"], row["verification"]) == ("waiver: ships on CPU in v1", None, None)
+    assert row["reason"] == "op HardSwish not in profile test-npu"
+    assert row["latency"]["cpu_reference"] == ["cpu_reference_s"]
+
+
+def test_review_names_the_failed_constraint(tmp_path):
+    ops = dict(ELEMENTWISE, HardSwish={"constraints": [
+        {"id": "hswish-rank", "input": 0, "rank": {"max": 2}}]})
+    result = check(contract(tmp_path, zoo.hardswish(), ops))
+    [row] = result.review
+    assert row["constraints"] == ["hswish-rank"]
+    assert row["strategy"] == "rewrite: decompose-hardswish (suggested, not applied)"
+    assert "| <code>hswish-rank</code>: " in markdown.render(result)
+
+
+@pytest.mark.torch
+def test_rewrite_example_passes(run_cli, tmp_path):
+    pytest.importorskip("torch")
+    from conftest import REPO
+
+    run = run_cli("check", REPO / "examples" / "rewrite-hardswish", "--json", tmp_path / "r.json", "-q")
+    assert run.code == 0, run.err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert [r["name"] for r in doc["rewrites"]] == ["decompose-hardswish"]
+    assert figures(doc["rewrite_check"]["before"]) == (1, 1, 1)
+    assert figures(doc["summary"]) == (0, 1, 0)
+    assert [c["passed"] for c in doc["numerics"]] == [True]  # rewritten graph vs PyTorch
+
+
+def test_metric_without_a_candidate_is_skipped_and_says_why(tmp_path):
+    (tmp_path / "task_metric.py").write_text(METRIC)
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, metric={"callable": "task_metric:agreement"}))
+    assert result.metric is None
+    assert result.stages["metric"] == {"status": "skipped", "reason": "nothing to compare: no rewrite was "
+                                       "applied and no replacement model was given"}
+
+
+def test_metric_that_raises_is_a_task_metric_error(tmp_path):
+    (tmp_path / "broken_metric.py").write_text(
+        "def score(reference, candidate, samples):\n    raise KeyError('logits')\n")
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            metric={"callable": "broken_metric:score"}))
+    assert result.metric["error"] == "broken_metric:score: KeyError: 'logits'"
+    assert [f.message for f in result.findings if f.rule == "task-metric"] == [
+        "task metric could not be computed: broken_metric:score: KeyError: 'logits'"]
+    assert result.verdict == "fail"
+
+
+@pytest.mark.parametrize(("bound", "listed"), [(1e-3, True), (1e-5, False)])
+def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
+    (tmp_path / "task_metric.py").write_text(METRIC)
+    result = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
+                            numerics={"atol": 1e-3, "rtol": 0},
+                            metric={"callable": "task_metric:agreement", "threshold": {"max_diff": {"max": bound}}}))
+    assert [s["rewrite"] for s in result.suggestions] == (["gelu-tanh"] if listed else [])
+    if listed:
+        assert result.suggestions[0]["metric"]["passed"] is True
+    else:
+        [rejected] = result.stages["suggestions"]["rejected"]
+        assert rejected["reason"].startswith("task metric: max_diff = 0.000")
