@@ -29,6 +29,7 @@ from npu_gate.probe.base import (
     ChildRun,
     Compiler,
     CompilerOutput,
+    ProbeNode,
     ProbeResult,
     clean_log,
 )
@@ -113,52 +114,91 @@ def probe(
     keep: Path | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there."""
-    from npu_gate.pipeline import inspect_model
-
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
     if not python.exists():
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
     start = time.perf_counter()
-    predicted_result = inspect_model(model, profile) if profile is not None else None
+    predicted = _predict(model, profile)
     predicted_s = time.perf_counter() - start
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
     options = dict(options or {})
-    attempts: list[Attempt] = []
+    runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
     try:
         while True:
-            attempt_dir = work / f"attempt-{len(attempts) + 1}"
+            attempt_dir = work / f"attempt-{len(runs) + 1}"
             if attempt_dir.exists():
                 shutil.rmtree(attempt_dir)
             request = compiler.request(model.resolve(), target, inputs or {}, options)
             run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
-            output = compiler.parse(run, attempt_dir)
-            status, error = status_of(run, output)
-            attempts.append(Attempt(options=dict(options), status=status, error=error,
-                                    returncode=run.returncode, seconds=round(run.seconds, 3)))
-            retry = compiler.retry_options(output, options) if status == FAILED and len(attempts) == 1 else None
+            _write_json(attempt_dir / "exit.json", {"returncode": run.returncode, "timed_out": run.timed_out,
+                                                    "seconds": run.seconds, "options": options})
+            runs.append(_judge(compiler, run, attempt_dir, options))
+            output, attempt = runs[-1][1], runs[-1][2]
+            retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
             if retry is None:
                 break
             options = retry
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
+    result = assemble(model.name, compiler, target, predicted, runs)
+    result.timings = {"predict_s": round(predicted_s, 3),
+                      "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
+                      "total_s": round(time.perf_counter() - start, 3), **result.timings}
+    return result
 
+
+def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: Any = None) -> ProbeResult:
+    """Rebuild a ProbeResult from a kept work folder (``--keep-work``) without running anything."""
+    runs = []
+    for attempt_dir in sorted(work.glob("attempt-*"), key=lambda p: int(p.name.split("-")[1])):
+        exit_info = json.loads((attempt_dir / "exit.json").read_text(encoding="utf-8"))
+        raw = (attempt_dir / "compiler.log").read_bytes().decode("utf-8", errors="replace")
+        response_path = attempt_dir / "response.json"
+        response = json.loads(response_path.read_text(encoding="utf-8")) if response_path.exists() else {}
+        run = ChildRun(returncode=exit_info["returncode"], log=clean_log(raw), response=response,
+                       seconds=exit_info["seconds"], timed_out=exit_info["timed_out"])
+        runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
+    if not runs:
+        raise GateError(f"{work}: no attempt-N folders to replay")
+    return assemble(model.name, compiler, target, _predict(model, profile), runs)
+
+
+def _predict(model: Path, profile: Any) -> Any:
+    from npu_gate.pipeline import inspect_model
+
+    return inspect_model(model, profile) if profile is not None else None
+
+
+def _judge(compiler: Compiler, run: ChildRun, work: Path,
+           options: dict[str, Any]) -> tuple[ChildRun, CompilerOutput, Attempt]:
+    output = compiler.parse(run, work)
+    status, error = status_of(run, output)
+    return run, output, Attempt(options=dict(options), status=status, error=error,
+                                returncode=run.returncode, seconds=round(run.seconds, 3))
+
+
+def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: Any,
+             runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> ProbeResult:
+    """The probe result from the last run, compared with npu_gate's own prediction."""
+    run, output, last = runs[-1]
+    attempts = [a for _, _, a in runs]
     result = ProbeResult(
-        model={"path": model.name, "sha256": predicted_result.model.get("sha256") if predicted_result else None},
+        model={"path": model_name, "sha256": predicted_result.model.get("sha256") if predicted_result else None},
         compiler={"name": compiler.product, "version": output.version, "target": target, "plugin": compiler.name},
-        status=status,
+        status=last.status,
         predicted_with=_predicted_with(predicted_result),
-        error=error,
+        error=last.error,
         rewrites=output.rewrites,
         attempts=attempts,
         log=run.log,
     )
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
-    if status == OK:
+    if last.status == OK:
         result.nodes, result.segments = map_nodes(originals, predicted, output)
         result.ops = output.rows
         counts = {"npu": predicted_result.summary.get("npu_partitions"),
@@ -167,18 +207,18 @@ def probe(
         result.summary = agreement(result.nodes, result.segments, counts, added)
         if len(attempts) > 1:  # built, but only with a rule disabled: the default build failed
             result.findings.append({"rule": "compiler-failed", "severity": "warning",
-                                    "message": f"built only with {_options_text(attempts[-1].options)}; "
+                                    "message": f"built only with {_options_text(last.options)}; "
                                                f"the default build {attempts[0].status}: {attempts[0].error}"})
     else:
-        from npu_gate.probe.base import ProbeNode
-
         result.nodes = [ProbeNode(name=n, op_type=t, predicted=predicted.get(n), actual=None) for n, t in originals]
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
-    result.timings = {"predict_s": round(predicted_s, 3), "compiler_s": round(sum(a.seconds for a in attempts), 3),
-                      "total_s": round(time.perf_counter() - start, 3)}
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _predicted_with(result: Any) -> dict[str, Any]:

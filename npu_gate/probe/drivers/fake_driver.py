@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import onnx
@@ -24,7 +25,8 @@ def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         request = json.load(f)
     response_path = sys.argv[2]
-    response = {"status": "running", "stage": "load", "version": "0.1", "error": None}
+    response = {"status": "running", "stage": "load", "version": "0.1", "error": None,
+                "tmpdir": tempfile.gettempdir(), "cwd": os.getcwd(), "pythonpath": os.environ.get("PYTHONPATH")}
 
     def save(**changes: object) -> None:
         response.update(changes)
