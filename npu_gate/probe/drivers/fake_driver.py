@@ -18,8 +18,6 @@ import sys
 import tempfile
 import time
 
-import onnx
-
 
 def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
@@ -34,12 +32,14 @@ def main() -> int:
             json.dump(response, f)
 
     save()
+    if request.get("hang"):
+        time.sleep(3600)
+    import onnx  # after the first response, so a hang or crash is reported at a known stage
+
     print("I fake-compiler version: 0.1")
     print("\x1b[1;33mW\x1b[0m progress \r 50% \r 100%", flush=True)
     graph = onnx.load(request["model"]).graph
     save(stage="build")
-    if request.get("hang"):
-        time.sleep(3600)
     if request.get("crash"):
         os.write(1, b"fatal: about to crash\n")
         os.kill(os.getpid(), signal.SIGSEGV)
