@@ -42,7 +42,7 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
     stub = compiler.stub_torch(torch=torch)
     wanted = {"compiler": compiler.name, "steps": steps, "torch": "real" if torch else ("stub" if stub else "none")}
     found = manifest(venv)
-    if found is not None and not force and compiler.python(venv).exists() and \
+    if found is not None and found.get("complete") and not force and compiler.python(venv).exists() and \
             all(found.get(k) == v for k, v in wanted.items()):
         return {**found, "reused": True}
     if venv.exists():
@@ -53,6 +53,7 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
     start = time.perf_counter()
     interpreter = python or sys.executable
     _run([interpreter, "-m", "venv", *([] if steps else ["--without-pip"]), str(venv)], log)
+    (venv / MANIFEST).write_text(json.dumps({**wanted, "complete": False}) + "\n", encoding="utf-8")  # ours, unfinished
     py = str(compiler.python(venv))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     for step in steps:
@@ -71,6 +72,7 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
         "packages": {name: version for name, version in json.loads(listed)},
         "setup_s": round(time.perf_counter() - start, 1),
         "size_bytes": folder_size(venv),
+        "complete": True,
     }
     (venv / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return {**doc, "reused": False}
