@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("contract", "profile", "result")
+SCHEMA_NAMES = ("contract", "profile", "result", "probe")
 
 
 def schema_dir() -> Path:

@@ -19,6 +19,7 @@ from npu_gate.probe.report import markdown
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
 from npu_gate.probe.runner import probe, replay
 from npu_gate.profile import load_profile
+from npu_gate.resources import load_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
@@ -36,6 +37,13 @@ def _replay(name: str) -> dict:
 
 def _actuals(doc: dict) -> dict[str, tuple]:
     return {n["name"]: (n["predicted"], n["actual"], n["became"]) for n in doc["nodes"]}
+
+
+def _validate(doc: dict) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
 
 
 # --- log cleaning and parsing, on real RKNN-Toolkit2 2.5.0 logs ---
@@ -103,6 +111,7 @@ def test_final_graph_is_the_last_dump() -> None:
 def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     recorded = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))
     replayed = _replay(name)
+    _validate(replayed)
     for doc in (recorded, replayed):
         doc.pop("timings")
         for attempt in doc["attempts"]:
@@ -207,6 +216,7 @@ def test_fake_compiler_fusion_and_segments_through_the_cli(run_cli, save_model, 
     assert run.code == 0, run.err
     assert run.out.splitlines()[0] == "npu-gate probe: model.onnx: fake-compiler 0.1 fake1: OK"
     doc = json.loads(out.read_text())
+    _validate(doc)
     assert _actuals(doc) == {"conv0": ("npu", "npu", "ConvRelu"), "relu0": ("cpu", "fused", "ConvRelu")}
     assert doc["compiler"] == {"name": "fake-compiler", "version": "0.1", "target": "fake1", "plugin": "fake"}
     assert doc["segments"] == [{"index": 0, "device": "npu", "rows": [0], "ops": ["ConvRelu"],
@@ -243,6 +253,7 @@ def test_fake_crash_is_isolated(save_model, tmp_path: Path) -> None:
 
 def test_fake_hang_is_killed_at_the_timeout(save_model, tmp_path: Path) -> None:
     doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, hang=True, timeout=1.0)
+    _validate(doc)
     assert doc["status"] == "crashed"
     assert doc["error"] == "timed out after 1 s (stage: load)"
     assert doc["attempts"][0]["returncode"] is None
