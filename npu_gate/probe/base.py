@@ -146,7 +146,6 @@ class Compiler(ABC):
 
     name: str  # plug-in name on the command line: --compiler NAME
     product: str  # what the compiler calls itself in reports, e.g. rknn-toolkit2
-    targets: tuple[str, ...]
     driver: str  # file name of the driver script shipped in npu_gate/probe/drivers/
     timeout_s: float = 300.0
 

@@ -20,7 +20,6 @@ _DISABLE = re.compile(r"disable_rules=\['([^']+)'\]")
 class FakeCompiler(Compiler):
     name = "fake"
     product = "fake-compiler"
-    targets = ("fake1",)
     driver = "fake_driver.py"
     timeout_s = 30.0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tabulate import tabulate
 
 from npu_gate.probe.base import ProbeResult
@@ -68,7 +70,7 @@ def markdown(result: ProbeResult) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _table(headers: list[str], rows: list[list[object]]) -> str:
+def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     out = tabulate(rows[:MAX_ROWS], headers=headers, tablefmt="github", disable_numparse=True)
     if len(rows) > MAX_ROWS:
         out += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"

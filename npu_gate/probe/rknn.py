@@ -31,8 +31,6 @@ RUNTIME_DEPS = [
 # setuptools dropped pkg_resources, which the toolkit imports once real torch is present.
 TORCH_DEPS = ["torch==2.13.0", "setuptools==80.9.0"]
 
-TARGETS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1103", "rv1106", "rv1103b", "rv1106b", "rk2118")
-
 _PREFIX = re.compile(r"^[DIWE] RKNN: \[[^\]]*\]\s?")
 _REWRITE = re.compile(r"^D\s+(?P<rule>[^\s:]+):?\s+remove nodes?\s*=\s*(?P<rest>\[.*)$")
 _VERSION = re.compile(r"rknn-toolkit2 version: (\S+)")
@@ -47,7 +45,6 @@ _TARGETS = {"NPU": NPU, "CPU": CPU}
 class RknnCompiler(Compiler):
     name = "rknn"
     product = "rknn-toolkit2"
-    targets = TARGETS
     driver = "rknn_driver.py"
     timeout_s = 600.0
 

@@ -137,6 +137,9 @@ def probe(
                                                     "seconds": run.seconds, "options": options})
             runs.append(_judge(compiler, run, attempt_dir, options))
             output, attempt = runs[-1][1], runs[-1][2]
+            if attempt.status == FAILED and run.response.get("stage") == "config":
+                # the compiler refused its configuration (an unknown --target): our input, not the model
+                raise GateError(f"--target {target}: {compiler.product} refused the configuration: {attempt.error}")
             retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
             if retry is None:
                 break

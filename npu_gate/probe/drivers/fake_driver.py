@@ -23,7 +23,7 @@ def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         request = json.load(f)
     response_path = sys.argv[2]
-    response = {"status": "running", "stage": "load", "version": "0.1", "error": None,
+    response: dict[str, object] = {"status": "running", "stage": "config", "version": "0.1", "error": None,
                 "tmpdir": tempfile.gettempdir(), "cwd": os.getcwd(), "pythonpath": os.environ.get("PYTHONPATH")}
 
     def save(**changes: object) -> None:
@@ -32,6 +32,10 @@ def main() -> int:
             json.dump(response, f)
 
     save()
+    if request["target"] != "fake1":
+        save(status="failed", stage="config", error=f"config: unknown target {request['target']}")
+        return 0
+    save(stage="load")
     if request.get("hang"):
         time.sleep(3600)
     import onnx  # after the first response, so a hang or crash is reported at a known stage
