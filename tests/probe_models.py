@@ -6,6 +6,10 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
 - ``erf_between``: Conv, Erf, Conv: a lone Erf runs on CPU, giving 2 NPU segments.
 - ``gelu_head``: GlobalAveragePool, Flatten, Gemm and a decomposed GELU: lowering to Conv,
   GELU fused into the Gemm's Conv, a rank adapter for the 2-D output.
+- ``matmul_rank2``: MatMul + Relu on a 2-D input: lowered to Transpose/Conv/Transpose with the
+  Relu fused (after a rule swaps it past the Transpose) and Reshape adapters added.
+- ``convtranspose_stride3``: ConvTranspose stride 3 splits into a CPU zero-insertion op and an
+  NPU Conv.
 - ``resize_cubic``: cubic Resize crashes the toolkit (SIGSEGV).
 - ``layernorm_no_epsilon``: a rewrite rule raises; the log names it, the retry builds.
 - ``opset20``: refused at load (opset > 19).
@@ -96,6 +100,19 @@ def gelu_head() -> onnx.ModelProto:
     return _model("gelu_head", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 16])])
 
 
+def matmul_rank2() -> onnx.ModelProto:
+    nodes = [helper.make_node("MatMul", ["x", "mm.w"], ["m"], name="mm"),
+             helper.make_node("Relu", ["m"], ["y"], name="relu")]
+    return _model("matmul_rank2", nodes, [_w("mm.w", 32, 16)], [_x("x", [4, 32])], [_x("y", [4, 16])])
+
+
+def convtranspose_stride3() -> onnx.ModelProto:
+    nodes = [helper.make_node("ConvTranspose", ["x", "deconv.w"], ["y"], name="deconv", strides=[3, 3],
+                              kernel_shape=[3, 3])]
+    return _model("convtranspose_stride3", nodes, [_w("deconv.w", 8, 8, 3, 3)], [_x("x", [1, 8, 8, 8])],
+                  [_x("y", [1, 8, 24, 24])])
+
+
 def resize_cubic() -> onnx.ModelProto:
     nodes = [_conv("conv1", "x", "c1"),
              helper.make_node("Resize", ["c1", "", "scales"], ["y"], name="resize", mode="cubic")]
@@ -118,6 +135,8 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
     "gelu_head": gelu_head,
+    "matmul_rank2": matmul_rank2,
+    "convtranspose_stride3": convtranspose_stride3,
     "resize_cubic": resize_cubic,
     "layernorm_no_epsilon": layernorm_no_epsilon,
     "opset20": opset20,

@@ -171,6 +171,30 @@ def test_lowering_fusion_and_an_added_adapter() -> None:
                       "gelu_erf": "fusion/lowering"}
 
 
+def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:
+    doc = _replay("matmul_rank2")
+    assert _actuals(doc) == {"mm": ("cpu", "npu", "Transpose+ConvRelu"), "relu": ("cpu", "fused", "ConvRelu")}
+    rows = [(r["op_type"], r["target"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]]
+    assert rows == [
+        ("Reshape", "npu", "x_rs", []),
+        ("Transpose", "npu", "x_tp", ["mm"]),
+        ("ConvRelu", "npu", "mm#2", ["mm", "relu"]),
+        ("Transpose", "npu", "m_mm_tp", ["mm"]),  # swap_transpose_relu re-added it: still only mm's
+        ("Reshape", "npu", "y-rs", []),
+    ]
+    assert doc["summary"]["compiler_added_ops"] == 2
+
+
+def test_one_node_split_over_both_devices() -> None:
+    doc = _replay("convtranspose_stride3")
+    node = doc["nodes"][0]
+    assert (node["actual"], node["runs_on"], node["became"], node["rows"]) == (
+        "split", "split", "exConvTransposePad+Conv", [1, 2])
+    assert [(s["device"], s["ops"], s["nodes"]) for s in doc["segments"]] == [
+        ("cpu", ["exConvTransposePad"], ["deconv"]), ("npu", ["Conv"], ["deconv"])]
+    assert node["agrees"] is False
+
+
 def test_crash_is_a_compiler_failed_verdict() -> None:
     doc = _replay("resize_cubic")
     assert doc["status"] == "crashed" and doc["verdict"] == "fail"
@@ -344,3 +368,18 @@ def test_child_run_signal() -> None:
 def test_replay_needs_attempts(tmp_path: Path) -> None:
     with pytest.raises(GateError, match="no attempt-N folders"):
         replay(FIXTURES / "opset20" / "model.onnx", RknnCompiler(), "rk3588", tmp_path)
+
+
+def test_lineage_rules() -> None:
+    from npu_gate.probe.base import CompilerOutput, Rewrite
+    from npu_gate.probe.mapping import lineage
+
+    out = CompilerOutput(rewrites=[
+        Rewrite("absorb", ["a", "b"], ["a"]),  # a keeps its name and absorbs b
+        Rewrite("lower", ["c"], ["c1", "c2"]),
+        Rewrite("drop", ["d"], []),
+        Rewrite("adapter", [], ["r"]),
+    ])
+    alive, via = lineage(["a", "b", "c", "d"], out)
+    assert alive == {"a": {"a", "b"}, "c1": {"c"}, "c2": {"c"}, "r": set()}
+    assert via == {"a": ["absorb"], "b": ["absorb"], "c": ["lower"], "d": ["drop"]}

@@ -36,15 +36,23 @@ def lineage(originals: Sequence[str], output: CompilerOutput) -> tuple[dict[str,
     via: dict[str, list[str]] = {name: [] for name in originals}
     alive = set(originals)
     for rw in output.rewrites:
-        sources: set[str] = set()
-        for name in rw.removed:
-            sources |= origin.get(name, set())
-            alive.discard(name)
-        for name in sorted(sources):
+        before = {name: origin.get(name, set()) for name in rw.removed}
+        touched = set().union(*before.values()) if before else set()
+        for name in sorted(touched):
             if name in via and rw.rule not in via[name]:
                 via[name].append(rw.rule)
-        for name in rw.added:
-            origin[name] = origin.get(name, set()) | sources
+        # A node re-added under its own name keeps its own origin (swap_transpose_relu removes
+        # and re-adds both nodes); new nodes take the origin of what was removed without coming back.
+        kept = [name for name in rw.added if name in before]
+        new = [name for name in rw.added if name not in before]
+        gone = set().union(*(before[n] for n in before if n not in kept)) if before else set()
+        for name in rw.removed:
+            alive.discard(name)
+        for name in kept:
+            origin[name] = before[name] | (gone if not new else set())
+            alive.add(name)
+        for name in new:
+            origin[name] = origin.get(name, set()) | (gone or touched)
             alive.add(name)
     if output.final_graph is not None:  # the dumped graph is authoritative about what is left
         alive = set(output.final_graph)
