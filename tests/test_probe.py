@@ -383,3 +383,12 @@ def test_lineage_rules() -> None:
     alive, via = lineage(["a", "b", "c", "d"], out)
     assert alive == {"a": {"a", "b"}, "c1": {"c"}, "c2": {"c"}, "r": set()}
     assert via == {"a": ["absorb"], "b": ["absorb"], "c": ["lower"], "d": ["drop"]}
+
+
+def test_markdown_and_text_reports_golden(golden) -> None:
+    from npu_gate.probe.report import text
+
+    folder = FIXTURES / "gelu_head"
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    golden("probe-gelu_head.md", markdown(result))
+    golden("probe-gelu_head.txt", text(result))

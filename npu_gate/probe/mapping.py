@@ -10,7 +10,9 @@ original node with nothing left in the last graph was folded away.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from npu_gate.probe.base import (
     CPU,
@@ -136,11 +138,16 @@ def segments(rows: Sequence[OpRow], order: Sequence[str]) -> list[Segment]:
     return out
 
 
-def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_partitions: dict[str, int],
-              adapters: int) -> dict[str, object]:
+def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_partitions: dict[str, int | None],
+              adapters: int) -> dict[str, Any]:
     """Predicted vs actual: per node and per partition count."""
     judged = [n for n in nodes if n.agrees is not None]
     agree = sum(1 for n in judged if n.agrees)
+    disagreements = [
+        {"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": n.actual,
+         "became": n.became, "runs_on": n.runs_on, "cause": cause(n)}
+        for n in judged if not n.agrees
+    ]
     actual_counts = {d: sum(1 for n in nodes if n.actual == d) for d in (NPU, CPU, SPLIT, FOLDED, FUSED)}
     return {
         "nodes": len(nodes),
@@ -154,11 +161,8 @@ def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_par
         "npu_segments": sum(1 for s in segs if s.device == NPU),
         "cpu_segments": sum(1 for s in segs if s.device == CPU),
         "compiler_added_ops": adapters,
-        "disagreements": [
-            {"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": n.actual,
-             "became": n.became, "runs_on": n.runs_on, "cause": cause(n)}
-            for n in judged if not n.agrees
-        ],
+        "disagreements": disagreements,
+        "disagreements_by_cause": dict(sorted(Counter(d["cause"] for d in disagreements).items())),
     }
 
 

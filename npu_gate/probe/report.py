@@ -65,6 +65,10 @@ def markdown(result: ProbeResult) -> str:
                       "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
         parts.append("### Predicted vs actual\n\n" + _table(
             ["node", "op", "predicted", "actual", "became", "agrees"], node_rows))
+        if s["disagreements"]:
+            by_cause = [[md(c), n, md(", ".join(d["node"] for d in s["disagreements"] if d["cause"] == c))]
+                        for c, n in s["disagreements_by_cause"].items()]
+            parts.append("### Disagreements by cause\n\n" + _table(["cause", "nodes", "which"], by_cause))
         seg_rows = [[sg.index, sg.device, md(" ".join(sg.ops)), md(", ".join(sg.nodes))] for sg in result.segments]
         parts.append("### Segments (execution order)\n\n" + _table(["#", "device", "ops", "original nodes"], seg_rows))
     return "\n\n".join(parts) + "\n"
