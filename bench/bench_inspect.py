@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import model_zoo  # noqa: E402  (generated graphs live with the tests)
+import model_zoo  # generated graphs live with the tests
 
 FLOOR = (
     "import sys, onnx; m = onnx.load(sys.argv[1]); "
