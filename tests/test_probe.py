@@ -217,6 +217,9 @@ def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
         ({}, "failed", "build: KeyError: 'LayerNormalization'"),
         ({"disable_rules": ["convert_layernorm_to_exnorm"]}, "ok", None),
     ]
+    headers = [line for line in retried["log"] if line.startswith("=== npu-gate probe: attempt")]
+    assert headers == ["=== npu-gate probe: attempt 1 (default options): failed ===",
+                       "=== npu-gate probe: attempt 2 (disable_rules=['convert_layernorm_to_exnorm']): ok ==="]
     assert retried["findings"][0]["severity"] == "warning"
     assert retried["findings"][0]["message"] == (
         "built only with disable_rules=['convert_layernorm_to_exnorm']; the default build failed: "

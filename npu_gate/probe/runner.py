@@ -63,6 +63,9 @@ def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: P
             timed_out = True
             _kill_group(proc)
             returncode = None
+        except BaseException:  # Ctrl-C: the child is in its own session and would not get it
+            _kill_group(proc)
+            raise
     seconds = time.perf_counter() - start
     raw = log_path.read_bytes().decode("utf-8", errors="replace")
     try:
@@ -197,7 +200,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         error=last.error,
         rewrites=output.rewrites,
         attempts=attempts,
-        log=run.log,
+        log=_joined_logs(runs),
     )
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
@@ -244,3 +247,14 @@ def _failure_message(result: ProbeResult) -> str:
 
 def _options_text(options: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in sorted(options.items())) or "default options"
+
+
+def _joined_logs(runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> list[str]:
+    """One run's log as is; with a retry, every attempt's log under a header line."""
+    if len(runs) == 1:
+        return runs[0][0].log
+    lines: list[str] = []
+    for i, (run, _, attempt) in enumerate(runs, 1):
+        lines.append(f"=== npu-gate probe: attempt {i} ({_options_text(attempt.options)}): {attempt.status} ===")
+        lines.extend(run.log)
+    return lines
