@@ -318,6 +318,21 @@ def test_cli_exit_2_when_the_probe_cannot_run(run_cli, save_model, args: list[st
     assert run.err.startswith(f"npu-gate: error: {message}")
 
 
+def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> None:
+    model = probe_models.erf_between()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = save_model(model)
+    run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "y:1,8,16,16")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        "npu-gate: error: --inputs y: model.onnx has no input y (inputs: x)",
+        "npu-gate: error: model.onnx: input x has dynamic shape [?, 8, 16, 16]: give a static one with "
+        "--inputs x:DIMS",
+    ]
+    fixed = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "x:1x8x16x16")
+    assert fixed.code == 0, fixed.err
+
+
 def test_cli_exit_2_for_a_missing_model(run_cli, tmp_path: Path) -> None:
     run = run_cli("probe", tmp_path / "absent.onnx", "--compiler", "fake")
     assert run.code == 2 and "absent.onnx: no such model file" in run.err

@@ -125,6 +125,8 @@ def probe(
     start = time.perf_counter()
     predicted = _predict(model, profile)
     predicted_s = time.perf_counter() - start
+    if predicted is not None:
+        _check_inputs(model, predicted.inputs, inputs or {})
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
     options = dict(options or {})
@@ -171,6 +173,20 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: An
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
     return assemble(model.name, compiler, target, _predict(model, profile), runs)
+
+
+def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
+    """--inputs must name model inputs, and every dynamic input needs one (compilers want static shapes)."""
+    names = [i["name"] for i in model_inputs]
+    problems = [f"--inputs {name}: {model.name} has no input {name} (inputs: {', '.join(names) or 'none'})"
+                for name in given if name not in names]
+    for info in model_inputs:
+        if not info["static"] and info["name"] not in given:
+            shape = ", ".join("?" if not isinstance(d, int) else str(d) for d in info["model_shape"] or [])
+            problems.append(f"{model.name}: input {info['name']} has dynamic shape [{shape}]: "
+                            f"give a static one with --inputs {info['name']}:DIMS")
+    if problems:
+        raise GateError(*problems)
 
 
 def _predict(model: Path, profile: Any) -> Any:
