@@ -1,6 +1,7 @@
 """A fake compiler: exercises the plug-in interface, the child process and the mapping in tests.
 
-It runs ``drivers/fake_driver.py`` with npu_gate's own Python (no venv needed) and prints
+It runs ``drivers/fake_driver.py`` with npu_gate's own Python (no venv needed), hands it the
+graph in the request (so the child imports nothing heavy and starts fast) and reads back
 ``ROW id op target node`` lines. Not a model of any real NPU.
 """
 
@@ -28,6 +29,15 @@ class FakeCompiler(Compiler):
 
     def python(self, venv: Path) -> Path:
         return Path(sys.executable)
+
+    def request(self, model: Path, target: str, inputs: dict[str, list[int]],
+                options: dict[str, Any]) -> dict[str, Any]:
+        import onnx
+
+        graph = onnx.load(str(model), load_external_data=False).graph
+        nodes = [{"name": n.name, "op_type": n.op_type, "inputs": list(n.input), "outputs": list(n.output)}
+                 for n in graph.node]
+        return {**super().request(model, target, inputs, options), "graph": nodes}
 
     def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
         out = CompilerOutput(version=run.response.get("version"), error=run.response.get("error"))
