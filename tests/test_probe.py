@@ -410,3 +410,28 @@ def test_markdown_and_text_reports_golden(golden) -> None:
     result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
     golden("probe-gelu_head.md", markdown(result))
     golden("probe-gelu_head.txt", text(result))
+
+
+def test_torch_stub_satisfies_imports_and_refuses_real_use(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from npu_gate.probe.setup_env import STUB
+
+    (tmp_path / "torch").mkdir()
+    shutil.copyfile(STUB, tmp_path / "torch" / "__init__.py")
+    script = (
+        "import torch, torch.nn.functional as F\n"
+        "from torch.utils.data import Dataset\n"
+        "class Net(torch.nn.Module): pass\n"
+        "@torch.no_grad()\n"
+        "def f(): return 7\n"
+        "assert f() == 7 and torch.__version__.endswith('npu-gate-stub')\n"
+        "try:\n    torch.arange(3)\nexcept RuntimeError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ("npu-gate torch stub: torch.arange was called; recreate the venv with "
+                                   "`npu-gate probe setup ... --torch`")
