@@ -66,7 +66,8 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help="static input shapes for the compiler, e.g. images:1,3,224,224")
     probe.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
                        help=f"profile for the prediction to compare with (default: {DEFAULT_INSPECT_PROFILE})")
-    probe.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the compiler after this long")
+    probe.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                       help="kill the compiler after this long (default: the plug-in's, 600 s for rknn)")
     probe.add_argument("--log", metavar="PATH", help="write the compiler's full (cleaned) log")
     probe.add_argument("--keep-work", metavar="DIR", help="keep the compiler's work folder (its dumps) in DIR")
     probe.add_argument("--torch", action="store_true", help="setup: install real torch instead of the import stub")
@@ -244,6 +245,16 @@ def _probe_setup(compiler: object, venv: Path, args: argparse.Namespace) -> int:
         print(f"npu-gate probe setup: {venv}: {doc['product']} {version}, torch {doc['torch']}, "
               f"{doc['size_bytes'] / 1e6:.0f} MB, {how}")
     return EXIT_PASS
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def _input_shapes(specs: list[str]) -> dict[str, list[int]]:
