@@ -75,6 +75,17 @@ class Waiver:
 
 
 @dataclass(frozen=True)
+class ProbeSpec:
+    """target.probe: build with a real compiler too (npu-gate probe) and say what decides."""
+
+    compiler: str
+    target: str
+    venv: Path | None  # None: .venv-COMPILER in the working directory
+    decide: str = "prediction"  # prediction | measured
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
 class Contract:
     path: Path
     name: str
@@ -87,6 +98,7 @@ class Contract:
     gates: Gates
     waivers: list[Waiver] = field(default_factory=list)
     sha256: str = ""
+    probe: ProbeSpec | None = None
 
     @property
     def folder(self) -> Path:
@@ -173,7 +185,16 @@ def load_contract(path: Path) -> Contract:
             for w in doc.get("waivers", [])
         ],
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        probe=_probe_spec(doc["target"].get("probe"), folder),
     )
+
+
+def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
+    if doc is None:
+        return None
+    return ProbeSpec(compiler=doc["compiler"], target=doc["target"],
+                     venv=folder / doc["venv"] if "venv" in doc else None,
+                     decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"))
 
 
 def _input_spec(doc: dict[str, Any]) -> InputSpec:
@@ -200,6 +221,13 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                 f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
                 f"but the shape has rank {len(spec['shape'])}"
             )
+    probe = doc["target"].get("probe")
+    if probe is not None:
+        from npu_gate.probe import COMPILERS
+
+        if probe["compiler"] not in COMPILERS:
+            problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
+                            f"(known: {', '.join(sorted(COMPILERS))})")
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

@@ -65,3 +65,20 @@ def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli, save_model, tmp_pat
     assert doc["status"] == "crashed"
     assert doc["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
     assert [f["rule"] for f in doc["findings"]] == ["compiler-failed"]
+
+
+def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
+    save_model(probe_models.seed_hardswish())
+    doc = {"model": {"onnx": "model.onnx"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+           "target": {"profile": "demo", "probe": {"compiler": "rknn", "target": "rk3588", "venv": str(venv.resolve()),
+                                                   "decide": "measured"}},
+           "gates": {"max_cpu_nodes": 0, "max_npu_partitions": 1}}
+    run = run_cli("check", write_contract(doc), "--json", tmp_path / "result.json")
+    assert run.code == 0, run.out + run.err
+    result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
+    assert result["summary"]["evidence"] == "measured: rknn-toolkit2 2.5.0 rk3588"
+    assert result["summary"]["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    clip = next(f for f in result["findings"] if f["rule"] == "unsupported-op")
+    assert clip["severity"] == "info"
+    assert clip["message"].endswith("(measured on the NPU as ConvHardSwish: measured: rknn-toolkit2 2.5.0 rk3588)")

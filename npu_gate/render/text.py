@@ -20,6 +20,10 @@ def render(result: GateResult) -> str:
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
+    probe = result.stages.get("probe")
+    if probe is not None:
+        basis = "decides" if "measured" in s else "compared, prediction decides"
+        lines.append(f"  probe {probe['evidence']}: {probe['probe_status']} ({basis})")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
