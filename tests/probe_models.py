@@ -6,6 +6,8 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
 - ``erf_between``: Conv, Erf, Conv: a lone Erf runs on CPU, giving 2 NPU segments.
 - ``gelu_head``: GlobalAveragePool, Flatten, Gemm and a decomposed GELU: lowering to Conv,
   GELU fused into the Gemm's Conv, a rank adapter for the 2-D output.
+- ``residual_block``: Conv+Relu, then Conv+Relu, Conv, Add (skip), Relu: the last three
+  become one ``ConvAddRelu`` whose table name is ``<conv>_ConvAddRelu``.
 - ``matmul_rank2``: MatMul + Relu on a 2-D input: lowered to Transpose/Conv/Transpose with the
   Relu fused (after a rule swaps it past the Transpose) and Reshape adapters added.
 - ``convtranspose_stride3``: ConvTranspose stride 3 splits into a CPU zero-insertion op and an
@@ -100,6 +102,18 @@ def gelu_head() -> onnx.ModelProto:
     return _model("gelu_head", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 16])])
 
 
+def residual_block() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        _conv("conv_a", "x", "a"), c("Relu", ["a"], ["ra"], name="relu_a"),
+        _conv("conv_b", "ra", "b"), c("Relu", ["b"], ["rb"], name="relu_b"),
+        _conv("conv_c", "rb", "cc"), c("Add", ["cc", "ra"], ["s"], name="add"),
+        c("Relu", ["s"], ["y"], name="relu_out"),
+    ]
+    inits = _conv_weights("conv_a", 8, 0) + _conv_weights("conv_b", 8, 2) + _conv_weights("conv_c", 8, 4)
+    return _model("residual_block", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
 def matmul_rank2() -> onnx.ModelProto:
     nodes = [helper.make_node("MatMul", ["x", "mm.w"], ["m"], name="mm"),
              helper.make_node("Relu", ["m"], ["y"], name="relu")]
@@ -135,6 +149,7 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
     "gelu_head": gelu_head,
+    "residual_block": residual_block,
     "matmul_rank2": matmul_rank2,
     "convtranspose_stride3": convtranspose_stride3,
     "resize_cubic": resize_cubic,

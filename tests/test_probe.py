@@ -99,10 +99,11 @@ def test_parse_log_errors_and_the_rule_to_disable() -> None:
 
 
 def test_final_graph_is_the_last_dump() -> None:
-    producers, consumers = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
+    producers, consumers, ops = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
     assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
     assert consumers == {"/conv/Conv": ["/Add_2hs"], "/Add_2hs": []}
-    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None)
+    assert ops == {"/conv/Conv": "Conv", "/Add_2hs": "HardSwish"}
+    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None)
 
 
 # --- mapping back to the original nodes, replayed from the kept work folders ---
@@ -169,6 +170,33 @@ def test_lowering_fusion_and_an_added_adapter() -> None:
     causes = {d["node"]: d["cause"] for d in doc["summary"]["disagreements"]}
     assert causes == {"gap": "fusion/lowering", "flat": "folded by the compiler", "fc": "fusion/lowering",
                       "gelu_erf": "fusion/lowering"}
+
+
+def test_late_fused_op_named_after_its_conv() -> None:
+    doc = _replay("residual_block")
+    assert [(r["op_type"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        ("ConvRelu", "conv_a", ["conv_a", "relu_a"]),
+        ("ConvRelu", "conv_b", ["conv_b", "relu_b"]),
+        ("ConvAddRelu", "conv_c_ConvAddRelu", ["conv_c", "add", "relu_out"]),
+    ]
+    assert _actuals(doc)["add"] == ("npu", "fused", "ConvAddRelu")
+
+
+def test_fused_node_prefers_the_op_named_after_it() -> None:
+    from npu_gate.probe.base import CompilerOutput, OpRow
+    from npu_gate.probe.mapping import map_nodes
+
+    # a residual Add with no row between a Transpose and a Conv the compiler calls ConvAdd
+    out = CompilerOutput(
+        rows=[OpRow(0, "Transpose", "npu", "tp"), OpRow(1, "ConvAdd", "npu", "conv_ConvAdd")],
+        final_graph={"tp": [], "conv": [], "add": ["tp", "conv"]},
+        final_consumers={"tp": ["add"], "conv": ["add"], "add": []},
+        final_ops={"tp": "Transpose", "conv": "Conv", "add": "Add"},
+    )
+    nodes, segs = map_nodes([("tp", "Transpose"), ("conv", "Conv"), ("add", "Add")], {}, out)
+    assert [(n.name, n.actual, n.became, n.rows) for n in nodes] == [
+        ("tp", "npu", None, [0]), ("conv", "npu", "ConvAdd", [1]), ("add", "fused", "ConvAdd", [1])]
+    assert [s.nodes for s in segs] == [["tp", "conv", "add"]]
 
 
 def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:

@@ -71,6 +71,7 @@ class CompilerOutput:
     # node -> its input producers in the compiler's last graph (to find what a rowless node fused into)
     final_graph: dict[str, list[str]] | None = None
     final_consumers: dict[str, list[str]] | None = None
+    final_ops: dict[str, str] | None = None  # node -> op type in that graph
 
 
 @dataclass

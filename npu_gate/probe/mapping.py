@@ -75,8 +75,10 @@ def map_nodes(
     compute_rows = [r for r in output.rows if not r.io]
     row_of: dict[str, OpRow] = {}
     for row in compute_rows:
-        row_of.setdefault(row.full_name, row)
-        row.sources = sorted(alive.get(row.full_name, set()), key=names.index)
+        owner = graph_node(row.full_name, alive)
+        if owner is not None:
+            row_of.setdefault(owner, row)
+        row.sources = sorted(alive.get(owner, set()) if owner else set(), key=names.index)
 
     nodes = []
     for name, op_type in originals:
@@ -92,7 +94,7 @@ def map_nodes(
             if ops != [op_type]:
                 node.became = "+".join(ops)
         elif descendants:
-            host = _fused_into(descendants, row_of, output)
+            host = _fused_into(descendants, op_type, row_of, output)
             node.actual = FUSED
             if host is not None:
                 node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
@@ -103,21 +105,37 @@ def map_nodes(
     return nodes, segments(compute_rows, names)
 
 
-def _fused_into(start: list[str], row_of: dict[str, OpRow], output: CompilerOutput) -> OpRow | None:
-    """The op a rowless node was fused into: nearest producer with a row, else nearest consumer."""
+def graph_node(full_name: str, alive: dict[str, set[str]]) -> str | None:
+    """The last-graph node a table row belongs to: its exact name, else the longest node name
+    it extends with ``_`` (the compiler names ops it fuses late ``<node>_ConvAddRelu``)."""
+    if full_name in alive:
+        return full_name
+    return max((n for n in alive if full_name.startswith(n + "_")), key=len, default=None)
+
+
+def _fused_into(start: list[str], op_type: str, row_of: dict[str, OpRow], output: CompilerOutput) -> OpRow | None:
+    """The op a rowless node was fused into: the nearest producers with a row, else consumers.
+
+    Among equally near candidates, one whose op type names the node's (``Add`` in ``ConvAdd``)
+    wins, so a residual Add goes to the ``ConvAdd`` rather than to its other input's op.
+    """
+    wanted = {(output.final_ops or {}).get(name, op_type) for name in start} | {op_type}
     for edges in (output.final_graph, output.final_consumers):
         if not edges:
             continue
         frontier, seen = list(start), set(start)
         for _ in range(MAX_FUSE_HOPS):
-            nxt = []
+            nxt: list[str] = []
+            found: list[OpRow] = []
             for name in frontier:
                 for other in edges.get(name, []):
                     if other in row_of:
-                        return row_of[other]
-                    if other not in seen:
+                        found.append(row_of[other])
+                    elif other not in seen:
                         seen.add(other)
                         nxt.append(other)
+            if found:
+                return next((r for r in found if any(w in r.op_type for w in wanted)), found[0])
             frontier = nxt
     return None
 

@@ -62,7 +62,7 @@ class RknnCompiler(Compiler):
         out.version = run.response.get("version") or out.version
         if run.response.get("error"):
             out.error = run.response["error"]
-        out.final_graph, out.final_consumers = final_graph(work)
+        out.final_graph, out.final_consumers, out.final_ops = final_graph(work)
         return out
 
     def retry_options(self, output: CompilerOutput, options: dict[str, Any]) -> dict[str, Any] | None:
@@ -138,17 +138,20 @@ def _shape(text: str | None) -> str | None:
     return None if text in (None, "\\") else text
 
 
-def final_graph(work: Path) -> tuple[dict[str, list[str]] | None, dict[str, list[str]] | None]:
-    """Producers and consumers of every node in the toolkit's last dumped graph, if one exists."""
+Edges = dict[str, list[str]]
+
+
+def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None]:
+    """Producers, consumers and op types of the nodes in the toolkit's last dumped graph, if any."""
     dumps = [(int(m.group(1)), p) for p in work.glob("check*.onnx") if (m := _CHECK.match(p.name))]
     if not dumps:
-        return None, None
+        return None, None, None
     import onnx
 
     try:
         graph = onnx.load(str(max(dumps)[1]), load_external_data=False).graph
     except Exception:  # an unreadable dump only costs the fused-into lookup
-        return None, None
+        return None, None, None
     producer = {out: n.name for n in graph.node for out in n.output}
     producers: dict[str, list[str]] = {}
     consumers: dict[str, list[str]] = {n.name: [] for n in graph.node}
@@ -156,4 +159,4 @@ def final_graph(work: Path) -> tuple[dict[str, list[str]] | None, dict[str, list
         producers[n.name] = [producer[i] for i in n.input if i in producer]
         for p in producers[n.name]:
             consumers[p].append(n.name)
-    return producers, consumers
+    return producers, consumers, {n.name: n.op_type for n in graph.node}
