@@ -71,20 +71,28 @@ def map_nodes(
     Fills ``OpRow.sources`` for every row (original nodes whose work the row does).
     """
     names = [name for name, _ in originals]
+    position = {name: i for i, name in enumerate(names)}
     alive, via = lineage(names, output)
     compute_rows = [r for r in output.rows if not r.io]
     row_of: dict[str, OpRow] = {}
+    rows_of_source: dict[str, list[OpRow]] = {}
     for row in compute_rows:
         owner = graph_node(row.full_name, alive)
         if owner is not None:
             row_of.setdefault(owner, row)
-        row.sources = sorted(alive.get(owner, set()) if owner else set(), key=names.index)
+        row.sources = sorted(alive.get(owner, set()) if owner else set(), key=position.__getitem__)
+        for source in row.sources:
+            rows_of_source.setdefault(source, []).append(row)
+    descendants_of: dict[str, list[str]] = {}
+    for graph_name in sorted(alive):
+        for source in alive[graph_name]:
+            descendants_of.setdefault(source, []).append(graph_name)
 
     nodes = []
     for name, op_type in originals:
         node = ProbeNode(name=name, op_type=op_type, predicted=predicted.get(name), actual=None, via=via[name])
-        descendants = sorted(a for a, srcs in alive.items() if name in srcs)
-        rows = [r for r in compute_rows if name in r.sources]
+        descendants = descendants_of.get(name, [])
+        rows = rows_of_source.get(name, [])
         if rows:
             targets = {r.target for r in rows}
             node.runs_on = targets.pop() if len(targets) == 1 else SPLIT
@@ -98,7 +106,7 @@ def map_nodes(
             node.actual = FUSED
             if host is not None:
                 node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
-                host.sources = sorted({*host.sources, name}, key=names.index)
+                host.sources = sorted({*host.sources, name}, key=position.__getitem__)
         else:
             node.actual = FOLDED
         nodes.append(node)
