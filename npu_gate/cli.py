@@ -115,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="show the documentation of a rule or constraint id")
     explain.add_argument("id", help="rule id, constraint id, or PROFILE:CONSTRAINT-ID")
     _add_profile_parser(sub)
+    _add_probe(sub)
 
     merge = sub.add_parser("merge",
                            help="combine result JSONs (e.g. from matrix jobs) into one report")
@@ -146,6 +147,31 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     docs.add_argument("--out", default="docs/profiles", metavar="DIR")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 when a page is missing or out of date")
+
+
+def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    probe = sub.add_parser(
+        "probe", help="build the model with a real compiler and compare its placement with the prediction",
+        usage="npu-gate probe MODEL.onnx --compiler NAME --target T [--venv VENV] [--inputs NAME:DIMS ...]\n"
+              "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
+        epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")
+    probe.add_argument("model", metavar="MODEL.onnx", help="the model, or `setup` to create a compiler venv")
+    probe.add_argument("setup_args", nargs="*", metavar="COMPILER VENV", help=argparse.SUPPRESS)
+    probe.add_argument("--compiler", default="rknn", help="compiler plug-in (default: rknn)")
+    probe.add_argument("--target", default="rk3588", help="target platform (default: rk3588)")
+    probe.add_argument("--venv", metavar="VENV", help="the compiler's venv (default: .venv-COMPILER)")
+    probe.add_argument("--inputs", nargs="+", metavar="NAME:DIMS", default=[],
+                       help="static input shapes for the compiler, e.g. images:1,3,224,224")
+    probe.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
+                       help=f"profile for the prediction to compare with (default: {DEFAULT_INSPECT_PROFILE})")
+    probe.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                       help="kill the compiler after this long (default: the plug-in's, 600 s for rknn)")
+    probe.add_argument("--log", metavar="PATH", help="write the compiler's full (cleaned) log")
+    probe.add_argument("--keep-work", metavar="DIR", help="keep the compiler's work folder (its dumps) in DIR")
+    probe.add_argument("--torch", action="store_true", help="setup: install real torch instead of the import stub")
+    probe.add_argument("--force", action="store_true", help="setup: recreate the venv even if it is up to date")
+    probe.add_argument("--python", metavar="PYTHON", help="setup: interpreter for the venv (default: this one)")
+    _add_outputs(probe)
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -196,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_onnx(args)
         if args.command == "rewrites":
             return _rewrites(args)
+        if args.command == "probe":
+            return _probe(args)
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
@@ -742,3 +770,68 @@ def _rewrites(args: argparse.Namespace) -> int:
         for r in REWRITES.values():
             print(f"{r.name:<{width}}  {'exact' if r.exact else 'approx':<6}  {r.matches} -> {r.emits}")
     return EXIT_PASS
+def _probe(args: argparse.Namespace) -> int:
+    from npu_gate.probe import get_compiler
+
+    if args.model == "setup":
+        if len(args.setup_args) != 2:
+            raise GateError("usage: npu-gate probe setup COMPILER VENV [--torch] [--force]")
+        return _probe_setup(get_compiler(args.setup_args[0]), Path(args.setup_args[1]), args)
+    if args.setup_args:
+        raise GateError(f"probe: unexpected arguments {' '.join(args.setup_args)} (one MODEL.onnx per probe)")
+    from npu_gate.probe.report import markdown, text
+    from npu_gate.probe.runner import probe
+    from npu_gate.profile import load_profile
+
+    compiler = get_compiler(args.compiler)
+    venv = Path(args.venv or f".venv-{compiler.name}")
+    profile = load_profile(args.profile, Path.cwd(), where="--profile")
+    result = probe(Path(args.model), compiler, args.target, compiler.python(venv),
+                   inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,
+                   keep=Path(args.keep_work).resolve() if args.keep_work else None)
+    if args.json:
+        _write(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
+    if args.markdown:
+        _write(args.markdown, markdown(result))
+    if args.log:
+        _write(args.log, "\n".join(result.log) + "\n")
+    if not args.quiet:
+        sys.stdout.write(text(result))
+    return EXIT_PASS if result.built else EXIT_FAIL
+
+
+def _probe_setup(compiler: object, venv: Path, args: argparse.Namespace) -> int:
+    from npu_gate.probe.setup_env import setup
+
+    doc = setup(compiler, venv, torch=args.torch, python=args.python, force=args.force)  # type: ignore[arg-type]
+    if not args.quiet:
+        how = "reused" if doc["reused"] else f"created in {doc['setup_s']:.1f} s"
+        packages = doc.get("packages", {})
+        version = packages.get(doc.get("product"), "?")
+        print(f"npu-gate probe setup: {venv}: {doc['product']} {version}, torch {doc['torch']}, "
+              f"{doc['size_bytes'] / 1e6:.0f} MB, {how}")
+    return EXIT_PASS
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def _input_shapes(specs: list[str]) -> dict[str, list[int]]:
+    shapes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition(":")
+        try:
+            shape = [int(d) for d in dims.replace("x", ",").split(",")]
+        except ValueError:
+            shape = []
+        if not sep or not name or not shape or any(d < 1 for d in shape):
+            raise GateError(f"--inputs {spec}: expected NAME:DIMS with positive dims, e.g. images:1,3,224,224")
+        shapes[name] = shape
+    return shapes

@@ -103,6 +103,17 @@ class Replacement:
 
 
 @dataclass(frozen=True)
+class ProbeSpec:
+    """target.probe: build with a real compiler too (npu-gate probe) and say what decides."""
+
+    compiler: str
+    target: str
+    venv: Path | None  # None: .venv-COMPILER in the working directory
+    decide: str = "prediction"  # prediction | measured
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
 class Contract:
     path: Path
     name: str
@@ -119,6 +130,7 @@ class Contract:
     metric: Metric | None = None
     device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
     replacement: Replacement | None = None
+    probe: ProbeSpec | None = None
 
     @property
     def folder(self) -> Path:
@@ -216,6 +228,7 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         if "metric" in doc else None,
         device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
         replacement=replacement,
+        probe=_probe_spec(doc["target"].get("probe"), folder),
     )
 
 
@@ -236,6 +249,14 @@ def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
     if isinstance(item, str):
         return RewriteRequest(item)
     return RewriteRequest(item["name"], item.get("atol"), item.get("rtol"))
+
+
+def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
+    if doc is None:
+        return None
+    return ProbeSpec(compiler=doc["compiler"], target=doc["target"],
+                     venv=folder / doc["venv"] if "venv" in doc else None,
+                     decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"))
 
 
 def _input_spec(doc: dict[str, Any]) -> InputSpec:
@@ -273,6 +294,13 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
         elif name in named:
             problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
         named.add(name)
+    probe = doc["target"].get("probe")
+    if probe is not None:
+        from npu_gate.probe import COMPILERS
+
+        if probe["compiler"] not in COMPILERS:
+            problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
+                            f"(known: {', '.join(sorted(COMPILERS))})")
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

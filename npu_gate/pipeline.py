@@ -40,7 +40,7 @@ from npu_gate.result import (
     NodeResult,
     PartitionResult,
 )
-from npu_gate.rules import ERROR, RULES, WARNING
+from npu_gate.rules import ERROR, INFO, RULES, WARNING
 from npu_gate.subgraphs import ScopedNode, collect_subgraph_nodes
 
 
@@ -130,6 +130,7 @@ def check_contract(
             keep.model_path = copy_model(contract.onnx_path, keep.folder)
         model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
+        _probe_stage(contract, contract.onnx_path, result, timings)
         result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
     else:
         result = _check_torch(contract, settings, timings, keep, rewriting)
@@ -177,6 +178,7 @@ def _check_torch(
         if spec.compare_exporters:
             result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
                                                          result, timings)
+        _probe_stage(contract, outcome.onnx_path, result, timings)
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result
@@ -508,9 +510,11 @@ def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], seve
 def _finish(result: GateResult, settings: Settings) -> None:
     """Gates, waivers and the verdict."""
     summary = result.summary
+    measured = summary.get("measured", {})  # target.probe.decide = measured, and the compiler built it
     checks = [
-        ("max_cpu_nodes", settings.gates.max_cpu_nodes, summary.get("cpu_nodes")),
-        ("max_npu_partitions", settings.gates.max_npu_partitions, summary.get("npu_partitions")),
+        ("max_cpu_nodes", settings.gates.max_cpu_nodes, measured.get("cpu_nodes", summary.get("cpu_nodes"))),
+        ("max_npu_partitions", settings.gates.max_npu_partitions,
+         measured.get("npu_partitions", summary.get("npu_partitions"))),
         ("max_boundary_bytes", settings.gates.max_boundary_bytes, summary.get("boundary_bytes")),
     ]
     analysed = "node_count" in summary
@@ -555,3 +559,43 @@ def _matches(waiver: Waiver, finding: Finding) -> bool:
         and (waiver.node is None or waiver.node == finding.node)
         and (waiver.op_type is None or waiver.op_type == finding.op_type)
     )
+
+
+def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float]) -> None:
+    """target.probe: build with the real compiler; with decide = measured its placement decides."""
+    spec = contract.probe
+    if spec is None or "node_count" not in result.summary:
+        return
+    from npu_gate.probe import get_compiler
+    from npu_gate.probe.runner import probe
+
+    compiler = get_compiler(spec.compiler)
+    venv = spec.venv if spec.venv is not None else Path.cwd() / f".venv-{compiler.name}"
+    measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), profile=contract.profile,
+                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout)
+    timings["probe_s"] = measured.timings["total_s"]
+    result.log.extend(f"probe: {line}" for line in measured.log)
+    decides = spec.decide == "measured" and measured.built
+    result.stages["probe"] = {
+        "status": "ok" if measured.built else "failed", "probe_status": measured.status,
+        "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
+        "compiler": measured.compiler, "summary": measured.summary,
+        "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
+    }
+    for f in measured.findings:
+        result.findings.append(Finding(rule=f["rule"], severity=f["severity"], message=f["message"]))
+    result.summary["evidence"] = measured.evidence if decides else f"prediction: profile {contract.profile.name}"
+    if not decides:
+        return
+    nodes = {n.name: n for n in measured.nodes}
+    for finding in result.findings:  # CPU fallbacks the compiler did not make are not errors
+        node = nodes.get(finding.node or "")
+        if finding.rule in ("unsupported-op", "op-constraint") and node is not None and node.runs_on == NPU:
+            finding.severity = INFO
+            finding.message += (f" (measured on the NPU{' as ' + node.became if node.became else ''}: "
+                                f"{measured.evidence})")
+    s = measured.summary
+    result.summary["measured"] = {
+        "cpu_nodes": sum(1 for n in measured.nodes if n.runs_on in (CPU, "split")),
+        "npu_partitions": s["npu_segments"], "cpu_partitions": s["cpu_segments"],
+    }

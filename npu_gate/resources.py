@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("contract", "profile", "result", "diff")
+SCHEMA_NAMES = ("contract", "profile", "result", "diff", "probe")
 
 
 def schema_dir() -> Path:

@@ -193,6 +193,16 @@ RULES: dict[str, Rule] = {
             "and the rewritten model's outputs; every value named in metric.threshold must lie "
             "within its min/max.",
         ),
+        Rule(
+            "compiler-failed",
+            ERROR,
+            "A real compiler (npu-gate probe) rejected the model or crashed on it.",
+            "The compiler ran in its own venv, in a child process: it reported an error (the "
+            "message is in the finding, the full log with --log), died on a signal (RKNN-Toolkit2 "
+            "2.5.0 SIGSEGVs on cubic Resize) or hit the timeout. When the log names a rewrite rule "
+            "to disable, the probe retries once with it disabled; if that build succeeds the "
+            "finding is a warning saying which rule had to be disabled.",
+        ),
     )
 }
 

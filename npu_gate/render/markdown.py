@@ -35,6 +35,7 @@ def render(result: GateResult) -> str:
         rewrites_md.metric(result),
         rewrites_md.suggestions(result),
         rewrites_md.review(result),
+        _probe(result),
         _census(result),
         _minimal(result),
         _timings(result),
@@ -386,3 +387,27 @@ def _exporter_comparison(result: GateResult) -> str:
     return (f"### Exporter comparison\n\nThe same model through the {other} exporter "
             f"(not gated; verdict there: {md(comparison['verdict'])}).\n\n"
             f"<details><summary>How the graphs differ</summary>\n\n{body}\n</details>")
+    rows = [[k, f"{v:.3f}"] for k, v in result.timings.items()]
+    return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + _table(
+        ["stage", "seconds"], rows)
+
+
+def _probe(result: GateResult) -> str:
+    """target.probe: what the real compiler did, and which evidence the verdict rests on."""
+    info = result.stages.get("probe")
+    if info is None:
+        return ""
+    basis = "the compiler's measured placement" if "measured" in result.summary else "the profile's prediction"
+    text = (f"### Real compiler: {md(info['evidence'])}\n\nThe verdict rests on {basis} "
+            f"(`target.probe.decide`: {md(info['decide'])}). A probe measures what the compiler built; "
+            "it is not a device latency result.")
+    s = info.get("summary") or {}
+    if not s:
+        return text + f"\n\nThe compiler did not build the model: {md(info.get('reason'))}"
+    rows = [
+        ["NPU / CPU segments (compiler)", f"{s['npu_segments']} / {s['cpu_segments']}"],
+        ["Nodes where prediction and compiler agree",
+         "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
+    ]
+    rows += [[f"Disagreements: {md(cause)}", str(n)] for cause, n in s["disagreements_by_cause"].items()]
+    return text + "\n\n" + _table(["", ""], rows)

@@ -35,6 +35,10 @@ def render(result: GateResult) -> str:
                      f"{delta('shape_chains')} shape chains, {delta('cpu_nodes')} cpu nodes")
     elif comparison:
         lines.append(f"  {comparison['exporter']} exporter (compared): export failed")
+    probe = result.stages.get("probe")
+    if probe is not None:
+        basis = "decides" if "measured" in s else "compared, prediction decides"
+        lines.append(f"  probe {probe['evidence']}: {probe['probe_status']} ({basis})")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"

@@ -1,0 +1,25 @@
+"""Probes: put a real compiler in the loop and compare its placement with npu_gate's prediction.
+
+One compiler is one module here. ``COMPILERS`` maps the ``--compiler`` name to its class;
+``fake`` is a stand-in compiler for tests of the plug-in machinery.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from npu_gate.errors import GateError
+from npu_gate.probe.base import Compiler
+
+COMPILERS = {
+    "rknn": "npu_gate.probe.rknn:RknnCompiler",
+    "fake": "npu_gate.probe.fake:FakeCompiler",
+}
+
+
+def get_compiler(name: str) -> Compiler:
+    if name not in COMPILERS:
+        raise GateError(f"--compiler {name}: unknown compiler (known: {', '.join(sorted(COMPILERS))})")
+    module, _, cls = COMPILERS[name].partition(":")
+    compiler: Compiler = getattr(import_module(module), cls)()
+    return compiler

@@ -1,0 +1,1 @@
+"""Driver scripts run by a compiler's own venv Python (never imported by npu_gate)."""

@@ -1,0 +1,201 @@
+"""Map a compiler's op table back to the original ONNX nodes, and cut it into segments.
+
+Compilers rewrite the graph before they place ops: they fuse patterns (Add+Clip+Mul+Div
+becomes HardSwish), lower ops (Gemm becomes Conv), fold constants and add adapters. The
+op table names nodes of the compiler's *last* graph. The rewrite log (``rule: removed →
+added``) links those back to original nodes; a node of the last graph with no table row
+was fused into a neighbouring op (RKNN's ``ConvRelu`` has no row for the Relu); an
+original node with nothing left in the last graph was folded away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from npu_gate.probe.base import (
+    CPU,
+    FOLDED,
+    FUSED,
+    NPU,
+    SPLIT,
+    CompilerOutput,
+    OpRow,
+    ProbeNode,
+    Segment,
+)
+
+MAX_FUSE_HOPS = 4  # how far to walk through rowless neighbours to find the op a node fused into
+
+
+def lineage(originals: Sequence[str], output: CompilerOutput) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """For every node of the compiler's last graph, the original nodes it came from.
+
+    Also returns, per original node, the rewrite rules that touched it (in log order).
+    """
+    origin: dict[str, set[str]] = {name: {name} for name in originals}
+    via: dict[str, list[str]] = {name: [] for name in originals}
+    alive = set(originals)
+    for rw in output.rewrites:
+        before = {name: origin.get(name, set()) for name in rw.removed}
+        touched = set().union(*before.values()) if before else set()
+        for name in sorted(touched):
+            if name in via and rw.rule not in via[name]:
+                via[name].append(rw.rule)
+        # A node re-added under its own name keeps its own origin (swap_transpose_relu removes
+        # and re-adds both nodes); new nodes take the origin of what was removed without coming back.
+        kept = [name for name in rw.added if name in before]
+        new = [name for name in rw.added if name not in before]
+        gone = set().union(*(before[n] for n in before if n not in kept)) if before else set()
+        for name in rw.removed:
+            alive.discard(name)
+        for name in kept:
+            origin[name] = before[name] | (gone if not new else set())
+            alive.add(name)
+        for name in new:
+            origin[name] = origin.get(name, set()) | (gone or touched)
+            alive.add(name)
+    if output.final_graph is not None:  # the dumped graph is authoritative about what is left
+        alive = set(output.final_graph)
+    return {name: origin.get(name, set()) for name in alive}, via
+
+
+def map_nodes(
+    originals: Sequence[tuple[str, str]],
+    predicted: dict[str, str],
+    output: CompilerOutput,
+) -> tuple[list[ProbeNode], list[Segment]]:
+    """Per original node (name, op_type) its actual placement; the op table's segments.
+
+    Fills ``OpRow.sources`` for every row (original nodes whose work the row does).
+    """
+    names = [name for name, _ in originals]
+    position = {name: i for i, name in enumerate(names)}
+    alive, via = lineage(names, output)
+    compute_rows = [r for r in output.rows if not r.io]
+    row_of: dict[str, OpRow] = {}
+    rows_of_source: dict[str, list[OpRow]] = {}
+    for row in compute_rows:
+        owner = graph_node(row.full_name, alive)
+        if owner is not None:
+            row_of.setdefault(owner, row)
+        row.sources = sorted(alive.get(owner, set()) if owner else set(), key=position.__getitem__)
+        for source in row.sources:
+            rows_of_source.setdefault(source, []).append(row)
+    descendants_of: dict[str, list[str]] = {}
+    for graph_name in sorted(alive):
+        for source in alive[graph_name]:
+            descendants_of.setdefault(source, []).append(graph_name)
+
+    nodes = []
+    for name, op_type in originals:
+        node = ProbeNode(name=name, op_type=op_type, predicted=predicted.get(name), actual=None, via=via[name])
+        descendants = descendants_of.get(name, [])
+        rows = rows_of_source.get(name, [])
+        if rows:
+            targets = {r.target for r in rows}
+            node.runs_on = targets.pop() if len(targets) == 1 else SPLIT
+            node.actual = node.runs_on
+            node.rows = [r.id for r in rows]
+            ops = list(dict.fromkeys(r.op_type for r in rows))
+            if ops != [op_type]:
+                node.became = "+".join(ops)
+        elif descendants:
+            host = _fused_into(descendants, op_type, row_of, output)
+            node.actual = FUSED
+            if host is not None:
+                node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
+                host.sources = sorted({*host.sources, name}, key=position.__getitem__)
+        else:
+            node.actual = FOLDED
+        nodes.append(node)
+    return nodes, segments(compute_rows, names)
+
+
+def graph_node(full_name: str, alive: dict[str, set[str]]) -> str | None:
+    """The last-graph node a table row belongs to: its exact name, else the longest node name
+    it extends with ``_`` (the compiler names ops it fuses late ``<node>_ConvAddRelu``)."""
+    if full_name in alive:
+        return full_name
+    return max((n for n in alive if full_name.startswith(n + "_")), key=len, default=None)
+
+
+def _fused_into(start: list[str], op_type: str, row_of: dict[str, OpRow], output: CompilerOutput) -> OpRow | None:
+    """The op a rowless node was fused into: the nearest producers with a row, else consumers.
+
+    Among equally near candidates, one whose op type names the node's (``Add`` in ``ConvAdd``)
+    wins, so a residual Add goes to the ``ConvAdd`` rather than to its other input's op.
+    """
+    wanted = {(output.final_ops or {}).get(name, op_type) for name in start} | {op_type}
+    for edges in (output.final_graph, output.final_consumers):
+        if not edges:
+            continue
+        frontier, seen = list(start), set(start)
+        for _ in range(MAX_FUSE_HOPS):
+            nxt: list[str] = []
+            found: list[OpRow] = []
+            for name in frontier:
+                for other in edges.get(name, []):
+                    if other in row_of:
+                        found.append(row_of[other])
+                    elif other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            if found:
+                return next((r for r in found if any(w in r.op_type for w in wanted)), found[0])
+            frontier = nxt
+    return None
+
+
+def segments(rows: Sequence[OpRow], order: Sequence[str]) -> list[Segment]:
+    """Maximal runs of consecutive rows on one device, in the op table's execution order."""
+    out: list[Segment] = []
+    for row in rows:
+        if not out or out[-1].device != row.target:
+            out.append(Segment(index=len(out), device=row.target, rows=[], ops=[], nodes=[]))
+        seg = out[-1]
+        seg.rows.append(row.id)
+        seg.ops.append(row.op_type)
+        seg.nodes.extend(s for s in row.sources if s not in seg.nodes)
+    position = {name: i for i, name in enumerate(order)}
+    for seg in out:
+        seg.nodes.sort(key=lambda n: position.get(n, len(position)))
+    return out
+
+
+def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_partitions: dict[str, int | None],
+              adapters: int) -> dict[str, Any]:
+    """Predicted vs actual: per node and per partition count."""
+    judged = [n for n in nodes if n.agrees is not None]
+    agree = sum(1 for n in judged if n.agrees)
+    disagreements = [
+        {"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": n.actual,
+         "became": n.became, "runs_on": n.runs_on, "cause": cause(n)}
+        for n in judged if not n.agrees
+    ]
+    actual_counts = {d: sum(1 for n in nodes if n.actual == d) for d in (NPU, CPU, SPLIT, FOLDED, FUSED)}
+    return {
+        "nodes": len(nodes),
+        "compared": len(judged),
+        "agree": agree,
+        "disagree": len(judged) - agree,
+        "agreement_rate": round(agree / len(judged), 4) if judged else None,
+        "actual": actual_counts,
+        "predicted_npu_partitions": predicted_partitions.get(NPU),
+        "predicted_cpu_partitions": predicted_partitions.get(CPU),
+        "npu_segments": sum(1 for s in segs if s.device == NPU),
+        "cpu_segments": sum(1 for s in segs if s.device == CPU),
+        "compiler_added_ops": adapters,
+        "disagreements": disagreements,
+        "disagreements_by_cause": dict(sorted(Counter(d["cause"] for d in disagreements).items())),
+    }
+
+
+def cause(node: ProbeNode) -> str:
+    """A coarse reason for a disagreement, from what the compiler did to the node."""
+    if node.actual == FOLDED:
+        return "folded by the compiler"
+    if node.actual == FUSED or node.via or node.became:
+        return "fusion/lowering"
+    return "op support, shape or attribute rule"

@@ -1,0 +1,81 @@
+"""Terminal summary and Markdown report of a probe. They only read the ProbeResult."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from npu_gate.probe.base import ProbeResult
+from npu_gate.render.escape import md, md_code, term
+
+MAX_ROWS = 200
+
+
+def text(result: ProbeResult) -> str:
+    c = result.compiler
+    lines = [f"npu-gate probe: {term(result.model['path'])}: {c['name']} {term(c.get('version') or '?')} "
+             f"{term(c['target'])}: {result.status.upper()}"]
+    if result.error:
+        lines.append(f"  error compiler-failed: {term(result.error)}")
+    s = result.summary
+    if s:
+        a = s["actual"]
+        lines.append(f"  {s['nodes']} nodes: {a['npu']} npu, {a['cpu']} cpu, {a['split']} split, {a['fused']} fused, "
+                     f"{a['folded']} folded; {s['npu_segments']} npu / {s['cpu_segments']} cpu segments")
+        if s["agreement_rate"] is not None:
+            lines.append(f"  vs profile {term(result.predicted_with.get('profile'))}: {s['agree']}/{s['compared']} "
+                         f"nodes agree ({s['agreement_rate']:.0%}); predicted {s['predicted_npu_partitions']} npu / "
+                         f"{s['predicted_cpu_partitions']} cpu partitions")
+    for f in result.findings:
+        if f["severity"] == "warning":
+            lines.append(f"  warning {f['rule']}: {term(f['message'])}")
+    lines.append(f"  {result.evidence} (compiler placement, not device latency)")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(result: ProbeResult) -> str:
+    c = result.compiler
+    icon = "✅" if result.built else "❌"
+    parts = [
+        f"## {icon} npu-gate probe: **{result.status.upper()}** · {md(result.model['path'])}",
+        f"Evidence: `{md(result.evidence)}`. A probe records what the compiler did with the model "
+        "(which ops it built for the NPU and which it left on CPU); it is not a device latency or "
+        "accuracy result.",
+    ]
+    for f in result.findings:
+        parts.append(f"**{f['severity']} `{f['rule']}`**: {md(f['message'])}")
+    s = result.summary
+    if s:
+        a = s["actual"]
+        rows = [
+            ["nodes", s["nodes"]],
+            ["actual npu / cpu / split / fused / folded",
+             f"{a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / {a['folded']}"],
+            ["NPU / CPU segments (compiler)", f"{s['npu_segments']} / {s['cpu_segments']}"],
+            [f"NPU / CPU partitions (profile {md(result.predicted_with.get('profile'))})",
+             f"{s['predicted_npu_partitions']} / {s['predicted_cpu_partitions']}"],
+            ["nodes where prediction and compiler agree",
+             "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
+            ["ops the compiler added (adapters)", s["compiler_added_ops"]],
+        ]
+        parts.append(tabulate(rows, headers=["", c["name"] + " " + md(c.get("version") or "?") + " " + md(c["target"])],
+                              tablefmt="github", disable_numparse=True))
+        node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
+                      "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
+        parts.append("### Predicted vs actual\n\n" + _table(
+            ["node", "op", "predicted", "actual", "became", "agrees"], node_rows))
+        if s["disagreements"]:
+            by_cause = [[md(c), n, md(", ".join(d["node"] for d in s["disagreements"] if d["cause"] == c))]
+                        for c, n in s["disagreements_by_cause"].items()]
+            parts.append("### Disagreements by cause\n\n" + _table(["cause", "nodes", "which"], by_cause))
+        seg_rows = [[sg.index, sg.device, md(" ".join(sg.ops)), md(", ".join(sg.nodes))] for sg in result.segments]
+        parts.append("### Segments (execution order)\n\n" + _table(["#", "device", "ops", "original nodes"], seg_rows))
+    return "\n\n".join(parts) + "\n"
+
+
+def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
+    out = tabulate(rows[:MAX_ROWS], headers=headers, tablefmt="github", disable_numparse=True)
+    if len(rows) > MAX_ROWS:
+        out += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
+    return out

@@ -1,0 +1,162 @@
+"""Rockchip RKNN-Toolkit2: compiles ONNX for Rockchip NPUs offline on x86 and prints an op table.
+
+Facts this module relies on (measured with rknn-toolkit2 2.5.0, see the README):
+- with ``verbose=True`` the build prints a "Network Layer Information Table" whose
+  ``Target`` column is NPU or CPU and whose ``FullName`` is ``OpType:node`` of the
+  toolkit's last graph;
+- Python-side rewrites are logged as ``rule: remove node = [...], add node = [...]``;
+- the toolkit dumps ``checkN_<pass>.onnx`` into its working folder; the highest N is the
+  graph handed to the compiler;
+- when a rewrite rule raises, the log says ``You can add disable_rules=['rule']``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from npu_gate.probe.base import CPU, NPU, ChildRun, Compiler, CompilerOutput, OpRow, Rewrite
+
+# Pins from the toolkit's own metadata limits (numpy<=1.26.4, onnx<=1.18.0, protobuf<=4.25.4);
+# onnxruntime 1.26.0 is the newest that accepts numpy 1.x. The toolkit itself goes in with
+# --no-deps because it also pins torch<=2.4.0, which the ONNX path never needs.
+TOOLKIT = "rknn-toolkit2==2.5.0"
+RUNTIME_DEPS = [
+    "numpy==1.26.4", "onnx==1.18.0", "protobuf==4.25.4", "onnxruntime==1.26.0",
+    "opencv-python-headless==4.11.0.86", "scipy==1.13.1", "psutil", "ruamel.yaml", "tqdm", "fast-histogram",
+]
+# Real torch: a few rewrite rules (reshape around Split/axis ops) call torch.arange. Newer
+# setuptools dropped pkg_resources, which the toolkit imports once real torch is present.
+TORCH_DEPS = ["torch==2.13.0", "setuptools==80.9.0"]
+
+_PREFIX = re.compile(r"^[DIWE] RKNN: \[[^\]]*\]\s?")
+_REWRITE = re.compile(r"^D\s+(?P<rule>[^\s:]+):?\s+remove nodes?\s*=\s*(?P<rest>\[.*)$")
+_VERSION = re.compile(r"rknn-toolkit2 version: (\S+)")
+_DISABLE = re.compile(r"disable_rules=\[\s*'([^']+)'")
+_ERROR = re.compile(r"^E (?P<where>[\w.]+): (?P<message>.+)$")
+_CHECK = re.compile(r"^check(\d+)_.*\.onnx$")
+TABLE_TITLE = "Network Layer Information Table"
+IO_OPS = ("InputOperator", "OutputOperator")
+_TARGETS = {"NPU": NPU, "CPU": CPU}
+
+
+class RknnCompiler(Compiler):
+    name = "rknn"
+    product = "rknn-toolkit2"
+    driver = "rknn_driver.py"
+    timeout_s = 600.0
+
+    def setup_steps(self, *, torch: bool) -> list[list[str]]:
+        steps = [["--no-deps", TOOLKIT], RUNTIME_DEPS]
+        if torch:
+            steps.append(TORCH_DEPS)
+        return steps
+
+    def stub_torch(self, *, torch: bool) -> bool:
+        return not torch
+
+    def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
+        out = parse_log(run.log)
+        out.version = run.response.get("version") or out.version
+        if run.response.get("error"):
+            out.error = run.response["error"]
+        out.final_graph, out.final_consumers, out.final_ops = final_graph(work)
+        return out
+
+    def retry_options(self, output: CompilerOutput, options: dict[str, Any]) -> dict[str, Any] | None:
+        rule = output.retry_rule
+        if rule is None or rule in options.get("disable_rules", []):
+            return None
+        return {**options, "disable_rules": [*options.get("disable_rules", []), rule]}
+
+
+def parse_log(lines: list[str]) -> CompilerOutput:
+    """Version, rewrites, the last op table and the first error out of a cleaned log."""
+    out = CompilerOutput()
+    table_at = None
+    for i, line in enumerate(lines):
+        if out.version is None and (m := _VERSION.search(line)):
+            out.version = m.group(1)
+        if m := _REWRITE.match(line):
+            out.rewrites.append(_rewrite(m.group("rule"), m.group("rest")))
+        if TABLE_TITLE in line:
+            table_at = i
+        if out.retry_rule is None and (m := _DISABLE.search(line)):
+            out.retry_rule = m.group(1)
+        if out.error is None and (m := _ERROR.match(line)) and not m.group("message").startswith("Traceback"):
+            out.error = f"{m.group('where')}: {m.group('message').strip()}"
+    if table_at is not None:
+        out.rows = parse_table(lines[table_at + 1:])
+    return out
+
+
+def _rewrite(rule: str, rest: str) -> Rewrite:
+    removed_text, _, added_text = rest.partition(", add node")
+    added_text = added_text.split("=", 1)[1].strip() if added_text else "[]"
+    return Rewrite(rule=rule, removed=_names(removed_text), added=_names(added_text))
+
+
+def _names(text: str) -> list[str]:
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def parse_table(lines: list[str]) -> list[OpRow]:
+    """Rows of one op table: a header line, then rows until the closing rule line."""
+    header: list[str] | None = None
+    rows: list[OpRow] = []
+    for raw in lines:
+        line = _PREFIX.sub("", raw)
+        if not line.strip() or set(line.strip()) == {"-"}:
+            if rows:
+                break
+            continue
+        if header is None:
+            if line.split()[0] == "ID":
+                header = line.split()
+            continue
+        parts = line.split(None, len(header) - 1)
+        if len(parts) < len(header) or not parts[0].isdigit():
+            break
+        cell = dict(zip(header, parts, strict=True))
+        op_type = cell["OpType"]
+        _, _, full_name = cell["FullName"].strip().partition(":")
+        rows.append(OpRow(
+            id=int(cell["ID"]), op_type=op_type, target=_TARGETS.get(cell["Target"], cell["Target"].lower()),
+            full_name=full_name, data_type=cell.get("DataType"), input_shapes=_shape(cell.get("InputShape")),
+            output_shapes=_shape(cell.get("OutputShape")), io=op_type in IO_OPS,
+        ))
+    return rows
+
+
+def _shape(text: str | None) -> str | None:
+    return None if text in (None, "\\") else text
+
+
+Edges = dict[str, list[str]]
+
+
+def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None]:
+    """Producers, consumers and op types of the nodes in the toolkit's last dumped graph, if any."""
+    dumps = [(int(m.group(1)), p) for p in work.glob("check*.onnx") if (m := _CHECK.match(p.name))]
+    if not dumps:
+        return None, None, None
+    import onnx
+
+    try:
+        graph = onnx.load(str(max(dumps)[1]), load_external_data=False).graph
+    except Exception:  # an unreadable dump only costs the fused-into lookup
+        return None, None, None
+    producer = {out: n.name for n in graph.node for out in n.output}
+    producers: dict[str, list[str]] = {}
+    consumers: dict[str, list[str]] = {n.name: [] for n in graph.node}
+    for n in graph.node:
+        producers[n.name] = [producer[i] for i in n.input if i in producer]
+        for p in producers[n.name]:
+            consumers[p].append(n.name)
+    return producers, consumers, {n.name: n.op_type for n in graph.node}

@@ -1,0 +1,276 @@
+"""Run a compiler on a model in a child process and turn what it did into a ProbeResult.
+
+The compiler runs in its own venv's Python (its pins conflict with ours), in a child
+process with a timeout, so a SIGSEGV or a hang is a verdict about the model and not a
+crash of npu_gate. The child's file descriptors 1 and 2 go to a log file, which catches
+what the compiler's C code prints too. TMPDIR and the working folder point into the
+probe's own work folder, so the compiler's temporary files stay there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import GateError
+from npu_gate.probe.base import (
+    CRASHED,
+    FAILED,
+    OK,
+    Attempt,
+    ChildRun,
+    Compiler,
+    CompilerOutput,
+    ProbeNode,
+    ProbeResult,
+    clean_log,
+)
+from npu_gate.probe.mapping import agreement, map_nodes
+
+DRIVERS = Path(__file__).resolve().parent / "drivers"
+# Environment that would make the compiler's Python pick up our packages instead of its own.
+_SCRUB = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
+
+
+def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: Path, timeout: float) -> ChildRun:
+    """Run the compiler's driver once in ``work``; never raises for what the child does."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "tmp").mkdir(exist_ok=True)
+    request_path, response_path, log_path = work / "request.json", work / "response.json", work / "compiler.log"
+    request_path.write_text(json.dumps(request, indent=2), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.update(TMPDIR=str(work / "tmp"), PYTHONUNBUFFERED="1", PYTHONNOUSERSITE="1")
+    argv = [os.path.abspath(python), "-u", str(DRIVERS / compiler.driver), str(request_path), str(response_path)]
+    start = time.perf_counter()
+    timed_out = False
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            raise GateError(f"{python}: cannot run the {compiler.product} Python: {exc.strerror}") from None
+        try:
+            returncode: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            returncode = None
+        except BaseException:  # Ctrl-C: the child is in its own session and would not get it
+            _kill_group(proc)
+            raise
+    seconds = time.perf_counter() - start
+    raw = log_path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        response = json.loads(response_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        response = {}
+    return ChildRun(returncode=returncode, log=clean_log(raw), response=response, seconds=seconds,
+                    timed_out=timed_out)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the child and anything it started, nothing else
+    proc.wait()
+
+
+def status_of(run: ChildRun, output: CompilerOutput) -> tuple[str, str | None]:
+    """ok / failed / crashed, with the error a reviewer should read."""
+    stage = run.response.get("stage", "start")
+    if run.timed_out:
+        return CRASHED, f"timed out after {run.seconds:.0f} s (stage: {stage})"
+    if run.signal is not None:
+        try:
+            name = signal.Signals(run.signal).name
+        except ValueError:
+            name = f"signal {run.signal}"
+        return CRASHED, f"the compiler process was killed by {name} (stage: {stage})"
+    if run.response.get("status") == OK and output.rows:
+        return OK, None
+    if run.response.get("status") == OK:
+        return FAILED, output.error or "the compiler reported success but printed no op table"
+    error = output.error or run.response.get("error")
+    if error is None:
+        tail = next((line for line in reversed(run.log) if line.strip()), "no output")
+        error = f"exit code {run.returncode} (stage: {stage}): {tail.strip()}"
+    return FAILED, error
+
+
+def probe(
+    model: Path,
+    compiler: Compiler,
+    target: str,
+    python: Path,
+    *,
+    inputs: dict[str, list[int]] | None = None,
+    profile: Any = None,
+    options: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    keep: Path | None = None,
+) -> ProbeResult:
+    """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there."""
+    if not model.is_file():
+        raise GateError(f"{model}: no such model file")
+    if not python.exists():
+        raise GateError(f"{python}: no {compiler.product} environment there; create one with "
+                        f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
+    start = time.perf_counter()
+    predicted = _predict(model, profile)
+    predicted_s = time.perf_counter() - start
+    if predicted is not None:
+        _check_inputs(model, predicted.inputs, inputs or {})
+
+    work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
+    options = dict(options or {})
+    runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
+    try:
+        while True:
+            attempt_dir = work / f"attempt-{len(runs) + 1}"
+            if attempt_dir.exists():
+                shutil.rmtree(attempt_dir)
+            request = compiler.request(model.resolve(), target, inputs or {}, options)
+            run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
+            _write_json(attempt_dir / "exit.json", {"returncode": run.returncode, "timed_out": run.timed_out,
+                                                    "seconds": run.seconds, "options": options})
+            runs.append(_judge(compiler, run, attempt_dir, options))
+            output, attempt = runs[-1][1], runs[-1][2]
+            if attempt.status == FAILED and run.response.get("stage") == "config":
+                # the compiler refused its configuration (an unknown --target): our input, not the model
+                raise GateError(f"--target {target}: {compiler.product} refused the configuration: {attempt.error}")
+            retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
+            if retry is None:
+                break
+            options = retry
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    result = assemble(model.name, compiler, target, predicted, runs)
+    result.timings = {"predict_s": round(predicted_s, 3),
+                      "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
+                      "total_s": round(time.perf_counter() - start, 3), **result.timings}
+    return result
+
+
+def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: Any = None) -> ProbeResult:
+    """Rebuild a ProbeResult from a kept work folder (``--keep-work``) without running anything."""
+    runs = []
+    for attempt_dir in sorted(work.glob("attempt-*"), key=lambda p: int(p.name.split("-")[1])):
+        exit_info = json.loads((attempt_dir / "exit.json").read_text(encoding="utf-8"))
+        raw = (attempt_dir / "compiler.log").read_bytes().decode("utf-8", errors="replace")
+        response_path = attempt_dir / "response.json"
+        response = json.loads(response_path.read_text(encoding="utf-8")) if response_path.exists() else {}
+        run = ChildRun(returncode=exit_info["returncode"], log=clean_log(raw), response=response,
+                       seconds=exit_info["seconds"], timed_out=exit_info["timed_out"])
+        runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
+    if not runs:
+        raise GateError(f"{work}: no attempt-N folders to replay")
+    return assemble(model.name, compiler, target, _predict(model, profile), runs)
+
+
+def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
+    """--inputs must name model inputs, and every dynamic input needs one (compilers want static shapes)."""
+    names = [i["name"] for i in model_inputs]
+    problems = [f"--inputs {name}: {model.name} has no input {name} (inputs: {', '.join(names) or 'none'})"
+                for name in given if name not in names]
+    for info in model_inputs:
+        if not info["static"] and info["name"] not in given:
+            shape = ", ".join("?" if not isinstance(d, int) else str(d) for d in info["model_shape"] or [])
+            problems.append(f"{model.name}: input {info['name']} has dynamic shape [{shape}]: "
+                            f"give a static one with --inputs {info['name']}:DIMS")
+    if problems:
+        raise GateError(*problems)
+
+
+def _predict(model: Path, profile: Any) -> Any:
+    from npu_gate.pipeline import inspect_model
+
+    return inspect_model(model, profile) if profile is not None else None
+
+
+def _judge(compiler: Compiler, run: ChildRun, work: Path,
+           options: dict[str, Any]) -> tuple[ChildRun, CompilerOutput, Attempt]:
+    output = compiler.parse(run, work)
+    status, error = status_of(run, output)
+    return run, output, Attempt(options=dict(options), status=status, error=error,
+                                returncode=run.returncode, seconds=round(run.seconds, 3))
+
+
+def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: Any,
+             runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> ProbeResult:
+    """The probe result from the last run, compared with npu_gate's own prediction."""
+    run, output, last = runs[-1]
+    attempts = [a for _, _, a in runs]
+    result = ProbeResult(
+        model={"path": model_name, "sha256": predicted_result.model.get("sha256") if predicted_result else None},
+        compiler={"name": compiler.product, "version": output.version, "target": target, "plugin": compiler.name},
+        status=last.status,
+        predicted_with=_predicted_with(predicted_result),
+        error=last.error,
+        rewrites=output.rewrites,
+        attempts=attempts,
+        log=_joined_logs(runs),
+    )
+    originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
+    predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
+    if last.status == OK:
+        result.nodes, result.segments = map_nodes(originals, predicted, output)
+        result.ops = output.rows
+        counts = {"npu": predicted_result.summary.get("npu_partitions"),
+                  "cpu": predicted_result.summary.get("cpu_partitions")} if predicted_result else {}
+        added = sum(1 for r in output.rows if not r.io and not r.sources)
+        result.summary = agreement(result.nodes, result.segments, counts, added)
+        if len(attempts) > 1:  # built, but only with a rule disabled: the default build failed
+            result.findings.append({"rule": "compiler-failed", "severity": "warning",
+                                    "message": f"built only with {_options_text(last.options)}; "
+                                               f"the default build {attempts[0].status}: {attempts[0].error}"})
+    else:
+        result.nodes = [ProbeNode(name=n, op_type=t, predicted=predicted.get(n), actual=None) for n, t in originals]
+        result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
+    if isinstance(run.response.get("build_s"), (int, float)):
+        result.timings["build_s"] = round(run.response["build_s"], 3)
+    return result
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _predicted_with(result: Any) -> dict[str, Any]:
+    if result is None:
+        return {"profile": None}
+    s = result.summary
+    return {"profile": result.profile.get("name"), "evidence": result.profile.get("evidence"),
+            "npu_nodes": s.get("npu_nodes"), "cpu_nodes": s.get("cpu_nodes"), "folded_nodes": s.get("folded_nodes"),
+            "npu_partitions": s.get("npu_partitions"), "cpu_partitions": s.get("cpu_partitions")}
+
+
+def _failure_message(result: ProbeResult) -> str:
+    text = f"{result.compiler['name']} {result.compiler.get('version') or ''} ({result.compiler['target']}) " \
+           f"{result.status}: {result.error}"
+    if len(result.attempts) > 1:
+        first = result.attempts[0]
+        text += f"; first attempt {first.status}: {first.error}"
+    return " ".join(text.split())
+
+
+def _options_text(options: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(options.items())) or "default options"
+
+
+def _joined_logs(runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> list[str]:
+    """One run's log as is; with a retry, every attempt's log under a header line."""
+    if len(runs) == 1:
+        return runs[0][0].log
+    lines: list[str] = []
+    for i, (run, _, attempt) in enumerate(runs, 1):
+        lines.append(f"=== npu-gate probe: attempt {i} ({_options_text(attempt.options)}): {attempt.status} ===")
+        lines.extend(run.log)
+    return lines

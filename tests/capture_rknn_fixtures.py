@@ -1,0 +1,58 @@
+"""Regenerate tests/fixtures/rknn/ by probing tests/probe_models.py with the real toolkit.
+
+    python tests/capture_rknn_fixtures.py [VENV]     (default VENV: .venv-rknn)
+
+Every fixture is what ``npu-gate probe --keep-work`` left behind: the compiler's raw log
+(fd 1 and 2 of the child, colour codes and progress frames included), its response, its
+exit status and its last graph dump. Nothing here is written by hand. Each model folder
+also gets the model and the probe's JSON result, which tests/test_probe_rknn_fixtures.py
+rebuilds from the kept files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import probe_models  # noqa: E402
+
+from npu_gate.cli import main  # noqa: E402
+
+FIXTURES = HERE / "fixtures" / "rknn"
+_CHECK = re.compile(r"^check(\d+)_.*\.onnx$")
+
+
+def capture(venv: str) -> None:
+    for name, build in probe_models.MODELS.items():
+        folder = FIXTURES / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        model = folder / "model.onnx"
+        model.write_bytes(build().SerializeToString())
+        code = main(["probe", str(model), "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                     "--keep-work", str(folder / "work"), "--json", str(folder / "probe.json"), "-q"])
+        _prune(folder / "work")
+        doc = json.loads((folder / "probe.json").read_text(encoding="utf-8"))
+        print(f"{name}: exit {code}, {doc['status']}, {doc['error'] or ''}")
+
+
+def _prune(work: Path) -> None:
+    """Keep what parsing needs: logs, responses, exit files and the last graph dump per attempt."""
+    for attempt in work.glob("attempt-*"):
+        shutil.rmtree(attempt / "tmp", ignore_errors=True)
+        (attempt / "request.json").unlink(missing_ok=True)  # holds absolute paths of this machine
+        dumps = sorted((int(m.group(1)), p) for p in attempt.glob("check*.onnx") if (m := _CHECK.match(p.name)))
+        for _, path in dumps[:-1]:
+            path.unlink()
+
+
+if __name__ == "__main__":
+    capture(sys.argv[1] if len(sys.argv) > 1 else ".venv-rknn")

@@ -1,0 +1,158 @@
+"""Small ONNX models for probing a real compiler, built by hand (no torch), opset 17.
+
+Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/rknn/):
+- ``seed_hardswish``: the lesson's net exactly as the torchscript exporter writes it
+  (Conv, then x * clip(x + 3, 0, 6) / 6 with Constant nodes): one NPU op, Clip fused away.
+- ``erf_between``: Conv, Erf, Conv: a lone Erf runs on CPU, giving 2 NPU segments.
+- ``gelu_head``: GlobalAveragePool, Flatten, Gemm and a decomposed GELU: lowering to Conv,
+  GELU fused into the Gemm's Conv, a rank adapter for the 2-D output.
+- ``residual_block``: Conv+Relu, then Conv+Relu, Conv, Add (skip), Relu: the last three
+  become one ``ConvAddRelu`` whose table name is ``<conv>_ConvAddRelu``.
+- ``matmul_rank2``: MatMul + Relu on a 2-D input: lowered to Transpose/Conv/Transpose with the
+  Relu fused (after a rule swaps it past the Transpose) and Reshape adapters added.
+- ``convtranspose_stride3``: ConvTranspose stride 3 splits into a CPU zero-insertion op and an
+  NPU Conv.
+- ``resize_cubic``: cubic Resize crashes the toolkit (SIGSEGV).
+- ``layernorm_no_epsilon``: a rewrite rule raises; the log names it, the retry builds.
+- ``opset20``: refused at load (opset > 19).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+_F = TensorProto.FLOAT
+
+
+def _model(name: str, nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto], opset: int = 17) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="npu_gate.tests.probe_models")
+    model.ir_version = 8
+    return model
+
+
+def _w(name: str, *shape: int, seed: int = 0) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.random.default_rng(seed).standard_normal(shape).astype(np.float32), name)
+
+
+def _scalar(value: float) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(value, np.float32))
+
+
+def _x(name: str, shape: list[int]) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, _F, shape)
+
+
+def seed_hardswish() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        c("Conv", ["images", "conv.weight", "conv.bias"], ["/conv/Conv_output_0"], name="/conv/Conv",
+          kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        c("Constant", [], ["/Constant_output_0"], name="/Constant", value=_scalar(3.0)),
+        c("Add", ["/conv/Conv_output_0", "/Constant_output_0"], ["/Add_output_0"], name="/Add"),
+        c("Constant", [], ["/Constant_1_output_0"], name="/Constant_1", value=_scalar(0.0)),
+        c("Constant", [], ["/Constant_2_output_0"], name="/Constant_2", value=_scalar(6.0)),
+        c("Clip", ["/Add_output_0", "/Constant_1_output_0", "/Constant_2_output_0"], ["/Clip_output_0"], name="/Clip"),
+        c("Mul", ["/conv/Conv_output_0", "/Clip_output_0"], ["/Mul_output_0"], name="/Mul"),
+        c("Constant", [], ["/Constant_3_output_0"], name="/Constant_3", value=_scalar(6.0)),
+        c("Div", ["/Mul_output_0", "/Constant_3_output_0"], ["out"], name="/Div"),
+    ]
+    return _model("seed_hardswish", nodes, [_w("conv.weight", 4, 3, 3, 3), _w("conv.bias", 4, seed=1)],
+                  [_x("images", [1, 3, 16, 16])], [_x("out", [1, 4, 16, 16])])
+
+
+def _conv(name: str, x: str, y: str) -> onnx.NodeProto:
+    return helper.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [y], name=name, kernel_shape=[3, 3],
+                            pads=[1, 1, 1, 1])
+
+
+def _conv_weights(name: str, c: int, seed: int) -> list[onnx.TensorProto]:
+    return [_w(f"{name}.w", c, c, 3, 3, seed=seed), _w(f"{name}.b", c, seed=seed + 1)]
+
+
+def erf_between() -> onnx.ModelProto:
+    nodes = [_conv("conv1", "x", "c1"), helper.make_node("Erf", ["c1"], ["e"], name="erf"), _conv("conv2", "e", "y")]
+    return _model("erf_between", nodes, _conv_weights("conv1", 8, 0) + _conv_weights("conv2", 8, 2),
+                  [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
+def gelu_head() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        _conv("conv1", "x", "c1"),
+        c("GlobalAveragePool", ["c1"], ["p"], name="gap"),
+        c("Flatten", ["p"], ["f"], name="flat"),
+        c("Gemm", ["f", "fc.w", "fc.b"], ["g"], name="fc", transB=1),
+        c("Div", ["g", "sqrt2"], ["d"], name="gelu_div"),
+        c("Erf", ["d"], ["e"], name="gelu_erf"),
+        c("Add", ["e", "one"], ["a"], name="gelu_add"),
+        c("Mul", ["g", "a"], ["m"], name="gelu_mul"),
+        c("Mul", ["m", "half"], ["y"], name="gelu_mul2"),
+    ]
+    inits = [*_conv_weights("conv1", 8, 0), _w("fc.w", 16, 8, seed=4), _w("fc.b", 16, seed=5),
+             numpy_helper.from_array(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    return _model("gelu_head", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 16])])
+
+
+def residual_block() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        _conv("conv_a", "x", "a"), c("Relu", ["a"], ["ra"], name="relu_a"),
+        _conv("conv_b", "ra", "b"), c("Relu", ["b"], ["rb"], name="relu_b"),
+        _conv("conv_c", "rb", "cc"), c("Add", ["cc", "ra"], ["s"], name="add"),
+        c("Relu", ["s"], ["y"], name="relu_out"),
+    ]
+    inits = _conv_weights("conv_a", 8, 0) + _conv_weights("conv_b", 8, 2) + _conv_weights("conv_c", 8, 4)
+    return _model("residual_block", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
+def matmul_rank2() -> onnx.ModelProto:
+    nodes = [helper.make_node("MatMul", ["x", "mm.w"], ["m"], name="mm"),
+             helper.make_node("Relu", ["m"], ["y"], name="relu")]
+    return _model("matmul_rank2", nodes, [_w("mm.w", 32, 16)], [_x("x", [4, 32])], [_x("y", [4, 16])])
+
+
+def convtranspose_stride3() -> onnx.ModelProto:
+    nodes = [helper.make_node("ConvTranspose", ["x", "deconv.w"], ["y"], name="deconv", strides=[3, 3],
+                              kernel_shape=[3, 3])]
+    return _model("convtranspose_stride3", nodes, [_w("deconv.w", 8, 8, 3, 3)], [_x("x", [1, 8, 8, 8])],
+                  [_x("y", [1, 8, 24, 24])])
+
+
+def resize_cubic() -> onnx.ModelProto:
+    nodes = [_conv("conv1", "x", "c1"),
+             helper.make_node("Resize", ["c1", "", "scales"], ["y"], name="resize", mode="cubic")]
+    inits = [*_conv_weights("conv1", 8, 0), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    return _model("resize_cubic", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 32, 32])])
+
+
+def layernorm_no_epsilon() -> onnx.ModelProto:
+    nodes = [helper.make_node("LayerNormalization", ["x", "ln.scale", "ln.bias"], ["y"], name="ln", axis=-1)]
+    return _model("layernorm_no_epsilon", nodes, [_w("ln.scale", 16), _w("ln.bias", 16, seed=1)],
+                  [_x("x", [1, 4, 16])], [_x("y", [1, 4, 16])])
+
+
+def opset20() -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return _model("opset20", nodes, [], [_x("x", [1, 4, 8, 8])], [_x("y", [1, 4, 8, 8])], opset=20)
+
+
+MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "seed_hardswish": seed_hardswish,
+    "erf_between": erf_between,
+    "gelu_head": gelu_head,
+    "residual_block": residual_block,
+    "matmul_rank2": matmul_rank2,
+    "convtranspose_stride3": convtranspose_stride3,
+    "resize_cubic": resize_cubic,
+    "layernorm_no_epsilon": layernorm_no_epsilon,
+    "opset20": opset20,
+}

@@ -1,0 +1,465 @@
+"""The probe: the plug-in machinery on the fake compiler (real child processes), the RKNN
+log parsing and node mapping on logs captured from real RKNN-Toolkit2 runs (fixtures)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import model_zoo
+import probe_models
+import pytest
+
+from npu_gate.errors import GateError
+from npu_gate.probe import get_compiler
+from npu_gate.probe.base import ChildRun, clean_log
+from npu_gate.probe.fake import FakeCompiler
+from npu_gate.probe.report import markdown
+from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
+from npu_gate.probe.runner import probe, replay
+from npu_gate.profile import load_profile
+from npu_gate.resources import load_schema
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
+FAKE = FakeCompiler()
+
+
+def _raw(name: str, attempt: int = 1) -> str:
+    return (FIXTURES / name / "work" / f"attempt-{attempt}" / "compiler.log").read_bytes().decode("utf-8")
+
+
+def _replay(name: str) -> dict:
+    folder = FIXTURES / name
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    return result.to_dict()
+
+
+def _actuals(doc: dict) -> dict[str, tuple]:
+    return {n["name"]: (n["predicted"], n["actual"], n["became"]) for n in doc["nodes"]}
+
+
+def _validate(doc: dict) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+# --- log cleaning and parsing, on real RKNN-Toolkit2 2.5.0 logs ---
+
+def test_clean_log_strips_colour_codes_and_progress_frames() -> None:
+    raw = _raw("seed_hardswish")
+    assert "\x1b[" in raw and "\r" in raw  # the real log has both
+    lines = clean_log(raw)
+    assert not any("\x1b" in line or "\r" in line for line in lines)
+    assert lines[0] == "I rknn-toolkit2 version: 2.5.0"
+    assert lines[1].startswith("I Loading : 100%|") and lines[1].endswith("it/s]")  # only the last frame
+    assert "W load_onnx: The config.mean_values is None, zeros will be set for input 0!" in lines
+
+
+def test_parse_log_reads_rewrites_and_the_op_table() -> None:
+    out = parse_log(clean_log(_raw("seed_hardswish")))
+    assert out.version == "2.5.0"
+    assert out.error is None and out.retry_rule is None
+    assert [(r.rule, r.removed, r.added) for r in out.rewrites] == [
+        ("eliminate_add_redundancy_const_dim", ["/Add"], ["/Add"]),
+        ("eliminate_div_redundancy_const_dim", ["/Div"], ["/Div"]),
+        ("convert_div_to_mul", ["/Div"], ["/Div_2mul"]),
+        ("replace_torch_hardswish2", ["/Add", "/Clip", "/Mul", "/Div_2mul"], ["/Add_2hs"]),
+    ]
+    assert [(r.id, r.op_type, r.target, r.full_name, r.io) for r in out.rows] == [
+        (0, "InputOperator", "cpu", "images", True),
+        (1, "ConvHardSwish", "npu", "/conv/Conv", False),
+        (2, "OutputOperator", "cpu", "out", True),
+    ]
+    assert out.rows[1].input_shapes == "(1,3,16,16),(4,3,3,3),(4)"
+    assert out.rows[1].output_shapes == "(1,4,16,16)"
+    assert out.rows[0].input_shapes is None  # "\" in the table
+
+
+def test_parse_log_rewrites_that_only_remove_and_lowerings() -> None:
+    out = parse_log(clean_log(_raw("gelu_head")))
+    rewrites = {r.rule: (r.removed, r.added) for r in out.rewrites}
+    assert rewrites["replace_torch_gelu"] == (["gelu_div", "gelu_erf", "gelu_add", "gelu_mul", "gelu_mul2"],
+                                              ["gelu_mul2_2gelu"])
+    assert rewrites["fuse_transpose_reshape"] == (["f_tp", "g_mm_tp"], [])
+    assert [(r.op_type, r.target, r.full_name) for r in out.rows if not r.io] == [
+        ("Conv", "npu", "conv1"), ("Conv", "npu", "gap_2conv0"), ("Conv", "npu", "gap_2conv1"),
+        ("ConvExGelu", "npu", "fc#2"), ("Reshape", "npu", "y-rs"),
+    ]
+
+
+def test_parse_log_errors_and_the_rule_to_disable() -> None:
+    failed = parse_log(clean_log(_raw("layernorm_no_epsilon", 1)))
+    assert failed.retry_rule == "convert_layernorm_to_exnorm"
+    assert failed.rows == []
+    refused = parse_log(clean_log(_raw("opset20")))
+    assert refused.error == "load_onnx: Unsupport onnx opset 20, need <= 19!"
+
+
+def test_final_graph_is_the_last_dump() -> None:
+    producers, consumers, ops = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
+    assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
+    assert consumers == {"/conv/Conv": ["/Add_2hs"], "/Add_2hs": []}
+    assert ops == {"/conv/Conv": "Conv", "/Add_2hs": "HardSwish"}
+    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None)
+
+
+# --- mapping back to the original nodes, replayed from the kept work folders ---
+
+@pytest.mark.parametrize("name", sorted(probe_models.MODELS))
+def test_replay_reproduces_the_recorded_probe(name: str) -> None:
+    recorded = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))
+    replayed = _replay(name)
+    _validate(replayed)
+    for doc in (recorded, replayed):
+        doc.pop("timings")
+        for attempt in doc["attempts"]:
+            attempt.pop("seconds")
+    assert replayed == recorded
+
+
+def test_lesson_net_one_npu_op_clip_fused_away() -> None:
+    doc = _replay("seed_hardswish")
+    assert doc["status"] == "ok" and doc["evidence"] == "measured: rknn-toolkit2 2.5.0 rk3588"
+    assert _actuals(doc) == {
+        "/conv/Conv": ("npu", "npu", "ConvHardSwish"),
+        "/Constant": ("folded", "folded", None),
+        "/Add": ("npu", "fused", "ConvHardSwish"),
+        "/Constant_1": ("folded", "folded", None),
+        "/Constant_2": ("folded", "folded", None),
+        "/Clip": ("cpu", "fused", "ConvHardSwish"),
+        "/Mul": ("npu", "fused", "ConvHardSwish"),
+        "/Constant_3": ("folded", "folded", None),
+        "/Div": ("npu", "fused", "ConvHardSwish"),
+    }
+    clip = next(n for n in doc["nodes"] if n["name"] == "/Clip")
+    assert clip["runs_on"] == "npu" and clip["rows"] == [1] and clip["agrees"] is False
+    assert clip["via"] == ["replace_torch_hardswish2"]
+    assert doc["segments"] == [{"index": 0, "device": "npu", "rows": [1], "ops": ["ConvHardSwish"],
+                                "nodes": ["/conv/Conv", "/Add", "/Clip", "/Mul", "/Div"]}]
+    s = doc["summary"]
+    assert (s["agree"], s["compared"], s["agreement_rate"]) == (8, 9, 0.8889)
+    assert (s["predicted_npu_partitions"], s["npu_segments"], s["cpu_segments"]) == (2, 1, 0)
+    assert s["disagreements"] == [{"node": "/Clip", "op_type": "Clip", "predicted": "cpu", "actual": "fused",
+                                   "became": "ConvHardSwish", "runs_on": "npu", "cause": "fusion/lowering"}]
+    assert doc["findings"] == []
+
+
+def test_cpu_op_between_npu_ops_gives_two_npu_segments() -> None:
+    doc = _replay("erf_between")
+    assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [
+        ("npu", ["conv1"]), ("cpu", ["erf"]), ("npu", ["conv2"])]
+    assert _actuals(doc)["erf"] == ("cpu", "cpu", None)
+    assert doc["summary"]["agreement_rate"] == 1.0
+
+
+def test_lowering_fusion_and_an_added_adapter() -> None:
+    doc = _replay("gelu_head")
+    actual = _actuals(doc)
+    assert actual["gap"] == ("cpu", "npu", "Conv")  # GlobalAveragePool lowered to two Convs
+    assert actual["fc"] == ("cpu", "npu", "ConvExGelu")  # Gemm lowered to Conv, GELU fused in
+    assert actual["flat"] == ("cpu", "folded", None)
+    assert {actual[n] for n in ("gelu_div", "gelu_erf", "gelu_add", "gelu_mul", "gelu_mul2")} == {
+        (p, "fused", "ConvExGelu") for p in ("npu", "cpu")}
+    assert next(n for n in doc["nodes"] if n["name"] == "gap")["rows"] == [2, 3]
+    reshape = next(r for r in doc["ops"] if r["full_name"] == "y-rs")
+    assert reshape["sources"] == []  # added by the compiler for the 2-D output
+    assert doc["summary"]["compiler_added_ops"] == 1
+    causes = {d["node"]: d["cause"] for d in doc["summary"]["disagreements"]}
+    assert causes == {"gap": "fusion/lowering", "flat": "folded by the compiler", "fc": "fusion/lowering",
+                      "gelu_erf": "fusion/lowering"}
+
+
+def test_late_fused_op_named_after_its_conv() -> None:
+    doc = _replay("residual_block")
+    assert [(r["op_type"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        ("ConvRelu", "conv_a", ["conv_a", "relu_a"]),
+        ("ConvRelu", "conv_b", ["conv_b", "relu_b"]),
+        ("ConvAddRelu", "conv_c_ConvAddRelu", ["conv_c", "add", "relu_out"]),
+    ]
+    assert _actuals(doc)["add"] == ("npu", "fused", "ConvAddRelu")
+
+
+def test_fused_node_prefers_the_op_named_after_it() -> None:
+    from npu_gate.probe.base import CompilerOutput, OpRow
+    from npu_gate.probe.mapping import map_nodes
+
+    # a residual Add with no row between a Transpose and a Conv the compiler calls ConvAdd
+    out = CompilerOutput(
+        rows=[OpRow(0, "Transpose", "npu", "tp"), OpRow(1, "ConvAdd", "npu", "conv_ConvAdd")],
+        final_graph={"tp": [], "conv": [], "add": ["tp", "conv"]},
+        final_consumers={"tp": ["add"], "conv": ["add"], "add": []},
+        final_ops={"tp": "Transpose", "conv": "Conv", "add": "Add"},
+    )
+    nodes, segs = map_nodes([("tp", "Transpose"), ("conv", "Conv"), ("add", "Add")], {}, out)
+    assert [(n.name, n.actual, n.became, n.rows) for n in nodes] == [
+        ("tp", "npu", None, [0]), ("conv", "npu", "ConvAdd", [1]), ("add", "fused", "ConvAdd", [1])]
+    assert [s.nodes for s in segs] == [["tp", "conv", "add"]]
+
+
+def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:
+    doc = _replay("matmul_rank2")
+    assert _actuals(doc) == {"mm": ("cpu", "npu", "Transpose+ConvRelu"), "relu": ("cpu", "fused", "ConvRelu")}
+    rows = [(r["op_type"], r["target"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]]
+    assert rows == [
+        ("Reshape", "npu", "x_rs", []),
+        ("Transpose", "npu", "x_tp", ["mm"]),
+        ("ConvRelu", "npu", "mm#2", ["mm", "relu"]),
+        ("Transpose", "npu", "m_mm_tp", ["mm"]),  # swap_transpose_relu re-added it: still only mm's
+        ("Reshape", "npu", "y-rs", []),
+    ]
+    assert doc["summary"]["compiler_added_ops"] == 2
+
+
+def test_one_node_split_over_both_devices() -> None:
+    doc = _replay("convtranspose_stride3")
+    node = doc["nodes"][0]
+    assert (node["actual"], node["runs_on"], node["became"], node["rows"]) == (
+        "split", "split", "exConvTransposePad+Conv", [1, 2])
+    assert [(s["device"], s["ops"], s["nodes"]) for s in doc["segments"]] == [
+        ("cpu", ["exConvTransposePad"], ["deconv"]), ("npu", ["Conv"], ["deconv"])]
+    assert node["agrees"] is False
+
+
+def test_crash_is_a_compiler_failed_verdict() -> None:
+    doc = _replay("resize_cubic")
+    assert doc["status"] == "crashed" and doc["verdict"] == "fail"
+    assert doc["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
+    assert doc["attempts"][0]["returncode"] == -11
+    assert doc["findings"] == [{"rule": "compiler-failed", "severity": "error", "message":
+                                "rknn-toolkit2 2.5.0 (rk3588) crashed: the compiler process was killed by SIGSEGV "
+                                "(stage: build)"}]
+    assert [n["actual"] for n in doc["nodes"]] == [None, None]
+    assert doc["segments"] == [] and doc["summary"] == {}
+
+
+def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
+    refused = _replay("opset20")
+    assert refused["status"] == "failed"
+    assert refused["error"] == "load: ValueError: Unsupport onnx opset 20, need <= 19!"
+    retried = _replay("layernorm_no_epsilon")
+    assert retried["status"] == "ok"
+    assert [(a["options"], a["status"], a["error"]) for a in retried["attempts"]] == [
+        ({}, "failed", "build: KeyError: 'LayerNormalization'"),
+        ({"disable_rules": ["convert_layernorm_to_exnorm"]}, "ok", None),
+    ]
+    headers = [line for line in retried["log"] if line.startswith("=== npu-gate probe: attempt")]
+    assert headers == ["=== npu-gate probe: attempt 1 (default options): failed ===",
+                       "=== npu-gate probe: attempt 2 (disable_rules=['convert_layernorm_to_exnorm']): ok ==="]
+    assert retried["findings"][0]["severity"] == "warning"
+    assert retried["findings"][0]["message"] == (
+        "built only with disable_rules=['convert_layernorm_to_exnorm']; the default build failed: "
+        "build: KeyError: 'LayerNormalization'")
+
+
+# --- the plug-in machinery on the fake compiler: real child processes ---
+
+def _fake_probe(save_model: Callable, model, tmp_path: Path, **options) -> dict:
+    path = save_model(model)
+    result = probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo"),
+                   options=options, keep=tmp_path / "work", timeout=options.pop("timeout", None))
+    return result.to_dict()
+
+
+def test_fake_compiler_fusion_and_segments_through_the_cli(run_cli, save_model, tmp_path: Path) -> None:
+    path = save_model(model_zoo.conv_relu())
+    out = tmp_path / "probe.json"
+    run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--json", out,
+                  "--markdown", tmp_path / "probe.md")
+    assert run.code == 0, run.err
+    assert run.out.splitlines()[0] == "npu-gate probe: model.onnx: fake-compiler 0.1 fake1: OK"
+    doc = json.loads(out.read_text())
+    _validate(doc)
+    assert _actuals(doc) == {"conv0": ("npu", "npu", "ConvRelu"), "relu0": ("cpu", "fused", "ConvRelu")}
+    assert doc["compiler"] == {"name": "fake-compiler", "version": "0.1", "target": "fake1", "plugin": "fake"}
+    assert doc["segments"] == [{"index": 0, "device": "npu", "rows": [0], "ops": ["ConvRelu"],
+                                "nodes": ["conv0", "relu0"]}]
+    assert "| <code>relu0</code> | Relu" in (tmp_path / "probe.md").read_text()
+
+
+def test_fake_child_runs_in_its_work_folder_with_our_pythonpath_removed(save_model, tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/nowhere")
+    _fake_probe(save_model, probe_models.erf_between(), tmp_path)
+    attempt = tmp_path / "work" / "attempt-1"
+    response = json.loads((attempt / "response.json").read_text())
+    assert response["tmpdir"] == str(attempt / "tmp")
+    assert response["cwd"] == str(attempt)
+    assert response["pythonpath"] is None
+    log = (attempt / "compiler.log").read_text()
+    assert "ROW 1 Erf CPU erf" in log  # written to fd 1 by os.write, below Python's buffers
+
+
+def test_fake_erf_between_gives_two_npu_segments(save_model, tmp_path: Path) -> None:
+    doc = _fake_probe(save_model, probe_models.erf_between(), tmp_path)
+    assert [s["device"] for s in doc["segments"]] == ["npu", "cpu", "npu"]
+    assert doc["summary"]["npu_segments"] == 2
+
+
+def test_fake_crash_is_isolated(save_model, tmp_path: Path) -> None:
+    doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, crash=True)
+    assert doc["status"] == "crashed"
+    assert doc["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
+    assert doc["log"][-1] == "fatal: about to crash"
+    assert doc["findings"][0]["rule"] == "compiler-failed"
+
+
+def test_fake_hang_is_killed_at_the_timeout(save_model, tmp_path: Path) -> None:
+    doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, hang=True, timeout=1.0)
+    _validate(doc)
+    assert doc["status"] == "crashed"
+    assert doc["error"] == "timed out after 1 s (stage: load)"
+    assert doc["attempts"][0]["returncode"] is None
+
+
+def test_fake_failure_and_retry(save_model, tmp_path: Path) -> None:
+    failed = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail="unsupported thing")
+    assert (failed["status"], failed["error"]) == ("failed", "build: unsupported thing")
+    retried = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail_rule="fuse_x")
+    assert retried["status"] == "ok"
+    assert [a["options"] for a in retried["attempts"]] == [{"fail_rule": "fuse_x"},
+                                                           {"fail_rule": "fuse_x", "disable_rules": ["fuse_x"]}]
+
+
+def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> None:
+    original = FakeCompiler.request
+    monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "crash": True})
+    run = run_cli("probe", save_model(model_zoo.conv_relu()), "--compiler", "fake", "--target", "fake1")
+    assert run.code == 1
+    assert "error compiler-failed: the compiler process was killed by SIGSEGV" in run.out
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: fake, rknn)"),
+    (["--inputs", "x:1,0,3"], "--inputs x:1,0,3: expected NAME:DIMS with positive dims"),
+    (["--compiler", "fake", "--target", "rk1"],
+     "--target rk1: fake-compiler refused the configuration: config: unknown target rk1"),
+    (["--compiler", "rknn", "--venv", "/nonexistent/venv"],
+     "/nonexistent/venv/bin/python: no rknn-toolkit2 environment there; create one with "
+     "`npu-gate probe setup rknn VENV` and pass --venv VENV"),
+])
+def test_cli_exit_2_when_the_probe_cannot_run(run_cli, save_model, args: list[str], message: str) -> None:
+    run = run_cli("probe", save_model(model_zoo.conv_relu()), *args)
+    assert run.code == 2
+    assert run.err.startswith(f"npu-gate: error: {message}")
+
+
+def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> None:
+    model = probe_models.erf_between()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = save_model(model)
+    run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "y:1,8,16,16")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        "npu-gate: error: --inputs y: model.onnx has no input y (inputs: x)",
+        "npu-gate: error: model.onnx: input x has dynamic shape [?, 8, 16, 16]: give a static one with "
+        "--inputs x:DIMS",
+    ]
+    fixed = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "x:1x8x16x16")
+    assert fixed.code == 0, fixed.err
+
+
+def test_cli_exit_2_for_a_missing_model(run_cli, tmp_path: Path) -> None:
+    run = run_cli("probe", tmp_path / "absent.onnx", "--compiler", "fake")
+    assert run.code == 2 and "absent.onnx: no such model file" in run.err
+
+
+def test_setup_creates_then_reuses_a_venv(run_cli, tmp_path: Path) -> None:
+    venv = tmp_path / "venv-fake"
+    first = run_cli("probe", "setup", "fake", venv)
+    assert first.code == 0, first.err
+    assert "created in" in first.out
+    manifest = json.loads((venv / "npu-gate-probe.json").read_text())
+    assert (manifest["compiler"], manifest["steps"], manifest["torch"]) == ("fake", [], "none")
+    second = run_cli("probe", "setup", "fake", venv)
+    assert second.code == 0 and second.out.rstrip().endswith("reused")
+
+
+def test_setup_refuses_a_folder_that_is_not_its_venv(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    run = run_cli("probe", "setup", "fake", tmp_path)
+    assert run.code == 2
+    assert "exists and is not an npu-gate probe venv" in run.err
+    assert (tmp_path / "precious.txt").exists()
+
+
+def test_rknn_setup_steps_are_the_documented_pins() -> None:
+    rknn = get_compiler("rknn")
+    assert rknn.setup_steps(torch=False) == [
+        ["--no-deps", "rknn-toolkit2==2.5.0"],
+        ["numpy==1.26.4", "onnx==1.18.0", "protobuf==4.25.4", "onnxruntime==1.26.0",
+         "opencv-python-headless==4.11.0.86", "scipy==1.13.1", "psutil", "ruamel.yaml", "tqdm", "fast-histogram"],
+    ]
+    assert rknn.setup_steps(torch=True)[-1] == ["torch==2.13.0", "setuptools==80.9.0"]
+    assert rknn.stub_torch(torch=False) and not rknn.stub_torch(torch=True)
+
+
+def test_markdown_escapes_node_names(save_model, tmp_path: Path) -> None:
+    model = model_zoo.conv_relu()
+    model.graph.node[1].name = "<img src=x>@team"
+    path = save_model(model)
+    result = probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo"))
+    text = markdown(result)
+    assert "<img" not in text and "@team" not in text
+    assert "&#60;img src=x&#62;&#64;team" in text
+
+
+def test_child_run_signal() -> None:
+    assert ChildRun(returncode=-11, log=[], response={}, seconds=0).signal == 11
+    assert ChildRun(returncode=1, log=[], response={}, seconds=0).signal is None
+
+
+def test_replay_needs_attempts(tmp_path: Path) -> None:
+    with pytest.raises(GateError, match="no attempt-N folders"):
+        replay(FIXTURES / "opset20" / "model.onnx", RknnCompiler(), "rk3588", tmp_path)
+
+
+def test_lineage_rules() -> None:
+    from npu_gate.probe.base import CompilerOutput, Rewrite
+    from npu_gate.probe.mapping import lineage
+
+    out = CompilerOutput(rewrites=[
+        Rewrite("absorb", ["a", "b"], ["a"]),  # a keeps its name and absorbs b
+        Rewrite("lower", ["c"], ["c1", "c2"]),
+        Rewrite("drop", ["d"], []),
+        Rewrite("adapter", [], ["r"]),
+    ])
+    alive, via = lineage(["a", "b", "c", "d"], out)
+    assert alive == {"a": {"a", "b"}, "c1": {"c"}, "c2": {"c"}, "r": set()}
+    assert via == {"a": ["absorb"], "b": ["absorb"], "c": ["lower"], "d": ["drop"]}
+
+
+def test_markdown_and_text_reports_golden(golden) -> None:
+    from npu_gate.probe.report import text
+
+    folder = FIXTURES / "gelu_head"
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    golden("probe-gelu_head.md", markdown(result))
+    golden("probe-gelu_head.txt", text(result))
+
+
+def test_torch_stub_satisfies_imports_and_refuses_real_use(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from npu_gate.probe.setup_env import STUB
+
+    (tmp_path / "torch").mkdir()
+    shutil.copyfile(STUB, tmp_path / "torch" / "__init__.py")
+    script = (
+        "import torch, torch.nn.functional as F\n"
+        "from torch.utils.data import Dataset\n"
+        "class Net(torch.nn.Module): pass\n"
+        "@torch.no_grad()\n"
+        "def f(): return 7\n"
+        "assert f() == 7 and torch.__version__.endswith('npu-gate-stub')\n"
+        "try:\n    torch.arange(3)\nexcept RuntimeError as e:\n    print(e)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30,
+                          env={"PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ("npu-gate torch stub: torch.arange was called; recreate the venv with "
+                                   "`npu-gate probe setup ... --torch`")

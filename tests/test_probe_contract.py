@@ -1,0 +1,97 @@
+"""target.probe in a contract: the check also builds with a (fake) compiler; `decide` says which
+evidence the verdict rests on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from conftest import validate_result
+from test_analysis import seed_onnx
+
+from npu_gate.contract import load_contract
+from npu_gate.pipeline import check_contract
+from npu_gate.probe.fake import FakeCompiler
+
+TODAY = dt.date(2026, 12, 2)
+GATES = {"max_cpu_nodes": 0, "max_npu_partitions": 1}
+
+
+@pytest.fixture
+def contract(save_model, write_contract):
+    save_model(seed_onnx())
+
+    def make(probe: dict | None = None, **extra):
+        target: dict = {"profile": "demo"}
+        if probe is not None:
+            target["probe"] = probe
+        doc = {"model": {"onnx": "model.onnx"}, "target": target, "gates": GATES,
+               "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}], **extra}
+        return write_contract(doc)
+
+    return make
+
+
+def _findings(result) -> list[tuple]:
+    return [(f.rule, f.severity, f.node, f.waived) for f in result.findings]
+
+
+def test_measured_placement_decides(contract) -> None:
+    result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1", "decide": "measured"})),
+                            today=TODAY)
+    validate_result(result.to_dict())
+    assert result.verdict == "pass"
+    assert result.summary["evidence"] == "measured: fake-compiler 0.1 fake1"
+    assert result.summary["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    assert result.summary["cpu_nodes"] == 1  # the prediction stays in the result
+    assert [(g.name, g.actual, g.passed) for g in result.gates[:2]] == [
+        ("max_cpu_nodes", 0, True), ("max_npu_partitions", 1, True)]
+    clip = next(f for f in result.findings if f.rule == "unsupported-op")
+    assert (clip.severity, clip.node) == ("info", "/Clip")
+    assert clip.message.endswith("(measured on the NPU: measured: fake-compiler 0.1 fake1)")
+    probe = result.stages["probe"]
+    assert (probe["status"], probe["probe_status"], probe["decide"]) == ("ok", "ok", "measured")
+    assert [s["device"] for s in probe["segments"]] == ["npu"]
+    assert any(line.startswith("probe: ROW 0 Conv NPU") for line in result.log)
+
+
+def test_prediction_decides_by_default_and_the_probe_is_reported(contract, run_cli, tmp_path) -> None:
+    path = contract({"compiler": "fake", "target": "fake1"})
+    run = run_cli("check", path, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md")
+    assert run.code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["summary"]["evidence"] == "prediction: profile demo"
+    assert "measured" not in doc["summary"]
+    assert doc["stages"]["probe"]["summary"]["disagreements_by_cause"] == {"op support, shape or attribute rule": 1}
+    assert "  probe measured: fake-compiler 0.1 fake1: ok (compared, prediction decides)" in run.out
+    report = (tmp_path / "r.md").read_text()
+    assert "### Real compiler: measured: fake-compiler 0.1 fake1" in report
+    assert "The verdict rests on the profile's prediction" in report
+
+
+def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) -> None:
+    original = FakeCompiler.request
+    monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "fail": "no"})
+    waivers = [{"rule": "compiler-failed", "reason": "vendor bug #7"},
+               {"rule": "unsupported-op", "reason": "Clip is fused on the real target"}]
+    path = contract({"compiler": "fake", "target": "fake1", "decide": "measured"}, waivers=waivers,
+                    gates={})
+    result = check_contract(load_contract(path), today=TODAY)
+    assert _findings(result) == [("unsupported-op", "error", "/Clip", True),
+                                 ("compiler-failed", "error", None, True)]
+    assert result.verdict == "pass"
+    assert result.summary["evidence"] == "prediction: profile demo"  # nothing was measured
+    assert result.stages["probe"]["reason"] == "build: no"
+
+
+def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
+    run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
+    assert run.code == 2
+    assert "target.probe.compiler: unknown compiler 'hisi' (known: fake, rknn)" in run.err
+
+
+def test_missing_compiler_venv_stops_the_check(contract, run_cli) -> None:
+    run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"}))
+    assert run.code == 2
+    assert "no-such-venv/bin/python: no rknn-toolkit2 environment there" in run.err
