@@ -238,6 +238,8 @@ def _chains_in(
     symbols: dict[str, list[str]],
     values: dict[str, shape_values.Value],
 ) -> list[ShapeChain]:
+    if not any(n.op_type in _SOURCES and n.domain == "" for n in nodes):
+        return []  # no Shape/Size: no chain can start (and large graphs skip the walk)
     order = graphlib.topological_order(nodes, graphlib.node_dependencies(nodes))
     kind = _classify(nodes, order, weights)
     made_by = graphlib.producers(nodes)
