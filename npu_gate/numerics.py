@@ -84,15 +84,25 @@ def _run_onnxruntime(path: Path, samples: list[dict[str, np.ndarray]]) -> tuple[
     options.log_severity_level = 3
     options.intra_op_num_threads = 1  # deterministic and fair on a 2-core CI runner
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names, results = run_session(session, samples, "are not declared in the contract")
+    return results, names
+
+
+def run_session(
+    session: Any, samples: list[dict[str, np.ndarray]], missing: str
+) -> tuple[list[str], list[list[np.ndarray]]]:
+    """Run an onnxruntime session on each sample: (output names, outputs per sample).
+
+    ``missing`` completes the error when a model input has no value in a sample."""
     wanted = [i.name for i in session.get_inputs()]
     names = [o.name for o in session.get_outputs()]
     results = []
     for sample in samples:
-        missing = [n for n in wanted if n not in sample]
-        if missing:
-            raise ValueError(f"model input(s) {missing} are not declared in the contract")
+        absent = [n for n in wanted if n not in sample]
+        if absent:
+            raise ValueError(f"model input(s) {absent} {missing}")
         results.append([np.asarray(v) for v in session.run(names, {n: sample[n] for n in wanted})])
-    return results, names
+    return names, results
 
 
 def _run_torch(module: Any, contract: Contract, samples: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:

@@ -82,16 +82,9 @@ def session(model: onnx.ModelProto, optimize: bool = False) -> Any:
 
 
 def run(model: onnx.ModelProto, samples: list[dict[str, np.ndarray]]) -> tuple[list[str], list[list[np.ndarray]]]:
-    sess = session(model)
-    wanted = [i.name for i in sess.get_inputs()]
-    names = [o.name for o in sess.get_outputs()]
-    results = []
-    for sample in samples:
-        missing = [n for n in wanted if n not in sample]
-        if missing:
-            raise ValueError(f"model input(s) {missing} have no sample values")
-        results.append([np.asarray(v) for v in sess.run(names, {n: sample[n] for n in wanted})])
-    return names, results
+    from npu_gate.numerics import run_session
+
+    return run_session(session(model), samples, "have no sample values")
 
 
 def region_model(original: onnx.ModelProto, a: Applied) -> tuple[onnx.ModelProto, list[str]]:
