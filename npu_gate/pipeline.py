@@ -28,6 +28,7 @@ from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
 from npu_gate.model_file import copy_model, external_tensors, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
+from npu_gate import patterns
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
 from npu_gate.profile import Profile
 from npu_gate.result import (
@@ -318,6 +319,8 @@ def _analyze(
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     placements = place_all(facts, settings.profile, folded, constants, layouts)
+    fusions = patterns.apply_patterns(facts, settings.profile, placements, folded, constants,
+                                      patterns.constant_values(inferred), layouts) if settings.profile.patterns else None
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
@@ -332,6 +335,8 @@ def _analyze(
     tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
     result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
     result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
+    if fusions is not None:
+        patterns.record(result, fusions, placements)
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
