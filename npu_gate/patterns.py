@@ -181,6 +181,14 @@ def fused_node(pattern: dict[str, Any], nodes: list[NodeFacts], tensors: dict[st
                      inputs=names, outputs=list(root.outputs), attributes={}, defaulted=[])
 
 
+def fuse(model: ModelProto, facts: GraphFacts, profile: Profile, placements: list[Placement], folded: set[int],
+         constants: set[str], layouts: Mapping[str, str] | None = None) -> list[Fusion] | None:
+    """The pipeline's step: None for a profile without patterns (the result stays as it was)."""
+    if not profile.patterns:
+        return None
+    return apply_patterns(facts, profile, placements, folded, constants, constant_values(model), layouts)
+
+
 def apply_patterns(
     facts: GraphFacts,
     profile: Profile,

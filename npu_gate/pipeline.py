@@ -20,7 +20,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, dims, shape_chains, symbolic
+from npu_gate import __version__, dims, patterns, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -28,7 +28,6 @@ from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
 from npu_gate.model_file import copy_model, external_tensors, load_onnx
 from npu_gate.partitions import boundaries, build_partitions, total_bytes
-from npu_gate import patterns
 from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
 from npu_gate.profile import Profile
 from npu_gate.result import (
@@ -319,8 +318,7 @@ def _analyze(
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     placements = place_all(facts, settings.profile, folded, constants, layouts)
-    fusions = patterns.apply_patterns(facts, settings.profile, placements, folded, constants,
-                                      patterns.constant_values(inferred), layouts) if settings.profile.patterns else None
+    fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
