@@ -20,7 +20,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, dims, patterns, shape_chains, symbolic
+from npu_gate import __version__, adapters, dims, patterns, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -335,6 +335,8 @@ def _analyze(
     result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
     if fusions is not None:
         patterns.record(result, fusions, placements)
+    if settings.profile.rank_adapters:
+        adapters.record(result, settings.profile, facts, model_inputs)
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]

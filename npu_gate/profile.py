@@ -31,6 +31,7 @@ class Profile:
     limits: dict[str, Any] = field(default_factory=dict)
     extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
     patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
+    rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -58,6 +59,8 @@ class Profile:
         doc["ops"] = self.ops
         if self.patterns:
             doc["patterns"] = self.patterns
+        if self.rank_adapters:
+            doc["rank_adapters"] = self.rank_adapters
         return doc
 
 
@@ -115,7 +118,10 @@ def _load_file(
     limits = {k: v for k, v in doc.get("limits", {}).items() if v is not None}
     extends: list[str] = []
     patterns = [dict(p) for p in doc.get("patterns", [])]
+    adapters = doc.get("rank_adapters")
     if base is not None:
+        if "rank_adapters" not in doc:
+            adapters = base.rank_adapters  # null in the profile removes the base's
         # A pattern replaces the base's pattern of the same name; the base's others come first.
         mine = {p["name"] for p in patterns}
         patterns = [p for p in base.patterns if p["name"] not in mine] + patterns
@@ -133,6 +139,8 @@ def _load_file(
     }
     if patterns:
         resolved["patterns"] = patterns  # profiles without patterns hash as before
+    if adapters:
+        resolved["rank_adapters"] = adapters
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -148,6 +156,7 @@ def _load_file(
         limits=limits,
         extends=extends,
         patterns=patterns,
+        rank_adapters=adapters,
     )
 
 

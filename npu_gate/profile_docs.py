@@ -189,6 +189,8 @@ def render_markdown(profile: Profile, origin: str) -> str:
         lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
     if profile.patterns:
         lines += ["", *render_patterns(profile)]
+    if profile.rank_adapters:
+        lines += ["", *render_rank_adapters(profile.rank_adapters)]
     return "\n".join(lines) + "\n"
 
 
@@ -273,3 +275,23 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
         lines += ["", f"Note on {key}: {note}"]
     lines += ["", f"Source: {profile.source}"]
     return "\n".join(lines)
+
+
+def render_rank_adapters(rule: dict[str, Any]) -> list[str]:
+    when = rule.get("npu_when")
+    where = "on CPU"
+    if when:
+        where = f"on the NPU when dim {when['axis']} is static"
+        if when.get("multiple_of"):
+            where += f" and a multiple of {when['multiple_of']}"
+        where += ", else on CPU (`rank-adapter` warning)"
+    lines = ["## Rank adapters", "",
+             f"The target computes in rank {rule['rank']}: every graph input and output of another rank "
+             f"gets a `{rule.get('op', 'Reshape')}` adapter, {where}.", ""]
+    if rule.get("evidence"):
+        lines.append(f"- evidence: {_cell(rule['evidence'])}")
+    if rule.get("note"):
+        lines.append(f"- *Note:* {_cell(rule['note'])}")
+    if rule.get("doc"):
+        lines.append(f"- source: {link(rule['doc'])}")
+    return lines

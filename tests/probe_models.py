@@ -19,6 +19,8 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
   (Div, Erf, Add, Mul by 0.5, Mul by x): fused into ``ConvExGelu``.
 - ``silu``: Conv, Sigmoid, Mul (x * sigmoid(x), both exporters' SiLU): fused into ``ConvExSwish``.
 - ``attention``: MatMul(q, kᵀ), Div by √d, Softmax, MatMul(·, v): one ``exSDPAttention``.
+- ``rank2_odd_dims``: MatMul, Relu, MatMul on a 2-D input whose last dims (12 in, 10 out) are
+  not multiples of 8: the rank adapters the compiler adds at the graph input and output.
 """
 
 from __future__ import annotations
@@ -186,6 +188,14 @@ def attention() -> onnx.ModelProto:
     return _model("attention", nodes, inits, [_x("q", shape), _x("k", shape), _x("v", shape)], [_x("y", shape)])
 
 
+def rank2_odd_dims() -> onnx.ModelProto:
+    nodes = [helper.make_node("MatMul", ["x", "mm1.w"], ["m"], name="mm1"),
+             helper.make_node("Relu", ["m"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "mm2.w"], ["y"], name="mm2")]
+    return _model("rank2_odd_dims", nodes, [_w("mm1.w", 12, 16), _w("mm2.w", 16, 10, seed=1)],
+                  [_x("x", [2, 12])], [_x("y", [2, 10])])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
@@ -199,4 +209,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "gelu_half_first": gelu_half_first,
     "silu": silu,
     "attention": attention,
+    "rank2_odd_dims": rank2_odd_dims,
 }

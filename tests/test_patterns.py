@@ -264,7 +264,7 @@ def test_every_fixture_agrees_at_least_as_well_as_the_demo_profile() -> None:
             agree, compared, _, _ = _agreement(name, profile)
             total[0] += agree
             total[1] += compared
-    assert totals == {"demo": [29, 46], "rknn-rk3588-fused": [43, 46]}
+    assert totals == {"demo": [29, 49], "rknn-rk3588-fused": [45, 49]}
 
 
 def _built(name: str) -> bool:
@@ -305,3 +305,46 @@ def test_reports_name_the_fused_patterns() -> None:
         ", ".join(md_code(n) for n in ("gelu_div", "gelu_erf", "gelu_add", "gelu_mul", "gelu_mul2"))]
     assert "Fused patterns" not in markdown.render(inspect_model(FIXTURES / "gelu_head" / "model.onnx",
                                                                   load_profile("demo")))
+
+
+# --- rank adapters ---
+
+@pytest.mark.parametrize(("name", "devices"), [
+    ("rank2_odd_dims", [("x", "input", "cpu"), ("y", "output", "cpu")]),
+    ("matmul_rank2", [("x", "input", "npu"), ("y", "output", "npu")]),
+    ("gelu_head", [("y", "output", "npu")]),
+    ("seed_hardswish", []),
+])
+def test_rank_adapters_predict_the_compilers_reshapes(name: str, devices: list) -> None:
+    result = inspect_model(FIXTURES / name / "model.onnx", load_profile("rknn-rk3588-fused"))
+    assert [(a["tensor"], a["at"], a["device"]) for a in result.rank_adapters] == devices
+    warnings = [f.message for f in result.findings if f.rule == "rank-adapter"]
+    assert warnings == [a["reason"] for a in result.rank_adapters if a["device"] == "cpu"]
+    validate_result(result.to_dict())
+    # What the compiler did: its Reshape rows are these adapters, on the same devices.
+    recorded = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))
+    reshapes = [o["target"] for o in recorded["ops"] if o["op_type"] == "Reshape"]
+    assert reshapes == [device for _, _, device in devices]
+
+
+def test_rank_adapter_messages_and_removal(tmp_path: Path) -> None:
+    result = inspect_model(FIXTURES / "rank2_odd_dims" / "model.onnx", load_profile("rknn-rk3588-fused"))
+    assert [f.message for f in result.findings if f.rule == "rank-adapter"] == [
+        "graph input x has rank 2: rknn-rk3588-fused adds a Reshape to rank 4 on CPU "
+        "(dim -1 = 12 is not a multiple of 8)",
+        "graph output y has rank 2: rknn-rk3588-fused adds a Reshape to rank 4 on CPU "
+        "(dim -1 = 10 is not a multiple of 8)"]
+    child = tmp_path / "child.json"
+    child.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588-fused", "ops": {}, "rank_adapters": None}),
+                     encoding="utf-8")
+    profile = load_profile(str(child))
+    assert profile.rank_adapters is None and profile.patterns == load_profile("rknn-rk3588-fused").patterns
+    doc = inspect_model(FIXTURES / "rank2_odd_dims" / "model.onnx", profile).to_dict()
+    assert "rank_adapters" not in doc and not [f for f in doc["findings"] if f["rule"] == "rank-adapter"]
+    always_cpu = tmp_path / "cpu.json"
+    always_cpu.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "rank_adapters": {"rank": 4}}),
+                          encoding="utf-8")
+    adapters = inspect_model(FIXTURES / "matmul_rank2" / "model.onnx", load_profile(str(always_cpu))).rank_adapters
+    assert [a["reason"] for a in adapters] == [
+        "graph input x has rank 2: p adds a Reshape to rank 4 on CPU (the profile runs rank adapters on CPU)",
+        "graph output y has rank 2: p adds a Reshape to rank 4 on CPU (the profile runs rank adapters on CPU)"]
