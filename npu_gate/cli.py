@@ -147,6 +147,16 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     docs.add_argument("--out", default="docs/profiles", metavar="DIR")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 when a page is missing or out of date")
+    cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over a sweep of single-op models")
+    cal.add_argument("--compiler", default="rknn", help="compiler plug-in (default: rknn)")
+    cal.add_argument("--target", required=True, help="the compiler's target, e.g. rk3588")
+    cal.add_argument("--out", required=True, metavar="PROFILE.json",
+                     help="the profile to write; the record goes to PROFILE.calibration.json")
+    cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
+    cal.add_argument("--sweep", default="tiny", choices=["tiny"], help="which sweep (default: tiny)")
+    cal.add_argument("--name", help="profile name (default: the file name)")
+    cal.add_argument("--extends", help="a base profile: ops measured on CPU are removed from it (null)")
+    cal.add_argument("--timeout", type=float, help="seconds per compiler run")
 
 
 def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -528,6 +538,8 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"{args.file}: ok: profile {p.name} ({p.evidence}), {len(p.ops)} ops, "
               f"{count} constraints{base}")
         return EXIT_PASS
+    if args.profile_command == "calibrate":
+        return _profile_calibrate(args)
     if args.profile_command == "show":
         p = load_profile(args.name, Path.cwd(), where="profile show")
         if args.format == "json":
@@ -553,6 +565,29 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"npu-gate: error: {page} is missing or out of date; run `npu-gate profile docs`",
               file=sys.stderr)
     return EXIT_FAIL if stale else EXIT_PASS
+
+
+def _profile_calibrate(args: argparse.Namespace) -> int:
+    from npu_gate import calibrate
+    from npu_gate.probe import get_compiler
+    from npu_gate.profile import load_profile
+
+    compiler = get_compiler(args.compiler)
+    out = Path(args.out)
+    base = load_profile(args.extends, Path.cwd(), where="--extends") if args.extends else None
+    cal = calibrate.calibrate(compiler, args.target, compiler.python(Path(args.venv or f".venv-{compiler.name}")),
+                              sweep=calibrate.SWEEPS[args.sweep], timeout=args.timeout)
+    record = out.with_name(out.stem + ".calibration.json")
+    doc = calibrate.profile_document(cal, args.name or out.stem, record.name, args.extends,
+                                     set(base.ops) if base else None)
+    _write(str(out), json.dumps(doc, indent=2) + "\n")
+    _write(str(record), json.dumps(calibrate.record_document(cal), indent=2) + "\n")
+    for m in cal.points:
+        print(f"  {m.point}: {m.device or 'not built'}" + (f" ({m.became})" if m.became else ""))
+    for line in cal.unexplained:
+        print(f"npu-gate: warning: {line}", file=sys.stderr)
+    print(f"wrote {out} ({len(doc['ops'])} ops) and {record}")
+    return EXIT_PASS
 
 
 def _origin(profile: object) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, dims, shape_chains, symbolic
+from npu_gate import __version__, adapters, dims, patterns, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.graph import GraphFacts, TensorInfo
@@ -318,6 +318,7 @@ def _analyze(
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     placements = place_all(facts, settings.profile, folded, constants, layouts)
+    fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
@@ -332,6 +333,10 @@ def _analyze(
     tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
     result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
     result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
+    if fusions is not None:
+        patterns.record(result, fusions, placements)
+    if settings.profile.rank_adapters:
+        adapters.record(result, settings.profile, facts, model_inputs)
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
     result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.constraints import Failure, evaluate, unchecked
 from npu_gate.graph import Dim, GraphFacts, NodeFacts, TensorInfo
@@ -38,6 +38,7 @@ class Placement:
     op_supported: bool = True  # False: the op is not in the profile at all
     limit_failures: list[Failure] = field(default_factory=list)  # the profile's global limits
     unchecked: list[Failure] = field(default_factory=list)  # stated conditions not checked (npu)
+    fused: dict[str, Any] | None = None  # {pattern, op, nodes}: matched by a profile pattern (patterns.py)
 
 
 def fold(facts: GraphFacts, order: list[int], weights: set[str]) -> tuple[set[int], set[str]]:

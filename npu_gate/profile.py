@@ -30,6 +30,8 @@ class Profile:
     origin: str  # "builtin" or the path it was read from
     limits: dict[str, Any] = field(default_factory=dict)
     extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
+    patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
+    rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -55,6 +57,10 @@ class Profile:
         if self.limits:
             doc["limits"] = self.limits
         doc["ops"] = self.ops
+        if self.patterns:
+            doc["patterns"] = self.patterns
+        if self.rank_adapters:
+            doc["rank_adapters"] = self.rank_adapters
         return doc
 
 
@@ -111,7 +117,14 @@ def _load_file(
     ops = {key: dict(value) for key, value in doc["ops"].items() if value is not None}
     limits = {k: v for k, v in doc.get("limits", {}).items() if v is not None}
     extends: list[str] = []
+    patterns = [dict(p) for p in doc.get("patterns", [])]
+    adapters = doc.get("rank_adapters")
     if base is not None:
+        if "rank_adapters" not in doc:
+            adapters = base.rank_adapters  # null in the profile removes the base's
+        # A pattern replaces the base's pattern of the same name; the base's others come first.
+        mine = {p["name"] for p in patterns}
+        patterns = [p for p in base.patterns if p["name"] not in mine] + patterns
         ops = {k: v for k, v in base.ops.items() if k not in doc["ops"]} | ops
         limits = {k: v for k, v in base.limits.items() if k not in doc.get("limits", {})} | limits
         extends = [base.name, *base.extends]
@@ -124,6 +137,10 @@ def _load_file(
         "ops": ops,
         "extends": extends,
     }
+    if patterns:
+        resolved["patterns"] = patterns  # profiles without patterns hash as before
+    if adapters:
+        resolved["rank_adapters"] = adapters
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -138,6 +155,8 @@ def _load_file(
         origin=origin,
         limits=limits,
         extends=extends,
+        patterns=patterns,
+        rank_adapters=adapters,
     )
 
 
@@ -182,6 +201,7 @@ def semantic_problems(
             problems.extend(_shape_problems(where, c, tests))
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
+    problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
     if not check_onnx:
         return problems
     from npu_gate.profile_lint import onnx_problems
@@ -232,4 +252,46 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
             problems.append(f"{at}.ref: a tensor reference needs an axis")
         elif kinds[0] == "attribute" and "axis" in ref:
             problems.append(f"{at}.ref: axis applies to input/output references only")
+    return problems
+
+
+def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[str, ...]) -> list[str]:
+    """Unique names, node references to earlier nodes, every node but the root read inside
+    the pattern, declared tensor names, and tensor-only constraints on the fused op."""
+    problems = []
+    seen: set[str] = set()
+    for i, pattern in enumerate(patterns):
+        where = f"{label}: patterns[{i}]"
+        if pattern["name"] in seen:
+            problems.append(f"{where}.name: duplicate pattern name {pattern['name']!r}")
+        seen.add(pattern["name"])
+        nodes = pattern["nodes"]
+        used: set[int] = set()
+        names: set[str] = set()
+        for k, node in enumerate(nodes):
+            for j, item in enumerate(node.get("inputs", [])):
+                if "node" in item:
+                    if item["node"] >= k:
+                        problems.append(f"{where}.nodes[{k}].inputs[{j}].node: {item['node']} is not an "
+                                        f"earlier pattern node (producers come first)")
+                    used.add(item["node"])
+                elif "tensor" in item:
+                    names.add(item["tensor"])
+        unread = [k for k in range(len(nodes) - 1) if k not in used]
+        if unread:
+            problems.append(f"{where}.nodes: node(s) {unread} feed no later pattern node "
+                            f"(the last node is the pattern's output)")
+        for j, name in enumerate(pattern.get("inputs", [])):
+            if name not in names:
+                problems.append(f"{where}.inputs[{j}]: {name!r} is no {{\"tensor\": ...}} of the pattern")
+        ids: set[str] = set()
+        for j, c in enumerate(pattern.get("constraints", [])):
+            at = f"{where}.constraints[{j}]"
+            if c["id"] in ids:
+                problems.append(f"{at}.id: duplicate constraint id {c['id']!r}")
+            ids.add(c["id"])
+            subjects = [c, *c.get("any_of", [])]
+            if any("attribute" in s for s in subjects):
+                problems.append(f"{at}: the fused op has no attributes; use input/output subjects")
+            problems.extend(_shape_problems(at, c, tests))
     return problems

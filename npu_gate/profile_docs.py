@@ -187,7 +187,53 @@ def render_markdown(profile: Profile, origin: str) -> str:
         if spec.get("note"):
             cells.append(f"*Note:* {_cell(spec['note'])}")
         lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
+    if profile.patterns:
+        lines += ["", *render_patterns(profile)]
+    if profile.rank_adapters:
+        lines += ["", *render_rank_adapters(profile.rank_adapters)]
     return "\n".join(lines) + "\n"
+
+
+def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:
+    """``Add(x, 3) → Clip(#0, 0, 6) → ...``: pattern nodes with their inputs (#k: node k)."""
+    parts = []
+    for node in nodes:
+        args = []
+        for item in node.get("inputs", []):
+            if "node" in item:
+                args.append(f"#{item['node']}" + (f".{item['output']}" if item.get("output") else ""))
+            elif "tensor" in item:
+                args.append(item["tensor"])
+            else:
+                args.append("const" if item["const"] is True else _value(item["const"]))
+        attrs = "".join(f", {k}={_value(v)}" for k, v in node.get("attributes", {}).items())
+        parts.append(f"{node['op']}({', '.join(args)}{attrs})")
+    return " → ".join(parts)
+
+
+def render_patterns(profile: Profile) -> list[str]:
+    lines = [
+        f"## Fused patterns ({len(profile.patterns)})",
+        "",
+        "Subgraphs the target fuses into one op before it checks support: every node of a match "
+        "is placed with the fused op, even an op the profile does not list on its own. "
+        "`#k` is the output of pattern node k; Add/Mul inputs match in either order.",
+        "",
+        "| pattern | becomes | nodes | evidence |",
+        "| --- | --- | --- | --- |",
+    ]
+    for p in profile.patterns:
+        becomes = f"`{p['becomes']}`" + ("" if p.get("supported", True) else " (CPU)")
+        conditions = [f"`{c['id']}`: {_cell(describe(c))}" for c in p.get("constraints", [])]
+        if conditions:
+            becomes += "<br>" + "<br>".join(conditions)
+        evidence = _cell(p.get("evidence", ""))
+        if p.get("doc"):
+            evidence += f" ({link(p['doc'])})"
+        if p.get("note"):
+            evidence += f"<br>*Note:* {_cell(p['note'])}"
+        lines.append(f"| `{p['name']}` | {becomes} | {_cell(describe_pattern_nodes(p['nodes']))} | {evidence} |")
+    return lines
 
 
 def find_constraints(ref: str) -> list[tuple[Profile, str, dict[str, Any]]]:
@@ -229,3 +275,23 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
         lines += ["", f"Note on {key}: {note}"]
     lines += ["", f"Source: {profile.source}"]
     return "\n".join(lines)
+
+
+def render_rank_adapters(rule: dict[str, Any]) -> list[str]:
+    when = rule.get("npu_when")
+    where = "on CPU"
+    if when:
+        where = f"on the NPU when dim {when['axis']} is static"
+        if when.get("multiple_of"):
+            where += f" and a multiple of {when['multiple_of']}"
+        where += ", else on CPU (`rank-adapter` warning)"
+    lines = ["## Rank adapters", "",
+             f"The target computes in rank {rule['rank']}: every graph input and output of another rank "
+             f"gets a `{rule.get('op', 'Reshape')}` adapter, {where}.", ""]
+    if rule.get("evidence"):
+        lines.append(f"- evidence: {_cell(rule['evidence'])}")
+    if rule.get("note"):
+        lines.append(f"- *Note:* {_cell(rule['note'])}")
+    if rule.get("doc"):
+        lines.append(f"- source: {link(rule['doc'])}")
+    return lines

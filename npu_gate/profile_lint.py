@@ -87,7 +87,28 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
             ]
             for at, test in tests:
                 errors.extend(_test_problems(at, op, info, test))
+    errors.extend(_pattern_problems(doc.get("patterns", []), label, schemas))
     return errors, warnings
+
+
+def _pattern_problems(patterns: list[dict[str, Any]], label: str, schemas: dict[tuple[str, str], OpInfo]) -> list[str]:
+    """Pattern node op types and attribute names, checked like the ops' (other domains skipped)."""
+    errors = []
+    for i, pattern in enumerate(patterns):
+        for k, node in enumerate(pattern["nodes"]):
+            where = f"{label}: patterns[{i}].nodes[{k}]"
+            domain, op = split_key(node["op"])
+            if not known_onnx_domain(domain):
+                continue
+            info = schemas.get((domain, op))
+            if info is None:
+                names = [name for d, name in schemas if d == domain]
+                hint = difflib.get_close_matches(op, names, n=1)
+                errors.append(f"{where}.op: unknown op type {op!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+                continue
+            for name in node.get("attributes", {}):
+                errors.extend(_test_problems(f"{where}.attributes", op, info, {"attribute": name}))
+    return errors
 
 
 def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:

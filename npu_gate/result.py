@@ -11,7 +11,8 @@ from typing import Any
 # 1.1: optional "minimal" (bundle runs), shape_chains, dynamic_dims, exporter_comparison;
 # 1.2: optional "cache" (a result answered from the cache);
 # 1.3: rewrites, rewrite_check, suggestions, review, metric, device_timings, replacement
-SCHEMA_VERSION = "1.3"
+# 1.4: optional "fusions" and nodes[].fused (profiles with fusion patterns), "rank_adapters"
+SCHEMA_VERSION = "1.4"
 PASS = "pass"
 FAIL = "fail"
 
@@ -61,11 +62,14 @@ class NodeResult:
     reasons: list[str]
     partition: int | None
     scope: str | None = None  # set for nodes inside a control-flow body: "<node>/<attribute>"
+    fused: dict[str, Any] | None = None  # {pattern, op, nodes}: a profile pattern matched it
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         if self.scope is None:
             del out["scope"]  # top-level nodes: the JSON stays as it was
+        if self.fused is None:
+            del out["fused"]
         return out
 
 
@@ -136,6 +140,8 @@ class GateResult:
     metric: dict[str, Any] | None = None
     device_timings: dict[str, Any] | None = None
     replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
+    fusions: list[dict[str, Any]] | None = None  # profile patterns matched (profiles with patterns only)
+    rank_adapters: list[dict[str, Any]] | None = None  # adapters the target adds (profile rank_adapters only)
 
     @property
     def passed(self) -> bool:
@@ -179,7 +185,7 @@ class GateResult:
             out["rewrite_check"] = self.rewrite_check
         out["suggestions"] = self.suggestions
         out["review"] = self.review
-        for key in ("metric", "device_timings", "replacement"):
+        for key in ("metric", "device_timings", "replacement", "fusions", "rank_adapters"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["timings"] = self.timings

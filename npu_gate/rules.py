@@ -203,6 +203,16 @@ RULES: dict[str, Rule] = {
             "to disable, the probe retries once with it disabled; if that build succeeds the "
             "finding is a warning saying which rule had to be disabled.",
         ),
+        Rule(
+            "rank-adapter",
+            WARNING,
+            "The target adds a rank adapter on CPU at a graph input or output.",
+            "The profile's `rank_adapters` say the target computes in one rank (RKNN: 4-D) and "
+            "wraps graph inputs and outputs of another rank in an adapter op (a Reshape), run on "
+            "the NPU only when `npu_when` holds (RKNN: the last dim a multiple of 8). A CPU "
+            "adapter is one more CPU segment and a copy at the graph edge that no model node "
+            "shows. Give the tensor the target's rank, or a last dim the rule accepts.",
+        ),
     )
 }
 

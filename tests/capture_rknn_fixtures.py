@@ -1,6 +1,6 @@
 """Regenerate tests/fixtures/rknn/ by probing tests/probe_models.py with the real toolkit.
 
-    python tests/capture_rknn_fixtures.py [VENV]     (default VENV: .venv-rknn)
+    python tests/capture_rknn_fixtures.py [VENV [NAME ...]]   (default VENV: .venv-rknn; NAMEs: only those models)
 
 Every fixture is what ``npu-gate probe --keep-work`` left behind: the compiler's raw log
 (fd 1 and 2 of the child, colour codes and progress frames included), its response, its
@@ -29,8 +29,10 @@ FIXTURES = HERE / "fixtures" / "rknn"
 _CHECK = re.compile(r"^check(\d+)_.*\.onnx$")
 
 
-def capture(venv: str) -> None:
+def capture(venv: str, names: list[str] | None = None) -> None:
     for name, build in probe_models.MODELS.items():
+        if names and name not in names:
+            continue
         folder = FIXTURES / name
         if folder.exists():
             shutil.rmtree(folder)
@@ -55,4 +57,4 @@ def _prune(work: Path) -> None:
 
 
 if __name__ == "__main__":
-    capture(sys.argv[1] if len(sys.argv) > 1 else ".venv-rknn")
+    capture(sys.argv[1] if len(sys.argv) > 1 else ".venv-rknn", sys.argv[2:])

@@ -15,6 +15,12 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
 - ``resize_cubic``: cubic Resize crashes the toolkit (SIGSEGV).
 - ``layernorm_no_epsilon``: a rewrite rule raises; the log names it, the retry builds.
 - ``opset20``: refused at load (opset > 19).
+- ``gelu_half_first``: Conv and a decomposed GELU in the order the dynamo exporter writes it
+  (Div, Erf, Add, Mul by 0.5, Mul by x): fused into ``ConvExGelu``.
+- ``silu``: Conv, Sigmoid, Mul (x * sigmoid(x), both exporters' SiLU): fused into ``ConvExSwish``.
+- ``attention``: MatMul(q, kᵀ), Div by √d, Softmax, MatMul(·, v): one ``exSDPAttention``.
+- ``rank2_odd_dims``: MatMul, Relu, MatMul on a 2-D input whose last dims (12 in, 10 out) are
+  not multiples of 8: the rank adapters the compiler adds at the graph input and output.
 """
 
 from __future__ import annotations
@@ -145,6 +151,51 @@ def opset20() -> onnx.ModelProto:
     return _model("opset20", nodes, [], [_x("x", [1, 4, 8, 8])], [_x("y", [1, 4, 8, 8])], opset=20)
 
 
+def gelu_half_first() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        _conv("conv1", "x", "g"),
+        c("Div", ["g", "sqrt2"], ["d"], name="gelu_div"),
+        c("Erf", ["d"], ["e"], name="gelu_erf"),
+        c("Add", ["e", "one"], ["a"], name="gelu_add"),
+        c("Mul", ["half", "a"], ["h"], name="gelu_half"),
+        c("Mul", ["g", "h"], ["y"], name="gelu_mul"),
+    ]
+    inits = [*_conv_weights("conv1", 8, 0),
+             numpy_helper.from_array(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+    return _model("gelu_half_first", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
+def silu() -> onnx.ModelProto:
+    nodes = [_conv("conv1", "x", "c1"), helper.make_node("Sigmoid", ["c1"], ["s"], name="sigmoid"),
+             helper.make_node("Mul", ["c1", "s"], ["y"], name="mul")]
+    return _model("silu", nodes, _conv_weights("conv1", 8, 0), [_x("x", [1, 8, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
+def attention() -> onnx.ModelProto:
+    c = helper.make_node
+    nodes = [
+        c("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+        c("MatMul", ["q", "kt"], ["s"], name="scores"),
+        c("Div", ["s", "scale"], ["sd"], name="scale"),
+        c("Softmax", ["sd"], ["p"], name="softmax", axis=-1),
+        c("MatMul", ["p", "v"], ["y"], name="context"),
+    ]
+    inits = [numpy_helper.from_array(np.array(np.sqrt(32.0), np.float32), "scale")]
+    shape = [1, 2, 16, 32]
+    return _model("attention", nodes, inits, [_x("q", shape), _x("k", shape), _x("v", shape)], [_x("y", shape)])
+
+
+def rank2_odd_dims() -> onnx.ModelProto:
+    nodes = [helper.make_node("MatMul", ["x", "mm1.w"], ["m"], name="mm1"),
+             helper.make_node("Relu", ["m"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "mm2.w"], ["y"], name="mm2")]
+    return _model("rank2_odd_dims", nodes, [_w("mm1.w", 12, 16), _w("mm2.w", 16, 10, seed=1)],
+                  [_x("x", [2, 12])], [_x("y", [2, 10])])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
@@ -155,4 +206,8 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "resize_cubic": resize_cubic,
     "layernorm_no_epsilon": layernorm_no_epsilon,
     "opset20": opset20,
+    "gelu_half_first": gelu_half_first,
+    "silu": silu,
+    "attention": attention,
+    "rank2_odd_dims": rank2_odd_dims,
 }

@@ -27,6 +27,7 @@ def render(result: GateResult) -> str:
         _shape_chains(result),
         _dynamic_dims(result),
         _partitions(result),
+        _fusions(result),
         _numerics(result),
         _exporter_comparison(result),
         _gates(result),
@@ -411,3 +412,14 @@ def _probe(result: GateResult) -> str:
     ]
     rows += [[f"Disagreements: {md(cause)}", str(n)] for cause, n in s["disagreements_by_cause"].items()]
     return text + "\n\n" + _table(["", ""], rows)
+
+
+def _fusions(result: GateResult) -> str:
+    """Profile patterns that matched: the nodes the target runs as one fused op."""
+    if not result.fusions:
+        return ""
+    rows = [[md_code(f["pattern"]), md_code(f["op"]), f["device"], ", ".join(md_code(n) for n in f["nodes"])]
+            for f in result.fusions[:MAX_ROWS]]
+    return ("### Fused patterns\n\nSubgraphs profile " + md_code(str(result.profile.get("name")))
+            + " says the target fuses into one op; their nodes are placed with the fused op.\n\n"
+            + _table(["pattern", "becomes", "device", "nodes"], rows, total=len(result.fusions)))

@@ -20,6 +20,9 @@ def render(result: GateResult) -> str:
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
+    for fusion in result.fusions or []:  # profile patterns: what the target fuses
+        nodes = ", ".join(term(n) for n in fusion["nodes"])
+        lines.append(f"  fused {fusion['op']} ({fusion['pattern']}) on {fusion['device']}: {nodes}")
     if s.get("shape_chains"):
         lines.append(f"  {s['node_count']} nodes before folding, {s['nodes_after_folding']} after; "
                      f"{s['shape_chains']} shape chain(s), {s['shape_chains_staying']} staying")
