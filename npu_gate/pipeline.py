@@ -23,6 +23,7 @@ from onnx import ModelProto
 from npu_gate import __version__, dims, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
+from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import GraphFacts, TensorInfo
 from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
@@ -256,6 +257,7 @@ def _finding(rule_id: str, message: str, **where: Any) -> Finding:
     return Finding(rule=rule_id, severity=RULES[rule_id].severity, message=message, **where)
 
 
+@gc_paused()  # see gc_pause.py: collections would rescan every node's objects
 def _analyze(
     model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None
 ) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from npu_gate.gc_pause import gc_paused
 from npu_gate.result import GateResult
 
 
 def render(result: GateResult) -> str:
-    return dumps(result.to_dict())
+    with gc_paused():  # to_dict builds a dict per node: see gc_pause.py
+        return dumps(result.to_dict())
 
 
 def dumps(doc: dict[str, Any]) -> str:
