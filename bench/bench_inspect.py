@@ -143,6 +143,7 @@ def phases(sizes: list[int], tmp: Path) -> None:
 
     import onnx
 
+    from npu_gate.gc_pause import gc_paused
     from npu_gate.pipeline import inspect_model
     from npu_gate.profile import load_profile
     from npu_gate.render import json_
@@ -166,7 +167,8 @@ def phases(sizes: list[int], tmp: Path) -> None:
         floor = time.perf_counter() - start
         spent.clear()
         start = time.perf_counter()
-        json_.render(inspect_model(path, profile))
+        with gc_paused():  # as `npu-gate inspect` runs (cli._inspect)
+            json_.render(inspect_model(path, profile))
         total = time.perf_counter() - start
         print(f"{n} nodes: floor (load + infer_shapes) {floor:.3f}, inspect + JSON {total:.3f} "
               f"({total / floor:.2f}x)")

@@ -433,12 +433,11 @@ def _shape_text(shape: list[Any] | None) -> str:
 def _node_entry(
     node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, dict[str, Any]], partition: int | None
 ) -> NodeResult:
-    def tensors(names: list[str]) -> list[dict[str, Any]]:
-        return [tensor_dicts.get(name) or {"name": name, "shape": None, "dtype": None} for name in names]
-
+    get = tensor_dicts.get  # called for every node: no nested helper per call
     return NodeResult(
         name=node.name, op_type=node.op_type, domain=node.domain,
-        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        inputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.inputs],
+        outputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.outputs],
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=partition,
     )
@@ -499,8 +498,11 @@ def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], seve
     for node, placement in zip(facts.nodes, placements, strict=True):
         if placement.device == FOLDED:
             continue  # constants: the compiler evaluates them ahead of time
-        dynamic = [facts.tensors.get(n) or TensorInfo(n, None, None) for n in node.outputs if n]
-        dynamic = [t for t in dynamic if not t.static]
+        dynamic = []
+        for name in node.outputs:
+            info = facts.tensors.get(name) if name else None
+            if name and (info is None or not info.static):
+                dynamic.append(info or TensorInfo(name, None, None))
         if dynamic:
             shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
                                for t in dynamic)
