@@ -151,8 +151,8 @@ def phases(sizes: list[int], tmp: Path) -> None:
     spent: dict[str, float] = {}
     for label, module_name, attr in PHASES:
         owner: Any = importlib.import_module(module_name)
-        *path, name = attr.split(".")
-        for part in path:
+        *parents, name = attr.split(".")
+        for part in parents:
             owner = getattr(owner, part)
         setattr(owner, name, _timed(getattr(owner, name), label, spent))
     profile = load_profile("demo", ROOT, where="--profile")

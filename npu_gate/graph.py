@@ -154,10 +154,15 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     return None
 
 
-def run_checker(model: ModelProto) -> list[str]:
-    """onnx.checker errors (the full check's strict shape inference runs separately)."""
+def run_checker(model: ModelProto, *, external: bool | None = None) -> list[str]:
+    """onnx.checker errors (the full check's strict shape inference runs separately).
+
+    ``external``: whether the model has external tensors, when the caller already walked
+    the graph to know (None: walk it here).
+    """
     try:
-        onnx.checker.check_model(_without_external_data(model), full_check=False)
+        checked = model if external is False else _without_external_data(model)
+        onnx.checker.check_model(checked, full_check=False)
     except onnx.checker.ValidationError as exc:
         return [line for line in str(exc).splitlines() if line.strip()][:20]
     except Exception as exc:  # protobuf-level surprises: report, never crash

@@ -77,9 +77,9 @@ def build_partitions(
         segments.append((device[i], [i]))
 
     partitions: list[Partition] = []
-    for device, segment in segments:
+    for kind, segment in segments:
         for component in _components(segment, deps):
-            partitions.append(Partition(len(partitions), device, component))
+            partitions.append(Partition(len(partitions), kind, component))
     return partitions
 
 

@@ -277,7 +277,7 @@ def _analyze(
     input_findings = _input_findings(model_inputs, settings.inputs, dynamic_severity)
     result.findings.extend(input_findings)
 
-    checker_errors = graphlib.run_checker(model)
+    checker_errors = graphlib.run_checker(model, external=bool(unread))
     fixable = {i.name: declared[i.name].shape for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
     # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
