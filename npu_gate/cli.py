@@ -328,6 +328,16 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from npu_gate.gc_pause import gc_paused
+
+    # No cyclic collection while a large graph is analysed and rendered (gc_pause.py). The
+    # result is freed (reference counting) when _inspect_run returns, so the collector,
+    # back on, does not have to scan it.
+    with gc_paused():
+        return _inspect_run(args)
+
+
+def _inspect_run(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import inspect_model
     from npu_gate.profile import load_profile
 

@@ -52,10 +52,11 @@ def external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
 def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
     out = [t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL]
     for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
+        for attr in node.attribute if node.attribute else ():  # most nodes have none
+            kind = attr.type
+            if kind == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
                 out.append(attr.t)
-            if attr.type == onnx.AttributeProto.GRAPH:
+            if kind == onnx.AttributeProto.GRAPH:
                 out.extend(_external_tensors(attr.g))
             for g in attr.graphs:
                 out.extend(_external_tensors(g))

@@ -42,7 +42,8 @@ class Boundary:
 def build_partitions(
     facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
 ) -> list[Partition]:
-    active = [p.device != FOLDED for p in placements]
+    device = [p.device for p in placements]
+    active = [d != FOLDED for d in device]
     indegree = [0] * len(facts.nodes)
     consumers: list[list[int]] = [[] for _ in facts.nodes]
     for i, d in enumerate(deps):
@@ -55,30 +56,30 @@ def build_partitions(
     ready: dict[str, list[int]] = {NPU: [], CPU: []}
     for i, is_active in enumerate(active):
         if is_active and indegree[i] == 0:
-            ready[placements[i].device].append(i)
+            ready[device[i]].append(i)
     for heap in ready.values():
         heapq.heapify(heap)
 
     segments: list[tuple[str, list[int]]] = []
     while ready[NPU] or ready[CPU]:
-        device = NPU if ready[NPU] else CPU
+        current = NPU if ready[NPU] else CPU
         segment: list[int] = []
-        while ready[device]:
-            i = heapq.heappop(ready[device])
+        while ready[current]:
+            i = heapq.heappop(ready[current])
             segment.append(i)
             for c in consumers[i]:
                 indegree[c] -= 1
                 if indegree[c] == 0:
-                    heapq.heappush(ready[placements[c].device], c)
-        segments.append((device, segment))
+                    heapq.heappush(ready[device[c]], c)
+        segments.append((current, segment))
     stranded = [i for i, a in enumerate(active) if a and indegree[i] > 0]
     for i in stranded:  # only in invalid (cyclic) graphs: one partition each
-        segments.append((placements[i].device, [i]))
+        segments.append((device[i], [i]))
 
     partitions: list[Partition] = []
-    for device, segment in segments:
+    for kind, segment in segments:
         for component in _components(segment, deps):
-            partitions.append(Partition(len(partitions), device, component))
+            partitions.append(Partition(len(partitions), kind, component))
     return partitions
 
 
@@ -116,25 +117,24 @@ def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[Boundary]
     for part in partitions:
         for i in part.nodes:
             part_of[i] = part.id
-    made_by: dict[str, int] = {}
-    for i in part_of:
+    made_in: dict[str, int] = {}  # tensor -> partition of its (non-folded) producer
+    for i, part_id in part_of.items():
         for name in facts.nodes[i].outputs:
             if name:
-                made_by[name] = i
+                made_in[name] = part_id
     crossing: dict[tuple[str, int], int] = {}
     for part in partitions:
         for i in part.nodes:
             node = facts.nodes[i]
-            for name in dict.fromkeys((*node.inputs, *node.implicit_inputs)):
-                producer = made_by.get(name) if name else None
-                if producer is None or part_of[producer] == part.id:
-                    continue
-                crossing.setdefault((name, part.id), part_of[producer])
+            names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
+            for name in names:  # '' (absent input) is never produced; repeats: setdefault
+                source = made_in.get(name)
+                if source is not None and source != part.id:
+                    crossing.setdefault((name, part.id), source)
     out = []
-    for (name, target), source in crossing.items():
+    for source, target, name in sorted((s, t, n) for (n, t), s in crossing.items()):
         info = facts.tensors.get(name)
         out.append(Boundary(name, info.nbytes if info else None, source, target))
-    out.sort(key=lambda b: (b.source, b.target, b.tensor))
     return out
 
 

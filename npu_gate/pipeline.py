@@ -23,6 +23,7 @@ from onnx import ModelProto
 from npu_gate import __version__, adapters, dims, patterns, shape_chains, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
+from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import GraphFacts, TensorInfo
 from npu_gate.layout import tensor_layouts
 from npu_gate.limits import opset_failure
@@ -256,6 +257,7 @@ def _finding(rule_id: str, message: str, **where: Any) -> Finding:
     return Finding(rule=rule_id, severity=RULES[rule_id].severity, message=message, **where)
 
 
+@gc_paused()  # see gc_pause.py: collections would rescan every node's objects
 def _analyze(
     model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None
 ) -> None:
@@ -275,7 +277,7 @@ def _analyze(
     input_findings = _input_findings(model_inputs, settings.inputs, dynamic_severity)
     result.findings.extend(input_findings)
 
-    checker_errors = graphlib.run_checker(model)
+    checker_errors = graphlib.run_checker(model, external=bool(unread))
     fixable = {i.name: declared[i.name].shape for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
     # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
@@ -436,12 +438,11 @@ def _shape_text(shape: list[Any] | None) -> str:
 def _node_entry(
     node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, dict[str, Any]], partition: int | None
 ) -> NodeResult:
-    def tensors(names: list[str]) -> list[dict[str, Any]]:
-        return [tensor_dicts.get(name) or {"name": name, "shape": None, "dtype": None} for name in names]
-
+    get = tensor_dicts.get  # called for every node: no nested helper per call
     return NodeResult(
         name=node.name, op_type=node.op_type, domain=node.domain,
-        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        inputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.inputs],
+        outputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.outputs],
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=partition,
     )
@@ -502,8 +503,11 @@ def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], seve
     for node, placement in zip(facts.nodes, placements, strict=True):
         if placement.device == FOLDED:
             continue  # constants: the compiler evaluates them ahead of time
-        dynamic = [facts.tensors.get(n) or TensorInfo(n, None, None) for n in node.outputs if n]
-        dynamic = [t for t in dynamic if not t.static]
+        dynamic = []
+        for name in node.outputs:
+            info = facts.tensors.get(name) if name else None
+            if name and (info is None or not info.static):
+                dynamic.append(info or TensorInfo(name, None, None))
         if dynamic:
             shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
                                for t in dynamic)

@@ -168,8 +168,11 @@ def find_chains(
     chains = _chains_in(
         facts.nodes, facts.tensors, folded, facts.initializers, "", facts.opset, symbols, consts
     )
-    for node, proto in zip(facts.nodes, model.graph.node, strict=True):
-        for attr, sub in graphlib.subgraphs(proto):
+    protos = model.graph.node
+    for node in facts.nodes:
+        if not node.subgraph_nodes:  # counted by graph.collect: no body, no subgraph chains
+            continue
+        for attr, sub in graphlib.subgraphs(protos[node.index]):
             chains.extend(
                 _subgraph_chains(
                     sub,

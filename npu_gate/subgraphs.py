@@ -34,8 +34,12 @@ def collect_subgraph_nodes(
 ) -> list[ScopedNode]:
     """Every node inside every subgraph of the (shape-inferred) model, depth first."""
     out: list[ScopedNode] = []
-    for proto, node in zip(model.graph.node, facts.nodes, strict=True):
-        _walk(proto, node.name, node.index, facts.tensors, frozenset(constants), facts.opsets, out)
+    protos = model.graph.node
+    outer_constants = frozenset(constants)
+    for node in facts.nodes:
+        if node.subgraph_nodes:  # counted by graph.collect: most nodes have no body to walk
+            _walk(protos[node.index], node.name, node.index, facts.tensors, outer_constants,
+                  facts.opsets, out)
     return out
 
 

@@ -27,9 +27,9 @@ def unknown_tensors(facts: GraphFacts, symbols: dict[str, list[str]]) -> list[st
     for node in facts.nodes:
         for name in node.outputs:
             info = facts.tensors.get(name) if name else None
-            if name and (
+            if name and (info is None or not info.static) and (
                 info is None or info.shape is None or any(_unknown(d, symbols) for d in info.shape)
-            ):
+            ):  # static first: most tensors are, and the check is cheap
                 out.append(name)
     return out
 

@@ -1,0 +1,93 @@
+"""The fast paths of `inspect` give what the plain code gave (see bench/README.md)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from npu_gate import graph as graphlib
+from npu_gate.gc_pause import gc_paused
+from npu_gate.render import json_
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_gc_paused_restores_and_nests() -> None:
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block does not switch it back on
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # off before: stays off
+    finally:
+        gc.enable()
+
+
+def test_gc_paused_restores_on_error() -> None:
+    try:
+        with gc_paused():
+            raise ValueError("boom")
+    except ValueError:
+        pass
+    assert gc.isenabled()
+
+
+def test_compact_matches_json_module() -> None:
+    values = [
+        {"name": "naïve \"x\"\n\t\x00", "shape": [1, None, "N"], "dtype": "float32"},
+        [1.5, -0.0, 1e-07, "Infinity", True, False, None],
+        {"nested": {"a": [], "b": {}}, "ünïcode": "日本"},
+        "plain string", 3, 2.5, None,
+    ]
+    for value in values:
+        assert json_._compact(value) == json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def test_dumps_layout() -> None:
+    text = json_.dumps({"a": 1, "nodes": [{"x": 1}, {"y": [2, 3]}], "empty": []})
+    assert text == '{\n  "a": 1,\n  "nodes": [\n    {"x": 1},\n    {"y": [2, 3]}\n  ],\n  "empty": []\n}\n'
+
+
+def test_tensor_info_from_type_cache_gives_own_shapes() -> None:
+    value = helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, "N", None, 4])
+    first = graphlib.tensor_info_from_type("a", value.type)
+    second = graphlib.tensor_info_from_type("b", value.type)  # same type: cached view
+    assert (first.name, first.dtype, first.shape) == ("a", "float32", [1, "N", None, 4])
+    assert second.shape == first.shape and second.shape is not first.shape
+    first.shape[0] = 7  # symbolic refinement may edit a shape: the other tensor keeps its own
+    assert second.shape == [1, "N", None, 4]
+    assert graphlib.tensor_info_from_type("a", value.type).shape == [1, "N", None, 4]
+
+
+def test_tensor_info_from_type_without_shape_or_tensor() -> None:
+    no_shape = onnx.TypeProto()
+    no_shape.tensor_type.elem_type = TensorProto.INT64
+    info = graphlib.tensor_info_from_type("s", no_shape)
+    assert (info.dtype, info.shape) == ("int64", None)
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
+    info = graphlib.tensor_info_from_type("q", seq)
+    assert (info.dtype, info.shape) == (None, None)
+
+
+def test_bench_phases_run() -> None:
+    """The bench's phase list names functions that exist (it wraps them by name)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_inspect.py"), "--phases-only", "--sizes", "20"],
+        capture_output=True, text=True, check=False, cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "20 nodes: floor (load + infer_shapes)" in done.stdout
+    assert "graph.collect" in done.stdout and "json_.dumps" in done.stdout
