@@ -73,7 +73,7 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
         for k in range(len(samples)):
             ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
             pairs.append((ort_outputs[k][index], ref))
-        comparisons.append(_compare_output(name, pairs, spec.atol, spec.rtol))
+        comparisons.append(compare_output(name, pairs, spec.atol, spec.rtol))
     return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines, samples)
 
 
@@ -128,7 +128,7 @@ def _flatten(value: Any) -> list[Any]:
     return []
 
 
-def _compare_output(
+def compare_output(
     name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float
 ) -> OutputComparison:
     max_abs = 0.0

@@ -17,7 +17,7 @@ import onnx
 
 from npu_gate.contract import Contract, Replacement
 from npu_gate.model_file import load_onnx
-from npu_gate.numerics import _compare_output
+from npu_gate.numerics import compare_output
 from npu_gate.rewrites.verify import Check, run
 
 
@@ -61,7 +61,7 @@ def compare(
             checks.append(Check(name, "output", None, None, None, None, atol, rtol, False, len(samples),
                                 "the replacement has fewer outputs"))
             continue
-        c = _compare_output(name, [(cand_s[k], ref_s[k]) for cand_s, ref_s in zip(cand, ref, strict=True)],
+        c = compare_output(name, [(cand_s[k], ref_s[k]) for cand_s, ref_s in zip(cand, ref, strict=True)],
                             atol, rtol)
         problem = c.problem
         if cand_names[k] != name:

@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from npu_gate.numerics import _compare_output
+from npu_gate.numerics import compare_output
 from npu_gate.rewrites import Applied
 from npu_gate.rewrites.base import GraphView
 
@@ -139,7 +139,7 @@ def verify(
     checks = []
     for name in outputs:
         pairs = [(c[cand_names.index(name)], r[ref_names.index(name)]) for c, r in zip(cand, ref, strict=True)]
-        c = _compare_output(name, pairs, e2e[0], e2e[1])  # type: ignore[arg-type]
+        c = compare_output(name, pairs, e2e[0], e2e[1])  # type: ignore[arg-type]
         checks.append(Check(name, "output", None, None, c.max_abs_err, c.max_rel_err, e2e[0], e2e[1],
                             c.passed, c.samples, c.problem))
     for a, model, feeds in regions:
@@ -147,7 +147,7 @@ def verify(
         sess = session(model)
         pairs = [(np.asarray(sess.run([a.output], {t: value(k, t) for t in feeds})[0]), value(k, a.output))
                  for k in range(len(samples))]
-        c = _compare_output(a.output, pairs, tol[0], tol[1])  # type: ignore[arg-type]
+        c = compare_output(a.output, pairs, tol[0], tol[1])  # type: ignore[arg-type]
         checks.append(Check(a.output, "region", a.anchor, a.rewrite, c.max_abs_err, c.max_rel_err, tol[0], tol[1],
                             c.passed, c.samples, c.problem))
     reference = [{n: r[ref_names.index(n)] for n in outputs} for r in ref]
