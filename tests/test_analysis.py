@@ -317,3 +317,19 @@ def test_external_data_loads_and_outside_location_is_refused(tmp_path, run_cli):
     run = run_cli("inspect", outside)
     assert run.code == 2
     assert "external data location '../secret.bin' is outside the model's folder" in run.err
+
+
+def test_dims_declared_as_minus_one_are_dynamic_not_sizes(tmp_path):
+    # Some exporters write dim_value -1 for "unknown"; it must never count as a size.
+    model = model_zoo.conv_relu()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    model.graph.output[0].type.tensor_type.shape.dim[0].dim_value = -1
+    result = inspect(tmp_path, model, {"Conv": {}})
+    assert result.inputs[0]["shape"] == [-1, 3, 8, 8]
+    assert result.inputs[0]["static"] is False
+    assert [(f.rule, f.node, f.message) for f in result.findings if f.rule.startswith("dynamic")] == [
+        ("dynamic-input", None, "input x has dynamic shape [-1, 3, 8, 8] in the model"),
+        ("dynamic-shape", "conv0", "output shape not static: conv_out [-1, 4, 8, 8]"),
+        ("dynamic-shape", "relu0", "output shape not static: y [-1, 4, 8, 8]"),
+    ]
+    assert result.summary["boundary_bytes"] is None  # conv_out crosses to the CPU Relu, size unknown
