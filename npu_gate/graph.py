@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +250,8 @@ def collect(
     nodes = [_node_facts(i, node, opsets) for i, node in enumerate(graph.node)]
     _make_names_unique(nodes)
     for node in nodes:
-        _fill_implied_attributes(node, tensors)
+        if node.op_type in _IMPLIED_ATTRIBUTE_OPS:
+            _fill_implied_attributes(node, tensors)
     for node in nodes:
         if node.op_type == "Constant" and node.outputs and node.outputs[0] not in tensors:
             value = _constant_value_info(graph.node[node.index])
@@ -284,6 +286,7 @@ def _constant_value_info(node: onnx.NodeProto) -> tuple[str | None, list[Dim]] |
 
 _CONV_WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
 _POOLS = ("MaxPool", "AveragePool", "LpPool")
+_IMPLIED_ATTRIBUTE_OPS = frozenset((*_CONV_WEIGHT_INPUT, *_POOLS))
 
 
 def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) -> None:
@@ -323,9 +326,9 @@ def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) ->
 
 def _make_names_unique(nodes: list[NodeFacts]) -> None:
     """Give unnamed and duplicate-named nodes a stable display name based on their index."""
-    seen: dict[str, int] = {}
-    for node in nodes:
-        seen[node.name] = seen.get(node.name, 0) + 1
+    seen = Counter(node.name for node in nodes)
+    if len(seen) == len(nodes) and "" not in seen:
+        return  # the common case: every node has its own name
     for node in nodes:
         if not node.name or seen[node.name] > 1:
             node.name = f"{node.name or node.op_type}#{node.index}"
@@ -362,36 +365,34 @@ def _schema_defaults(op_type: str, domain: str, opset: int) -> tuple[bool, tuple
 
 
 def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> NodeFacts:
-    domain = "" if node.domain in ("", "ai.onnx") else node.domain
+    # Called once per node of the graph: protobuf fields are read once each, and the
+    # common case (no attributes, no subgraphs) takes no extra steps.
+    op_type = node.op_type
+    domain = node.domain
+    if domain == "ai.onnx":
+        domain = ""
     attributes: dict[str, Any] = {}
     subgraph_nodes = 0
     implicit: list[str] = []
-    # Most nodes have no attributes: testing the (upb) container is cheaper than iterating it.
-    for attr in node.attribute if node.attribute else ():
-        attributes[attr.name] = attribute_value(attr)
-        if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-            for sub in _attr_graphs(attr):
-                subgraph_nodes += _count_nodes(sub)
-                implicit.extend(outer_scope_names(sub))
-    known, defaults = _schema_defaults(node.op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
+    if node.attribute:  # most nodes have none: testing the (upb) container is cheaper than iterating it
+        for attr in node.attribute:
+            attributes[attr.name] = attribute_value(attr)
+            if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                for sub in _attr_graphs(attr):
+                    subgraph_nodes += _count_nodes(sub)
+                    implicit.extend(outer_scope_names(sub))
+    key = (op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
+    schema = _DEFAULTS_CACHE.get(key) or _schema_defaults(*key)
     defaulted: list[str] = []
-    for name, value in defaults:
+    for name, value in schema[1]:
         if name not in attributes:
             attributes[name] = list(value) if isinstance(value, list) else value
             defaulted.append(name)
-    return NodeFacts(
-        index=index,
-        name=node.name,
-        op_type=node.op_type,
-        domain=domain,
-        inputs=node.input[:],  # a slice of a repeated field is a plain list, faster than list()
-        outputs=node.output[:],
-        attributes=dict(sorted(attributes.items())) if len(attributes) > 1 else attributes,
-        defaulted=sorted(defaulted) if len(defaulted) > 1 else defaulted,
-        implicit_inputs=sorted(set(implicit)) if implicit else [],
-        subgraph_nodes=subgraph_nodes,
-        known_op=known,
-    )
+    if len(attributes) > 1:
+        attributes = dict(sorted(attributes.items()))
+        defaulted.sort()
+    return NodeFacts(index, node.name, op_type, domain, node.input[:], node.output[:], attributes, defaulted,
+                     sorted(set(implicit)) if implicit else [], subgraph_nodes, schema[0])
 
 
 def _attr_graphs(attr: AttributeProto) -> list[GraphProto]:

@@ -69,6 +69,8 @@ def tensor_layouts(
     declared: Mapping[str, str],
 ) -> dict[str, str]:
     """Tensor name -> dimension letters, for the tensors whose layout follows from ``declared``."""
+    if not declared:
+        return {}  # layouts only flow from declared inputs: nothing to follow
     layouts = dict(declared)
     for i in order:
         node = nodes[i]

@@ -113,28 +113,34 @@ def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[Boundary]
     Only tensors produced by a non-folded node count: graph inputs, weights and folded
     constants are not copied between partitions at run time.
     """
-    part_of: dict[int, int] = {}
+    nodes = facts.nodes
+    part_of = [-1] * len(nodes)  # -1: folded, in no partition
     for part in partitions:
         for i in part.nodes:
             part_of[i] = part.id
     made_in: dict[str, int] = {}  # tensor -> partition of its (non-folded) producer
-    for i, part_id in part_of.items():
-        for name in facts.nodes[i].outputs:
-            if name:
+    for node, part_id in zip(nodes, part_of, strict=True):
+        if part_id >= 0:
+            for name in node.outputs:
                 made_in[name] = part_id
+    made_in.pop("", None)  # an absent optional output is no tensor
     crossing: dict[tuple[str, int], int] = {}
-    for part in partitions:
-        for i in part.nodes:
-            node = facts.nodes[i]
-            names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
-            for name in names:  # '' (absent input) is never produced; repeats: setdefault
-                source = made_in.get(name)
-                if source is not None and source != part.id:
-                    crossing.setdefault((name, part.id), source)
+    get = made_in.get
+    for node, target in zip(nodes, part_of, strict=True):
+        if target < 0:
+            continue
+        names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
+        for name in names:  # '' (absent input) is never produced; repeats overwrite with the same source
+            source = get(name)
+            if source is not None and source != target:
+                crossing[(name, target)] = source
+    sizes: dict[str, int | None] = {}  # a tensor crossing into several partitions is sized once
     out = []
-    for source, target, name in sorted((s, t, n) for (n, t), s in crossing.items()):
-        info = facts.tensors.get(name)
-        out.append(Boundary(name, info.nbytes if info else None, source, target))
+    for source, target, name in sorted([(s, t, n) for (n, t), s in crossing.items()]):
+        if name not in sizes:
+            info = facts.tensors.get(name)
+            sizes[name] = info.nbytes if info else None
+        out.append(Boundary(name, sizes[name], source, target))
     return out
 
 

@@ -117,9 +117,10 @@ def place_in_scope(
     layouts: Mapping[str, str] | None = None,
 ) -> Placement:
     """Place one node given the tensors of its scope (the top-level graph or a subgraph)."""
-    spec = profile.ops.get(node.key)
+    key = node.key
+    spec = profile.ops.get(key)
     if spec is None:
-        return Placement(CPU, [f"op {node.key} not in profile {profile.name}"], op_supported=False)
+        return Placement(CPU, [f"op {key} not in profile {profile.name}"], op_supported=False)
     failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts)
     limits = node_failures(profile.limits, node, tensors, constants)
     if failures or limits:
@@ -135,9 +136,10 @@ def place_all(
     constants: set[str],
     layouts: Mapping[str, str] | None = None,
 ) -> list[Placement]:
+    tensors = facts.tensors
     return [
         Placement(FOLDED) if node.index in folded
-        else place_node(node, facts, profile, constants, layouts)
+        else place_in_scope(node, tensors, profile, constants, layouts)
         for node in facts.nodes
     ]
 

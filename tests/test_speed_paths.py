@@ -57,7 +57,8 @@ def test_compact_matches_json_module() -> None:
 
 def test_compact_falls_back_for_what_orjson_refuses() -> None:
     big = 2**70  # boundary bytes computed from absurd dims
-    assert json_._compact({"bytes": big, "x": [float("nan"), 1.0]}) == b'{"bytes":1180591620717411303424,"x":[null,1.0]}'
+    expected = b'{"bytes":1180591620717411303424,"x":[null,1.0]}'
+    assert json_._compact({"bytes": big, "x": [float("nan"), 1.0]}) == expected
     assert json_._compact({1: "int key"}) == b'{"1":"int key"}'
     assert json_._compact([float("inf")]) == b"[null]"  # orjson's own rule: never the token Infinity
 
