@@ -635,7 +635,7 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
     record["verdicts"] = derived.verdicts
     _write(str(out), json.dumps(doc, indent=2) + "\n")
     if not args.from_record:
-        _write(str(record_path), json.dumps(record, indent=2) + "\n")
+        _write(str(record_path), calibrate.record_json(record))
     for key, v in derived.verdicts.items():
         if v["verdict"] in ("unexplained", "contradicted"):
             print(f"npu-gate: warning: {key}: {v['verdict']}; points against it: "

@@ -15,6 +15,7 @@ Two steps, kept apart so the second can be replayed without the compiler:
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import tempfile
@@ -40,8 +41,10 @@ def measured_point(family: Family, point: Point, result: Any) -> dict[str, Any]:
         out["device"] = runs_on or actual
         if became:
             out["became"] = became
-    out["nodes"] = nodes
-    out["rows"] = {n.name: n.rows for n in result.nodes if n.rows}
+    else:  # pattern and adapter points: every node, and (patterns) the compiler ops holding each
+        out["nodes"] = nodes
+    if family.kind == PATTERN:
+        out["rows"] = {n.name: n.rows for n in result.nodes if n.rows}
     added = [[r.op_type, r.target] for r in result.ops if not r.io and not r.sources]
     if added:
         out["added"] = added
@@ -91,6 +94,23 @@ def measure(compiler: Any, target: str, python: Path, families: list[Family], *,
                "processes": child.starts if child is not None else len(points)}
     return {"compiler": {k: info.get(k) for k in ("name", "version", "target")}, "points": points,
             "timings": timings}
+
+
+def record_json(record: dict[str, Any]) -> str:
+    """The record as JSON text: indented, one line per verdict and per point (readable, small diffs)."""
+    lines = ["{"]
+    for i, (key, value) in enumerate(record.items()):
+        comma = "," if i < len(record) - 1 else ""
+        if key in ("points", "verdicts") and value:
+            items = [json.dumps(v) for v in value] if key == "points" else \
+                [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()]
+            open_, close = ("[", "]") if key == "points" else ("{", "}")
+            body = ",\n".join(f"    {item}" for item in items)
+            lines.append(f"  {json.dumps(key)}: {open_}\n{body}\n  {close}{comma}")
+        else:
+            text = json.dumps(value, indent=2).replace("\n", "\n  ")
+            lines.append(f"  {json.dumps(key)}: {text}{comma}")
+    return "\n".join(lines) + "\n}\n"
 
 
 def record_document(measured: dict[str, Any], *, name: str, record_name: str, sweep: str, command: str,
