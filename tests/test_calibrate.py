@@ -152,9 +152,9 @@ def test_a_pattern_is_carried_only_when_every_point_it_matches_was_fused() -> No
     good = derive(_pattern_record(family, {ids[0]: True, ids[1]: False, ids[2]: False}), [family])
     [pattern] = good.patterns
     assert pattern["name"] == "hardswish-add-clip-mul-div"
-    assert pattern["evidence"] == ("calibration (cal.calibration.json#pattern-hardswish-add-clip-mul-div): fused by the "
-                                   "compiler at hardswish-after-conv; not matched here: hardswish-near-miss-clip-0-5, "
-                                   "hardswish-near-miss-div-5")
+    assert pattern["evidence"] == (
+        "calibration (cal.calibration.json#pattern-hardswish-add-clip-mul-div): fused by the compiler at "
+        "hardswish-after-conv; not matched here: hardswish-near-miss-clip-0-5, hardswish-near-miss-div-5")
     wider = derive(_pattern_record(family, {ids[0]: True, ids[1]: True, ids[2]: False}), [family])
     assert len(wider.patterns) == 1
     assert wider.verdicts["pattern hardswish-add-clip-mul-div"]["fused_but_not_matched"] == [ids[1]]
@@ -317,8 +317,9 @@ def test_one_process_per_point_when_asked(tmp_path: Path) -> None:
     families = SWEEPS["tiny"]()[2:]
     batch = measure(FakeCompiler(), "fake1", Path(sys.executable), families)
     single_ = measure(FakeCompiler(), "fake1", Path(sys.executable), families, batch=False)
-    assert [(p["point"], p["device"]) for p in batch["points"]] == \
-        [(p["point"], p["device"]) for p in single_["points"]] == [("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
+    expected = [("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
+    assert [(p["point"], p["device"]) for p in batch["points"]] == expected
+    assert [(p["point"], p["device"]) for p in single_["points"]] == expected
     assert (batch["timings"]["processes"], single_["timings"]["processes"]) == (1, 2)
     assert single_["timings"]["mode"] == "process per point"
 
