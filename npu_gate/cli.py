@@ -147,16 +147,35 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     docs.add_argument("--out", default="docs/profiles", metavar="DIR")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 when a page is missing or out of date")
-    cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over a sweep of single-op models")
+    cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over deliberate sweeps of "
+                                            "single-op and pattern models")
     cal.add_argument("--compiler", default="rknn", help="compiler plug-in (default: rknn)")
     cal.add_argument("--target", required=True, help="the compiler's target, e.g. rk3588")
     cal.add_argument("--out", required=True, metavar="PROFILE.json",
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
-    cal.add_argument("--sweep", default="tiny", choices=["tiny"], help="which sweep (default: tiny)")
+    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard"],
+                     help="which sweep (default: standard; tiny: 7 points, for quick checks)")
     cal.add_argument("--name", help="profile name (default: the file name)")
-    cal.add_argument("--extends", help="a base profile: ops measured on CPU are removed from it (null)")
-    cal.add_argument("--timeout", type=float, help="seconds per compiler run")
+    cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "
+                                       "the rest stays its claim")
+    cal.add_argument("--patterns-from", metavar="PROFILE",
+                     help="a profile whose fusion patterns and rank-adapter rule the pattern and adapter points check; "
+                          "the confirmed ones are written")
+    cal.add_argument("--diff-against", metavar="PROFILE",
+                     help="print what the calibrated profile claims differently from PROFILE and write it to "
+                          "OUT.diff.json and OUT.diff.md beside --out (OUT: its name without .json)")
+    cal.add_argument("--from-record", metavar="RECORD",
+                     help="derive the profile from an existing calibration record, without the compiler")
+    cal.add_argument("--no-batch", action="store_true",
+                     help="one compiler process per point instead of one long-lived batch process")
+    cal.add_argument("--keep-work", metavar="DIR", help="keep every point's model, log and compiler dumps in DIR")
+    cal.add_argument("--timeout", type=float, help="seconds per point (default: the plug-in's)")
+    pdiff = psub.add_parser("diff", help="what profile B claims differently from profile A")
+    pdiff.add_argument("a", metavar="A", help="built-in name or profile file")
+    pdiff.add_argument("b", metavar="B", help="built-in name or profile file")
+    pdiff.add_argument("--json", metavar="OUT", help="write the diff as JSON")
+    pdiff.add_argument("--markdown", metavar="OUT", help="write the diff as Markdown")
 
 
 def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -550,6 +569,11 @@ def _profile(args: argparse.Namespace) -> int:
         return EXIT_PASS
     if args.profile_command == "calibrate":
         return _profile_calibrate(args)
+    if args.profile_command == "diff":
+        d = _write_profile_diff(load_profile(args.a, Path.cwd(), where="profile diff"),
+                                load_profile(args.b, Path.cwd(), where="profile diff"),
+                                Path(args.json) if args.json else None, Path(args.markdown) if args.markdown else None)
+        return EXIT_PASS if d["identical"] else EXIT_FAIL
     if args.profile_command == "show":
         p = load_profile(args.name, Path.cwd(), where="profile show")
         if args.format == "json":
@@ -579,25 +603,75 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _profile_calibrate(args: argparse.Namespace) -> int:
     from npu_gate import calibrate
-    from npu_gate.probe import get_compiler
     from npu_gate.profile import load_profile
 
-    compiler = get_compiler(args.compiler)
     out = Path(args.out)
-    base = load_profile(args.extends, Path.cwd(), where="--extends") if args.extends else None
-    cal = calibrate.calibrate(compiler, args.target, compiler.python(Path(args.venv or f".venv-{compiler.name}")),
-                              sweep=calibrate.SWEEPS[args.sweep], timeout=args.timeout)
-    record = out.with_name(out.stem + ".calibration.json")
-    doc = calibrate.profile_document(cal, args.name or out.stem, record.name, args.extends,
-                                     set(base.ops) if base else None)
+    record_path = out.with_name(out.stem + ".calibration.json")
+    if args.from_record:
+        record = json.loads(Path(args.from_record).read_text(encoding="utf-8"))
+    else:
+        from npu_gate.probe import get_compiler
+
+        compiler = get_compiler(args.compiler)
+        if args.extends:
+            load_profile(args.extends, Path.cwd(), where="--extends")  # a typo fails before the sweep runs
+        candidates = calibrate.candidates_from(
+            load_profile(args.patterns_from, Path.cwd(), where="--patterns-from") if args.patterns_from else None)
+        families = calibrate.SWEEPS[args.sweep]()
+
+        def progress(point: dict[str, object]) -> None:
+            if point["status"] != "ok":
+                print(f"  {point['point']}: {point['status']}: {point.get('error')}", file=sys.stderr)
+
+        measured = calibrate.measure(
+            compiler, args.target, compiler.python(Path(args.venv or f".venv-{compiler.name}")), families,
+            batch=not args.no_batch, timeout=args.timeout, keep=Path(args.keep_work) if args.keep_work else None,
+            progress=progress)
+        record = calibrate.record_document(
+            measured, name=args.name or out.stem, record_name=record_path.name, sweep=args.sweep,
+            command=_calibrate_command(args), extends=args.extends, patterns_from=args.patterns_from,
+            candidates=candidates)
+    doc, derived = calibrate.derive_profile(record)
+    record["verdicts"] = derived.verdicts
     _write(str(out), json.dumps(doc, indent=2) + "\n")
-    _write(str(record), json.dumps(calibrate.record_document(cal), indent=2) + "\n")
-    for m in cal.points:
-        print(f"  {m.point}: {m.device or 'not built'}" + (f" ({m.became})" if m.became else ""))
-    for line in cal.unexplained:
-        print(f"npu-gate: warning: {line}", file=sys.stderr)
-    print(f"wrote {out} ({len(doc['ops'])} ops) and {record}")
+    if not args.from_record:
+        _write(str(record_path), calibrate.record_json(record))
+    for key, v in derived.verdicts.items():
+        if v["verdict"] in ("unexplained", "contradicted"):
+            print(f"npu-gate: warning: {key}: {v['verdict']}; points against it: "
+                  f"{', '.join(v.get('contradicted_by', []))}", file=sys.stderr)
+    t = record["timings"]
+    print(f"{t['points']} points in {t['total_s']} s ({t['mode']}, median {t['median_point_s']} s per point, "
+          f"{t['processes']} compiler process(es))")
+    print(f"wrote {out} ({len(doc['ops'])} ops, {len(doc.get('patterns', []))} patterns)"
+          + ("" if args.from_record else f" and {record_path}"))
+    if args.diff_against:
+        _write_profile_diff(load_profile(args.diff_against, Path.cwd(), where="--diff-against"),
+                            load_profile(str(out)), out.with_name(out.stem + ".diff.json"),
+                            out.with_name(out.stem + ".diff.md"))
     return EXIT_PASS
+
+
+def _calibrate_command(args: argparse.Namespace) -> str:
+    """The command that reproduces a calibration (without the machine-specific --venv)."""
+    parts = ["npu-gate profile calibrate", f"--compiler {args.compiler}", f"--target {args.target}",
+             f"--sweep {args.sweep}"]
+    for flag in ("name", "extends", "patterns_from"):
+        if getattr(args, flag):
+            parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
+    return " ".join([*parts, f"--out {args.out}"])
+
+
+def _write_profile_diff(a: object, b: object, json_path: Path | None, md_path: Path | None) -> dict[str, object]:
+    from npu_gate.calibrate.diff import diff_profiles, render_markdown, render_text
+
+    d = diff_profiles(a, b)
+    sys.stdout.write(render_text(d))
+    if json_path is not None:
+        _write(str(json_path), json.dumps(d, indent=2) + "\n")
+    if md_path is not None:
+        _write(str(md_path), render_markdown(d))
+    return d
 
 
 def _origin(profile: object) -> str:

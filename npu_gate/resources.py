@@ -39,4 +39,5 @@ def profile_dir() -> Path:
 
 
 def builtin_profile_names() -> list[str]:
-    return sorted(p.stem for p in profile_dir().glob("*.json"))
+    """Profiles only: a calibration record (``<name>.calibration.json``) sits beside its profile."""
+    return sorted(p.stem for p in profile_dir().glob("*.json") if not p.stem.endswith(".calibration"))

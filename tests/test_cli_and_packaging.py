@@ -125,7 +125,11 @@ def test_builtin_profiles_are_valid():
 
     assert "demo" in builtin_profile_names()
     for path in profile_dir().iterdir():
-        assert path.suffix == ".json", f"only profiles belong in {profile_dir()}"
+        assert path.suffix == ".json", f"only profiles (and their calibration records) belong in {profile_dir()}"
+        if path.name.endswith(".calibration.json"):  # a calibration record, beside its profile
+            assert path.with_name(path.name.replace(".calibration", "")).is_file()
+            assert json.loads(path.read_text())["schema_version"] == "calibration-1.0"
+            continue
         assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
 
 

@@ -149,6 +149,8 @@ class Compiler(ABC):
     product: str  # what the compiler calls itself in reports, e.g. rknn-toolkit2
     driver: str  # file name of the driver script shipped in npu_gate/probe/drivers/
     timeout_s: float = 300.0
+    # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
+    batch: bool = False
 
     @abstractmethod
     def setup_steps(self, *, torch: bool) -> list[list[str]]:

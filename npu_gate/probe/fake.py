@@ -23,6 +23,7 @@ class FakeCompiler(Compiler):
     product = "fake-compiler"
     driver = "fake_driver.py"
     timeout_s = 30.0
+    batch = True
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         return []

@@ -47,6 +47,7 @@ class RknnCompiler(Compiler):
     product = "rknn-toolkit2"
     driver = "rknn_driver.py"
     timeout_s = 600.0
+    batch = True
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         steps = [["--no-deps", TOOLKIT], RUNTIME_DEPS]

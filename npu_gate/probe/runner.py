@@ -40,14 +40,38 @@ DRIVERS = Path(__file__).resolve().parent / "drivers"
 _SCRUB = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
 
-def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: Path, timeout: float) -> ChildRun:
-    """Run the compiler's driver once in ``work``; never raises for what the child does."""
+def child_env(work: Path) -> dict[str, str]:
+    """The driver's environment: ours without what would point its Python at our packages."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    env.update(TMPDIR=str(work / "tmp"), PYTHONUNBUFFERED="1", PYTHONNOUSERSITE="1")
+    return env
+
+
+def write_request(work: Path, request: dict[str, Any]) -> tuple[Path, Path, Path]:
+    """The work folder with its request; the paths of request, response and log."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "tmp").mkdir(exist_ok=True)
     request_path, response_path, log_path = work / "request.json", work / "response.json", work / "compiler.log"
     request_path.write_text(json.dumps(request, indent=2), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
-    env.update(TMPDIR=str(work / "tmp"), PYTHONUNBUFFERED="1", PYTHONNOUSERSITE="1")
+    return request_path, response_path, log_path
+
+
+def read_run(work: Path, returncode: int | None, seconds: float, timed_out: bool) -> ChildRun:
+    """A finished run from its work folder: the cleaned log and the driver's response."""
+    raw = (work / "compiler.log").read_bytes().decode("utf-8", errors="replace") \
+        if (work / "compiler.log").exists() else ""
+    try:
+        response = json.loads((work / "response.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        response = {}
+    return ChildRun(returncode=returncode, log=clean_log(raw), response=response, seconds=seconds,
+                    timed_out=timed_out)
+
+
+def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: Path, timeout: float) -> ChildRun:
+    """Run the compiler's driver once in ``work``; never raises for what the child does."""
+    request_path, response_path, log_path = write_request(work, request)
+    env = child_env(work)
     argv = [os.path.abspath(python), "-u", str(DRIVERS / compiler.driver), str(request_path), str(response_path)]
     start = time.perf_counter()
     timed_out = False
@@ -61,22 +85,15 @@ def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: P
             returncode: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc)
             returncode = None
         except BaseException:  # Ctrl-C: the child is in its own session and would not get it
-            _kill_group(proc)
+            kill_group(proc)
             raise
-    seconds = time.perf_counter() - start
-    raw = log_path.read_bytes().decode("utf-8", errors="replace")
-    try:
-        response = json.loads(response_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        response = {}
-    return ChildRun(returncode=returncode, log=clean_log(raw), response=response, seconds=seconds,
-                    timed_out=timed_out)
+    return read_run(work, returncode, time.perf_counter() - start, timed_out)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the child and anything it started, nothing else
     proc.wait()
@@ -115,8 +132,12 @@ def probe(
     options: dict[str, Any] | None = None,
     timeout: float | None = None,
     keep: Path | None = None,
+    child: Any = None,
 ) -> ProbeResult:
-    """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there."""
+    """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
+
+    ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
+    """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
     if not python.exists():
@@ -137,7 +158,10 @@ def probe(
             if attempt_dir.exists():
                 shutil.rmtree(attempt_dir)
             request = compiler.request(model.resolve(), target, inputs or {}, options)
-            run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
+            if child is not None:
+                run = child.run(request, attempt_dir)
+            else:
+                run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
             _write_json(attempt_dir / "exit.json", {"returncode": run.returncode, "timed_out": run.timed_out,
                                                     "seconds": run.seconds, "options": options})
             runs.append(_judge(compiler, run, attempt_dir, options))

@@ -1,59 +1,52 @@
 """A stand-in compiler for tests of the probe machinery (npu_gate.probe.fake).
 
-Usage: python -u fake_driver.py REQUEST.json RESPONSE.json
+Usage: python -u fake_driver.py REQUEST.json RESPONSE.json   (one model)
+       python -u fake_driver.py --batch FD                    (many models, see _protocol.py)
 
 It reads the graph from the request and behaves like a small compiler: Constant nodes disappear silently, a Relu or Clip
 right after a Conv is fused into it (no row of its own, like RKNN's ConvRelu), ops in
 ``cpu_ops`` run on CPU, everything else on the NPU. It prints through Python and through
 file descriptor 1 directly (as C code does), with colour codes and ``\\r`` progress frames.
-Request switches make it fail, suggest a rule to disable, crash (SIGSEGV) or hang.
+Request switches make it fail, suggest a rule to disable, crash (SIGSEGV) or hang; so do
+node names: a node named ``crash_me`` or ``hang_me`` crashes or hangs the build.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 import tempfile
 import time
 
+from _protocol import Save, main
 
-def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        request = json.load(f)
-    response_path = sys.argv[2]
-    response: dict[str, object] = {"status": "running", "stage": "config", "version": "0.1", "error": None,
-                "tmpdir": tempfile.gettempdir(), "cwd": os.getcwd(), "pythonpath": os.environ.get("PYTHONPATH")}
 
-    def save(**changes: object) -> None:
-        response.update(changes)
-        with open(response_path, "w", encoding="utf-8") as f:
-            json.dump(response, f)
-
-    save()
+def build(request: dict, save: Save) -> None:
+    save(tmpdir=tempfile.gettempdir(), cwd=os.getcwd(), pythonpath=os.environ.get("PYTHONPATH"), pid=os.getpid())
     if request["target"] != "fake1":
         save(status="failed", stage="config", error=f"config: unknown target {request['target']}")
-        return 0
+        return
     save(stage="load")
-    if request.get("hang"):
+    graph = request["graph"]  # the parent read the model: this stand-in stays free of imports
+    names = {n["name"] for n in graph}
+    if request.get("hang") or "hang_me" in names:
         time.sleep(3600)
     print("I fake-compiler version: 0.1")
     print("\x1b[1;33mW\x1b[0m progress \r 50% \r 100%", flush=True)
-    graph = request["graph"]  # the parent read the model: this stand-in stays free of imports
     save(stage="build")
-    if request.get("crash"):
+    if request.get("crash") or "crash_me" in names:
         os.write(1, b"fatal: about to crash\n")
         os.kill(os.getpid(), signal.SIGSEGV)
     rule = request.get("fail_rule")
     if rule and rule not in request.get("disable_rules", []):
         print(f"W You can add disable_rules=['{rule}'] in config() to temporarily disable the error rule!")
         save(status="failed", error=f"build: rule {rule} raised")
-        return 0
+        return
     if request.get("fail"):
         print(f"E build: {request['fail']}")
         save(status="failed", error=f"build: {request['fail']}")
-        return 0
+        return
 
     cpu_ops = set(request.get("cpu_ops", ["Erf"]))
     producer = {o: n for n in graph for o in n["outputs"]}
@@ -71,8 +64,7 @@ def main() -> int:
         os.write(1, f"ROW {row_id} {op} {target} {n['name']}\n".encode())  # below Python's buffers
         row_id += 1
     save(status="ok", stage="done", build_s=0.001, graph=edges)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(build, {"status": "running", "stage": "config", "version": "0.1", "error": None}))

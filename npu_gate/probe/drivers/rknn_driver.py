@@ -1,6 +1,7 @@
-"""Build one ONNX model with RKNN-Toolkit2. Runs in the toolkit's own venv, as a child process.
+"""Build ONNX models with RKNN-Toolkit2. Runs in the toolkit's own venv, as a child process.
 
-Usage: python -u rknn_driver.py REQUEST.json RESPONSE.json
+Usage: python -u rknn_driver.py REQUEST.json RESPONSE.json   (one model)
+       python -u rknn_driver.py --batch FD                    (many models, see _protocol.py)
 
 Standalone on purpose (the toolkit's venv has no npu_gate). Everything the toolkit prints,
 Python and C alike, goes to this process's stdout/stderr, which the parent redirected to a
@@ -9,25 +10,13 @@ log file. RESPONSE.json is rewritten before each stage, so a crash still says wh
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
+from _protocol import Save, main
 
-def main() -> int:
-    request_path, response_path = sys.argv[1], sys.argv[2]
-    with open(request_path, encoding="utf-8") as f:
-        request = json.load(f)
-    response: dict = {"status": "running", "stage": "import", "version": None, "error": None}
 
-    def save(**changes: object) -> None:
-        response.update(changes)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with open(response_path, "w", encoding="utf-8") as f:
-            json.dump(response, f)
-
-    save()
+def build(request: dict, save: Save) -> None:
     start = time.perf_counter()
     from importlib import metadata
 
@@ -50,11 +39,8 @@ def main() -> int:
         t0 = time.perf_counter()
         _call(rknn.build, do_quantization=False)
         save(stage="done", status="ok", build_s=time.perf_counter() - t0)
-    except Exception as exc:  # the toolkit raises (or returns non-zero) on models it rejects
-        save(status="failed", error=f"{response['stage']}: {_last_line(exc)}")
     finally:
         rknn.release()
-    return 0
 
 
 def _call(fn, **kwargs) -> None:
@@ -63,11 +49,5 @@ def _call(fn, **kwargs) -> None:
         raise RuntimeError(f"{fn.__name__} returned {ret}")
 
 
-def _last_line(exc: BaseException) -> str:
-    """The toolkit wraps its tracebacks into the message; the last line is the actual error."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(build, {"status": "running", "stage": "import", "version": None, "error": None}))

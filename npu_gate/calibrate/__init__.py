@@ -1,0 +1,174 @@
+"""`npu-gate profile calibrate`: a profile measured with a real compiler over deliberate sweeps.
+
+Two steps, kept apart so the second can be replayed without the compiler:
+
+1. ``measure``: every point of the sweep (sweeps.py) is built and probed with the compiler
+   plug-in (npu_gate/probe/), in one long-lived child process when the plug-in's driver has
+   a batch mode (probe/batch.py; a crash or a timeout costs that point and a restart), one
+   child process per point otherwise. The result is the calibration record: per point the
+   status, where the measured node ran, what every node became and the ops the compiler
+   added.
+2. ``infer.derive``: the profile, from the record and the sweep's hypotheses only (see
+   infer.py). The checked-in built-in profile is re-derived from its checked-in record by
+   the test suite, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
+
+__all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "measure", "measured_point"]
+
+RECORD_VERSION = "calibration-1.0"
+LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
+
+
+def measured_point(family: Family, point: Point, result: Any) -> dict[str, Any]:
+    """What the record keeps of one probe result."""
+    nodes = {n.name: [n.actual, n.runs_on, n.became] for n in result.nodes}
+    out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
+    if family.kind == OP:
+        actual, runs_on, became = nodes.get(family.node_of(point), [None, None, None])
+        out["device"] = runs_on or actual
+        if became:
+            out["became"] = became
+    else:  # pattern and adapter points: every node, and (patterns) the compiler ops holding each
+        out["nodes"] = nodes
+    if family.kind == PATTERN:
+        out["rows"] = {n.name: n.rows for n in result.nodes if n.rows}
+    added = [[r.op_type, r.target] for r in result.ops if not r.io and not r.sources]
+    if added:
+        out["added"] = added
+    if result.error:
+        out["error"] = result.error
+        out["log_tail"] = [line for line in result.log if line.strip()][-LOG_TAIL:]
+    out["seconds"] = round(sum(a.seconds for a in result.attempts), 3)
+    return out
+
+
+def measure(compiler: Any, target: str, python: Path, families: list[Family], *, batch: bool = True,
+            options: dict[str, Any] | None = None, timeout: float | None = None, keep: Path | None = None,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Probe every point; the record's ``compiler``, ``points`` and ``timings``."""
+    from npu_gate.probe.batch import BatchChild
+    from npu_gate.probe.runner import probe
+    from npu_gate.profile import load_profile
+
+    reference = load_profile("demo")  # the probe maps rows to nodes through a prediction; any profile does
+    work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-calibrate-"))
+    (work / "models").mkdir(parents=True, exist_ok=True)
+    use_batch = batch and compiler.batch
+    child = BatchChild(compiler, python, work / "child", timeout) if use_batch else None
+    points: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    start = time.perf_counter()
+    try:
+        for family in families:
+            for point in family.points:
+                path = work / "models" / f"{point.id}.onnx"
+                path.write_bytes(point.build().SerializeToString())
+                result = probe(path, compiler, target, python, profile=reference, options=options, timeout=timeout,
+                               keep=work / "points" / point.id, child=child)
+                info = result.compiler
+                points.append(measured_point(family, point, result))
+                if progress is not None:
+                    progress(points[-1])
+    finally:
+        if child is not None:
+            child.close()
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    seconds = [p["seconds"] for p in points]
+    timings = {"mode": "batch" if use_batch else "process per point", "points": len(points),
+               "total_s": round(time.perf_counter() - start, 1),
+               "median_point_s": round(statistics.median(seconds), 3) if seconds else None,
+               "processes": child.starts if child is not None else len(points)}
+    return {"compiler": {k: info.get(k) for k in ("name", "version", "target")}, "points": points,
+            "timings": timings}
+
+
+def record_json(record: dict[str, Any]) -> str:
+    """The record as JSON text: indented, one line per verdict and per point (readable, small diffs)."""
+    lines = ["{"]
+    for i, (key, value) in enumerate(record.items()):
+        comma = "," if i < len(record) - 1 else ""
+        if key in ("points", "verdicts") and value:
+            items = [json.dumps(v) for v in value] if key == "points" else \
+                [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in value.items()]
+            open_, close = ("[", "]") if key == "points" else ("{", "}")
+            body = ",\n".join(f"    {item}" for item in items)
+            lines.append(f"  {json.dumps(key)}: {open_}\n{body}\n  {close}{comma}")
+        else:
+            text = json.dumps(value, indent=2).replace("\n", "\n  ")
+            lines.append(f"  {json.dumps(key)}: {text}{comma}")
+    return "\n".join(lines) + "\n}\n"
+
+
+def record_document(measured: dict[str, Any], *, name: str, record_name: str, sweep: str, command: str,
+                    extends: str | None, patterns_from: str | None, candidates: dict[str, Any]) -> dict[str, Any]:
+    """The calibration record before derivation: what was measured, and everything derive() reads."""
+    return {"schema_version": RECORD_VERSION, "name": name, "record_name": record_name, "command": command,
+            "sweep": sweep, "extends": extends, "patterns_from": patterns_from, "candidates": candidates,
+            "compiler": measured["compiler"], "timings": measured["timings"], "points": measured["points"]}
+
+
+def candidates_from(profile: Any) -> dict[str, Any]:
+    """The fusion patterns and rank-adapter rule of ``profile`` that pattern and adapter points check."""
+    if profile is None:
+        return {"patterns": [], "rank_adapters": None}
+    return {"patterns": [dict(p) for p in profile.patterns], "rank_adapters": profile.rank_adapters}
+
+
+def derive_profile(record: dict[str, Any], families: list[Family] | None = None) -> tuple[dict[str, Any], Any]:
+    """(the profile document, the derivation with its verdicts) from a record, without the compiler."""
+    from npu_gate.calibrate.infer import derive
+    from npu_gate.profile import load_profile
+
+    base = load_profile(record["extends"], where="extends") if record.get("extends") else None
+    derived = derive(record, families if families is not None else SWEEPS[record["sweep"]](), base)
+    return profile_document(derived, record, base), derived
+
+
+def profile_document(derived: Any, record: dict[str, Any], base: Any = None) -> dict[str, Any]:
+    c = record["compiler"]
+    evidence = f"{c.get('name')} {c.get('version')} {c.get('target')}"
+    extends = record.get("extends")
+    verdicts = derived.verdicts
+    unexplained = sorted(op for op, v in verdicts.items() if v.get("verdict") == "unexplained")
+    measured_parts = "the ops written here with their constraints"
+    if derived.patterns:
+        measured_parts += ", the fusion patterns"
+    if derived.rank_adapters:
+        measured_parts += ", the rank-adapter rule"
+    text = (f"Calibrated with npu-gate profile calibrate on {evidence}, {record['sweep']} sweep "
+            f"({len(record['points'])} points, record {record['record_name']}): {measured_parts} are what the "
+            f"compiler did at the sweep points, each citing its family in the record.")
+    if extends:
+        text += (f" Everything else is {extends}'s claim ({base.evidence if base else 'its evidence'}), not "
+                 f"measured: ops the sweep did not cover, constraints an op note says were kept from the base")
+        text += (f", and the ops whose points the constraint vocabulary could not explain "
+                 f"({', '.join(unexplained)})." if unexplained else ".")
+    doc: dict[str, Any] = {
+        "$schema": "../../schemas/profile.schema.json",
+        "name": record["name"],
+        "description": text,
+        "source": f"`{record['command']}`; points, placements and per-op verdicts in {record['record_name']}",
+        "evidence": "measured",
+    }
+    if extends:
+        doc["extends"] = extends
+    doc["ops"] = derived.ops
+    if derived.patterns:
+        doc["patterns"] = derived.patterns
+    if derived.rank_adapters:
+        doc["rank_adapters"] = derived.rank_adapters
+    return doc

@@ -1,0 +1,83 @@
+"""`npu-gate profile diff A B`: what profile B claims differently from profile A (both resolved).
+
+Ops B adds (A does not run them), ops B removes (A runs them, B does not: for a calibrated B,
+measured off the NPU while A claims them), ops both run under different constraints
+(compared without messages and doc links), fusion patterns and the rank-adapter rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_WORDING = ("message", "doc")  # not part of what a constraint claims
+_RULE_WORDING = ("evidence", "note", "doc")
+
+
+def _claims(constraints: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps({k: v for k, v in c.items() if k not in _WORDING}, sort_keys=True)
+                  for c in constraints)
+
+
+def diff_profiles(a: Any, b: Any) -> dict[str, Any]:
+    changed = []
+    for op in sorted(set(a.ops) & set(b.ops)):
+        ca, cb = a.ops[op].get("constraints", []), b.ops[op].get("constraints", [])
+        if _claims(ca) != _claims(cb):
+            changed.append({"op": op, "a": [c["id"] for c in ca], "b": [c["id"] for c in cb]})
+    pa, pb = {p["name"] for p in a.patterns}, {p["name"] for p in b.patterns}
+    ra, rb = ({k: v for k, v in (r or {}).items() if k not in _RULE_WORDING} or None
+              for r in (a.rank_adapters, b.rank_adapters))
+    out: dict[str, Any] = {
+        "kind": "profile-diff",
+        "a": {"name": a.name, "evidence": a.evidence, "ops": len(a.ops)},
+        "b": {"name": b.name, "evidence": b.evidence, "ops": len(b.ops)},
+        "ops_added": sorted(set(b.ops) - set(a.ops)),
+        "ops_removed": sorted(set(a.ops) - set(b.ops)),
+        "ops_constrained_differently": changed,
+        "patterns_added": sorted(pb - pa),
+        "patterns_removed": sorted(pa - pb),
+        "rank_adapters": None if ra == rb else {"a": ra, "b": rb},
+    }
+    out["identical"] = not any(out[k] for k in ("ops_added", "ops_removed", "ops_constrained_differently",
+                                                "patterns_added", "patterns_removed", "rank_adapters"))
+    return out
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids) if ids else "no constraints"
+
+
+def _lines(d: dict[str, Any], bullet: str, code: str) -> list[str]:
+    a, b = d["a"]["name"], d["b"]["name"]
+    lines = []
+    if d["ops_added"]:
+        lines.append(f"{bullet}ops {b} adds ({len(d['ops_added'])}): {', '.join(d['ops_added'])}")
+    if d["ops_removed"]:
+        lines.append(f"{bullet}ops {b} removes ({len(d['ops_removed'])}; {a} runs them on the NPU): "
+                     f"{', '.join(d['ops_removed'])}")
+    if d["ops_constrained_differently"]:
+        lines.append(f"{bullet}ops constrained differently ({len(d['ops_constrained_differently'])}):")
+        for c in d["ops_constrained_differently"]:
+            lines.append(f"  {bullet}{c['op']}: {a} {code}{_ids(c['a'])}{code}; {b} {code}{_ids(c['b'])}{code}")
+    if d["patterns_added"]:
+        lines.append(f"{bullet}patterns {b} adds: {', '.join(d['patterns_added'])}")
+    if d["patterns_removed"]:
+        lines.append(f"{bullet}patterns {b} drops: {', '.join(d['patterns_removed'])}")
+    if d["rank_adapters"]:
+        r = d["rank_adapters"]
+        lines.append(f"{bullet}rank adapters: {a} {json.dumps(r['a'])}; {b} {json.dumps(r['b'])}")
+    return lines or [f"{bullet}no difference in ops, constraints, patterns or rank adapters"]
+
+
+def render_text(d: dict[str, Any]) -> str:
+    head = f"profile diff: {d['a']['name']} ({d['a']['ops']} ops) -> {d['b']['name']} ({d['b']['ops']} ops)"
+    return "\n".join([head, *_lines(d, "  ", "")]) + "\n"
+
+
+def render_markdown(d: dict[str, Any]) -> str:
+    a, b = d["a"], d["b"]
+    head = [f"# Profile diff: `{a['name']}` → `{b['name']}`", "",
+            f"`{a['name']}` ({a['evidence']}, {a['ops']} ops) against `{b['name']}` ({b['evidence']}, {b['ops']} ops), "
+            "both with their bases resolved. Constraints are compared without their messages and links.", ""]
+    return "\n".join([*head, *_lines(d, "- ", "`")]) + "\n"

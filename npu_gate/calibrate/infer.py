@@ -1,0 +1,241 @@
+"""The calibrated profile, derived from a calibration record without the compiler.
+
+Per op (every op family of the sweep for that op taken together; a point the compiler
+could not build, crashed or failed, counts as "not on the NPU"):
+
+- on the NPU at every point: the op is written; the base profile's constraints for it are
+  kept when every point passes them (the vendor's claim, not contradicted), else dropped;
+- on the NPU at no point: ``null`` when the base lists the op, else left out;
+- mixed: the hypotheses of the families that are not all on the NPU are written when,
+  together, they predict every point of the op (pass exactly where the compiler ran it on
+  the NPU); otherwise the op is ``unexplained`` and not written, so the base's claim stands.
+
+A candidate fusion pattern (from the profile named by ``--patterns-from``) is carried when
+every point it matches was fused by the compiler (one compiler op holds the work of every
+pattern node, on the NPU) and it matches at least one; a candidate ``rank_adapters`` rule
+when it predicts the adapters the compiler added at every adapter point. Every written
+constraint, pattern and rule cites its family in the record; the record lists each family's
+points with what the compiler did.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, OP, PATTERN, Family, Point
+
+NPU = "npu"
+
+
+@dataclass
+class Derived:
+    ops: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # the profile's ops
+    patterns: list[dict[str, Any]] = field(default_factory=list)
+    rank_adapters: dict[str, Any] | None = None
+    verdicts: dict[str, Any] = field(default_factory=dict)  # per op / pattern / adapter rule, for the record
+
+
+class _Checker:
+    """npu_gate's own placement of sweep points under a trial profile (one inspect per point)."""
+
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="npu-gate-calibrate-")
+        self.root = Path(self._tmp.name)
+        self._n = 0
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def inspect(self, point: Point, doc: dict[str, Any]) -> Any:
+        from npu_gate.pipeline import inspect_model
+        from npu_gate.profile import load_profile
+
+        self._n += 1
+        profile_path = self.root / f"trial-{self._n}.json"
+        profile_path.write_text(json.dumps({"name": "calibration-trial", "description": "calibration trial",
+                                            "source": "npu-gate profile calibrate", "evidence": "illustrative",
+                                            **doc}), encoding="utf-8")
+        model_path = self.root / f"{point.id}.onnx"
+        if not model_path.exists():
+            model_path.write_bytes(point.build().SerializeToString())
+        return inspect_model(model_path, load_profile(str(profile_path)))
+
+    def failed(self, point: Point, op: str, node: str, constraints: list[dict[str, Any]]) -> set[str]:
+        """Ids of ``constraints`` that fail on ``node`` of the point."""
+        result = self.inspect(point, {"ops": {op: {"constraints": constraints}}})
+        return {f.constraint for f in result.findings if f.node == node and f.constraint}
+
+
+def derive(record: dict[str, Any], families: list[Family], base: Any = None) -> Derived:
+    """The profile's ops, patterns and rank adapters from ``record`` (see the module doc)."""
+    measured = {p["point"]: p for p in record["points"]}
+    missing = [p.id for f in families for p in f.points if p.id not in measured]
+    if missing:
+        raise ValueError(f"the record has no measurement for {len(missing)} sweep point(s), e.g. {missing[0]}: "
+                         f"it was made with another sweep")
+    out = Derived()
+    checker = _Checker()
+    try:
+        by_op: dict[str, list[Family]] = {}
+        for family in families:
+            if family.kind == OP:
+                by_op.setdefault(family.op, []).append(family)
+        base_ops = base.ops if base is not None else {}
+        for op in sorted(by_op):
+            entry, verdict = _derive_op(op, by_op[op], measured, base_ops, checker, record.get("record_name", ""))
+            out.verdicts[op] = verdict
+            if entry is not None or (verdict["verdict"] in ("cpu", "not built") and op in base_ops):
+                out.ops[op] = entry
+        candidates = record.get("candidates") or {}
+        patterns = {p["name"]: p for p in candidates.get("patterns", [])}
+        for family in (f for f in families if f.kind == PATTERN):
+            pattern, verdict = _derive_pattern(family, patterns.get(family.pattern or ""), measured, checker,
+                                               record.get("record_name", ""))
+            out.verdicts[f"pattern {family.pattern}"] = verdict
+            if pattern is not None:
+                out.patterns.append(pattern)
+        for family in (f for f in families if f.kind == ADAPTER):
+            rule, verdict = _derive_adapters(family, candidates.get("rank_adapters"), measured, checker,
+                                             record.get("record_name", ""))
+            out.verdicts["rank_adapters"] = verdict
+            out.rank_adapters = rule
+    finally:
+        checker.close()
+    return out
+
+
+def on_npu(m: dict[str, Any]) -> bool:
+    return m["status"] == "ok" and m.get("device") == NPU
+
+
+def _outcome(m: dict[str, Any]) -> str:
+    return (m.get("device") or "not built") if m["status"] == "ok" else str(m["status"])
+
+
+def _cite(points: list[tuple[Point, dict[str, Any]]]) -> list[list[str]]:
+    return [[p.id, _outcome(m)] for p, m in points]
+
+
+def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_ops: dict[str, Any], checker: _Checker,
+               record_name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    points = [(f, p, measured[p.id]) for f in families for p in f.points]
+    npu = [on_npu(m) for _, _, m in points]
+    verdict: dict[str, Any] = {"families": [f.id for f in families], "points": len(points), "on_npu": sum(npu),
+                               "measured": _cite([(p, m) for _, p, m in points])}
+    needed = [c for f in families if not all(on_npu(measured[p.id]) for p in f.points) for c in f.constraints]
+    base_entry = base_ops.get(op)
+    base_constraints = [c for c in (base_entry or {}).get("constraints", []) if not c.get("unchecked")]
+    trial = [*needed, *base_constraints]
+    failed = {p.id: checker.failed(p, op, f.node_of(p), trial) if trial else set() for f, p, _ in points}
+    kept = [c for c in (base_entry or {}).get("constraints", [])
+            if c.get("unchecked") or not any(c["id"] in failed[p.id] for _, p, _ in points)]
+    dropped = [c["id"] for c in base_constraints if c not in kept]
+    families_text = ", ".join(f.id for f in families)
+    doc = f"{record_name}#{op}"
+    if all(npu):
+        verdict["verdict"] = NPU
+        note = f"measured on the NPU at all {len(points)} sweep points ({families_text}; {doc})"
+        if kept:
+            note += f"; kept from the base, not contradicted by the points (the vendor's claim): " \
+                    f"{', '.join(c['id'] for c in kept)}"
+        if dropped:
+            note += f"; dropped from the base, contradicted by the points: {', '.join(dropped)}"
+            verdict["dropped_from_base"] = dropped
+        return {"constraints": kept, "note": note}, verdict
+    if not any(npu):
+        built = any(m["status"] == "ok" for _, _, m in points)
+        verdict["verdict"] = "cpu" if built else "not built"
+        return None, verdict
+    ids = {c["id"] for c in needed}
+    predicted = [not (failed[p.id] & ids) for _, p, _ in points]
+    if not needed or predicted != npu:
+        verdict["verdict"] = "unexplained"
+        verdict["hypotheses"] = sorted(ids)
+        verdict["contradicted_by"] = [p.id for (_, p, m), yes, want in zip(points, predicted, npu, strict=True)
+                                      if yes != want]
+        verdict["notes"] = [f.note for f in families if f.note]
+        return None, verdict
+    verdict["verdict"] = "constrained"
+    verdict["constraints"] = sorted(ids)
+    written = [{**c, "message": f"{op} ran on CPU (or was not built) in calibration wherever this fails: "
+                                f"{sum(1 for y in npu if not y)} of {len(points)} sweep points ({doc})",
+                "doc": doc} for c in needed]
+    note = f"calibrated on {len(points)} sweep points, {sum(npu)} on the NPU ({families_text}; {doc})"
+    if kept:
+        note += f"; kept from the base, not contradicted by the points (the vendor's claim): " \
+                f"{', '.join(c['id'] for c in kept)}"
+    if dropped:
+        verdict["dropped_from_base"] = dropped
+    return {"constraints": written + kept, "note": note}, verdict
+
+
+def compiler_fused(m: dict[str, Any]) -> bool:
+    """One compiler op holds the work of every (non-context) node of the point, on the NPU."""
+    if m["status"] != "ok":
+        return False
+    names = [n for n in m["nodes"] if n not in CONTEXT]
+    if not names or any(m["nodes"][n][1] != NPU for n in names):
+        return False
+    shared = set.intersection(*(set(m["rows"].get(n, [])) for n in names))
+    return bool(shared)
+
+
+def _derive_pattern(family: Family, candidate: dict[str, Any] | None, measured: dict[str, Any], checker: _Checker,
+                    record_name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    verdict: dict[str, Any] = {"family": family.id}
+    if candidate is None:
+        verdict["verdict"] = "no candidate"
+        return None, verdict
+    rows = []
+    for point in family.points:
+        m = measured[point.id]
+        result = checker.inspect(point, {"ops": {"Conv": {}}, "patterns": [candidate]})
+        names = [n.name for n in result.nodes if n.name not in CONTEXT]
+        matched = bool(names) and all(n.fused and n.fused.get("pattern") == candidate["name"]
+                                      for n in result.nodes if n.name in names)
+        rows.append((point.id, matched, compiler_fused(m)))
+    verdict["points"] = [[pid, "matched" if a else "not matched", "fused" if b else "not fused"] for pid, a, b in rows]
+    wrong = [pid for pid, matched, fused in rows if matched and not fused]
+    wider = [pid for pid, matched, fused in rows if fused and not matched]
+    if wider:
+        verdict["fused_but_not_matched"] = wider
+    if wrong or not any(matched for _, matched, _ in rows):
+        verdict["verdict"] = "contradicted" if wrong else "never matched"
+        verdict["contradicted_by"] = wrong
+        return None, verdict
+    verdict["verdict"] = "confirmed"
+    fused = [pid for pid, matched, _ in rows if matched]
+    others = [pid for pid, matched, _ in rows if not matched]
+    evidence = f"calibration ({record_name}#pattern-{candidate['name']}): fused by the compiler at " \
+               f"{', '.join(fused)}" + (f"; not matched here: {', '.join(others)}" if others else "")
+    return {**candidate, "evidence": evidence}, verdict
+
+
+def _derive_adapters(family: Family, candidate: dict[str, Any] | None, measured: dict[str, Any], checker: _Checker,
+                     record_name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    verdict: dict[str, Any] = {"family": family.id}
+    if candidate is None:
+        verdict["verdict"] = "no candidate"
+        return None, verdict
+    op = candidate.get("op", "Reshape")
+    rows = []
+    for point in family.points:
+        m = measured[point.id]
+        result = checker.inspect(point, {"ops": {}, "rank_adapters": candidate})
+        predicted = sorted(a["device"] for a in result.rank_adapters or [])
+        actual = sorted(t for o, t in m.get("added", []) if o == op) if m["status"] == "ok" else None
+        rows.append((point.id, predicted, actual))
+    verdict["points"] = [[pid, {"predicted": p, "measured": a}] for pid, p, a in rows]
+    wrong = [pid for pid, p, a in rows if p != a]
+    if wrong:
+        verdict["verdict"] = "contradicted"
+        verdict["contradicted_by"] = wrong
+        return None, verdict
+    verdict["verdict"] = "confirmed"
+    evidence = f"calibration ({record_name}#rank_adapters): the adapters the compiler added at " \
+               f"{len(rows)} sweep points ({', '.join(pid for pid, _, _ in rows)}) are the ones this rule predicts"
+    return {**candidate, "evidence": evidence}, verdict

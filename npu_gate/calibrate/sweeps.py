@@ -1,0 +1,478 @@
+"""Calibration sweeps: families of small models, each probing one op, pattern or adapter rule.
+
+A sweep is data. A ``Family`` is a set of points (models) built to sit on both sides of a
+boundary chosen on purpose (a dim around 8192, channel counts around multiples of 8, pads x
+count_include_pad, Resize modes x coordinate modes x scales...). Its ``constraints`` are the
+hypothesis, written in the profile-constraint vocabulary (npu_gate/constraints.py); infer.py
+keeps them only when they predict every point. Kinds:
+
+- ``op``: where the compiler ran node ``Point.node`` (default: the node named after the op);
+- ``pattern``: whether the compiler fused the point's pattern nodes (every node but the
+  context ones) into one op, against whether the candidate pattern rule ``pattern`` matches;
+- ``adapter``: the rank adapters the compiler added at the graph inputs and outputs, against
+  what the candidate ``rank_adapters`` rule predicts.
+
+Unless a point says otherwise its input is x: float32 [1, 16, 32, 32] and the models use
+opset 17, which RKNN-Toolkit2 accepts (it refuses opsets above 19).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OP, PATTERN, ADAPTER = "op", "pattern", "adapter"
+X = [1, 16, 32, 32]
+_DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "int8": TensorProto.INT8,
+           "int32": TensorProto.INT32, "int64": TensorProto.INT64, "bool": TensorProto.BOOL}
+CONTEXT = ("before", "after", "conv")  # node names that are context, not the thing a point measures
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    build: Callable[[], onnx.ModelProto]
+    node: str | None = None  # the measured node (op families); None: the op's name in lower case
+
+
+@dataclass(frozen=True)
+class Family:
+    id: str
+    op: str  # the ONNX op (op families), the fused op (pattern), the adapter op (adapter)
+    points: list[Point]
+    constraints: list[dict[str, Any]] = field(default_factory=list)  # the hypothesis
+    kind: str = OP
+    pattern: str | None = None  # pattern families: the candidate pattern rule's name
+    note: str | None = None  # what the sweep varies, or why the vocabulary cannot say more
+
+    def node_of(self, point: Point) -> str:
+        return point.node or self.op.lower()
+
+
+def model(nodes: Sequence[onnx.NodeProto], inputs: dict[str, tuple[str, list[int]]] | None = None,
+          inits: dict[str, Any] | None = None, outputs: Sequence[str] = ("y",), opset: int = 17) -> onnx.ModelProto:
+    """A model of ``nodes``: graph inputs name -> (dtype, shape), initializers from numpy values;
+    output types and shapes come from ONNX shape inference."""
+    inputs = inputs if inputs is not None else {"x": ("float32", X)}
+    graph = helper.make_graph(
+        list(nodes), "calibrate",
+        [helper.make_tensor_value_info(n, _DTYPES[t], s) for n, (t, s) in inputs.items()],
+        [onnx.ValueInfoProto(name=o) for o in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(v), n) for n, v in (inits or {}).items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="npu_gate.calibrate")
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m)
+    for out in m.graph.output:
+        if not out.type.tensor_type.HasField("shape"):  # not inferred (MeanVarianceNormalization): x's type
+            out.type.CopyFrom(m.graph.input[0].type)
+    outputs_ = {o.name for o in m.graph.output}
+    kept = [v for v in m.graph.value_info if v.name not in outputs_]
+    del m.graph.value_info[:]
+    m.graph.value_info.extend(kept)
+    return m
+
+
+def node(op: str, inputs: Sequence[str], outputs: Sequence[str] = ("y",), name: str | None = None,
+         **attrs: Any) -> onnx.NodeProto:
+    return helper.make_node(op, list(inputs), list(outputs), name=name or op.lower(), **attrs)
+
+
+def f32(*shape: int, value: float | None = None, seed: int = 0) -> np.ndarray:
+    if value is not None:
+        return np.full(shape, value, dtype=np.float32)
+    return np.random.default_rng(seed).uniform(0.1, 1.0, shape).astype(np.float32)
+
+
+def i64(*values: int) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64)
+
+
+def single(pid: str, op: str, inputs: dict[str, tuple[str, list[int]]] | None = None,
+           inits: dict[str, Any] | None = None, extra: Sequence[str] = (), opset: int = 17,
+           outs: Sequence[str] = ("y",), **attrs: Any) -> Point:
+    """One op reading x (and ``extra`` inputs or initializers), writing ``outs``."""
+    names = ["x", *extra]
+    return Point(pid, lambda: model([node(op, names, outs, **attrs)], inputs, inits, outs, opset=opset))
+
+
+def between(pid: str, op: str, shape: list[int], inits: dict[str, Any] | None = None, extra: Sequence[str] = (),
+            **attrs: Any) -> Point:
+    """Relu -> op -> Relu: RKNN-Toolkit2 folds some ops at a graph input or output into the
+    input/output operator (Transpose, Reshape), so the swept op sits between two others."""
+    def build() -> onnx.ModelProto:
+        return model([node("Relu", ["x"], ["a"], name="before"), node(op, ["a", *extra], ["t"], **attrs),
+                      node("Relu", ["t"], ["y"], name="after")], {"x": ("float32", shape)}, inits)
+    return Point(pid, build)
+
+
+def _dims(shape: list[int]) -> str:
+    return "x".join(map(str, shape))
+
+
+# --- op families --------------------------------------------------------------------------
+
+def _conv(pid: str, cin: int = 16, cout: int = 16, k: int = 3, stride: int = 1, dilation: int = 1,
+          group: int = 1) -> Point:
+    pad = dilation * (k - 1) // 2
+    return single(pid, "Conv", {"x": ("float32", [1, cin, 32, 32])},
+                  {"w": f32(cout, cin // group, k, k), "b": f32(cout)}, ["w", "b"], kernel_shape=[k, k],
+                  strides=[stride, stride], dilations=[dilation, dilation], group=group, pads=[pad] * 4)
+
+
+def conv_families() -> list[Family]:
+    kernels = [_conv(f"conv-k{k}", k=k) for k in (1, 2, 3, 5, 7, 11)]
+    strides = [_conv(f"conv-k3-s{s}", stride=s) for s in (2, 3, 4)]
+    dilations = [_conv(f"conv-k3-d{d}", dilation=d) for d in (2, 3)]
+    groups = [_conv("conv-depthwise-16", group=16), _conv("conv-groups-2", group=2),
+              _conv("conv-groups-4", group=4), _conv("conv-groups-8", group=8),
+              _conv("conv-depthwise-k5-s2", k=5, stride=2, group=16)]
+    channels = [_conv(f"conv-cin{c}-cout{c}", cin=c, cout=c) for c in (3, 7, 8, 9, 15, 17, 24, 33)]
+    return [Family("conv-kernel-stride-dilation", "Conv", kernels + strides + dilations,
+                   note="kernel 1-11, stride 1-4, dilation 1-3, 16 -> 16 channels"),
+            Family("conv-groups", "Conv", groups, note="depthwise and grouped convolutions"),
+            Family("conv-channels", "Conv", channels, note="channel counts around multiples of 8")]
+
+
+def _convtranspose(k: int, s: int) -> Point:
+    return single(f"convtranspose-k{k}-s{s}", "ConvTranspose", None, {"w": f32(16, 8, k, k)}, ["w"],
+                  kernel_shape=[k, k], strides=[s, s])
+
+
+def convtranspose_family() -> Family:
+    shapes = ((2, 2), (4, 2), (3, 1), (3, 2), (3, 3), (2, 3), (5, 3), (6, 3), (4, 4), (3, 4), (5, 5), (6, 6), (8, 8))
+    return Family("convtranspose-kernels-strides", "ConvTranspose", [_convtranspose(k, s) for k, s in shapes],
+                  [{"id": "convtranspose-stride-power-of-two", "attribute": "strides", "each": True,
+                    "in": [1, 2, 4, 8]}],
+                  note="kernel x stride; other strides split into a CPU zero-insertion op and an NPU Conv")
+
+
+def _resize(mode: str, ctm: str, scale: float) -> Point:
+    scales = np.asarray([1, 1, scale, scale], dtype=np.float32)
+    return single(f"resize-{mode}-{ctm}-x{scale:g}", "Resize", None, {"roi": np.zeros(0, np.float32),
+                  "scales": scales}, ["roi", "scales"], mode=mode, coordinate_transformation_mode=ctm)
+
+
+def resize_families() -> list[Family]:
+    ctms = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+    scales = (2.0, 0.5, 3.0, 1.5)
+    points = [_resize(m, c, s) for m in ("nearest", "linear") for c in ctms for s in scales]
+    points += [_resize("cubic", "half_pixel", 2.0), _resize("cubic", "asymmetric", 0.5)]
+    return [Family("resize-mode-coordinates-scales", "Resize", points,
+                   [{"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"]},
+                    {"id": "resize-linear-not-align-corners", "any_of": [
+                        {"attribute": "mode", "in": ["nearest"]},
+                        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]}]}],
+                   note="modes x coordinate_transformation_mode x scales; cubic crashes the toolkit. The scales "
+                        "are an input tensor's values, which the constraint vocabulary cannot test")]
+
+
+def _pool(op: str, k: int, pad: int, include: int | None = None, stride: int = 1) -> Point:
+    attrs: dict[str, Any] = {"kernel_shape": [k, k], "pads": [pad] * 4, "strides": [stride, stride]}
+    if include is not None:
+        attrs["count_include_pad"] = include
+    suffix = f"-include{include}" if include is not None else ""
+    return single(f"{op.lower()}-k{k}-s{stride}-pad{pad}{suffix}", op, **attrs)
+
+
+def pool_families() -> list[Family]:
+    avg = [_pool("AveragePool", k, p, c, s) for k, p, c, s in
+           ((3, 1, 0, 1), (3, 1, 1, 1), (3, 0, 0, 1), (3, 0, 1, 1), (2, 0, 0, 2), (3, 1, 0, 2), (3, 1, 1, 2),
+            (5, 2, 0, 1), (5, 2, 1, 1))]
+    mx = [_pool("MaxPool", k, p, None, s) for k, p, s in ((2, 0, 2), (3, 1, 1), (3, 1, 2), (5, 2, 1), (3, 0, 1))]
+    return [Family("averagepool-pads-count-include-pad", "AveragePool", avg,
+                   [{"id": "averagepool-pads-count-include-pad", "any_of": [
+                       {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}]}],
+                   note="kernel x stride x pads x count_include_pad"),
+            Family("maxpool-kernel-stride-pads", "MaxPool", mx)]
+
+
+def _reshape(c: int) -> Point:
+    return between(f"reshape-1x{c}x1x1-to-1x{c}", "Reshape", [1, c, 1, 1], {"shape": i64(1, c)}, ["shape"])
+
+
+def reshape_family() -> Family:
+    return Family("reshape-to-rank2-channels", "Reshape", [_reshape(c) for c in (7, 8, 9, 12, 15, 16, 17, 24, 32, 33)],
+                  [{"id": "reshape-output-last-dim-multiple-of-8", "output": 0,
+                    "dim": {"axis": -1, "multiple_of": 8}}],
+                  note="Reshape [1,C,1,1] -> [1,C], C around multiples of 8")
+
+
+def _transpose(shape: list[int], perm: list[int]) -> Point:
+    return between(f"transpose-{_dims(shape)}-perm{''.join(map(str, perm))}", "Transpose", shape, perm=perm)
+
+
+def transpose_family() -> Family:
+    points = []
+    for axis in range(4):
+        for d in (8192, 8200):
+            shape = [1, 2, 2, 4]
+            shape[axis] = d
+            points.append(_transpose(shape, [0, 1, 3, 2] if axis in (2, 3) else [1, 0, 2, 3]))
+    points += [_transpose([1, 2, 2, 1024], [0, 1, 3, 2]), _transpose([1, 2, 2, 2048], [0, 1, 3, 2]),
+               _transpose([1, 8192, 2, 4], [0, 2, 1, 3]), _transpose([1, 2, 8192, 4], [0, 2, 1, 3]),
+               _transpose([1, 16, 32, 32], [0, 2, 3, 1])]
+    return Family("transpose-dims-around-8192", "Transpose", points,
+                  [{"id": f"transpose-dim{a}-max-8192", "input": 0, "dim": {"axis": a, "max": 8192}}
+                   for a in range(4)],
+                  note="one dim of 8192 or 8200 on each axis (others small), a last dim of 1024 and 2048, two "
+                       "perms: the hypothesis 'any dim above 8192 runs on CPU' (rknn.md §4)")
+
+
+def _slice(pid: str, starts: list[int], ends: list[int], axes: list[int], steps: list[int]) -> Point:
+    return between(pid, "Slice", X, {"starts": i64(*starts), "ends": i64(*ends), "axes": i64(*axes),
+                                     "steps": i64(*steps)}, ["starts", "ends", "axes", "steps"])
+
+
+def slice_family() -> Family:
+    points = [_slice(f"slice-axis{a}-step{s}", [0], [8 if a == 1 else 16], [a], [s])
+              for a in (1, 2, 3) for s in (1, 2)]
+    points.append(_slice("slice-axis3-step-1", [-1], [-33], [3], [-1]))
+    points.append(_slice("slice-axis3-start4-step1", [4], [20], [3], [1]))
+    return Family("slice-axes-steps", "Slice", points,
+                  note="steps 1, 2 and -1 over C, H, W. The steps are an input tensor's values, which the "
+                       "constraint vocabulary cannot test")
+
+
+def _pad(axes_name: str, pads: list[int], mode: str = "constant") -> Point:
+    return between(f"pad-{axes_name}-{mode}", "Pad", X, {"pads": i64(*pads)}, ["pads"], mode=mode)
+
+
+def pad_family() -> Family:
+    return Family("pad-axes", "Pad", [
+        _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1]), _pad("w", [0, 0, 0, 2, 0, 0, 0, 2]),
+        _pad("c", [0, 2, 0, 0, 0, 2, 0, 0]), _pad("ch", [0, 1, 1, 0, 0, 1, 1, 0]),
+        _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "reflect"), _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "edge")],
+        note="pads over H and W, W, C, C and H; constant, reflect and edge. The pads are an input tensor's "
+             "values, which the constraint vocabulary cannot test")
+
+
+# Activations and other single ops, rknn.md §6: each on x [1, 16, 32, 32].
+UNARY = ["Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu", "Softplus", "Sqrt", "Abs", "Neg",
+         "Selu", "Celu", "Softsign", "Mish", "Erf", "Exp", "Log", "Reciprocal", "Sin", "Cos", "Floor", "Ceil",
+         "Round", "Sign", "Not"]
+
+
+def unary_families() -> list[Family]:
+    out = [Family(f"{op.lower()}", op, [single(f"{op.lower()}-{_dims(X)}", op,
+                                               {"x": ("bool" if op == "Not" else "float32", X)},
+                                               opset=18 if op == "Mish" else 17)]) for op in UNARY]
+    more = [
+        single("leakyrelu-alpha0.1", "LeakyRelu", alpha=0.1),
+        single("prelu-slope-c", "PRelu", None, {"slope": f32(16, 1, 1)}, ["slope"]),
+        single("clip-0-6", "Clip", None, {"lo": np.float32(0), "hi": np.float32(6)}, ["lo", "hi"]),
+        single("softmax-axis-1", "Softmax", axis=-1), single("softmax-axis1", "Softmax", axis=1),
+        single("logsoftmax-axis-1", "LogSoftmax", axis=-1),
+        single("batchnormalization", "BatchNormalization", None,
+               {"s": f32(16), "b": f32(16), "m": f32(16), "v": f32(16)}, ["s", "b", "m", "v"]),
+        single("instancenormalization", "InstanceNormalization", None, {"s": f32(16), "b": f32(16)}, ["s", "b"]),
+        single("lpnormalization-axis1", "LpNormalization", axis=1),
+        single("layernormalization-eps", "LayerNormalization", None, {"s": f32(32), "b": f32(32)}, ["s", "b"],
+               axis=-1, epsilon=1e-5),
+        single("groupnormalization-4", "GroupNormalization", None, {"s": f32(4), "b": f32(4)}, ["s", "b"],
+               opset=18, num_groups=4),
+        single("lrn-size3", "LRN", size=3), single("meanvariancenormalization", "MeanVarianceNormalization"),
+        single("depthtospace-2", "DepthToSpace", blocksize=2), single("spacetodepth-2", "SpaceToDepth", blocksize=2),
+        single("reducemean-hw", "ReduceMean", axes=[2, 3]), single("reducemax-hw", "ReduceMax", axes=[2, 3]),
+        single("reducemin-hw", "ReduceMin", axes=[2, 3]), single("reduceprod-hw", "ReduceProd", axes=[2, 3]),
+        single("reducesum-hw", "ReduceSum", None, {"axes": i64(2, 3)}, ["axes"]),
+        single("argmax-axis1", "ArgMax", axis=1), single("globalaveragepool", "GlobalAveragePool"),
+        single("globalmaxpool", "GlobalMaxPool"), single("tile-1x1x2x2", "Tile", None, {"r": i64(1, 1, 2, 2)}, ["r"]),
+        single("expand-to-2", "Expand", {"x": ("float32", [1, 16, 1, 32])}, {"s": i64(1, 16, 32, 32)}, ["s"]),
+        single("cast-to-float16", "Cast", to=TensorProto.FLOAT16),
+        single("topk-4", "TopK", None, {"k": i64(4)}, ["k"], outs=("y", "i")),
+        Point("split-c-2", lambda: model([node("Split", ["x", "s"], ["y", "z"], name="split", axis=1)], None,
+                                         {"s": i64(8, 8)}, ["y", "z"])),
+        Point("concat-c", lambda: model([node("Concat", ["x", "x"], axis=1)])),
+    ]
+    by_op: dict[str, list[Point]] = {}
+    for p in more:
+        by_op.setdefault(p.build().graph.node[0].op_type, []).append(p)
+    out += [Family(op.lower(), op, points) for op, points in by_op.items()]
+    return out
+
+
+def _binary(op: str, kind: str, dtype: str = "float32") -> Point:
+    shapes = {"tensor": X, "channel": [1, 16, 1, 1], "scalar": []}
+    pid = f"{op.lower()}-{kind}" + (f"-{dtype}" if dtype != "float32" else "")
+    if kind == "tensor":
+        return single(pid, op, {"x": (dtype, X), "x2": (dtype, X)}, None, ["x2"])
+    value = f32(*shapes[kind], value=2.0).astype(np.float32 if dtype == "float32" else np.dtype(dtype))
+    return single(pid, op, {"x": (dtype, X)}, {"c": value}, ["c"])
+
+
+BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Equal", "Less", "Greater"]
+
+
+def binary_families() -> list[Family]:
+    out = []
+    for op in BINARY:
+        constraints: list[dict[str, Any]] = []
+        if op == "Pow":
+            constraints = [{"id": "pow-constant-exponent", "input": 1, "constant": True}]
+        if op in ("Max", "Min"):
+            constraints = [{"id": f"{op.lower()}-second-input-rank-4", "input": 1, "rank": {"min": 4, "max": 4}}]
+        out.append(Family(f"{op.lower()}-operands", op, [_binary(op, k) for k in ("tensor", "channel", "scalar")],
+                          constraints, note="a second input of the same shape, per channel, a scalar constant"))
+    dtypes = [{"id": "add-input-dtype", "input": 0, "dtype": ["float32", "float16", "int8", "int32"]}]
+    out.append(Family("add-dtypes", "Add", [_binary("Add", "tensor", d) for d in ("float16", "int8", "int32", "int64")],
+                      dtypes, note="input dtypes"))
+    out.append(Family("relu-dtypes", "Relu", [single(f"relu-{_dims(X)}-{d}", "Relu", {"x": (d, X)})
+                                              for d in ("float16", "int8", "int32", "int64")],
+                      [{"id": "relu-input-float", "input": 0, "dtype": ["float32", "float16"]}],
+                      note="input dtypes"))
+    out.append(Family("where-condition", "Where", [
+        single("where-bool-condition", "Where", {"x": ("bool", X), "a": ("float32", X), "b": ("float32", X)},
+               None, ["a", "b"])]))
+    return out
+
+
+def rank_families() -> list[Family]:
+    shapes = [[64], [4, 64], [2, 4, 64], [1, 16, 32, 32], [1, 2, 4, 8, 16]]
+    return [Family("relu-ranks", "Relu", [single(f"relu-rank{len(s)}-{_dims(s)}", "Relu", {"x": ("float32", s)})
+                                          for s in shapes], note="ranks 1 to 5, last dim a multiple of 8"),
+            Family("add-ranks", "Add", [single(f"add-rank{len(s)}-{_dims(s)}", "Add",
+                                               {"x": ("float32", s), "x2": ("float32", s)}, None, ["x2"])
+                                        for s in shapes], note="ranks 1 to 5, last dim a multiple of 8")]
+
+
+def matmul_families() -> list[Family]:
+    return [
+        Family("matmul-operands", "MatMul", [
+            single("matmul-rank4-const-weight", "MatMul", None, {"w": f32(32, 16)}, ["w"]),
+            single("matmul-rank3-const-weight", "MatMul", {"x": ("float32", [1, 32, 64])}, {"w": f32(64, 32)}, ["w"]),
+            single("matmul-rank4-two-tensors", "MatMul", {"x": ("float32", [1, 2, 16, 32]),
+                                                          "x2": ("float32", [1, 2, 32, 16])}, None, ["x2"])]),
+        Family("gemm-const-weight", "Gemm", [
+            single("gemm-1x64-by-64x32", "Gemm", {"x": ("float32", [1, 64])}, {"w": f32(32, 64), "b": f32(32)},
+                   ["w", "b"], transB=1)]),
+    ]
+
+
+def recurrent_families() -> list[Family]:
+    h, i = 16, 16
+    xs = {"x": ("float32", [4, 1, i])}
+    return [Family("lstm", "LSTM", [single("lstm-seq4-h16", "LSTM", xs, {"w": f32(1, 4 * h, i), "r": f32(1, 4 * h, h)},
+                                           ["w", "r"], hidden_size=h)]),
+            Family("gru", "GRU", [single("gru-seq4-h16", "GRU", xs, {"w": f32(1, 3 * h, i), "r": f32(1, 3 * h, h)},
+                                         ["w", "r"], hidden_size=h)])]
+
+
+# --- pattern and adapter families --------------------------------------------------------
+
+def _after_conv(pid: str, body: Callable[[str], list[onnx.NodeProto]], inits: dict[str, Any] | None = None) -> Point:
+    """Conv -> the pattern (reading the Conv's output c), as networks write activations."""
+    def build() -> onnx.ModelProto:
+        conv = node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+        return model([conv, *body("c")], None, {"cw": f32(16, 16, 3, 3), **(inits or {})})
+    return Point(pid, build)
+
+
+def _hardswish(pid: str, hi: float, div: float) -> Point:
+    def body(x: str) -> list[onnx.NodeProto]:
+        return [node("Add", [x, "three"], ["a"], name="hs_add"),
+                node("Clip", ["a", "zero", "hi"], ["b"], name="hs_clip"),
+                node("Mul", [x, "b"], ["m"], name="hs_mul"), node("Div", ["m", "div"], ["y"], name="hs_div")]
+    return _after_conv(pid, body, {"three": np.float32(3), "zero": np.float32(0), "hi": np.float32(hi),
+                                   "div": np.float32(div)})
+
+
+def _gelu(pid: str, root: float, half_first: bool) -> Point:
+    def body(x: str) -> list[onnx.NodeProto]:
+        head = [node("Div", [x, "root"], ["d"], name="gelu_div"), node("Erf", ["d"], ["e"], name="gelu_erf"),
+                node("Add", ["e", "one"], ["a"], name="gelu_add")]
+        if half_first:
+            return [*head, node("Mul", ["a", "half"], ["h"], name="gelu_half"),
+                    node("Mul", [x, "h"], ["y"], name="gelu_mul")]
+        return [*head, node("Mul", [x, "a"], ["m"], name="gelu_mul"),
+                node("Mul", ["m", "half"], ["y"], name="gelu_half")]
+    return _after_conv(pid, body, {"root": np.float32(root), "one": np.float32(1), "half": np.float32(0.5)})
+
+
+def _silu(pid: str, same: bool) -> Point:
+    def build() -> onnx.ModelProto:
+        nodes = [node("Conv", ["x", "cw"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                 node("Sigmoid", ["c"], ["s"], name="silu_sigmoid"),
+                 node("Mul", ["c" if same else "x", "s"], ["y"], name="silu_mul")]
+        return model(nodes, None, {"cw": f32(16, 16, 3, 3)})
+    return Point(pid, build)
+
+
+def _attention(pid: str, scale: bool, axis: int = -1) -> Point:
+    def build() -> onnx.ModelProto:
+        nodes = [node("MatMul", ["q", "kt"], ["s"], name="att_scores")]
+        last = "s"
+        if scale:
+            nodes.append(node("Div", ["s", "c"], ["sd"], name="att_scale"))
+            last = "sd"
+        nodes += [node("Softmax", [last], ["p"], name="att_softmax", axis=axis),
+                  node("MatMul", ["p", "v"], ["y"], name="att_context")]
+        qkv = {"q": ("float32", [1, 2, 16, 32]), "kt": ("float32", [1, 2, 32, 16]), "v": ("float32", [1, 2, 16, 32])}
+        return model(nodes, qkv, {"c": np.float32(5.657)} if scale else {})
+    return Point(pid, build)
+
+
+def pattern_families() -> list[Family]:
+    return [
+        Family("pattern-hardswish", "HardSwish", [_hardswish("hardswish-after-conv", 6, 6),
+                                                  _hardswish("hardswish-near-miss-clip-0-5", 5, 6),
+                                                  _hardswish("hardswish-near-miss-div-5", 6, 5)],
+               kind=PATTERN, pattern="hardswish-add-clip-mul-div"),
+        Family("pattern-gelu", "GELU", [_gelu("gelu-after-conv", 1.4142135, False),
+                                        _gelu("gelu-near-miss-div-1.5", 1.5, False)],
+               kind=PATTERN, pattern="gelu-erf"),
+        Family("pattern-gelu-half-first", "GELU", [_gelu("gelu-half-first-after-conv", 1.4142135, True),
+                                                   _gelu("gelu-half-first-near-miss-div-1.5", 1.5, True)],
+               kind=PATTERN, pattern="gelu-erf-half-first"),
+        Family("pattern-silu", "SiLU", [_silu("silu-after-conv", True), _silu("silu-near-miss-other-input", False)],
+               kind=PATTERN, pattern="silu-sigmoid-mul"),
+        Family("pattern-attention", "SDPAttention", [_attention("attention-scaled", True),
+                                                     _attention("attention-unscaled", False),
+                                                     _attention("attention-softmax-axis2", True, axis=2)],
+               kind=PATTERN, pattern="attention-matmul-div-softmax-matmul"),
+    ]
+
+
+def _adapted(shape: list[int]) -> Point:
+    return single(f"adapter-relu-{_dims(shape)}", "Relu", {"x": ("float32", shape)})
+
+
+def adapter_families() -> list[Family]:
+    shapes = [[2, 8], [2, 10], [2, 12], [2, 16], [1, 17], [1, 24], [2, 4, 12], [2, 4, 16], [1, 2, 3, 4, 12],
+              [1, 2, 3, 4, 16], [33], [40]]
+    return [Family("rank-adapters", "Reshape", [_adapted(s) for s in shapes], kind=ADAPTER,
+                   note="Relu on inputs of rank 1, 2, 3 and 5, last dim around multiples of 8")]
+
+
+# --- the sweeps ---------------------------------------------------------------------------
+
+def _tiny_transpose(d: int) -> Point:
+    return between(f"transpose-1x2x{d}x4", "Transpose", [1, 2, d, 4], perm=[0, 1, 3, 2])
+
+
+def tiny() -> list[Family]:
+    """Boundaries chosen on purpose, few points: a dim around 8192 (axis 2 only), pads x count_include_pad."""
+    return [
+        Family("transpose-dim2-around-8192", "Transpose", [_tiny_transpose(8192), _tiny_transpose(8200)],
+               [{"id": "transpose-dim2-max-8192", "input": 0, "dim": {"axis": 2, "max": 8192}}]),
+        Family("averagepool-pads-count-include-pad", "AveragePool",
+               [_pool("AveragePool", 3, 1, 0), _pool("AveragePool", 3, 1, 1), _pool("AveragePool", 3, 0, 0)],
+               [{"id": "averagepool-pads-count-include-pad", "any_of": [
+                   {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}]}]),
+        Family("relu", "Relu", [single(f"relu-{_dims(X)}", "Relu")]),
+        Family("erf", "Erf", [single(f"erf-{_dims(X)}", "Erf")]),
+    ]
+
+
+def standard() -> list[Family]:
+    """The sweep behind the built-in rknn-rk3588 profile."""
+    return [*conv_families(), convtranspose_family(), *resize_families(), *pool_families(), reshape_family(),
+            transpose_family(), slice_family(), pad_family(), *unary_families(), *binary_families(),
+            *rank_families(), *matmul_families(), *recurrent_families(), *pattern_families(), *adapter_families()]
+
+
+SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard}
