@@ -131,7 +131,9 @@ def check_contract(
             keep.model_path = copy_model(contract.onnx_path, keep.folder)
         model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
-        _probe_stage(contract, contract.onnx_path, result, timings)
+        if contract.probe is not None:
+            with tempfile.TemporaryDirectory(prefix="npu-gate-probe-") as work:
+                _probe_stage(contract, rewriting.compiled_path(contract.onnx_path, Path(work)), result, timings)
         result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
     else:
         result = _check_torch(contract, settings, timings, keep, rewriting)
@@ -179,7 +181,8 @@ def _check_torch(
         if spec.compare_exporters:
             result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
                                                          result, timings)
-        _probe_stage(contract, outcome.onnx_path, result, timings)
+        probed = outcome.onnx_path if rewriting is None else rewriting.compiled_path(outcome.onnx_path, Path(work))
+        _probe_stage(contract, probed, result, timings)
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result

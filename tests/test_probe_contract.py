@@ -95,3 +95,21 @@ def test_missing_compiler_venv_stops_the_check(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"}))
     assert run.code == 2
     assert "no-such-venv/bin/python: no rknn-toolkit2 environment there" in run.err
+
+
+def test_the_probe_builds_the_rewritten_graph_the_gate_checks(contract) -> None:
+    """With rewrites, the gate checks the rewritten graph: the compiler must build that one,
+    not the file as given, or `decide: measured` would judge a graph nobody gated."""
+    path = contract({"compiler": "fake", "target": "fake1", "decide": "measured"}, rewrites=["fuse-hardswish"])
+    result = check_contract(load_contract(path), today=TODAY)
+    probed = [(n["name"], n["op_type"]) for n in result.stages["probe"]["nodes"]]
+    gated = [(n.name, n.op_type) for n in result.nodes]
+    assert [op for _, op in probed] == [op for _, op in gated] == ["Conv", "HardSwish"]
+    assert probed == gated
+    assert result.stages["rewrites"]["applied"] == ["fuse-hardswish (1 regions)"]
+
+
+def test_without_rewrites_the_probe_builds_the_file_as_given(contract) -> None:
+    result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1"})), today=TODAY)
+    assert [n["op_type"] for n in result.stages["probe"]["nodes"]] == [n.op_type for n in result.nodes]
+    assert "Clip" in [n["op_type"] for n in result.stages["probe"]["nodes"]]

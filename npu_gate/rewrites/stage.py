@@ -110,6 +110,20 @@ class Rewriting:
         path.write_bytes(self.checked.SerializeToString())
         return path
 
+    def compiled_path(self, source: Path, work: Path) -> Path:
+        """The file a compiler probe builds: the graph the gate checks, so the rewritten one
+        when rewrites were applied, written to ``work`` with the source's external data
+        files copied beside it (their locations are relative to the model)."""
+        if not self.applied or self.checked is None:
+            return source
+        from npu_gate.model_file import copy_model
+
+        folder = work / "probe-model"
+        copy_model(source, folder, "original.onnx")
+        path = folder / "rewritten.onnx"
+        path.write_bytes(self.checked.SerializeToString())
+        return path
+
     # 2 ---------------------------------------------------------------------------------
     def evaluate(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         if self.checked is None or self.original is None or "node_count" not in result.summary:
