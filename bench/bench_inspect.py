@@ -11,6 +11,11 @@ Targets (issue 2): inspect <= 0.5x onnxruntime's check_onnx_model_mobile_usabili
 with `--json FILE` (the CI step's form; the JSON of a 50k-node graph is ~30 MB, one line
 per node) and without (text summary only). PASS/FAIL is judged on the `--json` form.
 
+``--profile`` chooses the profile (default ``demo``: it supports Conv/Add/Mul but not
+Relu/Clip, so placements alternate and the 50k graph has ~25k partitions and ~40k
+boundary crossings, the worst case for the partition passes; ``rknn-toolkit2-v2.1``
+supports every op of the graph: one partition).
+
 ``--phases`` adds an in-process breakdown (where the time goes inside one `inspect`),
 beside the floor measured the same way. In-process figures exclude interpreter start-up
 and imports (~1 s for onnx alone), which both sides pay.
@@ -71,9 +76,9 @@ def load_average() -> str:
         return "n/a"
 
 
-def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path) -> None:
+def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str) -> None:
     py = sys.executable
-    env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, median of {repeat}"
+    env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, median of {repeat}, profile {profile}"
     print(f"load average before: {load_average()}  ({env_note})")
     header = (f"{'nodes':>7} {'floor s':>8} {'insp s':>7} {'insp+json s':>11} {'json MB':>8} "
               f"{'ort s':>7} {'json/floor':>10} {'json/ort':>9} {'plain/floor':>11} {'plain/ort':>9}  "
@@ -85,8 +90,8 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path) -> None:
         out = tmp / f"r{n}.json"
         commands = {
             "floor": [py, "-c", FLOOR, str(path)],
-            "plain": [py, "-m", "npu_gate", "inspect", str(path), "-q"],
-            "json": [py, "-m", "npu_gate", "inspect", str(path), "-q", "--json", str(out)],
+            "plain": [py, "-m", "npu_gate", "inspect", str(path), "-q", "--profile", profile],
+            "json": [py, "-m", "npu_gate", "inspect", str(path), "-q", "--profile", profile, "--json", str(out)],
         }
         if not skip_ort:
             commands["ort"] = [py, "-m", "onnxruntime.tools.check_onnx_model_mobile_usability", str(path)]
@@ -138,7 +143,7 @@ def _timed(fn: Callable[..., Any], label: str, spent: dict[str, float]) -> Calla
     return wrapper
 
 
-def phases(sizes: list[int], tmp: Path) -> None:
+def phases(sizes: list[int], tmp: Path, profile_name: str) -> None:
     import importlib
 
     import onnx
@@ -155,7 +160,7 @@ def phases(sizes: list[int], tmp: Path) -> None:
         for part in parents:
             owner = getattr(owner, part)
         setattr(owner, name, _timed(getattr(owner, name), label, spent))
-    profile = load_profile("demo", ROOT, where="--profile")
+    profile = load_profile(profile_name, ROOT, where="--profile")
     print(f"\nin-process phases (seconds; load average {load_average()})")
     for n in sizes:
         path = tmp / f"g{n}.onnx"
@@ -182,15 +187,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000])
     parser.add_argument("--repeat", type=int, default=5, help="runs per command (median)")
     parser.add_argument("--skip-ort", action="store_true", help="skip the (slow) ORT usability checker")
+    parser.add_argument("--profile", default="demo", help="profile passed to inspect (default: demo)")
     parser.add_argument("--phases", action="store_true", help="also print an in-process phase breakdown")
     parser.add_argument("--phases-only", action="store_true", help="only the in-process breakdown")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         if not args.phases_only:
-            bench(args.sizes, args.repeat, args.skip_ort, tmp)
+            bench(args.sizes, args.repeat, args.skip_ort, tmp, args.profile)
         if args.phases or args.phases_only:
-            phases(args.sizes, tmp)
+            phases(args.sizes, tmp, args.profile)
 
 
 if __name__ == "__main__":
