@@ -12,7 +12,7 @@ with `--json FILE` (the CI step's form; the JSON of a 50k-node graph is ~30 MB, 
 per node) and without (text summary only). PASS/FAIL is judged on the `--json` form.
 
 ``--profile`` chooses the profile (default ``demo``: it supports Conv/Add/Mul but not
-Relu/Clip, so placements alternate and the 50k graph has ~25k partitions and ~40k
+Relu/Clip, so placements alternate and the 50k graph has 40k partitions and ~40k
 boundary crossings, the worst case for the partition passes; ``rknn-toolkit2-v2.1``
 supports every op of the graph: one partition).
 
