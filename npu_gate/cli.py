@@ -579,13 +579,13 @@ def _profile(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
         else:
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p)))
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir="."))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
     for name in builtin_profile_names():
         p = load_profile(name)
-        text = profile_docs.render_markdown(p, _origin(p))
+        text = profile_docs.render_markdown(p, _origin(p), page_dir=str(out))
         target = out / f"{name}.md"
         current = target.read_text(encoding="utf-8") if target.is_file() else None
         if current == text:

@@ -7,6 +7,8 @@ reviewed data, but it is still escaped for Markdown tables (pipes, angle bracket
 
 from __future__ import annotations
 
+import posixpath
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -128,12 +130,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
 
 
-def link(url: str, label: str = "doc") -> str:
+def link(url: str, label: str = "doc", base: str | None = None) -> str:
+    """A Markdown link; ``base``: the folder, relative to the page, that a relative ``url``
+    (a profile's own file reference, e.g. its calibration record) is relative to."""
+    if base is not None and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|#", url):
+        url = posixpath.normpath(posixpath.join(base, url.split("#", 1)[0]))  # no anchors in JSON files
     return f"[{label}]({quote(url, safe=':/?#&=%.-_~+,;@')})"
 
 
-def render_markdown(profile: Profile, origin: str) -> str:
-    """A supported-operators page for one profile."""
+def render_markdown(profile: Profile, origin: str, page_dir: str = "docs/profiles") -> str:
+    """A supported-operators page for one profile, to be written into ``page_dir`` (relative
+    to the repository, like a built-in's ``origin``: relative file references in the profile
+    are rewritten to resolve from the page)."""
+    base = None if posixpath.isabs(origin) else posixpath.relpath(posixpath.dirname(origin) or ".", page_dir)
     lines = [
         f"# Target profile `{profile.name}`",
         "",
@@ -151,7 +160,7 @@ def render_markdown(profile: Profile, origin: str) -> str:
     docs = {c.get("doc") for spec in profile.ops.values() for c in spec.get("constraints", [])}
     common = docs.pop() if len(docs) == 1 else None  # one link for all: say it once
     if common:
-        lines.append(f"| constraints documented at | {link(common, _cell(common))} |")
+        lines.append(f"| constraints documented at | {link(common, _cell(common), base)} |")
     lines += [f"| ops | {len(profile.ops)} |", ""]
     lines += [
         "A profile check is a static prediction, not a device result. A listed op is predicted "
@@ -166,7 +175,7 @@ def render_markdown(profile: Profile, origin: str) -> str:
                 continue
             lines.append(f"- {_cell(describe_limit(key, value))} (`{LIMIT_IDS[key]}`)")
         if profile.limits.get("doc"):
-            lines.append(f"- source: {link(profile.limits['doc'])}")
+            lines.append(f"- source: {link(profile.limits['doc'], base=base)}")
         lines.append("")
     lines += [
         f"## Supported operators ({len(profile.ops)})",
@@ -182,15 +191,15 @@ def render_markdown(profile: Profile, origin: str) -> str:
             if c.get("message"):
                 text += f" — “{_cell(c['message'])}”"
             if c.get("doc") and c["doc"] != common:
-                text += f" ({link(c['doc'])})"
+                text += f" ({link(c['doc'], base=base)})"
             cells.append(text)
         if spec.get("note"):
             cells.append(f"*Note:* {_cell(spec['note'])}")
         lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
     if profile.patterns:
-        lines += ["", *render_patterns(profile)]
+        lines += ["", *render_patterns(profile, base)]
     if profile.rank_adapters:
-        lines += ["", *render_rank_adapters(profile.rank_adapters)]
+        lines += ["", *render_rank_adapters(profile.rank_adapters, base)]
     return "\n".join(lines) + "\n"
 
 
@@ -211,7 +220,7 @@ def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:
     return " → ".join(parts)
 
 
-def render_patterns(profile: Profile) -> list[str]:
+def render_patterns(profile: Profile, base: str | None = None) -> list[str]:
     lines = [
         f"## Fused patterns ({len(profile.patterns)})",
         "",
@@ -229,7 +238,7 @@ def render_patterns(profile: Profile) -> list[str]:
             becomes += "<br>" + "<br>".join(conditions)
         evidence = _cell(p.get("evidence", ""))
         if p.get("doc"):
-            evidence += f" ({link(p['doc'])})"
+            evidence += f" ({link(p['doc'], base=base)})"
         if p.get("note"):
             evidence += f"<br>*Note:* {_cell(p['note'])}"
         lines.append(f"| `{p['name']}` | {becomes} | {_cell(describe_pattern_nodes(p['nodes']))} | {evidence} |")
@@ -277,7 +286,7 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_rank_adapters(rule: dict[str, Any]) -> list[str]:
+def render_rank_adapters(rule: dict[str, Any], base: str | None = None) -> list[str]:
     when = rule.get("npu_when")
     where = "on CPU"
     if when:
@@ -293,5 +302,5 @@ def render_rank_adapters(rule: dict[str, Any]) -> list[str]:
     if rule.get("note"):
         lines.append(f"- *Note:* {_cell(rule['note'])}")
     if rule.get("doc"):
-        lines.append(f"- source: {link(rule['doc'])}")
+        lines.append(f"- source: {link(rule['doc'], base=base)}")
     return lines

@@ -9,8 +9,8 @@ from urllib.parse import unquote
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# The generated pages under docs/profiles/ are not checked: their `doc` links come verbatim from the profiles.
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# The generated pages under docs/profiles/ too: a profile's relative `doc` references are rewritten to resolve there.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "profiles").glob("*.md"))]
 
 CODE_SPAN = re.compile(r"(`+).*?\1")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

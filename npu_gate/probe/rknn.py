@@ -1,6 +1,6 @@
 """Rockchip RKNN-Toolkit2: compiles ONNX for Rockchip NPUs offline on x86 and prints an op table.
 
-Facts this module relies on (measured with rknn-toolkit2 2.5.0, see the README):
+Facts this module relies on (measured with rknn-toolkit2 2.5.0, see docs/rknn.md):
 - with ``verbose=True`` the build prints a "Network Layer Information Table" whose
   ``Target`` column is NPU or CPU and whose ``FullName`` is ``OpType:node`` of the
   toolkit's last graph;
