@@ -608,7 +608,7 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     record_path = out.with_name(out.stem + ".calibration.json")
     if args.from_record:
-        record = json.loads(Path(args.from_record).read_text(encoding="utf-8"))
+        record = calibrate.load_record(Path(args.from_record))
     else:
         from npu_gate.probe import get_compiler
 

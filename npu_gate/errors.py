@@ -28,5 +28,9 @@ class ProfileError(GateError):
     """A target profile is invalid or unknown."""
 
 
+class RecordError(GateError):
+    """A calibration record (``profile calibrate --from-record``) is invalid or does not fit its sweep."""
+
+
 class ModelError(GateError):
     """A model file cannot be read as ONNX, or its factory cannot be imported."""

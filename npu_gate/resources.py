@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("contract", "profile", "result", "diff", "probe")
+SCHEMA_NAMES = ("contract", "profile", "result", "diff", "probe", "calibration")
 
 
 def schema_dir() -> Path:
@@ -25,7 +25,7 @@ def schema_dir() -> Path:
 
 @cache
 def load_schema(name: str) -> dict[str, Any]:
-    """Load one of the bundled JSON Schemas by short name (contract, profile, result, diff)."""
+    """Load one of the bundled JSON Schemas by short name (see ``SCHEMA_NAMES``)."""
     if name not in SCHEMA_NAMES:
         raise KeyError(name)
     with open(schema_dir() / f"{name}.schema.json", encoding="utf-8") as f:

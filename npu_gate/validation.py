@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from npu_gate.resources import load_schema
+from npu_gate.resources import SCHEMA_NAMES, load_schema
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -53,7 +54,7 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
     """All schema violations of ``document``, sorted by location, one line each."""
     from jsonschema import Draft202012Validator
 
-    validator = Draft202012Validator(load_schema(schema_name))
+    validator = Draft202012Validator(load_schema(schema_name), registry=schema_registry())
     errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.path)), e.message))
     lines = []
     for err in errors:
@@ -64,3 +65,13 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
             message = f"{message} ({best.message})"
         lines.append(f"{label}: {json_path(err.absolute_path)}: {message}")
     return lines
+
+
+@cache
+def schema_registry() -> Any:
+    """The bundled schemas by ``$id``, so that one can refer to another's definitions
+    (the calibration record's candidate patterns are checked as profile patterns)."""
+    from referencing import Registry, Resource
+
+    schemas = [load_schema(name) for name in SCHEMA_NAMES]
+    return Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in schemas)

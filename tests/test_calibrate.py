@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_json
+from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_document, record_json
 from npu_gate.calibrate.diff import diff_profiles
 from npu_gate.calibrate.infer import compiler_fused, derive
 from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, X, between, single
+from npu_gate.probe.base import ACTUALS, STATUSES
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.profile import load_profile
-from npu_gate.resources import builtin_profile_names, profile_dir
+from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
+from npu_gate.validation import schema_problems
 
 TINY = {f.op: f for f in SWEEPS["tiny"]()}
 
@@ -268,6 +270,7 @@ def test_calibrate_on_the_fake_compiler(run_cli, tmp_path: Path) -> None:
         ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
     assert record["verdicts"]["Erf"]["verdict"] == "cpu"
     assert record["compiler"] == {"name": "fake-compiler", "version": "0.1", "target": "fake1"}
+    assert schema_problems(record, "calibration", "record") == []
     assert json.loads((tmp_path / "fake-cal.diff.json").read_text(encoding="utf-8"))["ops_added"] == [
         "AveragePool", "Relu", "Transpose"]
     assert (tmp_path / "fake-cal.diff.md").is_file()
@@ -304,6 +307,10 @@ def test_a_crash_and_a_hang_cost_their_point_and_the_sweep_goes_on(tmp_path: Pat
     assert crash["log_tail"] == ["I fake-compiler version: 0.1", " 100%", "fatal: about to crash"]
     assert hang["error"] == "timed out after 2 s (stage: load)"
     assert record["timings"]["processes"] == 3 and record["timings"]["mode"] == "batch"
+    doc = record_document(record, name="relus", record_name="relus.calibration.json", sweep="tiny",
+                          command="npu-gate profile calibrate --sweep tiny", extends=None, patterns_from=None,
+                          candidates=candidates_from(None))
+    assert schema_problems({**doc, "verdicts": {}}, "calibration", "record") == []  # crashed points included
     responses = [json.loads((tmp_path / "work" / "points" / p / "attempt-1" / "response.json").read_text())
                  for p in ("first", "after-crash", "after-hang")]
     assert len({r["pid"] for r in responses}) == 3  # a new child after the crash and after the hang
@@ -322,6 +329,84 @@ def test_one_process_per_point_when_asked(tmp_path: Path) -> None:
     assert [(p["point"], p["device"]) for p in single_["points"]] == expected
     assert (batch["timings"]["processes"], single_["timings"]["processes"]) == (1, 2)
     assert single_["timings"]["mode"] == "process per point"
+
+
+# --- the record's schema (schemas/calibration.schema.json) ----------------------------------
+
+def _builtin_record() -> dict[str, Any]:
+    return json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+
+
+def test_the_builtin_record_matches_the_schema() -> None:
+    """Every kind of point (op, pattern, adapter, crashed, failed) and of verdict is in it."""
+    record = _builtin_record()
+    assert schema_problems(record, "calibration", "record") == []
+    assert {p["status"] for p in record["points"]} == set(STATUSES)
+    assert {v["verdict"] for v in record["verdicts"].values()} == {
+        "npu", "cpu", "constrained", "unexplained", "confirmed", "contradicted"}
+
+
+def test_the_schema_enums_are_the_writers() -> None:
+    defs = load_schema("calibration")["$defs"]
+    assert defs["point"]["properties"]["status"]["enum"] == list(STATUSES)
+    assert defs["actual"]["enum"] == [*ACTUALS, None]
+    assert load_schema("calibration")["properties"]["sweep"]["enum"] == list(SWEEPS)
+
+
+def test_a_broken_record_fails_with_json_paths() -> None:
+    record = _builtin_record()
+    record["points"][0]["status"] = "skipped"
+    del record["points"][1]["device"]
+    pattern_point = next(p for p in record["points"] if p["family"] == "pattern-silu")
+    pattern_point["device"] = "npu"
+    record["points"][2]["error"] = "boom"  # without its log_tail
+    record["candidates"]["patterns"][0]["becomes"] = "Hard Swish"  # checked as a profile pattern
+    record["verdicts"]["Resize"]["verdict"] = "constrained"  # without its constraints
+    record["verdicts"]["rank_adapters"]["points"][0][1]["measured"] = ["gpu"]
+    record["timings"]["mode"] = "threads"
+    record["notes"] = "hand-edited"
+    i = record["points"].index(pattern_point)
+    assert schema_problems(record, "calibration", "r.json") == [
+        "r.json: (root): Additional properties are not allowed ('notes' was unexpected)",
+        "r.json: candidates.patterns[0].becomes: 'Hard Swish' does not match '^[A-Za-z][A-Za-z0-9_]*$'",
+        "r.json: points[0].status: 'skipped' is not one of ['ok', 'failed', 'crashed']",
+        "r.json: points[1]: 'device' is a required property",
+        "r.json: points[2]: 'log_tail' is a dependency of 'error'",
+        f"r.json: points[{i}].device: 'npu' should not be valid under {{}}",
+        "r.json: timings.mode: 'threads' is not one of ['batch', 'process per point']",
+        "r.json: verdicts.Resize: 'constraints' is a required property",
+        "r.json: verdicts.rank_adapters.points[0][1].measured[0]: 'gpu' is not one of ['npu', 'cpu']",
+    ]
+
+
+def test_from_record_reports_a_broken_record_in_one_line_per_problem(run_cli, tmp_path: Path) -> None:
+    record = _builtin_record()
+    record["points"][3]["seconds"] = -1
+    del record["compiler"]["version"]
+    path = tmp_path / "bad.calibration.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    run = run_cli("profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "p.json", "--from-record", path)
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {path}: compiler: 'version' is a required property\n"
+                       f"npu-gate: error: {path}: points[3].seconds: -1 is less than the minimum of 0\n")
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_from_record_refuses_a_record_of_another_sweep_unreadable_or_missing(run_cli, tmp_path: Path) -> None:
+    record = _builtin_record()
+    del record["points"][:2]
+    path = tmp_path / "old.calibration.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    args = ["profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "p.json", "--from-record"]
+    run = run_cli(*args, path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}: points: no measurement for 2 point(s) of the "
+                                      f"standard sweep, e.g. conv-k1: the record was made with another sweep\n")
+    path.write_text("{", encoding="utf-8")
+    run = run_cli(*args, path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}:1:2: invalid JSON: Expecting property name "
+                                      f"enclosed in double quotes\n")
+    run = run_cli(*args, tmp_path / "none.json")
+    assert (run.code, run.err) == (2, f"npu-gate: error: {tmp_path / 'none.json'}: file not found\n")
 
 
 # --- on the real compiler -------------------------------------------------------------------

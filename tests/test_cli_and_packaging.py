@@ -33,6 +33,15 @@ def test_schemas_load_and_are_valid():
         assert schema["$id"]
 
 
+def test_every_schema_is_listed_and_ships_in_the_wheel():
+    """The wheel force-includes schemas/ as npu_gate/schemas; load_schema knows each file by name."""
+    files = sorted(p.name for p in (REPO / "schemas").glob("*.json"))
+    assert files == sorted(f"{name}.schema.json" for name in SCHEMA_NAMES)
+    assert "calibration.schema.json" in files
+    wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["force-include"] == {"schemas": "npu_gate/schemas"}
+
+
 def test_rule_ids_are_kebab_case_documented_and_not_retired():
     assert set(RULES) >= ISSUE_RULE_IDS
     for rule in RULES.values():

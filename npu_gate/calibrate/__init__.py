@@ -5,9 +5,9 @@ Two steps, kept apart so the second can be replayed without the compiler:
 1. ``measure``: every point of the sweep (sweeps.py) is built and probed with the compiler
    plug-in (npu_gate/probe/), in one long-lived child process when the plug-in's driver has
    a batch mode (probe/batch.py; a crash or a timeout costs that point and a restart), one
-   child process per point otherwise. The result is the calibration record: per point the
-   status, where the measured node ran, what every node became and the ops the compiler
-   added.
+   child process per point otherwise. The result is the calibration record
+   (schemas/calibration.schema.json): per point the status, where the measured node ran,
+   what every node became and the ops the compiler added.
 2. ``infer.derive``: the profile, from the record and the sweep's hypotheses only (see
    infer.py). The checked-in built-in profile is re-derived from its checked-in record by
    the test suite, so the two cannot drift apart.
@@ -26,7 +26,7 @@ from typing import Any
 
 from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
 
-__all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "measure", "measured_point"]
+__all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure", "measured_point"]
 
 RECORD_VERSION = "calibration-1.0"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
@@ -126,6 +126,28 @@ def candidates_from(profile: Any) -> dict[str, Any]:
     if profile is None:
         return {"patterns": [], "rank_adapters": None}
     return {"patterns": [dict(p) for p in profile.patterns], "rank_adapters": profile.rank_adapters}
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    """A calibration record given by the user (``--from-record``), checked against
+    schemas/calibration.schema.json and its sweep; every problem one line (a RecordError)."""
+    from npu_gate.calibrate.infer import unmeasured
+    from npu_gate.errors import RecordError
+    from npu_gate.validation import read_document, schema_problems
+
+    label = str(path)
+    try:
+        record = read_document(path, label)
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
+    problems = schema_problems(record, "calibration", label)
+    if problems:
+        raise RecordError(*problems)
+    missing = unmeasured(record, SWEEPS[record["sweep"]]())
+    if missing:
+        raise RecordError(f"{label}: points: no measurement for {len(missing)} point(s) of the {record['sweep']} "
+                          f"sweep, e.g. {missing[0]}: the record was made with another sweep")
+    return record  # type: ignore[no-any-return]
 
 
 def derive_profile(record: dict[str, Any], families: list[Family] | None = None) -> tuple[dict[str, Any], Any]:

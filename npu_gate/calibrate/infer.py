@@ -73,7 +73,7 @@ class _Checker:
 def derive(record: dict[str, Any], families: list[Family], base: Any = None) -> Derived:
     """The profile's ops, patterns and rank adapters from ``record`` (see the module doc)."""
     measured = {p["point"]: p for p in record["points"]}
-    missing = [p.id for f in families for p in f.points if p.id not in measured]
+    missing = unmeasured(record, families)
     if missing:
         raise ValueError(f"the record has no measurement for {len(missing)} sweep point(s), e.g. {missing[0]}: "
                          f"it was made with another sweep")
@@ -106,6 +106,12 @@ def derive(record: dict[str, Any], families: list[Family], base: Any = None) -> 
     finally:
         checker.close()
     return out
+
+
+def unmeasured(record: dict[str, Any], families: list[Family]) -> list[str]:
+    """Ids of the sweep points ``record`` has no measurement for (it was made with another sweep)."""
+    measured = {p["point"] for p in record["points"]}
+    return [p.id for f in families for p in f.points if p.id not in measured]
 
 
 def on_npu(m: dict[str, Any]) -> bool:
