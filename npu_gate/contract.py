@@ -16,7 +16,7 @@ from typing import Any
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.profile import Profile, load_profile
 from npu_gate.rules import RULES
-from npu_gate.validation import read_document, schema_problems
+from npu_gate.validation import read_valid_document
 
 CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
 FLOAT_DTYPES = ("float32", "float16")
@@ -153,13 +153,7 @@ def find_contract(arg: str | None) -> Path:
 def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
     """Load and validate a contract. ``check_onnx=False``: see ``profile.load_profile``."""
     label = str(path)
-    try:
-        doc = read_document(path, label)
-    except ValueError as exc:
-        raise ContractError(str(exc)) from None
-    problems = schema_problems(doc, "contract", label)
-    if problems:
-        raise ContractError(*problems)
+    doc = read_valid_document(path, "contract", ContractError)
     problems = _semantic_problems(doc, label)
     folder = path.resolve().parent
     profile: Profile | None = None

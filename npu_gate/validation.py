@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from npu_gate.errors import GateError
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 
 
@@ -65,6 +66,20 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
             message = f"{message} ({best.message})"
         lines.append(f"{label}: {json_path(err.absolute_path)}: {message}")
     return lines
+
+
+def read_valid_document(path: Path, schema_name: str, error: type[GateError]) -> Any:
+    """The document at ``path``, valid against the named schema; otherwise ``error`` with
+    one line per problem (file, JSON path, message)."""
+    label = str(path)
+    try:
+        document = read_document(path, label)
+    except ValueError as exc:
+        raise error(str(exc)) from None
+    problems = schema_problems(document, schema_name, label)
+    if problems:
+        raise error(*problems)
+    return document
 
 
 @cache

@@ -133,16 +133,10 @@ def load_record(path: Path) -> dict[str, Any]:
     schemas/calibration.schema.json and its sweep; every problem one line (a RecordError)."""
     from npu_gate.calibrate.infer import unmeasured
     from npu_gate.errors import RecordError
-    from npu_gate.validation import read_document, schema_problems
+    from npu_gate.validation import read_valid_document
 
     label = str(path)
-    try:
-        record = read_document(path, label)
-    except ValueError as exc:
-        raise RecordError(str(exc)) from None
-    problems = schema_problems(record, "calibration", label)
-    if problems:
-        raise RecordError(*problems)
+    record = read_valid_document(path, "calibration", RecordError)
     missing = unmeasured(record, SWEEPS[record["sweep"]]())
     if missing:
         raise RecordError(f"{label}: points: no measurement for {len(missing)} point(s) of the {record['sweep']} "
