@@ -66,3 +66,35 @@ def record(result: GateResult, profile: Profile, facts: GraphFacts, model_inputs
         if a["device"] == CPU:
             result.findings.append(Finding("rank-adapter", RULES["rank-adapter"].severity, a["reason"],
                                            evidence=profile.evidence))
+
+
+def partitions_with_adapters(result: GateResult) -> dict[str, int] | None:
+    """Predicted NPU/CPU partition counts with the predicted adapters as nodes of their device.
+
+    Each adapter is placed at the graph edge: an input adapter feeds the nodes that read its
+    tensor, an output adapter reads the node that writes its tensor. The partitions are then
+    formed as for the model's own nodes (partitions.py), so a CPU adapter after an NPU node is
+    one more CPU partition, and one next to a CPU node joins that node's partition. None when
+    the profile has no ``rank_adapters`` rule. Dependencies come from the top-level nodes' named
+    inputs (a control-flow body's implicit inputs are not in the result).
+    """
+    from npu_gate.partitions import partition_devices
+
+    if result.rank_adapters is None:
+        return None
+    nodes = [n for n in result.nodes if n.scope is None]
+    ins = [a for a in result.rank_adapters if a["at"] == "input"]
+    outs = [a for a in result.rank_adapters if a["at"] == "output"]
+    first = len(ins)  # index order: input adapters, the model's nodes, output adapters
+    source = {a["tensor"]: i for i, a in enumerate(ins)}
+    for i, node in enumerate(nodes):
+        for tensor in node.outputs:
+            source[tensor["name"]] = first + i
+    devices = [a["device"] for a in ins] + [n.placement for n in nodes] + [a["device"] for a in outs]
+    deps: list[list[int]] = [[] for _ in ins]
+    for i, node in enumerate(nodes):
+        reads = (source.get(t["name"]) for t in node.inputs)
+        deps.append(list(dict.fromkeys(s for s in reads if s is not None and s != first + i)))
+    deps += [[source[a["tensor"]]] if a["tensor"] in source else [] for a in outs]
+    parts = partition_devices(devices, deps)
+    return {NPU: sum(1 for p in parts if p.device == NPU), CPU: sum(1 for p in parts if p.device == CPU)}

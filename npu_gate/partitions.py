@@ -42,10 +42,14 @@ class Boundary:
 def build_partitions(
     facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
 ) -> list[Partition]:
-    device = [p.device for p in placements]
+    return partition_devices([p.device for p in placements], deps)
+
+
+def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partition]:
+    """Partitions of nodes given only their devices (npu / cpu / folded) and dependencies."""
     active = [d != FOLDED for d in device]
-    indegree = [0] * len(facts.nodes)
-    consumers: list[list[int]] = [[] for _ in facts.nodes]
+    indegree = [0] * len(device)
+    consumers: list[list[int]] = [[] for _ in device]
     for i, d in enumerate(deps):
         if not active[i]:
             continue

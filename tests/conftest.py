@@ -66,7 +66,10 @@ def validate_result(doc: dict[str, Any]) -> None:
     """Fail the test if ``doc`` does not match schemas/result.schema.json."""
     from jsonschema import Draft202012Validator
 
-    errors = list(Draft202012Validator(load_schema("result")).iter_errors(doc))
+    from npu_gate.validation import schema_registry
+
+    validator = Draft202012Validator(load_schema("result"), registry=schema_registry())  # stages.probe: probe's
+    errors = list(validator.iter_errors(doc))
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
 
 

@@ -23,15 +23,17 @@ from npu_gate.resources import load_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
+PROBE_1_1_SUMMARY_KEYS = ("adapters", "predicted_npu_partitions_with_adapters",
+                          "predicted_cpu_partitions_with_adapters")
 
 
 def _raw(name: str, attempt: int = 1) -> str:
     return (FIXTURES / name / "work" / f"attempt-{attempt}" / "compiler.log").read_bytes().decode("utf-8")
 
 
-def _replay(name: str) -> dict:
+def _replay(name: str, profile: str = "demo") -> dict:
     folder = FIXTURES / name
-    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile(profile))
     return result.to_dict()
 
 
@@ -99,11 +101,12 @@ def test_parse_log_errors_and_the_rule_to_disable() -> None:
 
 
 def test_final_graph_is_the_last_dump() -> None:
-    producers, consumers, ops = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
+    producers, consumers, ops, io = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
     assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
     assert consumers == {"/conv/Conv": ["/Add_2hs"], "/Add_2hs": []}
     assert ops == {"/conv/Conv": "Conv", "/Add_2hs": "HardSwish"}
-    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None)
+    assert io == {"/conv/Conv": [("input", "images")], "/Add_2hs": [("output", "out")]}
+    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None, None)
 
 
 # --- mapping back to the original nodes, replayed from the kept work folders ---
@@ -113,6 +116,12 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     recorded = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))
     replayed = _replay(name)
     _validate(replayed)
+    _validate(recorded)  # a probe-1.0 document is still valid
+    # The fixtures were recorded by probe-1.0; probe-1.1 only adds the summary's adapter keys.
+    assert (recorded.pop("schema_version"), replayed.pop("schema_version")) == ("probe-1.0", "probe-1.1")
+    if replayed["summary"]:
+        for key in PROBE_1_1_SUMMARY_KEYS:
+            replayed["summary"].pop(key)
     for doc in (recorded, replayed):
         doc.pop("timings")
         for attempt in doc["attempts"]:
@@ -211,6 +220,96 @@ def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:
         ("Reshape", "npu", "y-rs", []),
     ]
     assert doc["summary"]["compiler_added_ops"] == 2
+
+
+# --- predicted vs actual rank adapters (profile rank_adapters; rknn-rk3588-fused has the rule) ---
+
+def _adapters(doc: dict) -> tuple:
+    s = doc["summary"]
+    a = s["adapters"]
+    return ([(p["tensor"], p["side"], p["device"]) for p in a["predicted"]] if a["predicted"] is not None else None,
+            [(r["row"], r["op_type"], r["tensor"], r["side"], r["device"]) for r in a["actual"]], a["agree"],
+            (s["predicted_npu_partitions"], s["predicted_cpu_partitions"]),
+            (s["predicted_npu_partitions_with_adapters"], s["predicted_cpu_partitions_with_adapters"]),
+            (s["npu_segments"], s["cpu_segments"]), s["compiler_added_ops"])
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # CPU adapters at both ends (last dims 12 and 10): the plain 1/0 partitions became 1/2 with them,
+    # as the compiler's segments. The output Reshape comes from mm2's lowering (sources ["mm2"]), so
+    # compiler_added_ops counts only the input one; at the graph edge both are adapters.
+    ("rank2_odd_dims", ([("x", "input", "cpu"), ("y", "output", "cpu")],
+                        [(1, "Reshape", "x", "input", "cpu"), (6, "Reshape", "y", "output", "cpu")], True,
+                        (1, 0), (1, 2), (1, 2), 1)),
+    ("matmul_rank2", ([("x", "input", "npu"), ("y", "output", "npu")],
+                      [(1, "Reshape", "x", "input", "npu"), (5, "Reshape", "y", "output", "npu")], True,
+                      (1, 0), (1, 0), (1, 0), 2)),
+    ("gelu_head", ([("y", "output", "npu")], [(5, "Reshape", "y", "output", "npu")], True,
+                   (1, 0), (1, 0), (1, 0), 1)),
+    # 4-D in and out: no adapter predicted, none added
+    ("erf_between", ([], [], True, (2, 1), (2, 1), (2, 1), 0)),
+    # 3-D LayerNormalization the compiler ran on CPU alone: the rule predicts NPU adapters, the
+    # compiler added none (the whole graph is one CPU op)
+    ("layernorm_no_epsilon", ([("x", "input", "npu"), ("y", "output", "npu")], [], False,
+                              (1, 0), (1, 0), (0, 1), 0)),
+])
+def test_predicted_adapters_against_the_compiler_added_ones(name: str, expected: tuple) -> None:
+    doc = _replay(name, "rknn-rk3588-fused")
+    _validate(doc)
+    assert _adapters(doc) == expected
+
+
+@pytest.mark.parametrize("profile", ["rknn-rk3588", "demo"])
+def test_profile_without_an_adapter_rule_is_not_compared(profile: str) -> None:
+    doc = _replay("rank2_odd_dims", profile)
+    _validate(doc)
+    plain = {"rknn-rk3588": (1, 0), "demo": (0, 1)}[profile]
+    assert _adapters(doc) == (None, [(1, "Reshape", "x", "input", "cpu"), (6, "Reshape", "y", "output", "cpu")],
+                              None, plain, (None, None), (1, 2), 1)
+
+
+def test_adapter_lines_in_the_probe_reports() -> None:
+    from npu_gate.probe.report import text
+
+    folder = FIXTURES / "rank2_odd_dims"
+    fused = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("rknn-rk3588-fused"))
+    lines = text(fused).splitlines()
+    assert lines[3:5] == [
+        "  segments vs predicted partitions with the rank adapters: 1 npu / 2 cpu vs 1 npu / 2 cpu (match)",
+        "  rank adapters: predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), "
+        "Reshape y (output, cpu): agree",
+    ]
+    md_text = markdown(fused)
+    assert "| NPU / CPU partitions with the predicted rank adapters | 1 / 2 " in md_text
+    assert "\n\nRank adapters: predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), " \
+           "Reshape y (output, cpu): agree.\n\n" in md_text
+    demo = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    assert text(demo).splitlines()[3:5] == [
+        "  segments vs predicted partitions of the model's nodes (the profile has no rank_adapters rule): "
+        "1 npu / 2 cpu vs 0 npu / 1 cpu (differ)",
+        "  rank adapters: no rank_adapters rule in the profile; compiler added Reshape x (input, cpu), "
+        "Reshape y (output, cpu): not compared",
+    ]
+
+
+def test_edge_ops_need_the_last_graph_and_skip_original_nodes() -> None:
+    from npu_gate.probe.base import CompilerOutput, OpRow
+    from npu_gate.probe.mapping import edge_ops, map_nodes
+
+    rows = [OpRow(0, "InputOperator", "cpu", "x", io=True), OpRow(1, "Reshape", "cpu", "x_rs", None, "(2,12)",
+                                                                  "(1,2,1,12)"),
+            OpRow(2, "Relu", "npu", "relu", None, "(1,2,1,12)", "(1,2,1,12)"),
+            OpRow(3, "Reshape", "npu", "flat", None, "(1,2,1,12)", "(2,12)"),
+            OpRow(4, "OutputOperator", "cpu", "y", io=True)]
+    originals = [("relu", "Relu"), ("flat", "Reshape")]
+    out = CompilerOutput(rows=rows, final_ops={"x_rs": "Reshape", "relu": "Relu", "flat": "Reshape"},
+                         final_io={"x_rs": [("input", "x")], "flat": [("output", "y")]})
+    map_nodes(originals, {}, out)
+    # flat is the model's own Reshape at the output: not an adapter
+    assert edge_ops(originals, out) == [{"row": 1, "op_type": "Reshape", "device": "cpu", "side": "input",
+                                         "tensor": "x"}]
+    out.final_io = None
+    assert edge_ops(originals, out) is None
 
 
 def test_one_node_split_over_both_devices() -> None:

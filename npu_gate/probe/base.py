@@ -72,6 +72,9 @@ class CompilerOutput:
     final_graph: dict[str, list[str]] | None = None
     final_consumers: dict[str, list[str]] | None = None
     final_ops: dict[str, str] | None = None  # node -> op type in that graph
+    # node -> the graph inputs it reads and the graph outputs it writes in that graph, as
+    # ("input" | "output", tensor): where the compiler put ops at the graph edge
+    final_io: dict[str, list[tuple[str, str]]] | None = None
 
 
 @dataclass
@@ -246,4 +249,4 @@ class ProbeResult:
         }
 
 
-PROBE_SCHEMA_VERSION = "probe-1.0"
+PROBE_SCHEMA_VERSION = "probe-1.1"  # 1.1: summary.adapters, predicted_*_partitions_with_adapters

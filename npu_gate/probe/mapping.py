@@ -10,8 +10,9 @@ original node with nothing left in the last graph was folded away.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from npu_gate.probe.base import (
@@ -113,7 +114,7 @@ def map_nodes(
     return nodes, segments(compute_rows, names)
 
 
-def graph_node(full_name: str, alive: dict[str, set[str]]) -> str | None:
+def graph_node(full_name: str, alive: Collection[str]) -> str | None:
     """The last-graph node a table row belongs to: its exact name, else the longest node name
     it extends with ``_`` (the compiler names ops it fuses late ``<node>_ConvAddRelu``)."""
     if full_name in alive:
@@ -164,9 +165,69 @@ def segments(rows: Sequence[OpRow], order: Sequence[str]) -> list[Segment]:
     return out
 
 
+def edge_ops(originals: Sequence[tuple[str, str]], output: CompilerOutput) -> list[dict[str, Any]] | None:
+    """The ops the compiler added at the graph inputs and outputs (rank adapters), in table order.
+
+    A row counts when its node of the compiler's last graph reads a graph input or writes a graph
+    output, is not an original node nor the renamed row of an original node of its own op type,
+    and changes the rank where the table gives both shapes. Call after ``map_nodes`` (it reads
+    ``OpRow.sources``). None when the plug-in gives no graph inputs/outputs of its last graph.
+    """
+    if output.final_io is None:
+        return None
+    op_of = dict(originals)
+    last_graph = output.final_ops or output.final_io
+    found = []
+    for row in output.rows:
+        owner = None if row.io else graph_node(row.full_name, last_graph)
+        if owner is None or owner not in output.final_io or owner in op_of:
+            continue
+        if any(op_of.get(source) == row.op_type for source in row.sources):
+            continue
+        rank_in, rank_out = _rank(row.input_shapes), _rank(row.output_shapes)
+        if rank_in is not None and rank_in == rank_out:
+            continue
+        found += [{"row": row.id, "op_type": row.op_type, "device": row.target, "side": side, "tensor": tensor}
+                  for side, tensor in output.final_io[owner]]
+    return found
+
+
+def _rank(shapes: str | None) -> int | None:
+    """Rank of the first shape in a table cell such as ``(1,2,1,12),(4)``."""
+    first = re.match(r"\(([^)]*)\)", shapes or "")
+    if first is None:
+        return None
+    return len(first.group(1).split(",")) if first.group(1).strip() else 0
+
+
+def compare_adapters(predicted: Sequence[dict[str, Any]] | None,
+                     actual: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The profile's predicted rank adapters against the ops the compiler added at the graph edge.
+
+    They agree when both name the same (side, graph tensor, device) set. ``agree`` is None when
+    the profile has no rank_adapters rule (``predicted`` None) or the plug-in cannot tell which
+    ops sit at the graph edge (``actual`` None).
+    """
+    pred = None if predicted is None else [
+        {"tensor": a["tensor"], "side": a["at"], "device": a["device"]} for a in predicted]
+    agree = None
+    if pred is not None and actual is not None:
+        agree = sorted(map(_edge_key, pred)) == sorted(map(_edge_key, actual))
+    return {"predicted": pred, "actual": actual, "agree": agree}
+
+
+def _edge_key(adapter: dict[str, Any]) -> tuple[str, str, str]:
+    return adapter["side"], adapter["tensor"], adapter["device"]
+
+
 def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_partitions: dict[str, int | None],
-              adapters: int) -> dict[str, Any]:
-    """Predicted vs actual: per node and per partition count."""
+              added: int, adapters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Predicted vs actual: per node, per partition count and (``compare_adapters``) per rank adapter.
+
+    ``predicted_partitions``: ``npu``/``cpu`` from the model's nodes alone and
+    ``npu_with_adapters``/``cpu_with_adapters`` with the predicted adapters as nodes (None
+    without a rank_adapters rule).
+    """
     judged = [n for n in nodes if n.agrees is not None]
     agree = sum(1 for n in judged if n.agrees)
     disagreements = [
@@ -186,7 +247,10 @@ def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_par
         "predicted_cpu_partitions": predicted_partitions.get(CPU),
         "npu_segments": sum(1 for s in segs if s.device == NPU),
         "cpu_segments": sum(1 for s in segs if s.device == CPU),
-        "compiler_added_ops": adapters,
+        "predicted_npu_partitions_with_adapters": predicted_partitions.get("npu_with_adapters"),
+        "predicted_cpu_partitions_with_adapters": predicted_partitions.get("cpu_with_adapters"),
+        "compiler_added_ops": added,
+        "adapters": adapters if adapters is not None else compare_adapters(None, None),
         "disagreements": disagreements,
         "disagreements_by_cause": dict(sorted(Counter(d["cause"] for d in disagreements).items())),
     }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from tabulate import tabulate
 
@@ -27,6 +28,9 @@ def text(result: ProbeResult) -> str:
             lines.append(f"  vs profile {term(result.predicted_with.get('profile'))}: {s['agree']}/{s['compared']} "
                          f"nodes agree ({s['agreement_rate']:.0%}); predicted {s['predicted_npu_partitions']} npu / "
                          f"{s['predicted_cpu_partitions']} cpu partitions")
+            lines.append(f"  {compared_partitions(s)}")
+        if adapter_line := adapters_text(s, term):
+            lines.append(f"  {adapter_line}")
     for f in result.findings:
         if f["severity"] == "warning":
             lines.append(f"  warning {f['rule']}: {term(f['message'])}")
@@ -55,12 +59,17 @@ def markdown(result: ProbeResult) -> str:
             ["NPU / CPU segments (compiler)", f"{s['npu_segments']} / {s['cpu_segments']}"],
             [f"NPU / CPU partitions (profile {md(result.predicted_with.get('profile'))})",
              f"{s['predicted_npu_partitions']} / {s['predicted_cpu_partitions']}"],
+            *_with_adapters_row(s),
             ["nodes where prediction and compiler agree",
              "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
             ["ops the compiler added (adapters)", s["compiler_added_ops"]],
         ]
         parts.append(tabulate(rows, headers=["", c["name"] + " " + md(c.get("version") or "?") + " " + md(c["target"])],
                               tablefmt="github", disable_numparse=True))
+        if s["agreement_rate"] is not None:
+            parts.append(compared_partitions(s)[0].upper() + compared_partitions(s)[1:] + ".")
+        if adapter_line := adapters_text(s, md):
+            parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
                       "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
         parts.append("### Predicted vs actual\n\n" + _table(
@@ -79,3 +88,43 @@ def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     if len(rows) > MAX_ROWS:
         out += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
     return out
+
+
+def _with_adapters_row(s: dict[str, Any]) -> list[list[str]]:
+    if s.get("predicted_npu_partitions_with_adapters") is None:
+        return []
+    return [["NPU / CPU partitions with the predicted rank adapters",
+             f"{s['predicted_npu_partitions_with_adapters']} / {s['predicted_cpu_partitions_with_adapters']}"]]
+
+
+def compared_partitions(s: dict[str, Any]) -> str:
+    """Which predicted partition counts stand against the compiler's segments, and whether they match."""
+    if s.get("predicted_npu_partitions_with_adapters") is not None:
+        which = "predicted partitions with the rank adapters"
+        npu, cpu = s["predicted_npu_partitions_with_adapters"], s["predicted_cpu_partitions_with_adapters"]
+    else:
+        which = "predicted partitions of the model's nodes (the profile has no rank_adapters rule)"
+        npu, cpu = s["predicted_npu_partitions"], s["predicted_cpu_partitions"]
+    match = "match" if (npu, cpu) == (s["npu_segments"], s["cpu_segments"]) else "differ"
+    return (f"segments vs {which}: {s['npu_segments']} npu / {s['cpu_segments']} cpu vs "
+            f"{npu} npu / {cpu} cpu ({match})")
+
+
+def adapters_text(s: dict[str, Any], esc: Callable[[str], str]) -> str | None:
+    """One line on rank adapters: the profile's against the ops the compiler added at the graph edge.
+
+    None when there is nothing to say (no rule and no such op, or a result without ``adapters``).
+    """
+    a = s.get("adapters")
+    if not a or (a["predicted"] is None and not a["actual"]):
+        return None
+
+    def listed(items: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{i['op_type'] + ' ' if 'op_type' in i else ''}{esc(i['tensor'])} "
+                         f"({i['side']}, {i['device']})" for i in items) or "none"
+
+    predicted = "no rank_adapters rule in the profile" if a["predicted"] is None else \
+        f"predicted {listed(a['predicted'])}"
+    actual = "not known (no last graph from the compiler)" if a["actual"] is None else listed(a["actual"])
+    verdict = {True: "agree", False: "disagree", None: "not compared"}[a["agree"]]
+    return f"rank adapters: {predicted}; compiler added {actual}: {verdict}"

@@ -63,7 +63,7 @@ class RknnCompiler(Compiler):
         out.version = run.response.get("version") or out.version
         if run.response.get("error"):
             out.error = run.response["error"]
-        out.final_graph, out.final_consumers, out.final_ops = final_graph(work)
+        out.final_graph, out.final_consumers, out.final_ops, out.final_io = final_graph(work)
         return out
 
     def retry_options(self, output: CompilerOutput, options: dict[str, Any]) -> dict[str, Any] | None:
@@ -140,19 +140,21 @@ def _shape(text: str | None) -> str | None:
 
 
 Edges = dict[str, list[str]]
+GraphIo = dict[str, list[tuple[str, str]]]
 
 
-def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None]:
-    """Producers, consumers and op types of the nodes in the toolkit's last dumped graph, if any."""
+def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None, GraphIo | None]:
+    """Producers, consumers, op types and graph inputs/outputs of the nodes in the toolkit's last
+    dumped graph, if any."""
     dumps = [(int(m.group(1)), p) for p in work.glob("check*.onnx") if (m := _CHECK.match(p.name))]
     if not dumps:
-        return None, None, None
+        return None, None, None, None
     import onnx
 
     try:
         graph = onnx.load(str(max(dumps)[1]), load_external_data=False).graph
     except Exception:  # an unreadable dump only costs the fused-into lookup
-        return None, None, None
+        return None, None, None, None
     producer = {out: n.name for n in graph.node for out in n.output}
     producers: dict[str, list[str]] = {}
     consumers: dict[str, list[str]] = {n.name: [] for n in graph.node}
@@ -160,4 +162,13 @@ def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] 
         producers[n.name] = [producer[i] for i in n.input if i in producer]
         for p in producers[n.name]:
             consumers[p].append(n.name)
-    return producers, consumers, {n.name: n.op_type for n in graph.node}
+    weights = {t.name for t in graph.initializer}
+    inputs = {i.name for i in graph.input if i.name not in weights}
+    outputs = {o.name for o in graph.output}
+    io: GraphIo = {}
+    for n in graph.node:
+        at = [("input", t) for t in dict.fromkeys(n.input) if t in inputs]
+        at += [("output", t) for t in n.output if t in outputs]
+        if at:
+            io[n.name] = at
+    return producers, consumers, {n.name: n.op_type for n in graph.node}, io

@@ -20,10 +20,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from npu_gate.adapters import partitions_with_adapters
 from npu_gate.errors import GateError
 from npu_gate.probe.base import (
+    CPU,
     CRASHED,
     FAILED,
+    NPU,
     OK,
     Attempt,
     ChildRun,
@@ -33,7 +36,7 @@ from npu_gate.probe.base import (
     ProbeResult,
     clean_log,
 )
-from npu_gate.probe.mapping import agreement, map_nodes
+from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, map_nodes
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 # Environment that would make the compiler's Python pick up our packages instead of its own.
@@ -247,10 +250,18 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     if last.status == OK:
         result.nodes, result.segments = map_nodes(originals, predicted, output)
         result.ops = output.rows
-        counts = {"npu": predicted_result.summary.get("npu_partitions"),
-                  "cpu": predicted_result.summary.get("cpu_partitions")} if predicted_result else {}
+        counts: dict[str, int | None] = {}
+        predicted_adapters = None
+        if predicted_result:
+            counts = {"npu": predicted_result.summary.get("npu_partitions"),
+                      "cpu": predicted_result.summary.get("cpu_partitions")}
+            with_adapters = partitions_with_adapters(predicted_result)
+            if with_adapters is not None:
+                counts.update(npu_with_adapters=with_adapters[NPU], cpu_with_adapters=with_adapters[CPU])
+            predicted_adapters = predicted_result.rank_adapters
         added = sum(1 for r in output.rows if not r.io and not r.sources)
-        result.summary = agreement(result.nodes, result.segments, counts, added)
+        adapters = compare_adapters(predicted_adapters, edge_ops(originals, output))
+        result.summary = agreement(result.nodes, result.segments, counts, added, adapters)
         if len(attempts) > 1:  # built, but only with a rule disabled: the default build failed
             result.findings.append({"rule": "compiler-failed", "severity": "warning",
                                     "message": f"built only with {_options_text(last.options)}; "

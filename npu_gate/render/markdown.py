@@ -395,6 +395,8 @@ def _exporter_comparison(result: GateResult) -> str:
 
 def _probe(result: GateResult) -> str:
     """target.probe: what the real compiler did, and which evidence the verdict rests on."""
+    from npu_gate.probe.report import adapters_text, compared_partitions
+
     info = result.stages.get("probe")
     if info is None:
         return ""
@@ -411,6 +413,10 @@ def _probe(result: GateResult) -> str:
          "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
     ]
     rows += [[f"Disagreements: {md(cause)}", str(n)] for cause, n in s["disagreements_by_cause"].items()]
+    if s["agreement_rate"] is not None:
+        rows.append(["Partitions", compared_partitions(s)])
+    if adapter_line := adapters_text(s, md):
+        rows.append(["Rank adapters", adapter_line.removeprefix("rank adapters: ")])
     return text + "\n\n" + _table(["", ""], rows)
 
 

@@ -42,6 +42,13 @@ def render(result: GateResult) -> str:
     if probe is not None:
         basis = "decides" if "measured" in s else "compared, prediction decides"
         lines.append(f"  probe {probe['evidence']}: {probe['probe_status']} ({basis})")
+        from npu_gate.probe.report import adapters_text, compared_partitions
+
+        ps = probe.get("summary") or {}
+        if ps.get("agreement_rate") is not None:
+            lines.append(f"    {compared_partitions(ps)}")
+        if adapter_line := adapters_text(ps, term):
+            lines.append(f"    {adapter_line}")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
