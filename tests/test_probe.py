@@ -562,3 +562,15 @@ def test_torch_stub_satisfies_imports_and_refuses_real_use(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ("npu-gate torch stub: torch.arange was called; recreate the venv with "
                                    "`npu-gate probe setup ... --torch`")
+
+
+def test_probe_schema_checks_the_adapter_comparison() -> None:
+    from jsonschema import Draft202012Validator
+
+    doc = _replay("rank2_odd_dims", "rknn-rk3588-fused")
+    doc["summary"]["adapters"]["actual"][0]["side"] = "edge"
+    del doc["summary"]["adapters"]["agree"]
+    doc["summary"]["predicted_cpu_partitions_with_adapters"] = "2"
+    errors = sorted(e.message for e in Draft202012Validator(load_schema("probe")).iter_errors(doc))
+    assert errors == ["'2' is not of type 'integer', 'null'", "'agree' is a required property",
+                      "'edge' is not one of ['input', 'output']"]

@@ -113,3 +113,51 @@ def test_without_rewrites_the_probe_builds_the_file_as_given(contract) -> None:
     result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1"})), today=TODAY)
     assert [n["op_type"] for n in result.stages["probe"]["nodes"]] == [n.op_type for n in result.nodes]
     assert "Clip" in [n["op_type"] for n in result.stages["probe"]["nodes"]]
+
+
+def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, monkeypatch) -> None:
+    """stages.probe.summary of a check: the rknn fixture rank2_odd_dims replayed in place of a build."""
+    import shutil
+    from pathlib import Path
+
+    from npu_gate.probe import runner
+    from npu_gate.render.markdown import render as render_markdown
+    from npu_gate.render.text import render as render_text
+
+    fixture = Path(__file__).parent / "fixtures" / "rknn" / "rank2_odd_dims"
+    shutil.copy(fixture / "model.onnx", tmp_path / "model.onnx")
+
+    def replayed(model, compiler, target, python, *, profile, **options):
+        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
+        result.timings["total_s"] = 0.0
+        return result
+
+    monkeypatch.setattr(runner, "probe", replayed)
+    probe = {"compiler": "rknn", "target": "rk3588"}
+    path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588-fused", "probe": probe},
+                           "inputs": [{"name": "x", "shape": [2, 12], "dtype": "float32"}]})
+    result = check_contract(load_contract(path), today=TODAY)
+    doc = result.to_dict()
+    validate_result(doc)
+    s = doc["stages"]["probe"]["summary"]
+    assert s["adapters"] == {
+        "predicted": [{"tensor": "x", "side": "input", "device": "cpu"},
+                      {"tensor": "y", "side": "output", "device": "cpu"}],
+        "actual": [{"row": 1, "op_type": "Reshape", "device": "cpu", "side": "input", "tensor": "x"},
+                   {"row": 6, "op_type": "Reshape", "device": "cpu", "side": "output", "tensor": "y"}],
+        "agree": True,
+    }
+    assert [s[k] for k in ("predicted_npu_partitions", "predicted_cpu_partitions",
+                           "predicted_npu_partitions_with_adapters", "predicted_cpu_partitions_with_adapters",
+                           "npu_segments", "cpu_segments")] == [1, 0, 1, 2, 1, 2]
+    assert [r["tensor"] for r in doc["rank_adapters"]] == ["x", "y"]  # the check's own prediction, same rule
+    text = render_text(result)
+    assert ("    segments vs predicted partitions with the rank adapters: 1 npu / 2 cpu vs 1 npu / 2 cpu "
+            "(match)\n") in text
+    assert ("    rank adapters: predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), "
+            "Reshape y (output, cpu): agree\n") in text
+    report = " ".join(render_markdown(result).split())  # table cells are padded
+    assert "| Partitions | segments vs predicted partitions with the rank adapters: 1 npu / 2 cpu vs 1 npu / 2 cpu " \
+           "(match) |" in report
+    assert "| Rank adapters | predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), " \
+           "Reshape y (output, cpu): agree |" in report
