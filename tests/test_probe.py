@@ -4,6 +4,7 @@ log parsing and node mapping on logs captured from real RKNN-Toolkit2 runs (fixt
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -117,11 +118,20 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     replayed = _replay(name)
     _validate(replayed)
     _validate(recorded)  # a probe-1.0 document is still valid
-    # The fixtures were recorded by probe-1.0; probe-1.1 only adds the summary's adapter keys.
+    # The fixtures were recorded by probe-1.0. probe-1.1 adds the summary's adapter keys, a summary
+    # for a build that failed (every placed node disagrees by "compiler failure") and the cause
+    # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
     assert (recorded.pop("schema_version"), replayed.pop("schema_version")) == ("probe-1.0", "probe-1.1")
-    if replayed["summary"]:
-        for key in PROBE_1_1_SUMMARY_KEYS:
-            replayed["summary"].pop(key)
+    summary = replayed["summary"]
+    for key in PROBE_1_1_SUMMARY_KEYS:
+        summary.pop(key)
+    if replayed["status"] != "ok":
+        assert {d["cause"] for d in summary["disagreements"]} == {"compiler failure"}
+        replayed["summary"] = {}
+    else:
+        for d in summary["disagreements"]:
+            d["cause"] = "fusion/lowering" if d["cause"] == "rank adaptation" else d["cause"]
+        summary["disagreements_by_cause"] = dict(sorted(Counter(d["cause"] for d in summary["disagreements"]).items()))
     for doc in (recorded, replayed):
         doc.pop("timings")
         for attempt in doc["attempts"]:
@@ -312,6 +322,13 @@ def test_edge_ops_need_the_last_graph_and_skip_original_nodes() -> None:
     assert edge_ops(originals, out) is None
 
 
+def test_a_node_that_ends_up_in_a_rank_adapter_disagrees_by_rank_adaptation() -> None:
+    summary = _replay("rank2_odd_dims")["summary"]
+    assert [(d["node"], d["runs_on"], d["cause"]) for d in summary["disagreements"]] == [
+        ("mm1", "npu", "fusion/lowering"), ("relu", "npu", "fusion/lowering"), ("mm2", "split", "rank adaptation")]
+    assert summary["disagreements_by_cause"] == {"fusion/lowering": 2, "rank adaptation": 1}
+
+
 def test_one_node_split_over_both_devices() -> None:
     doc = _replay("convtranspose_stride3")
     node = doc["nodes"][0]
@@ -331,7 +348,12 @@ def test_crash_is_a_compiler_failed_verdict() -> None:
                                 "rknn-toolkit2 2.5.0 (rk3588) crashed: the compiler process was killed by SIGSEGV "
                                 "(stage: build)"}]
     assert [n["actual"] for n in doc["nodes"]] == [None, None]
-    assert doc["segments"] == [] and doc["summary"] == {}
+    assert doc["segments"] == []
+    summary = doc["summary"]
+    assert (summary["compared"], summary["agree"], summary["agreement_rate"]) == (2, 0, 0.0)
+    assert summary["disagreements_by_cause"] == {"compiler failure": 2}
+    assert [(d["node"], d["predicted"], d["actual"]) for d in summary["disagreements"]] == [
+        ("conv1", "npu", None), ("resize", "cpu", None)]
 
 
 def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:

@@ -221,20 +221,30 @@ def _edge_key(adapter: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_partitions: dict[str, int | None],
-              added: int, adapters: dict[str, Any] | None = None) -> dict[str, Any]:
+              added: int, adapters: dict[str, Any] | None = None, *, failed: bool = False) -> dict[str, Any]:
     """Predicted vs actual: per node, per partition count and (``compare_adapters``) per rank adapter.
+
+    ``failed``: the compiler did not build the model; every node the prediction placed
+    disagrees, with the cause "compiler failure".
 
     ``predicted_partitions``: ``npu``/``cpu`` from the model's nodes alone and
     ``npu_with_adapters``/``cpu_with_adapters`` with the predicted adapters as nodes (None
     without a rank_adapters rule).
     """
-    judged = [n for n in nodes if n.agrees is not None]
-    agree = sum(1 for n in judged if n.agrees)
-    disagreements = [
-        {"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": n.actual,
-         "became": n.became, "runs_on": n.runs_on, "cause": cause(n)}
-        for n in judged if not n.agrees
-    ]
+    edge_rows = {a["row"] for a in (adapters or {}).get("actual") or []}
+    if failed:  # the prediction said the model builds and runs: wrong for every node it placed
+        judged = [n for n in nodes if n.predicted is not None]
+        agree = 0
+        disagreements = [{"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": None,
+                          "became": None, "runs_on": None, "cause": COMPILER_FAILURE} for n in judged]
+    else:
+        judged = [n for n in nodes if n.agrees is not None]
+        agree = sum(1 for n in judged if n.agrees)
+        disagreements = [
+            {"node": n.name, "op_type": n.op_type, "predicted": n.predicted, "actual": n.actual,
+             "became": n.became, "runs_on": n.runs_on, "cause": cause(n, edge_rows)}
+            for n in judged if not n.agrees
+        ]
     actual_counts = {d: sum(1 for n in nodes if n.actual == d) for d in (NPU, CPU, SPLIT, FOLDED, FUSED)}
     return {
         "nodes": len(nodes),
@@ -256,10 +266,19 @@ def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_par
     }
 
 
-def cause(node: ProbeNode) -> str:
-    """A coarse reason for a disagreement, from what the compiler did to the node."""
+COMPILER_FAILURE = "compiler failure"
+
+
+def cause(node: ProbeNode, edge_rows: set[int] | frozenset[int] = frozenset()) -> str:
+    """A coarse reason for a disagreement, from what the compiler did to the node.
+
+    ``edge_rows``: the compiler's op rows that are rank adapters at the graph edge
+    (``edge_ops``); a node that ended up in one of them disagrees by rank adaptation.
+    """
     if node.actual == FOLDED:
         return "folded by the compiler"
+    if edge_rows and any(r in edge_rows for r in node.rows):
+        return "rank adaptation"
     if node.actual == FUSED or node.via or node.became:
         return "fusion/lowering"
     return "op support, shape or attribute rule"

@@ -268,6 +268,8 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
                                                f"the default build {attempts[0].status}: {attempts[0].error}"})
     else:
         result.nodes = [ProbeNode(name=n, op_type=t, predicted=predicted.get(n), actual=None) for n, t in originals]
+        if predicted_result:
+            result.summary = agreement(result.nodes, [], {}, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
