@@ -7,7 +7,7 @@ not only the first, each with the value seen and the value allowed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,10 @@ if TYPE_CHECKING:  # graph imports onnx: keep profile validation (and cache hits
 
 UNKNOWN = "unknown"
 VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent")
-TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout")
+TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout", "value")
+# A constant tensor's value: (rank, elements), or None when it is not known (see shape_values.ConstantValues).
+ValueOf = Callable[[str], "tuple[int, list[Any]] | None"]
+NOT_KNOWN = "value not known (only scalars and 1-D constants of up to 64 elements are read)"
 TESTS = (*VALUE_TESTS, *TENSOR_TESTS, "any_of", "unchecked")
 
 
@@ -35,6 +38,7 @@ class _Context:
     tensors: Mapping[str, TensorInfo]
     constants: set[str] | frozenset[str]
     layouts: Mapping[str, str]  # tensor name -> dimension letters, where known
+    values: ValueOf | None = None  # constant tensors' values (None: no value is known)
 
 
 def evaluate(
@@ -43,8 +47,9 @@ def evaluate(
     tensors: Mapping[str, TensorInfo],
     constants: set[str] | frozenset[str],
     layouts: Mapping[str, str] | None = None,
+    values: ValueOf | None = None,
 ) -> list[Failure]:
-    ctx = _Context(node, tensors, constants, layouts or {})
+    ctx = _Context(node, tensors, constants, layouts or {}, values)
     failures: list[Failure] = []
     for constraint in constraints:
         if not constraint.get("unchecked"):
@@ -96,13 +101,15 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
         index, names, kind = c["input"], node.inputs, "input"
     else:
         index, names, kind = c["output"], node.outputs, "output"
-    if index >= len(names) or not names[index]:
-        return []  # absent optional tensor: nothing to violate
+    subject = f"{kind} {index}"
+    name = names[index] if index < len(names) else ""
+    values = [(subject, *failed) for failed in _tensor_value_tests(c["value"], name, ctx)] if "value" in c else []
+    if not name:
+        return values  # absent optional tensor: only a value test (without a default) fails on it
     from npu_gate.graph import TensorInfo
 
-    tensor = ctx.tensors.get(names[index]) or TensorInfo(names[index], None, None)
-    subject = f"{kind} {index}"
-    out = [
+    tensor = ctx.tensors.get(name) or TensorInfo(name, None, None)
+    out = values + [
         (subject, actual, allowed, text)
         for actual, allowed, text in _tensor_tests(c, tensor, names[index] in ctx.constants)
     ]
@@ -114,6 +121,42 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
                 (subject, layout, c["layout"], f"layout {layout} not in {_show(c['layout'])}")
             )
     return out
+
+
+def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[tuple[Any, Any, str]]:
+    """(actual, allowed, text) for each failed test on a constant tensor's value.
+
+    A value that cannot be known fails, as other undecidable conditions do, and says why:
+    the input is absent (unless the test gives the op's ``default``), not a constant, or
+    not read (more than 64 elements, or not evaluable). No value is ever assumed."""
+    allowed = _allowed(spec)
+    if not name and "default" not in spec:
+        return [("absent", allowed, "is absent: its value is not known")]
+    if not name:
+        got: tuple[int, list[Any]] | None = (1, spec["default"]) if isinstance(spec["default"], list) \
+            else (0, [spec["default"]])
+    elif name not in ctx.constants:
+        return [("not a constant", allowed, "is not a constant: its value is not known")]
+    else:
+        got = ctx.values(name) if ctx.values is not None else None
+    if got is None:
+        return [("value not known", allowed, NOT_KNOWN)]
+    rank, elements = got
+    shown = f"values {_show(elements)}" if name else f"absent: the default {_show(spec['default'])}"
+    value: Any = elements if rank else elements[0]
+    if spec.get("padded_axes"):
+        half = len(elements) // 2
+        value = [i for i in range(half) if elements[i] or elements[i + half]]
+        shown += " (padded axes)"
+    elif "elements" in spec:
+        size = len(elements)
+        missing = [i for i in spec["elements"] if not -size <= i < size]
+        if missing:
+            return [(elements, {"elements": spec["elements"]},
+                     f"{shown} have no element {_show(_one_or_list(missing))}")]
+        value = [elements[i] for i in spec["elements"]]
+        shown += f" (elements {_show(spec['elements'])})"
+    return [(actual, limit, f"{shown}: {text}") for actual, limit, text in _value_tests(spec, value)]
 
 
 def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:

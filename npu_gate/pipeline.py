@@ -20,7 +20,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, adapters, dims, patterns, shape_chains, symbolic
+from npu_gate import __version__, adapters, dims, patterns, shape_chains, shape_values, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.gc_pause import gc_paused
@@ -322,7 +322,8 @@ def _analyze(
         shape_chains.mark_fixed_by_contract(chains, model_view)
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
-    placements = place_all(facts, settings.profile, folded, constants, layouts)
+    values = shape_values.ConstantValues(inferred.graph, facts.nodes, facts.tensors)  # read only if a test asks
+    placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.constraints import Failure, evaluate, unchecked
+from npu_gate.constraints import Failure, ValueOf, evaluate, unchecked
 from npu_gate.graph import Dim, GraphFacts, NodeFacts, TensorInfo
 from npu_gate.limits import node_failures
 from npu_gate.profile import Profile
@@ -115,13 +115,15 @@ def place_in_scope(
     profile: Profile,
     constants: set[str] | frozenset[str],
     layouts: Mapping[str, str] | None = None,
+    values: ValueOf | None = None,
 ) -> Placement:
-    """Place one node given the tensors of its scope (the top-level graph or a subgraph)."""
+    """Place one node given the tensors of its scope (the top-level graph or a subgraph) and,
+    for value constraints, the values of its constant tensors (None: not known)."""
     key = node.key
     spec = profile.ops.get(key)
     if spec is None:
         return Placement(CPU, [f"op {key} not in profile {profile.name}"], op_supported=False)
-    failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts)
+    failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts, values)
     limits = node_failures(profile.limits, node, tensors, constants)
     if failures or limits:
         reasons = [f.message for f in (*failures, *limits)]
@@ -135,11 +137,12 @@ def place_all(
     folded: set[int],
     constants: set[str],
     layouts: Mapping[str, str] | None = None,
+    values: ValueOf | None = None,
 ) -> list[Placement]:
     tensors = facts.tensors
     return [
         Placement(FOLDED) if node.index in folded
-        else place_in_scope(node, tensors, profile, constants, layouts)
+        else place_in_scope(node, tensors, profile, constants, layouts, values)
         for node in facts.nodes
     ]
 

@@ -236,6 +236,9 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
         )
     if not any(t in c for t in tests):
         problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    if "value" in c and "attribute" in c:
+        problems.append(f"{where}.value: a value test is on an input or output tensor; "
+                        f"test attribute {c['attribute']} with in/not_in/min/max")
     refs = [(f"{where}.{k}", c[k]) for k in ("min", "max") if isinstance(c.get(k), dict)]
     refs += [
         (f"{where}.{k}[{i}]", v)
@@ -293,5 +296,8 @@ def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[st
             subjects = [c, *c.get("any_of", [])]
             if any("attribute" in s for s in subjects):
                 problems.append(f"{at}: the fused op has no attributes; use input/output subjects")
+            if any("value" in s for s in subjects):
+                problems.append(f"{at}: value tests are not evaluated on a fused op; match a pattern node's "
+                                f"constant input with \"const\"")
             problems.extend(_shape_problems(at, c, tests))
     return problems

@@ -57,19 +57,9 @@ def describe_test(c: dict[str, Any]) -> str:
     else:
         subject = f"output {c['output']}"
     parts = []
-    each = "each element " if c.get("each") else ""
     if c.get("absent"):
         parts.append("not set (its default only)")
-    if "in" in c:
-        parts.append(f"{each}in {_set(c['in'])}")
-    if "not_in" in c:
-        parts.append(f"{each}not in {_set(c['not_in'])}")
-    if "min" in c:
-        parts.append(f"{each}≥ {_value(c['min'])}")
-    if "max" in c:
-        parts.append(f"{each}≤ {_value(c['max'])}")
-    if c.get("all_equal"):
-        parts.append("all elements equal")
+    parts += _value_words(c)
     if "dtype" in c:
         parts.append(f"dtype in {_set(c['dtype'])}")
     if "rank" in c:
@@ -100,7 +90,40 @@ def describe_test(c: dict[str, Any]) -> str:
         parts.append(f"at most {c['max_bytes']:,} bytes")
     if "layout" in c:
         parts.append(f"layout in {_set(c['layout'])} (where the contract declares it)")
+    if "value" in c:
+        parts.append(_tensor_value_words(c["value"]))
     return f"{subject}: " + ", ".join(parts)
+
+
+def _value_words(c: dict[str, Any]) -> list[str]:
+    """in/not_in/min/max/all_equal in words, per element with ``each``."""
+    parts = []
+    each = "each element " if c.get("each") else ""
+    if "in" in c:
+        parts.append(f"{each}in {_set(c['in'])}")
+    if "not_in" in c:
+        parts.append(f"{each}not in {_set(c['not_in'])}")
+    if "min" in c:
+        parts.append(f"{each}≥ {_value(c['min'])}")
+    if "max" in c:
+        parts.append(f"{each}≤ {_value(c['max'])}")
+    if c.get("all_equal"):
+        parts.append("all elements equal")
+    return parts
+
+
+def _tensor_value_words(v: dict[str, Any]) -> str:
+    """A value test: ``constant value, elements [2, 3]: each element in {0.5, 2, 3}``."""
+    if v.get("padded_axes"):
+        what = "constant value, the axes it pads (begin or end ≠ 0)"
+    elif "elements" in v:
+        what = f"constant value, elements {_value(v['elements'])}"
+    else:
+        what = "constant value"
+    text = f"{what}: {' and '.join(_value_words(v))}"
+    if "default" in v:
+        text += f" (absent: {_value(v['default'])})"
+    return text
 
 
 def describe(c: dict[str, Any]) -> str:

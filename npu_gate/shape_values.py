@@ -223,6 +223,30 @@ def _reduce(op: str, data: Value, node: NodeFacts) -> Value | None:
     return (1 if keep else 0), [acc]
 
 
+class ConstantValues:
+    """Values of small constant tensors for value constraints (constraints.py): scalars and 1-D
+    tensors of up to 64 elements, from initializers in memory, Constant nodes and what shape
+    arithmetic folds from them. Nothing is read until a profile's value test asks (most
+    profiles never do): inspect on a big graph pays only for building this object."""
+
+    def __init__(self, graph: GraphProto, nodes: list[NodeFacts], tensors: dict[str, TensorInfo]) -> None:
+        self._graph = graph
+        self._nodes = nodes
+        self._tensors = tensors
+        self._evaluator: Evaluator | None = None
+
+    def __call__(self, name: str) -> Value | None:
+        """(rank, elements) of ``name``, or None when its value is not known here."""
+        if self._evaluator is None:
+            made_by = {out: n.index for n in self._nodes for out in n.outputs if out}
+            self._evaluator = Evaluator(self._nodes, made_by, self._tensors, initializer_values(self._graph))
+        value = self._evaluator.value(name)
+        if value is None or any(isinstance(e, frozenset) for e in value[1]):
+            return None  # not evaluable, or it depends on a symbolic dim
+        # float32 values to 7 significant digits, as attributes show them (0.1, not 0.10000000149)
+        return value[0], [float(f"{e:.7g}") if isinstance(e, float) else e for e in value[1]]
+
+
 def dependencies(values: list[Value | None]) -> list[Prov] | None:
     """The symbolic dims the values depend on, in a stable order; None if not evaluable."""
     if any(v is None for v in values):

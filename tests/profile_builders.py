@@ -125,8 +125,10 @@ def resize(
     nearest_mode: str | None = None,
     scales_constant: bool = True,
     scale: float = 2.0,
+    sizes: list[int] | None = None,
 ) -> onnx.ModelProto:
-    """x [1, 4, 8, 8] -> Resize (node0) by ``scale`` on H and W; scales constant or an input."""
+    """x [1, 4, 8, 8] -> Resize (node0) by ``scale`` on H and W; scales constant or an input;
+    with ``sizes``, to those sizes (scales absent)."""
     attrs: dict[str, Any] = {"mode": mode}
     if coordinate_transformation_mode is not None:
         attrs["coordinate_transformation_mode"] = coordinate_transformation_mode
@@ -135,12 +137,47 @@ def resize(
     scales = np.array([1, 1, scale, scale], dtype=np.float32)
     inputs = [_value("x", "float32", [1, 4, 8, 8])]
     initializers = []
+    if sizes is not None:
+        node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="node0", **attrs)
+        sizes_init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
+        return _model([node], inputs, [_value("y", "float32", None)], [sizes_init])
     if scales_constant:
         initializers.append(numpy_helper.from_array(scales, "scales"))
     else:
         inputs.append(_value("scales", "float32", [4]))
     node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="node0", **attrs)
     return _model([node], inputs, [_value("y", "float32", None)], initializers)
+
+
+def slice_(steps: list[int] | None = (1,), source: str = "initializer") -> onnx.ModelProto:  # type: ignore[assignment]
+    """x [1, 4, 8, 8] -> Slice (node0) of W from 0 to 8 with ``steps`` (None: absent). ``source``:
+    steps as an initializer, a Constant node, computed (an initializer of half the steps, times
+    2: folded) or a graph input."""
+    init = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+            for n, v in (("starts", [0]), ("ends", [8]), ("axes", [3]))]
+    inputs = [_value("x", "float32", [1, 4, 8, 8])]
+    nodes = []
+    values = np.array(steps or [], dtype=np.int64)
+    if source == "initializer":
+        init.append(numpy_helper.from_array(values, "steps"))
+    elif source == "constant":
+        nodes.append(helper.make_node("Constant", [], ["steps"], name="steps_constant",
+                                      value=numpy_helper.from_array(values)))
+    elif source == "computed":
+        init += [numpy_helper.from_array(values // 2, "half"), numpy_helper.from_array(np.array(2, np.int64), "two")]
+        nodes.append(helper.make_node("Mul", ["half", "two"], ["steps"], name="steps_mul"))
+    else:
+        inputs.append(_value("steps", "int64", [len(values)]))
+    names = ["x", "starts", "ends", "axes"] + (["steps"] if steps is not None else [])
+    nodes.append(helper.make_node("Slice", names, ["y"], name="node0"))
+    return _model(nodes, inputs, [_value("y", "float32", None)], init)
+
+
+def pad(pads: list[int] = (0, 0, 1, 1, 0, 0, 1, 1), mode: str = "constant") -> onnx.ModelProto:  # type: ignore[assignment]
+    """x [1, 4, 8, 8] -> Pad (node0) by ``pads`` ([begin..., end...], an initializer)."""
+    init = [numpy_helper.from_array(np.array(pads, dtype=np.int64), "pads")]
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], name="node0", mode=mode)
+    return _model([node], [_value("x", "float32", [1, 4, 8, 8])], [_value("y", "float32", None)], init)
 
 
 def transpose_conv(perm: list[int] = (0, 3, 1, 2)) -> onnx.ModelProto:  # type: ignore[assignment]
@@ -181,5 +218,7 @@ BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
     "unary": unary,
     "binary": binary,
     "resize": resize,
+    "slice": slice_,
+    "pad": pad,
     "transpose_conv": transpose_conv,
 }
