@@ -166,7 +166,8 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                      help="print what the calibrated profile claims differently from PROFILE and write it to "
                           "OUT.diff.json and OUT.diff.md beside --out (OUT: its name without .json)")
     cal.add_argument("--from-record", metavar="RECORD",
-                     help="derive the profile from an existing calibration record, without the compiler")
+                     help="derive the profile from an existing calibration record, without the compiler; "
+                          "when RECORD is the record beside --out, its verdicts are rewritten (points unchanged)")
     cal.add_argument("--no-batch", action="store_true",
                      help="one compiler process per point instead of one long-lived batch process")
     cal.add_argument("--keep-work", metavar="DIR", help="keep every point's model, log and compiler dumps in DIR")
@@ -634,7 +635,10 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
     doc, derived = calibrate.derive_profile(record)
     record["verdicts"] = derived.verdicts
     _write(str(out), json.dumps(doc, indent=2) + "\n")
-    if not args.from_record:
+    # --from-record rewrites the record only when it is the one beside --out, and then only its
+    # verdicts (derived again): the points stay as measured.
+    rewrite = not args.from_record or Path(args.from_record).resolve() == record_path.resolve()
+    if rewrite:
         _write(str(record_path), calibrate.record_json(record))
     for key, v in derived.verdicts.items():
         if v["verdict"] in ("unexplained", "contradicted"):
@@ -644,7 +648,7 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
     print(f"{t['points']} points in {t['total_s']} s ({t['mode']}, median {t['median_point_s']} s per point, "
           f"{t['processes']} compiler process(es))")
     print(f"wrote {out} ({len(doc['ops'])} ops, {len(doc.get('patterns', []))} patterns)"
-          + ("" if args.from_record else f" and {record_path}"))
+          + (f" and {record_path}" if rewrite else ""))
     if args.diff_against:
         _write_profile_diff(load_profile(args.diff_against, Path.cwd(), where="--diff-against"),
                             load_profile(str(out)), out.with_name(out.stem + ".diff.json"),

@@ -166,9 +166,12 @@ def resize_families() -> list[Family]:
                    [{"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"]},
                     {"id": "resize-linear-not-align-corners", "any_of": [
                         {"attribute": "mode", "in": ["nearest"]},
-                        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]}]}],
-                   note="modes x coordinate_transformation_mode x scales; cubic crashes the toolkit. The scales "
-                        "are an input tensor's values, which the constraint vocabulary cannot test")]
+                        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]}]},
+                    {"id": "resize-linear-scales-measured", "any_of": [
+                        {"attribute": "mode", "in": ["nearest"]},
+                        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}}]}],
+                   note="modes x coordinate_transformation_mode x scales (input 2's values on H and W); cubic "
+                        "crashes the toolkit. Linear is claimed only at the scales measured on the NPU")]
 
 
 def _pool(op: str, k: int, pad: int, include: int | None = None, stride: int = 1) -> Point:
@@ -234,8 +237,9 @@ def slice_family() -> Family:
     points.append(_slice("slice-axis3-step-1", [-1], [-33], [3], [-1]))
     points.append(_slice("slice-axis3-start4-step1", [4], [20], [3], [1]))
     return Family("slice-axes-steps", "Slice", points,
-                  note="steps 1, 2 and -1 over C, H, W. The steps are an input tensor's values, which the "
-                       "constraint vocabulary cannot test")
+                  [{"id": "slice-steps-1-or-minus-1", "input": 4,
+                    "value": {"each": True, "in": [1, -1], "default": [1]}}],
+                  note="steps (input 4's values) 1, 2 and -1 over C, H, W")
 
 
 def _pad(axes_name: str, pads: list[int], mode: str = "constant") -> Point:
@@ -247,8 +251,9 @@ def pad_family() -> Family:
         _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1]), _pad("w", [0, 0, 0, 2, 0, 0, 0, 2]),
         _pad("c", [0, 2, 0, 0, 0, 2, 0, 0]), _pad("ch", [0, 1, 1, 0, 0, 1, 1, 0]),
         _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "reflect"), _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "edge")],
-        note="pads over H and W, W, C, C and H; constant, reflect and edge. The pads are an input tensor's "
-             "values, which the constraint vocabulary cannot test")
+        [{"id": "pad-not-c-and-h", "input": 1, "value": {"padded_axes": True, "not_in": [[1, 2]]}}],
+        note="pads (input 1's values) over H and W, W, C, C and H; constant, reflect and edge. Only padding "
+             "exactly C and H is claimed CPU: the only combination measured there")
 
 
 # Activations and other single ops, rknn.md §6: each on x [1, 16, 32, 32].
