@@ -122,7 +122,7 @@ def _tensor_value_words(v: dict[str, Any]) -> str:
         what = "constant value"
     text = f"{what}: {' and '.join(_value_words(v))}"
     if "default" in v:
-        text += f" (absent: {_value(v['default'])})"
+        text += f" (when absent: {_value(v['default'])}, the op's default)"
     return text
 
 

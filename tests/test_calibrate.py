@@ -226,7 +226,8 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
     that attribute and shape tests left unexplained; each written constraint cites its points."""
     verdicts = _builtin_record()["verdicts"]
     profile = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))
-    cpu = {op: [pid for pid, outcome in verdicts[op]["measured"] if outcome != "npu"] for op in ("Resize", "Slice", "Pad")}
+    ops = ("Resize", "Slice", "Pad")
+    cpu = {op: [pid for pid, outcome in verdicts[op]["measured"] if outcome != "npu"] for op in ops}
     assert cpu == {
         "Resize": ["resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
                    "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3",

@@ -91,3 +91,42 @@ def test_missing_external_file_is_refused(run_cli, tmp_path) -> None:
     assert run.err == (
         f"npu-gate: error: {path}: tensor 'w': external data file 'model.onnx.data' not found\n"
     )
+
+
+def test_value_tests_read_small_external_tensors_only(run_cli, tmp_path: Path) -> None:
+    """A value test on an external constant: read when small (like shape inputs), not read when
+    large (weights stay on disk), so the test fails with "value not known" although the zeros
+    on disk would pass it."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    def model(n: int) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            [helper.make_node("Add", ["x", "b"], ["y"], name="add0")], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])],
+            initializer=[numpy_helper.from_array(np.zeros(n, np.float32), "b")])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m
+
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"name": "p", "description": "d", "source": "s", "evidence": "illustrative",
+                                   "ops": {"Add": {"constraints": [
+                                       {"id": "add-b-zero", "input": 1, "value": {"each": True, "max": 0}}]}}}))
+    placed = {}
+    for n in (64, 65):
+        folder = tmp_path / f"m{n}"
+        folder.mkdir()
+        onnx.save_model(model(n), str(folder / "model.onnx"), save_as_external_data=True,
+                        location="model.onnx.data", size_threshold=0)
+        out = folder / "r.json"
+        run_cli("inspect", folder / "model.onnx", "--profile", profile, "--json", out, "-q")
+        doc = json.loads(out.read_text())
+        placed[n] = (doc["nodes"][0]["placement"], doc["model"].get("external_weights_unread", 0),
+                     [(f["constraint"], f["actual"], f["message"]) for f in doc["findings"] if f.get("constraint")])
+    assert placed == {
+        64: ("npu", 0, []),
+        65: ("cpu", 1, [("add-b-zero", "value not known",
+                         "input 1 value not known (only scalars and 1-D constants of up to 64 elements are read)")]),
+    }

@@ -118,10 +118,10 @@ def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
     assert r.err.splitlines() == [
         f"{where}[0]: needs exactly one subject (attribute, input or output), has attribute, input",
         f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, rank, dim, "
-        "constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
+        "constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
         f"{where}[2].in[0].ref: a tensor reference needs an axis",
         f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, "
-        "rank, dim, constant, static, max_elements, max_bytes, layout, any_of, unchecked)",
+        "rank, dim, constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
         f"{where}[4].id: duplicate constraint id 'd'",
         f"{where}[5]: an unchecked condition has no subject or test; remove attribute",
         f"{where}[5]: an unchecked condition needs a message saying what is not checked",
@@ -320,3 +320,53 @@ def test_report_links_constraint_docs_and_groups_by_reason(tmp_path: Path) -> No
             in report.replace("  ", ""))
     assert ("<code>Conv</code> <code>conv-group</code>: allowed &#91;4&#93; "
             "([doc](https://example.com/a%28b%29))") in report
+
+
+def test_value_tests_in_words(run_cli: Run) -> None:
+    """The built-in calibrated profile's value constraints, as explain and the docs page say them."""
+    words = {i: run_cli("explain", f"rknn-rk3588:{i}").out.splitlines()[2]
+             for i in ("resize-linear-scales-measured", "slice-steps-1-or-minus-1", "pad-not-c-and-h")}
+    assert words == {
+        "resize-linear-scales-measured": "one of: (attribute mode: in {nearest}) | "
+                                         "(input 2: constant value, elements [2, 3]: each element in {0.5, 2, 3}).",
+        "slice-steps-1-or-minus-1": "input 4: constant value: each element in {1, -1} "
+                                    "(when absent: [1], the op's default).",
+        "pad-not-c-and-h": "input 1: constant value, the axes it pads (begin or end ≠ 0): not in {[1, 2]}.",
+    }
+    from npu_gate.profile_docs import describe
+
+    assert describe({"id": "x", "output": 0, "value": {"min": 0, "max": 3, "all_equal": True}}) == (
+        "output 0: constant value: ≥ 0 and ≤ 3 and all elements equal")
+
+
+def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
+    """Schema (a value test needs a test; elements and padded_axes exclude each other), semantics
+    (no value test on an attribute or on a fused op) and the lint (the input index exists)."""
+    schema = _write(tmp_path, {"ops": {"Slice": {"constraints": [
+        {"id": "a", "input": 4, "value": {"each": True}},
+        {"id": "b", "input": 1, "value": {"elements": [0], "padded_axes": True, "in": [1]}},
+        {"id": "c", "input": 4, "value": {"in": [1], "step": 2}}]}}}, "schema.json")
+    r = run_cli("profile", "check", schema)
+    where = f"npu-gate: error: {schema}: ops.Slice.constraints"
+    assert (r.code, r.err.splitlines()) == (1, [
+        f"{where}[0].value: {{'each': True}} is not valid under any of the given schemas "
+        "('in' is a required property)",
+        f"{where}[1].value: {{'elements': [0], 'padded_axes': True, 'in': [1]}} should not be valid under "
+        "{'required': ['elements', 'padded_axes']}",
+        f"{where}[2].value: Additional properties are not allowed ('step' was unexpected)"])
+    semantic = _write(tmp_path, {
+        "ops": {"Slice": {"constraints": [{"id": "a", "attribute": "axes", "value": {"in": [1]}},
+                                          {"id": "b", "input": 5, "value": {"each": True, "in": [1]}}]}},
+        "patterns": [{"name": "p", "becomes": "HardSwish",
+                      "nodes": [{"op": "HardSigmoid", "inputs": [{"tensor": "x"}]}],
+                      "inputs": ["x"], "constraints": [{"id": "c", "input": 0, "value": {"in": [1]}}]}]},
+        "semantic.json")
+    r = run_cli("profile", "check", semantic)
+    assert r.code == 1
+    where = f"npu-gate: error: {semantic}: "
+    assert r.err.splitlines() == [
+        f"{where}ops.Slice.constraints[0].value: a value test is on an input or output tensor; test attribute "
+        "axes with in/not_in/min/max",
+        f"{where}patterns[0].constraints[0]: value tests are not evaluated on a fused op; match a pattern node's "
+        "constant input with \"const\"",
+        f"{where}ops.Slice.constraints[1].input: Slice has at most 5 inputs; index 5 does not exist"]

@@ -99,3 +99,41 @@ def test_bench_phases_run() -> None:
     assert done.returncode == 0, done.stderr
     assert "20 nodes: floor (load + infer_shapes)" in done.stdout
     assert "graph.collect" in done.stdout and "json_.dumps" in done.stdout
+
+
+def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, monkeypatch) -> None:
+    """A profile without value tests never reads a constant's value; one with them reads the
+    tensors it tests, once per test."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from profile_builders import BUILDERS
+
+    from npu_gate import shape_values
+    from npu_gate.pipeline import inspect_model
+    from npu_gate.profile import load_profile
+
+    asked: list[str] = []
+    built: list[int] = []
+    original_call, original_evaluator = shape_values.ConstantValues.__call__, shape_values.Evaluator
+
+    def call(self: shape_values.ConstantValues, name: str) -> object:
+        asked.append(name)
+        return original_call(self, name)
+
+    def evaluator(*args: object) -> shape_values.Evaluator:
+        built.append(1)
+        return original_evaluator(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(shape_values.ConstantValues, "__call__", call)
+    monkeypatch.setattr(shape_values, "Evaluator", evaluator)
+    (tmp_path / "m.onnx").write_bytes(BUILDERS["slice"](steps=[2]).SerializeToString())
+    plain = tmp_path / "plain.json"
+    head = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
+    plain.write_text(json.dumps(head | {"ops": {"Slice": {"constraints": [
+        {"id": "s", "input": 4, "constant": True}]}}}))
+    valued = tmp_path / "valued.json"
+    valued.write_text(json.dumps(head | {"ops": {"Slice": {"constraints": [
+        {"id": "s", "input": 4, "value": {"each": True, "in": [1]}}]}}}))
+    assert inspect_model(tmp_path / "m.onnx", load_profile(str(plain))).nodes[0].placement == "npu"
+    assert (asked, built) == ([], [])
+    assert inspect_model(tmp_path / "m.onnx", load_profile(str(valued))).nodes[0].placement == "cpu"
+    assert (asked, built) == (["steps"], [1])
