@@ -317,8 +317,23 @@ def test_profile_diff_cli(run_cli, tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))
     assert doc["rank_adapters"] == {"a": {"rank": 4, "op": "Reshape", "npu_when": {"axis": -1, "multiple_of": 8}},
                                     "b": None}
-    assert (tmp_path / "d.md").read_text(encoding="utf-8").startswith(
-        "# Profile diff: `rknn-rk3588-fused` → `rknn-rk3588`\n")
+    report = (tmp_path / "d.md").read_text(encoding="utf-8")
+    assert report.startswith("# Profile diff: <code>rknn-rk3588-fused</code> → <code>rknn-rk3588</code>\n")
+    assert "- ops <code>rknn-rk3588</code> removes (2; <code>rknn-rk3588-fused</code> runs them on the NPU): " \
+           "<code>Min</code>, <code>Tile</code>\n" in report
+
+
+def test_profile_diff_markdown_escapes_profile_text(tmp_path: Path) -> None:
+    """A user's profile is text from outside: its names cannot open HTML or ping anyone."""
+    from npu_gate.calibrate.diff import render_markdown
+
+    d = {"a": {"name": "</details><img src=x>", "evidence": "@someone", "ops": 1},
+         "b": {"name": "b", "evidence": "measured", "ops": 1}, "ops_added": ["#12"], "ops_removed": [],
+         "ops_constrained_differently": [], "patterns_added": [], "patterns_removed": [], "rank_adapters": None}
+    text = render_markdown(d)
+    assert "<img" not in text and "@someone" not in text and "#12" not in text
+    assert "<code>&#60;/details&#62;&#60;img src=x&#62;</code> (&#64;someone, 1 ops)" in text
+    assert "- ops <code>b</code> adds (1): <code>&#35;12</code>" in text
 
 
 # --- end to end on the fake compiler --------------------------------------------------------

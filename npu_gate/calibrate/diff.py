@@ -8,7 +8,10 @@ measured off the NPU while A claims them), ops both run under different constrai
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+from npu_gate.render.escape import md, md_code, term
 
 _WORDING = ("message", "doc")  # not part of what a constraint claims
 _RULE_WORDING = ("evidence", "note", "doc")
@@ -44,40 +47,47 @@ def diff_profiles(a: Any, b: Any) -> dict[str, Any]:
     return out
 
 
-def _ids(ids: list[str]) -> str:
-    return ", ".join(ids) if ids else "no constraints"
+def _lines(d: dict[str, Any], bullet: str, name: Callable[[object], str], text: Callable[[object], str]) -> list[str]:
+    """The differences, one line each; ``name`` shows a profile, op, constraint or pattern name,
+    ``text`` any other profile text (escaped for Markdown, made printable for a terminal)."""
+    a, b = name(d["a"]["name"]), name(d["b"]["name"])
 
+    def names(items: list[str]) -> str:
+        return ", ".join(name(i) for i in items)
 
-def _lines(d: dict[str, Any], bullet: str, code: str) -> list[str]:
-    a, b = d["a"]["name"], d["b"]["name"]
+    def ids(items: list[str]) -> str:
+        return names(items) if items else "no constraints"
+
     lines = []
     if d["ops_added"]:
-        lines.append(f"{bullet}ops {b} adds ({len(d['ops_added'])}): {', '.join(d['ops_added'])}")
+        lines.append(f"{bullet}ops {b} adds ({len(d['ops_added'])}): {names(d['ops_added'])}")
     if d["ops_removed"]:
         lines.append(f"{bullet}ops {b} removes ({len(d['ops_removed'])}; {a} runs them on the NPU): "
-                     f"{', '.join(d['ops_removed'])}")
+                     f"{names(d['ops_removed'])}")
     if d["ops_constrained_differently"]:
         lines.append(f"{bullet}ops constrained differently ({len(d['ops_constrained_differently'])}):")
         for c in d["ops_constrained_differently"]:
-            lines.append(f"  {bullet}{c['op']}: {a} {code}{_ids(c['a'])}{code}; {b} {code}{_ids(c['b'])}{code}")
+            lines.append(f"  {bullet}{name(c['op'])}: {a} {ids(c['a'])}; {b} {ids(c['b'])}")
     if d["patterns_added"]:
-        lines.append(f"{bullet}patterns {b} adds: {', '.join(d['patterns_added'])}")
+        lines.append(f"{bullet}patterns {b} adds: {names(d['patterns_added'])}")
     if d["patterns_removed"]:
-        lines.append(f"{bullet}patterns {b} drops: {', '.join(d['patterns_removed'])}")
+        lines.append(f"{bullet}patterns {b} drops: {names(d['patterns_removed'])}")
     if d["rank_adapters"]:
         r = d["rank_adapters"]
-        lines.append(f"{bullet}rank adapters: {a} {json.dumps(r['a'])}; {b} {json.dumps(r['b'])}")
+        lines.append(f"{bullet}rank adapters: {a} {text(json.dumps(r['a']))}; {b} {text(json.dumps(r['b']))}")
     return lines or [f"{bullet}no difference in ops, constraints, patterns or rank adapters"]
 
 
 def render_text(d: dict[str, Any]) -> str:
-    head = f"profile diff: {d['a']['name']} ({d['a']['ops']} ops) -> {d['b']['name']} ({d['b']['ops']} ops)"
-    return "\n".join([head, *_lines(d, "  ", "")]) + "\n"
+    head = f"profile diff: {term(d['a']['name'])} ({d['a']['ops']} ops) -> {term(d['b']['name'])} ({d['b']['ops']} ops)"
+    return "\n".join([head, *_lines(d, "  ", term, term)]) + "\n"
 
 
 def render_markdown(d: dict[str, Any]) -> str:
+    """Profile files are reviewed data, but a user's profile is still text from outside: escaped."""
     a, b = d["a"], d["b"]
-    head = [f"# Profile diff: `{a['name']}` → `{b['name']}`", "",
-            f"`{a['name']}` ({a['evidence']}, {a['ops']} ops) against `{b['name']}` ({b['evidence']}, {b['ops']} ops), "
-            "both with their bases resolved. Constraints are compared without their messages and links.", ""]
-    return "\n".join([*head, *_lines(d, "- ", "`")]) + "\n"
+    head = [f"# Profile diff: {md_code(a['name'])} → {md_code(b['name'])}", "",
+            f"{md_code(a['name'])} ({md(a['evidence'])}, {a['ops']} ops) against {md_code(b['name'])} "
+            f"({md(b['evidence'])}, {b['ops']} ops), both with their bases resolved. Constraints are compared "
+            "without their messages and links.", ""]
+    return "\n".join([*head, *_lines(d, "- ", md_code, md_code)]) + "\n"

@@ -120,7 +120,7 @@ def adapters_text(s: dict[str, Any], esc: Callable[[str], str]) -> str | None:
         return None
 
     def listed(items: list[dict[str, Any]]) -> str:
-        return ", ".join(f"{i['op_type'] + ' ' if 'op_type' in i else ''}{esc(i['tensor'])} "
+        return ", ".join(f"{esc(i['op_type']) + ' ' if 'op_type' in i else ''}{esc(i['tensor'])} "
                          f"({i['side']}, {i['device']})" for i in items) or "none"
 
     predicted = "no rank_adapters rule in the profile" if a["predicted"] is None else \
