@@ -31,9 +31,10 @@ import numpy as np
 
 from npu_gate.contract import Contract
 from npu_gate.errors import GateError
-from npu_gate.pipeline import Artifacts, versions
+from npu_gate.pipeline import Artifacts
 from npu_gate.profile import Profile
 from npu_gate.result import GateResult
+from npu_gate.versions import tool_versions as versions
 
 DEFAULT_ROOT = Path("npu-gate-out")
 MARKER = "versions.json"  # a folder holding it is a bundle npu-gate may overwrite

@@ -25,16 +25,14 @@ import os
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from npu_gate import __version__
+from npu_gate.versions import tool_versions
 
 ENV_VAR = "NPU_GATE_CACHE_DIR"
 FORMAT = 1  # layout of an entry file; bump when it changes
-# Packages whose versions appear in a result (pipeline.versions) and can change it.
-VERSIONED = ("onnx", "onnxruntime", "torch", "onnxscript")
 # A torch contract folder is hashed whole; past these limits it is not cached.
 MAX_FILES = 2000
 MAX_BYTES = 256 * 1024 * 1024
@@ -171,19 +169,6 @@ def new_entry(key: str, exit_code: int, json_text: str, markdown: str, text: str
 
 
 # --- keys -------------------------------------------------------------------------------
-
-def tool_versions() -> dict[str, str | None]:
-    import platform
-
-    def version_of(dist: str) -> str | None:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {"python": platform.python_version(), "npu_gate": __version__,
-            **{name: version_of(name) for name in VERSIONED}}
-
 
 def make_key(parts: dict[str, Any]) -> str:
     doc = {"format": FORMAT, "npu_gate": __version__, "versions": tool_versions(), **parts}

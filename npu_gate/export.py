@@ -14,6 +14,7 @@ from npu_gate.capture import capture_output
 from npu_gate.contract import Contract
 from npu_gate.errors import ModelError
 from npu_gate.samples import make_samples
+from npu_gate.versions import installed
 
 
 @dataclass
@@ -28,12 +29,7 @@ class ExportOutcome:
 
 
 def torch_version() -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return None
+    return installed("torch")
 
 
 def build_module(contract: Contract) -> Any:

@@ -7,20 +7,18 @@ model's own shapes. Both return one GateResult and never print.
 from __future__ import annotations
 
 import datetime as dt
-import platform
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import onnx
 from onnx import ModelProto
 
-from npu_gate import __version__, adapters, dims, patterns, shape_chains, shape_values, symbolic
+from npu_gate import adapters, dims, patterns, shape_chains, shape_values, symbolic
 from npu_gate import graph as graphlib
 from npu_gate.contract import Contract, Gates, InputSpec, Waiver
 from npu_gate.gc_pause import gc_paused
@@ -43,6 +41,7 @@ from npu_gate.result import (
 )
 from npu_gate.rules import ERROR, INFO, RULES, WARNING
 from npu_gate.subgraphs import ScopedNode, collect_subgraph_nodes
+from npu_gate.versions import tool_versions as versions
 
 
 @dataclass
@@ -69,24 +68,6 @@ class Artifacts:
     folded: set[int] = field(default_factory=set)
     constants: set[str] = field(default_factory=set)
     samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
-
-
-def versions() -> dict[str, Any]:
-    def version_of(dist: str) -> str | None:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return None
-
-    # Package metadata, not imports: reporting torch's version must not import torch.
-    return {
-        "python": platform.python_version(),
-        "npu_gate": __version__,
-        "torch": version_of("torch"),
-        "onnx": version_of("onnx"),
-        "onnxruntime": version_of("onnxruntime"),
-        "onnxscript": version_of("onnxscript"),
-    }
 
 
 def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
