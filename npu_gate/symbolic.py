@@ -8,8 +8,14 @@ costs seconds, so it runs only when ONNX left an unknown dim, never for a known 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import onnx
 from onnx import ModelProto
 
 from npu_gate.graph import Dim, GraphFacts, TensorInfo, tensor_info_from_type
@@ -38,14 +44,12 @@ def refine(
     model: ModelProto, facts: GraphFacts, names: list[str], symbols: dict[str, list[str]]
 ) -> tuple[list[str], str | None]:
     """Run symbolic inference on ``model`` and merge its shapes for ``names`` into
-    ``facts.tensors``; returns the tensors it made better known, and an error if it failed."""
+    ``facts.tensors``; returns the tensors it made better known, and why it failed or
+    stopped early (None when it ran to the end)."""
     try:
-        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
-        inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True)
+        inferred, stopped = _symbolic_inference(model)
     except Exception as exc:  # unknown ops, odd models: keep ONNX's shapes
-        text = str(exc).strip().splitlines()
-        return [], f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        return [], _error_text(exc)
     if inferred is None:
         return [], "symbolic shape inference returned no model"
     theirs = {
@@ -62,7 +66,45 @@ def refine(
         if merged is not None:
             facts.tensors[name] = merged
             improved.append(name)
-    return improved, None
+    return improved, stopped
+
+
+_PARTIAL_MODEL = "sym_shape_infer_temp.onnx"  # where onnxruntime saves what it had when it stops early
+
+
+def _symbolic_inference(model: ModelProto) -> tuple[ModelProto | None, str | None]:
+    """onnxruntime's symbolic inference, and the reason it stopped early (None: it finished).
+
+    When it cannot finish, onnxruntime saves its partial model (and an external data file)
+    in the *current* folder, which would be the user's repository. So it runs in a scratch
+    folder, and the shapes it did infer before stopping are still used.
+    """
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    with tempfile.TemporaryDirectory(prefix="npu-gate-symbolic-") as scratch, _working_folder(scratch):
+        try:
+            return SymbolicShapeInference.infer_shapes(model, auto_merge=True), None
+        except Exception as exc:
+            partial = Path(scratch) / _PARTIAL_MODEL
+            if not partial.is_file():
+                raise
+            reason = f"stopped early: {_error_text(exc)}"
+            return onnx.load_model(str(partial), load_external_data=False), reason
+
+
+@contextlib.contextmanager
+def _working_folder(folder: str) -> Iterator[None]:
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def _error_text(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _merge(
@@ -95,7 +137,10 @@ def refine_stage(
     unknown = unknown_tensors(facts, symbols)
     if not unknown:
         return None
-    improved, error = refine(model, facts, unknown, symbols)
-    if error is not None:
-        return {"status": "failed", "reason": error, "unknown": len(unknown), "resolved": 0}
-    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
+    improved, reason = refine(model, facts, unknown, symbols)
+    if reason is not None and not improved:
+        return {"status": "failed", "reason": reason, "unknown": len(unknown), "resolved": 0}
+    stage: dict[str, Any] = {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
+    if reason is not None:
+        stage["reason"] = reason  # it stopped early; what it had inferred is used
+    return stage

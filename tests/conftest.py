@@ -25,6 +25,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="rewrite golden files under tests/golden/ from the current output")
 
 
+# Nothing the tool runs may write into the folder it is started from (a user's repository):
+# the suite runs from the repo root, so a stray file there fails the run.
+_TOLERATED = {".pytest_cache", "__pycache__", ".venv-rknn", ".coverage"}
+_started_with: set[str] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _started_with.update(p.name for p in Path.cwd().iterdir())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stray = sorted({p.name for p in Path.cwd().iterdir()} - _started_with - _TOLERATED)
+    if stray:
+        print(f"\ntests left files in {Path.cwd()}: {', '.join(stray)}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @dataclass
 class CliRun:
     code: int

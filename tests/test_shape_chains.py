@@ -568,3 +568,62 @@ def test_symbolic_inference_unavailable_keeps_onnx_shapes(
     assert stage["reason"].startswith("ModuleNotFoundError: import of onnxruntime.tools.symbolic")
     resize = next(n for n in doc["nodes"] if n["name"] == "resize0")
     assert resize["outputs"][0]["shape"] == [1, 3, "unk__0", "unk__1"]  # ONNX's own
+
+
+def resize_then_custom_op() -> onnx.ModelProto:
+    """resize_to_input_size, then an op onnxruntime's symbolic inference does not know."""
+    model = resize_to_input_size()
+    graph = model.graph
+    graph.node.append(helper.make_node("Mystery", ["out"], ["m"], name="mystery0", domain="com.example"))
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info("m", _F, None))
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    return model
+
+
+def test_symbolic_inference_stopping_early_writes_nothing_and_keeps_its_shapes(
+    run_cli, save_model, tmp_path, monkeypatch
+) -> None:
+    # onnxruntime saves its partial model as sym_shape_infer_temp.onnx in the current folder
+    # (the user's repository) when it stops early; npu-gate runs it in a scratch folder.
+    cwd = tmp_path / "repo"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    path = save_model(resize_then_custom_op())
+    out = tmp_path / "result.json"
+    run_cli("inspect", path, "--json", out, "-q")
+    assert sorted(p.name for p in cwd.iterdir()) == []
+    assert Path.cwd() == cwd
+    doc = json.loads(out.read_text())
+    validate_result(doc)
+    assert doc["stages"]["symbolic_shapes"] == {
+        "status": "ok",
+        "reason": "stopped early: Exception: Incomplete symbolic shape inference",
+        "unknown": 3,
+        "resolved": 2,
+    }
+    shapes = {n["name"]: n["outputs"][0]["shape"] for n in doc["nodes"]}
+    assert shapes["resize0"] == [1, 3, "H", "W"]  # from the partial result
+    assert shapes["add0"] == [1, 3, "H", "W"]
+    assert shapes["mystery0"] is None
+
+
+def test_symbolic_inference_that_learns_nothing_fails(run_cli, save_model, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = _model(
+        [helper.make_node("Mystery", ["x"], ["m"], name="mystery0", domain="com.example")],
+        [helper.make_tensor_value_info("x", _F, ["N", 3])],
+        [helper.make_tensor_value_info("m", _F, None)],
+    )
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    path = save_model(model)
+    out = tmp_path / "result.json"
+    run_cli("inspect", path, "--json", out, "-q")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "result.json"])
+    doc = json.loads(out.read_text())
+    assert doc["stages"]["symbolic_shapes"] == {
+        "status": "failed",
+        "reason": "stopped early: Exception: Incomplete symbolic shape inference",
+        "unknown": 1,
+        "resolved": 0,
+    }
