@@ -44,6 +44,21 @@ FLOOR = (
     "import sys, onnx; m = onnx.load(sys.argv[1]); "
     "onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True, data_prop=True)"
 )
+# --lower-bound: the least a Python tool must do to write this kind of JSON result, with no
+# analysis at all: the floor's imports and inference plus the checker, reading every node's
+# fields and every tensor's type through protobuf, and one orjson line per node.
+LOWER_BOUND = """
+import sys, onnx, orjson
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+i = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True, data_prop=True)
+types = {v.name: v.type.SerializeToString() for v in i.graph.value_info}
+with open(sys.argv[2], "wb") as out:
+    for n in i.graph.node:
+        out.write(orjson.dumps({"name": n.name, "op_type": n.op_type, "domain": n.domain,
+                                "inputs": n.input[:], "outputs": n.output[:],
+                                "types": [len(types.get(o, b"")) for o in n.output]}) + b"\\n")
+"""
 MAX_FLOOR_RATIO = 1.5
 MAX_ORT_RATIO = 0.5
 
@@ -76,7 +91,7 @@ def load_average() -> str:
         return "n/a"
 
 
-def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str) -> None:
+def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str, lower_bound: bool) -> None:
     py = sys.executable
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, median of {repeat}, profile {profile}"
     print(f"load average before: {load_average()}  ({env_note})")
@@ -93,6 +108,8 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
             "plain": [py, "-m", "npu_gate", "inspect", str(path), "-q", "--profile", profile],
             "json": [py, "-m", "npu_gate", "inspect", str(path), "-q", "--profile", profile, "--json", str(out)],
         }
+        if lower_bound:
+            commands["lower"] = [py, "-c", LOWER_BOUND, str(path), str(tmp / f"lower{n}.jsonl")]
         if not skip_ort:
             commands["ort"] = [py, "-m", "onnxruntime.tools.check_onnx_model_mobile_usability", str(path)]
         t = medians(commands, repeat)
@@ -103,6 +120,10 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
               f"{out.stat().st_size / 1e6:>8.1f} {ort:>7.2f} {t['json'] / t['floor']:>10.2f} "
               f"{t['json'] / ort:>9.2f} {t['plain'] / t['floor']:>11.2f} {t['plain'] / ort:>9.2f}  "
               f"floor {verdict(floor_ok)}, ort {ort_text}", flush=True)
+        if lower_bound:
+            print(f"{'':>7} lower bound (read + write, no analysis): {t['lower']:.2f} s = "
+                  f"{t['lower'] / t['floor']:.2f}x floor; inspect --json spends "
+                  f"{t['json'] - t['lower']:.2f} s more", flush=True)
     print(f"load average after: {load_average()}")
 
 
@@ -188,13 +209,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per command (median)")
     parser.add_argument("--skip-ort", action="store_true", help="skip the (slow) ORT usability checker")
     parser.add_argument("--profile", default="demo", help="profile passed to inspect (default: demo)")
+    parser.add_argument("--lower-bound", action="store_true",
+                        help="also time the least a Python tool must do to write this JSON (no analysis)")
     parser.add_argument("--phases", action="store_true", help="also print an in-process phase breakdown")
     parser.add_argument("--phases-only", action="store_true", help="only the in-process breakdown")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         if not args.phases_only:
-            bench(args.sizes, args.repeat, args.skip_ort, tmp, args.profile)
+            bench(args.sizes, args.repeat, args.skip_ort, tmp, args.profile, args.lower_bound)
         if args.phases or args.phases_only:
             phases(args.sizes, tmp, args.profile)
 
