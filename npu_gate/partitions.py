@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from npu_gate.graph import GraphFacts
 from npu_gate.placement import CPU, FOLDED, NPU, Placement
+from npu_gate.result import BoundaryResult
 
 
 @dataclass
@@ -29,14 +30,6 @@ class Partition:
     id: int
     device: str
     nodes: list[int]  # node indices, in execution order
-
-
-@dataclass
-class Boundary:
-    tensor: str
-    bytes: int | None
-    source: int  # producing partition id
-    target: int  # consuming partition id
 
 
 def build_partitions(
@@ -111,7 +104,7 @@ def _components(segment: list[int], deps: list[list[int]]) -> list[list[int]]:
     return list(groups.values())
 
 
-def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[Boundary]:
+def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryResult]:
     """One entry per (tensor, consuming partition) where the consumer's partition differs.
 
     Only tensors produced by a non-folded node count: graph inputs, weights and folded
@@ -144,11 +137,11 @@ def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[Boundary]
         if name not in sizes:
             info = facts.tensors.get(name)
             sizes[name] = info.nbytes if info else None
-        out.append(Boundary(name, sizes[name], source, target))
+        out.append(BoundaryResult(name, sizes[name], source, target))
     return out
 
 
-def total_bytes(crossings: list[Boundary]) -> int | None:
+def total_bytes(crossings: list[BoundaryResult]) -> int | None:
     """Sum of boundary bytes; None when any crossing tensor has an unknown size."""
     if any(b.bytes is None for b in crossings):
         return None

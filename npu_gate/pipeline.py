@@ -32,7 +32,6 @@ from npu_gate.profile import Profile
 from npu_gate.result import (
     FAIL,
     PASS,
-    BoundaryResult,
     Finding,
     GateCheck,
     GateResult,
@@ -326,7 +325,7 @@ def _analyze(
         adapters.record(result, settings.profile, facts, model_inputs)
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
-    result.boundaries = [BoundaryResult(b.tensor, b.bytes, b.source, b.target) for b in crossings]
+    result.boundaries = crossings
     result.findings.extend(_placement_findings(facts, placements, settings.profile.evidence,
                                                [(sn.path, sn.node.key) for sn in scoped], body))
     result.findings.extend(_dynamic_shape_findings(facts, placements, dynamic_severity))
