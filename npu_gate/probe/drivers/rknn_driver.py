@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from _protocol import Save, main
 
@@ -43,7 +45,7 @@ def build(request: dict, save: Save) -> None:
         rknn.release()
 
 
-def _call(fn, **kwargs) -> None:
+def _call(fn: Callable[..., Any], **kwargs: Any) -> None:
     ret = fn(**kwargs)
     if ret not in (0, None):
         raise RuntimeError(f"{fn.__name__} returned {ret}")
