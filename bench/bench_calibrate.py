@@ -40,7 +40,7 @@ def run_once(venv: str, sweep: str, batch: bool, out: Path) -> tuple[float, int]
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--venv", default=str(ROOT / ".venv-rknn"))
-    parser.add_argument("--sweep", default="tiny", help="tiny (7 points) or standard (255 points)")
+    parser.add_argument("--sweep", default="tiny", help="tiny (7 points) or standard (282 points)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per mode (median)")
     args = parser.parse_args()
     if not (Path(args.venv) / "bin" / "python").exists():

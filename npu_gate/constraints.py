@@ -128,7 +128,8 @@ def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[
 
     A value that cannot be known fails, as other undecidable conditions do, and says why:
     the input is absent (unless the test gives the op's ``default``), not a constant, or
-    not read (more than 64 elements, or not evaluable). No value is ever assumed."""
+    not read (more than 64 elements, or not evaluable); with ``ratio_to_input``, the dims
+    divided by are not known. No value is ever assumed."""
     allowed = _allowed(spec)
     if not name and "default" not in spec:
         return [("absent", allowed, "is absent: its value is not known")]
@@ -143,6 +144,16 @@ def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[
         return [("value not known", allowed, NOT_KNOWN)]
     rank, elements = got
     shown = f"values {_show(elements)}" if name else f"absent: the default {_show(spec['default'])}"
+    if "ratio_to_input" in spec:  # Resize sizes divided by the input's dims: the scales it applies
+        k = spec["ratio_to_input"]
+        dims = _static_dims(k, ctx)
+        if isinstance(dims, list) and len(dims) != len(elements):
+            dims = f"{len(elements)} element(s) against the {len(dims)} dims of input {k} {_show(dims)}"
+        if isinstance(dims, str):
+            return [(dims, allowed, f"{shown}: {dims}")]
+        # to 7 significant digits, like float32 values: 8 / 24 is 0.3333333
+        elements = [float(f"{e / d:.7g}") for e, d in zip(elements, dims, strict=True)]
+        shown += f" divided by input {k}'s dims {_show(dims)}"
     value: Any = elements if rank else elements[0]
     if spec.get("padded_axes"):
         half = len(elements) // 2
@@ -157,6 +168,17 @@ def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[
         value = [elements[i] for i in spec["elements"]]
         shown += f" (elements {_show(spec['elements'])})"
     return [(actual, limit, f"{shown}: {text}") for actual, limit, text in _value_tests(spec, value)]
+
+
+def _static_dims(index: int, ctx: _Context) -> list[int] | str:
+    """Input ``index``'s dims when all are known and positive, else why not."""
+    names = ctx.node.inputs
+    tensor = ctx.tensors.get(names[index]) if index < len(names) and names[index] else None
+    shape = tensor.shape if tensor is not None else None
+    if shape is None or not all(isinstance(d, int) and d > 0 for d in shape):
+        shown = "?" if shape is None else _show(["?" if d is None else d for d in shape])
+        return f"the dims of input {index} are not known ({shown})"
+    return [d for d in shape if isinstance(d, int)]  # all of them (checked above)
 
 
 def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:

@@ -114,12 +114,13 @@ def _value_words(c: dict[str, Any]) -> list[str]:
 
 def _tensor_value_words(v: dict[str, Any]) -> str:
     """A value test: ``constant value, elements [2, 3]: each element in {0.5, 2, 3}``."""
+    what = "constant value"
+    if "ratio_to_input" in v:
+        what += f" divided by input {v['ratio_to_input']}'s dims"
     if v.get("padded_axes"):
-        what = "constant value, the axes it pads (begin or end ≠ 0)"
+        what += ", the axes it pads (begin or end ≠ 0)"
     elif "elements" in v:
-        what = f"constant value, elements {_value(v['elements'])}"
-    else:
-        what = "constant value"
+        what += f", elements {_value(v['elements'])}"
     text = f"{what}: {' and '.join(_value_words(v))}"
     if "default" in v:
         text += f" (when absent: {_value(v['default'])}, the op's default)"

@@ -136,6 +136,10 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
                 f"{where}.{kind}: {op} has at most {limit} {kind}s; "
                 f"index {test[kind]} does not exist"
             )
+    ratio_to = test.get("value", {}).get("ratio_to_input")
+    if ratio_to is not None and ratio_to >= info.max_input:
+        out.append(f"{where}.value.ratio_to_input: {op} has at most {info.max_input} inputs; "
+                   f"index {ratio_to} does not exist")
     return out
 
 

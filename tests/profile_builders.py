@@ -126,21 +126,35 @@ def resize(
     scales_constant: bool = True,
     scale: float = 2.0,
     sizes: list[int] | None = None,
+    sizes_from_shape: bool = False,
+    x: list[Any] = (1, 4, 8, 8),  # type: ignore[assignment]
+    axes: list[int] | None = None,
 ) -> onnx.ModelProto:
     """x [1, 4, 8, 8] -> Resize (node0) by ``scale`` on H and W; scales constant or an input;
-    with ``sizes``, to those sizes (scales absent)."""
+    with ``sizes``, to those sizes (scales absent): an initializer, or (``sizes_from_shape``)
+    Concat(Slice(Shape(x), 0, 2), sizes[2:]) as the TorchScript exporter writes it; ``axes``
+    (opset 18) names the axes ``sizes`` gives."""
     attrs: dict[str, Any] = {"mode": mode}
     if coordinate_transformation_mode is not None:
         attrs["coordinate_transformation_mode"] = coordinate_transformation_mode
     if nearest_mode is not None:
         attrs["nearest_mode"] = nearest_mode
+    if axes is not None:
+        attrs["axes"] = axes
     scales = np.array([1, 1, scale, scale], dtype=np.float32)
-    inputs = [_value("x", "float32", [1, 4, 8, 8])]
+    inputs = [_value("x", "float32", list(x))]
     initializers = []
     if sizes is not None:
         node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="node0", **attrs)
-        sizes_init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
-        return _model([node], inputs, [_value("y", "float32", None)], [sizes_init])
+        if not sizes_from_shape:
+            sizes_init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
+            return _model([node], inputs, [_value("y", "float32", None)], [sizes_init], 18 if axes else OPSET)
+        shape = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                 helper.make_node("Slice", ["s", "start", "end"], ["nc"], name="slice"),
+                 helper.make_node("Concat", ["nc", "hw"], ["sizes"], name="concat", axis=0)]
+        consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+                  for n, v in (("start", [0]), ("end", [2]), ("hw", sizes[2:]))]
+        return _model([*shape, node], inputs, [_value("y", "float32", None)], consts)
     if scales_constant:
         initializers.append(numpy_helper.from_array(scales, "scales"))
     else:

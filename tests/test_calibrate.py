@@ -51,7 +51,7 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
                 if family.kind == OP:
                     assert family.node_of(point) in nodes, point.id
     standard = SWEEPS["standard"]()
-    assert sum(len(f.points) for f in standard) == 255
+    assert sum(len(f.points) for f in standard) == 282
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER}
 
@@ -59,7 +59,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
 def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path) -> None:
     ops: dict[str, Any] = {}
     for family in (f for f in SWEEPS["standard"]() if f.kind == OP):
-        ops.setdefault(family.op, {"constraints": []})["constraints"].extend(family.constraints)
+        written = ops.setdefault(family.op, {"constraints": []})["constraints"]
+        written += [c for c in family.constraints if c not in written]  # Resize's two families share one
     path = tmp_path / "all.json"
     path.write_text(json.dumps({"name": "all", "description": "d", "source": "s", "evidence": "illustrative",
                                 "ops": ops}), encoding="utf-8")
@@ -209,7 +210,7 @@ def test_the_builtin_rknn_rk3588_profile_is_what_its_record_derives() -> None:
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 255
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 282
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -232,19 +233,29 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
         "Resize": ["resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
                    "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3",
                    "resize-linear-align_corners-x1.5", "resize-linear-pytorch_half_pixel-x1.5",
-                   "resize-cubic-half_pixel-x2", "resize-cubic-asymmetric-x0.5"],
+                   "resize-cubic-half_pixel-x2", "resize-cubic-asymmetric-x0.5",
+                   "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
+                   "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
+                   "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
+                   "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
+                   "resize-sizes-linear-half_pixel-48x64"],
         "Slice": ["slice-axis1-step2", "slice-axis2-step2", "slice-axis3-step2"],
         "Pad": ["pad-ch-constant"]}
     assert {op: (verdicts[op]["verdict"], verdicts[op]["constraints"], verdicts[op]["points"], verdicts[op]["on_npu"])
             for op in ("Resize", "Slice", "Pad")} == {
         "Resize": ("constrained", ["resize-linear-not-align-corners", "resize-linear-scales-measured",
-                                   "resize-mode-nearest-or-linear"], 34, 25),
+                                   "resize-mode-nearest-or-linear"], 61, 43),
         "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 8, 5),
         "Pad": ("constrained", ["pad-not-c-and-h"], 6, 5)}
     written = {op: {c["id"]: c for c in profile["ops"][op]["constraints"]} for op in ("Resize", "Slice", "Pad")}
     assert written["Resize"]["resize-linear-scales-measured"]["any_of"] == [
         {"attribute": "mode", "in": ["nearest"]},
-        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}}]
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [0.5, 2, 3]}}]
+    assert verdicts["Resize"]["families"] == ["resize-mode-coordinates-scales", "resize-sizes"]
+    assert [c["id"] for c in profile["ops"]["Resize"]["constraints"]] == [  # the two families' hypothesis once
+        "resize-mode-nearest-or-linear", "resize-linear-not-align-corners", "resize-linear-scales-measured",
+        "resize-2d"]
     assert written["Slice"]["slice-steps-1-or-minus-1"]["value"] == {"each": True, "in": [1, -1], "default": [1]}
     assert written["Pad"]["pad-not-c-and-h"]["value"] == {"padded_axes": True, "not_in": [[1, 2]]}
     assert [written[op][i]["doc"] for op, i in (("Resize", "resize-linear-scales-measured"),
@@ -254,6 +265,51 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
     assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
         "Slice ran on CPU (or was not built) in calibration wherever this fails: 3 of 8 sweep points "
         "(rknn-rk3588.calibration.json#Slice)")
+
+
+# Torch-like Resize by sizes on x [1, 3, 40, 24] (not the sweep's shape): roi and scales absent, sizes
+# an initializer (the dynamo exporter) or folded from Shape -> Slice -> Concat (the TorchScript exporter).
+RESIZE_BY_SIZES = [
+    ("nearest asymmetric x2", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                               "nearest_mode": "floor", "sizes": [1, 3, 80, 48]}, "npu", []),
+    ("nearest asymmetric x1.5", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                 "sizes": [1, 3, 60, 36]}, "npu", []),
+    ("linear half_pixel x2", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                              "sizes": [1, 3, 80, 48]}, "npu", []),
+    ("linear half_pixel x0.5 from Shape", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                           "sizes": [1, 3, 20, 12], "sizes_from_shape": True}, "npu", []),
+    ("linear half_pixel H x3, W x0.5", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                        "sizes": [1, 3, 120, 12]}, "npu", []),
+    ("linear half_pixel x1.5", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                "sizes": [1, 3, 60, 36]}, "cpu",
+     [("resize-linear-scales-measured", ["linear", "absent", [1.5, 1.5]])]),
+    ("linear pytorch_half_pixel H x2, W x1.5 from Shape", {
+        "mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel", "sizes": [1, 3, 80, 36],
+        "sizes_from_shape": True}, "cpu", [("resize-linear-scales-measured", ["linear", "absent", 1.5])]),
+    ("linear align_corners x2", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                 "sizes": [1, 3, 80, 48]}, "cpu",
+     [("resize-linear-not-align-corners", ["linear", "align_corners"])]),
+]
+
+
+@pytest.mark.parametrize(("args", "placement", "failures"), [pytest.param(*case[1:], id=case[0])
+                                                             for case in RESIZE_BY_SIZES])
+def test_resize_by_sizes_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placement: str,
+                                           failures: list[tuple[str, Any]]) -> None:
+    """The measured rule on a Resize by sizes: linear on the NPU only where sizes / input dims on H
+    and W are 0.5, 2 or 3 (and not align_corners); nearest everywhere (the resize-sizes family)."""
+    from profile_builders import resize
+
+    from npu_gate.pipeline import inspect_model
+
+    (tmp_path / "m.onnx").write_bytes(resize(x=[1, 3, 40, 24], **args).SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert {n.name: n.placement for n in result.nodes}["node0"] == placement
+    found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
+    assert found == failures
+    messages = {f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
+    assert messages == ({"Resize ran on CPU (or was not built) in calibration wherever this fails: 18 of 61 sweep "
+                         "points (rknn-rk3588.calibration.json#Resize)"} if failures else set())
 
 
 def test_from_record_beside_out_rewrites_only_the_verdicts(run_cli, tmp_path: Path) -> None:
@@ -286,8 +342,33 @@ def test_without_value_tests_the_three_ops_stay_unexplained() -> None:
     assert {op: derived.verdicts[op]["verdict"] for op in ("Resize", "Slice", "Pad")} == {
         "Resize": "unexplained", "Slice": "unexplained", "Pad": "unexplained"}
     assert derived.verdicts["Resize"]["contradicted_by"] == [
-        "resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-pytorch_half_pixel-x1.5"]
+        "resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-pytorch_half_pixel-x1.5",
+        "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
+        "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
+        "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-half_pixel-64x48",
+        "resize-sizes-linear-half_pixel-48x64"]
     assert derived.verdicts["Pad"]["contradicted_by"] == ["pad-ch-constant"]
+
+
+def test_without_the_sizes_ratio_linear_resize_by_sizes_contradicts_the_scales_rule() -> None:
+    """The hypothesis of before (scales only): the linear points by sizes that ran on the NPU, where
+    input 2 is absent, are what it gets wrong; with ratio_to_input every point is predicted."""
+    from dataclasses import replace
+
+    def scales_only(c: dict[str, Any]) -> dict[str, Any]:
+        if c["id"] != "resize-linear-scales-measured":
+            return c
+        return {**c, "any_of": [a for a in c["any_of"] if "ratio_to_input" not in json.dumps(a)]}
+
+    families = [replace(f, constraints=[scales_only(c) for c in f.constraints]) for f in SWEEPS["standard"]()]
+    _, derived = derive_profile(_builtin_record(), families)
+    assert derived.verdicts["Resize"]["verdict"] == "unexplained"
+    assert derived.verdicts["Resize"]["contradicted_by"] == [
+        "resize-sizes-linear-half_pixel-64x64", "resize-sizes-linear-half_pixel-16x16",
+        "resize-sizes-linear-half_pixel-96x96", "resize-sizes-linear-pytorch_half_pixel-64x64",
+        "resize-sizes-linear-pytorch_half_pixel-16x16", "resize-sizes-linear-asymmetric-64x64",
+        "resize-sizes-linear-half_pixel-64x16", "resize-sizes-linear-half_pixel-16x96",
+        "resize-sizes-linear-half_pixel-64x64-from-shape"]
 
 
 # --- profile diff ---------------------------------------------------------------------------

@@ -328,7 +328,9 @@ def test_value_tests_in_words(run_cli: Run) -> None:
              for i in ("resize-linear-scales-measured", "slice-steps-1-or-minus-1", "pad-not-c-and-h")}
     assert words == {
         "resize-linear-scales-measured": "one of: (attribute mode: in {nearest}) | "
-                                         "(input 2: constant value, elements [2, 3]: each element in {0.5, 2, 3}).",
+                                         "(input 2: constant value, elements [2, 3]: each element in {0.5, 2, 3}) | "
+                                         "(input 3: constant value divided by input 0's dims, elements [2, 3]: "
+                                         "each element in {0.5, 2, 3}).",
         "slice-steps-1-or-minus-1": "input 4: constant value: each element in {1, -1} "
                                     "(when absent: [1], the op's default).",
         "pad-not-c-and-h": "input 1: constant value, the axes it pads (begin or end ≠ 0): not in {[1, 2]}.",
@@ -340,12 +342,14 @@ def test_value_tests_in_words(run_cli: Run) -> None:
 
 
 def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
-    """Schema (a value test needs a test; elements and padded_axes exclude each other), semantics
-    (no value test on an attribute or on a fused op) and the lint (the input index exists)."""
+    """Schema (a value test needs a test; padded_axes excludes elements and ratio_to_input), semantics
+    (no value test on an attribute or on a fused op) and the lint (the input indexes exist)."""
     schema = _write(tmp_path, {"ops": {"Slice": {"constraints": [
         {"id": "a", "input": 4, "value": {"each": True}},
         {"id": "b", "input": 1, "value": {"elements": [0], "padded_axes": True, "in": [1]}},
-        {"id": "c", "input": 4, "value": {"in": [1], "step": 2}}]}}}, "schema.json")
+        {"id": "c", "input": 4, "value": {"in": [1], "step": 2}},
+        {"id": "d", "input": 1, "value": {"ratio_to_input": 0, "padded_axes": True, "in": [1]}},
+        {"id": "e", "input": 1, "value": {"ratio_to_input": -1, "in": [1]}}]}}}, "schema.json")
     r = run_cli("profile", "check", schema)
     where = f"npu-gate: error: {schema}: ops.Slice.constraints"
     assert (r.code, r.err.splitlines()) == (1, [
@@ -353,10 +357,14 @@ def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
         "('in' is a required property)",
         f"{where}[1].value: {{'elements': [0], 'padded_axes': True, 'in': [1]}} should not be valid under "
         "{'required': ['elements', 'padded_axes']}",
-        f"{where}[2].value: Additional properties are not allowed ('step' was unexpected)"])
+        f"{where}[2].value: Additional properties are not allowed ('step' was unexpected)",
+        f"{where}[3].value: {{'ratio_to_input': 0, 'padded_axes': True, 'in': [1]}} should not be valid under "
+        "{'required': ['ratio_to_input', 'padded_axes']}",
+        f"{where}[4].value.ratio_to_input: -1 is less than the minimum of 0"])
     semantic = _write(tmp_path, {
         "ops": {"Slice": {"constraints": [{"id": "a", "attribute": "axes", "value": {"in": [1]}},
-                                          {"id": "b", "input": 5, "value": {"each": True, "in": [1]}}]}},
+                                          {"id": "b", "input": 5, "value": {"each": True, "in": [1]}},
+                                          {"id": "d", "input": 4, "value": {"ratio_to_input": 5, "in": [1]}}]}},
         "patterns": [{"name": "p", "becomes": "HardSwish",
                       "nodes": [{"op": "HardSigmoid", "inputs": [{"tensor": "x"}]}],
                       "inputs": ["x"], "constraints": [{"id": "c", "input": 0, "value": {"in": [1]}}]}]},
@@ -369,4 +377,5 @@ def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
         "axes with in/not_in/min/max",
         f"{where}patterns[0].constraints[0]: value tests are not evaluated on a fused op; match a pattern node's "
         "constant input with \"const\"",
-        f"{where}ops.Slice.constraints[1].input: Slice has at most 5 inputs; index 5 does not exist"]
+        f"{where}ops.Slice.constraints[1].input: Slice has at most 5 inputs; index 5 does not exist",
+        f"{where}ops.Slice.constraints[2].value.ratio_to_input: Slice has at most 5 inputs; index 5 does not exist"]

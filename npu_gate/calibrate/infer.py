@@ -132,7 +132,10 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
     npu = [on_npu(m) for _, _, m in points]
     verdict: dict[str, Any] = {"families": [f.id for f in families], "points": len(points), "on_npu": sum(npu),
                                "measured": _cite([(p, m) for _, p, m in points])}
-    needed = [c for f in families if not all(on_npu(measured[p.id]) for p in f.points) for c in f.constraints]
+    needed: list[dict[str, Any]] = []  # families of one op may share a hypothesis: each constraint once
+    for f in families:
+        if not all(on_npu(measured[p.id]) for p in f.points):
+            needed += [c for c in f.constraints if c not in needed]
     base_entry = base_ops.get(op)
     base_constraints = [c for c in (base_entry or {}).get("constraints", []) if not c.get("unchecked")]
     trial = [*needed, *base_constraints]

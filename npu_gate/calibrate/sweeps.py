@@ -157,21 +157,57 @@ def _resize(mode: str, ctm: str, scale: float) -> Point:
                   "scales": scales}, ["roi", "scales"], mode=mode, coordinate_transformation_mode=ctm)
 
 
+def _resize_sizes(mode: str, ctm: str, h: int, w: int) -> Point:
+    """x [1, 16, 32, 32] to [1, 16, h, w], roi and scales absent (as torch exports interpolate(size=...))."""
+    return single(f"resize-sizes-{mode}-{ctm}-{h}x{w}", "Resize", None, {"sizes": i64(1, 16, h, w)},
+                  ["", "", "sizes"], mode=mode, coordinate_transformation_mode=ctm)
+
+
+def _resize_sizes_from_shape(mode: str, ctm: str, h: int, w: int) -> Point:
+    """Sizes folded from Concat(Slice(Shape(x), 0, 2), [h, w]): the TorchScript exporter's form."""
+    def build() -> onnx.ModelProto:
+        nodes = [node("Shape", ["x"], ["s"]), node("Slice", ["s", "start", "end"], ["nc"]),
+                 node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+                 node("Resize", ["x", "", "", "sizes"], mode=mode, coordinate_transformation_mode=ctm)]
+        return model(nodes, None, {"start": i64(0), "end": i64(2), "hw": i64(h, w)})
+    return Point(f"resize-sizes-{mode}-{ctm}-{h}x{w}-from-shape", build)
+
+
+# Linear is claimed on the NPU only at the scale factors measured there, given as scales (input 2)
+# or as sizes (input 3) over the input's dims; both families carry the same hypothesis.
+RESIZE_HYPOTHESIS: list[dict[str, Any]] = [
+    {"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"]},
+    {"id": "resize-linear-not-align-corners", "any_of": [
+        {"attribute": "mode", "in": ["nearest"]},
+        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]}]},
+    {"id": "resize-linear-scales-measured", "any_of": [
+        {"attribute": "mode", "in": ["nearest"]},
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [0.5, 2, 3]}}]}]
+
+
 def resize_families() -> list[Family]:
     ctms = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
     scales = (2.0, 0.5, 3.0, 1.5)
     points = [_resize(m, c, s) for m in ("nearest", "linear") for c in ctms for s in scales]
     points += [_resize("cubic", "half_pixel", 2.0), _resize("cubic", "asymmetric", 0.5)]
-    return [Family("resize-mode-coordinates-scales", "Resize", points,
-                   [{"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"]},
-                    {"id": "resize-linear-not-align-corners", "any_of": [
-                        {"attribute": "mode", "in": ["nearest"]},
-                        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]}]},
-                    {"id": "resize-linear-scales-measured", "any_of": [
-                        {"attribute": "mode", "in": ["nearest"]},
-                        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}}]}],
+    ratios = ((64, 64), (16, 16), (96, 96), (48, 48), (20, 20))  # x2, x0.5, x3, x1.5, x0.625
+    sizes = [_resize_sizes("nearest", "asymmetric", h, w) for h, w in ratios]
+    sizes += [_resize_sizes("nearest", c, 48, 48) for c in ("half_pixel", "align_corners", "pytorch_half_pixel")]
+    sizes += [_resize_sizes("nearest", "asymmetric", 64, 20)]
+    sizes += [_resize_sizes("linear", "half_pixel", h, w) for h, w in ratios]
+    sizes += [_resize_sizes("linear", "pytorch_half_pixel", h, w) for h, w in ((64, 64), (16, 16), (48, 48), (20, 20))]
+    sizes += [_resize_sizes("linear", c, h, w) for c, h, w in (("asymmetric", 64, 64), ("asymmetric", 48, 48),
+                                                               ("align_corners", 64, 64), ("align_corners", 16, 16))]
+    sizes += [_resize_sizes("linear", "half_pixel", h, w) for h, w in ((64, 16), (16, 96), (64, 48), (48, 64))]
+    sizes += [_resize_sizes_from_shape("linear", "half_pixel", 64, 64)]
+    return [Family("resize-mode-coordinates-scales", "Resize", points, RESIZE_HYPOTHESIS,
                    note="modes x coordinate_transformation_mode x scales (input 2's values on H and W); cubic "
-                        "crashes the toolkit. Linear is claimed only at the scales measured on the NPU")]
+                        "crashes the toolkit. Linear is claimed only at the scales measured on the NPU"),
+            Family("resize-sizes", "Resize", sizes, RESIZE_HYPOTHESIS,
+                   note="sizes (input 3; roi and scales absent) at H/W ratios 2, 0.5, 3, 1.5, 0.625 and unequal "
+                        "ones, nearest and linear x coordinate_transformation_mode; one sizes vector folded from "
+                        "Shape -> Slice -> Concat. Linear is claimed only at the ratios measured on the NPU")]
 
 
 def _pool(op: str, k: int, pad: int, include: int | None = None, stride: int = 1) -> Point:
