@@ -13,17 +13,22 @@ One folder per contract run (``check --out DIR``, or ``check --bundle`` for
     minimal/                      the smallest model for each distinct failure
 
 Paths inside result.json and report.md are relative to the bundle or the contract, so
-two bundles of the same run in different folders compare equal.
+two bundles of the same run in different folders compare equal. ``versions.json`` lists
+the bundle's files: only a folder holding exactly such a bundle is ever replaced, and a
+run fills a staging folder that replaces it only once the run has a verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
 import re
 import shutil
+import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +42,8 @@ from npu_gate.result import GateResult
 from npu_gate.versions import tool_versions as versions
 
 DEFAULT_ROOT = Path("npu-gate-out")
-MARKER = "versions.json"  # a folder holding it is a bundle npu-gate may overwrite
+MARKER = "versions.json"  # with a manifest of the bundle's files: what npu-gate may replace
+BUNDLE_KIND = "npu-gate-bundle"
 
 
 def default_folder(contract: Contract) -> Path:
@@ -46,20 +52,84 @@ def default_folder(contract: Contract) -> Path:
     return DEFAULT_ROOT / name
 
 
-def prepare(folder: Path) -> None:
-    """An empty bundle folder. A previous bundle is replaced; anything else is refused."""
-    if folder.exists():
-        if not folder.is_dir():
-            raise GateError(f"{folder}: exists and is not a folder")
-        if any(folder.iterdir()):
-            if not (folder / MARKER).is_file():
-                raise GateError(f"{folder}: not empty and not an npu-gate bundle (no {MARKER}); "
-                                "refusing to overwrite it")
-            shutil.rmtree(folder)
+def check_target(folder: Path) -> None:
+    """Refuse a bundle folder that npu-gate must not replace (before any model runs)."""
+    target = folder.resolve()
+    cwd = Path.cwd().resolve()
+    if target == cwd or target in cwd.parents:
+        raise GateError(f"{folder}: is the current folder or holds it; choose a folder of its own for the bundle")
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise GateError(f"{folder}: exists and is not a folder")
+    present = _files_in(folder)
+    if not present:
+        return
+    previous = _previous_bundle_files(folder)
+    if previous is None:
+        raise GateError(f"{folder}: not empty and not an npu-gate bundle (no {MARKER} naming its files); "
+                        "refusing to overwrite it")
+    foreign = sorted(present - previous)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise GateError(f"{folder}: holds files the previous bundle did not write ({shown}); "
+                        "refusing to overwrite it")
+
+
+@contextlib.contextmanager
+def staged(folder: Path) -> Iterator[Path]:
+    """A fresh staging folder beside ``folder`` for the run to fill. When the block ends
+    normally the staging folder replaces ``folder`` (a previous bundle); when it raises
+    (the run could not run: exit 2), it is removed and ``folder`` is left as it was."""
+    check_target(folder)
+    parent = folder.resolve().parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
     except OSError as exc:
         raise GateError(f"{folder}: cannot create: {exc.strerror}") from None
+    try:
+        yield stage
+        _publish(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)  # gone already when published
+
+
+def _publish(stage: Path, folder: Path) -> None:
+    check_target(folder)  # again: something may have written there during the run
+    target = folder.resolve()
+    if not folder.exists():
+        stage.rename(target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    old.rmdir()
+    target.rename(old)
+    try:
+        stage.rename(target)
+    except OSError:
+        old.rename(target)  # put the previous bundle back
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _files_in(folder: Path) -> set[str]:
+    """Relative POSIX paths of every file and link under ``folder`` (folders themselves excluded)."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir() or p.is_symlink()}
+
+
+def _previous_bundle_files(folder: Path) -> set[str] | None:
+    """The files a previous bundle's manifest lists, or None when ``folder`` holds no bundle."""
+    try:
+        doc = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    manifest = doc.get("bundle") if isinstance(doc, dict) else None
+    if not isinstance(manifest, dict) or manifest.get("kind") != BUNDLE_KIND:
+        return None
+    files = manifest.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None
+    return set(files)
 
 
 def write(folder: Path, contract: Contract, result: GateResult, art: Artifacts) -> None:
@@ -98,6 +168,7 @@ def write_any(
         names = [i.name for i in contract.inputs]
         write_npz(folder / "inputs.npz", stack_samples(samples, names))
     doc = bundle_versions(contract, result, art, profile)
+    doc["bundle"] = {"kind": BUNDLE_KIND, "files": sorted(_files_in(folder) | {MARKER})}
     (folder / MARKER).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 

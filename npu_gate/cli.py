@@ -289,6 +289,8 @@ def _check(args: argparse.Namespace) -> int:
         if not timings.is_file():
             raise GateError(f"--device-timings: file {args.device_timings!r} not found")
         contracts = [dataclasses.replace(c, device_timings=timings) for c in contracts]
+    if args.out or args.bundle:
+        _check_bundle_folders(contracts, args)
     worst = EXIT_PASS
     for contract in contracts:
         if not cacheable:
@@ -332,16 +334,37 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
+def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -> None:
+    """Every bundle folder is usable and each contract has its own, before any model runs."""
+    from npu_gate import bundle
+
+    folders: dict[Path, Contract] = {}
+    problems = []
+    for contract in contracts:
+        folder = Path(args.out) if args.out else bundle.default_folder(contract)
+        other = folders.setdefault(folder.resolve(), contract)
+        if other is not contract:
+            problems.append(f"{contract.path}: its bundle folder {folder} is also {other.path}'s; "
+                            "give one of the contracts another \"name\"")
+            continue
+        try:
+            bundle.check_target(folder)
+        except GateError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise GateError(*problems)
+
+
 def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
     """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/)."""
     from npu_gate import bundle
     from npu_gate.pipeline import Artifacts, check_contract
 
     folder = Path(args.out) if args.out else bundle.default_folder(contract)
-    bundle.prepare(folder)
-    art = Artifacts(folder)
-    result = check_contract(contract, today=args.today, keep=art)
-    bundle.write(folder, contract, result, art)
+    with bundle.staged(folder) as stage:
+        art = Artifacts(stage)
+        result = check_contract(contract, today=args.today, keep=art)
+        bundle.write(stage, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")
     return result
@@ -367,10 +390,10 @@ def _inspect_run(args: argparse.Namespace) -> int:
         from npu_gate.pipeline import Artifacts
 
         folder = Path(args.out)
-        bundle.prepare(folder)
-        art = Artifacts(folder)
-        result = inspect_model(Path(args.model), profile, keep=art)
-        bundle.write_any(folder, result, art, profile, None)
+        with bundle.staged(folder) as stage:
+            art = Artifacts(stage)
+            result = inspect_model(Path(args.model), profile, keep=art)
+            bundle.write_any(stage, result, art, profile, None)
         if not args.quiet:
             print(f"evidence bundle: {folder}")
     else:

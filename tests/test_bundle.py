@@ -115,7 +115,9 @@ def test_bundle_contents(example_bundles: tuple[Path, Path]) -> None:
         "profile",
         "contract",
         "model",
+        "bundle",
     }
+    assert versions["bundle"] == {"kind": "npu-gate-bundle", "files": files}  # what a rerun may replace
     assert versions["exporter"] == {"path": "torchscript", "opset_requested": 17, "opset": 17}
     assert versions["profile"] == {
         "name": "demo",
@@ -187,21 +189,37 @@ def test_bundles_are_deterministic(example_bundles: tuple[Path, Path]) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-def test_bundle_folder_replaced_but_foreign_folder_refused(
-    tmp_path: Path, run_cli: Callable[..., Any]
-) -> None:
-    contract = _onnx_contract(
-        tmp_path / "c",
+def _conv_relu_contract(folder: Path) -> Path:
+    return _onnx_contract(
+        folder,
         model_zoo.conv_relu(),
         [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
         {"Conv": {"constraints": []}, "Relu": {"constraints": []}},
     )
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_bundle_folder_replaced_but_foreign_files_refused(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    contract = _conv_relu_contract(tmp_path / "c")
     out = tmp_path / "out"
     assert run_cli("check", contract, "--out", out, "-q").code == 0
-    (out / "minimal").mkdir()
-    (out / "minimal" / "stale.onnx").write_bytes(b"old")
+    (out / "report.md").write_text("stale", encoding="utf-8")
     assert run_cli("check", contract, "--out", out, "-q").code == 0
-    assert not (out / "minimal").exists()  # a previous bundle is replaced, not mixed
+    assert (out / "report.md").read_text(encoding="utf-8") != "stale"  # a previous bundle is replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "out"]  # no staging folder left
+
+    (out / "minimal").mkdir(exist_ok=True)
+    (out / "minimal" / "notes.txt").write_text("mine", encoding="utf-8")
+    before = _tree(out)
+    run = run_cli("check", contract, "--out", out, "-q")
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {out}: holds files the previous bundle did not write "
+                       "(minimal/notes.txt); refusing to overwrite it\n")
+    assert _tree(out) == before
+
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine", encoding="utf-8")
@@ -209,6 +227,75 @@ def test_bundle_folder_replaced_but_foreign_folder_refused(
     assert run.code == 2
     assert "not empty and not an npu-gate bundle" in run.err
     assert (foreign / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_file_named_versions_json_does_not_make_a_bundle(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    # Found by a walkthrough: any folder holding a versions.json used to be wiped as "a previous bundle".
+    contract = _conv_relu_contract(tmp_path / "c")
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "versions.json").write_text('{"app": "1.2.3"}', encoding="utf-8")
+    (project / "src" / "main.py").write_text("important", encoding="utf-8")
+    before = _tree(project)
+    run = run_cli("check", contract, "--out", project, "-q")
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {project}: not empty and not an npu-gate bundle "
+                       "(no versions.json naming its files); refusing to overwrite it\n")
+    assert _tree(project) == before
+
+
+def test_the_current_folder_is_never_a_bundle_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    contract = _conv_relu_contract(tmp_path / "c")
+    work = tmp_path / "work" / "deeper"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    for out in (".", "..", str(work)):
+        run = run_cli("check", contract, "--out", out, "-q")
+        assert run.code == 2, out
+        assert run.err == (f"npu-gate: error: {out}: is the current folder or holds it; "
+                           "choose a folder of its own for the bundle\n")
+        run = run_cli("inspect", tmp_path / "c" / "model.onnx", "--out", out, "-q")
+        assert run.code == 2, out
+    assert list(work.iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["deeper"]
+
+
+def test_a_run_that_cannot_run_keeps_the_previous_bundle(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    contract = _conv_relu_contract(tmp_path / "c")
+    out = tmp_path / "out"
+    assert run_cli("check", contract, "--out", out, "-q").code == 0
+    before = _tree(out)
+    (tmp_path / "c" / "model.onnx").write_bytes(b"not onnx")
+    run = run_cli("check", contract, "--out", out, "-q")
+    assert run.code == 2
+    assert "not an ONNX model" in run.err
+    assert _tree(out) == before
+    run = run_cli("inspect", tmp_path / "c" / "model.onnx", "--out", out, "-q")
+    assert run.code == 2
+    assert _tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "out"]  # no staging folder left
+    fresh = tmp_path / "fresh"
+    assert run_cli("check", contract, "--out", fresh, "-q").code == 2
+    assert not fresh.exists()  # no empty folder left behind
+
+
+def test_two_contracts_with_one_bundle_folder_are_refused_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    first = _conv_relu_contract(tmp_path / "x" / "det")
+    second = _conv_relu_contract(tmp_path / "y" / "det")
+    for path in (first, second):  # no "name": both are named after their folder, "det"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc.pop("name", None)
+        path.write_text(json.dumps(doc), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", first, second, "--bundle", "-q")
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {second}: its bundle folder npu-gate-out/det is also {first}'s; "
+                       'give one of the contracts another "name"\n')
+    assert not (tmp_path / "npu-gate-out").exists()
 
 
 def test_bundle_default_folder(
