@@ -62,14 +62,13 @@ def check_target(folder: Path) -> None:
         return
     if not folder.is_dir():
         raise GateError(f"{folder}: exists and is not a folder")
-    present = _files_in(folder)
-    if not present:
+    if not any(folder.iterdir()):
         return
     previous = _previous_bundle_files(folder)
-    if previous is None:
+    if previous is None:  # decided before walking the folder, which may be huge (--out ~)
         raise GateError(f"{folder}: not empty and not an npu-gate bundle (no {MARKER} naming its files); "
                         "refusing to overwrite it")
-    foreign = sorted(present - previous)
+    foreign = sorted(_files_in(folder) - previous)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise GateError(f"{folder}: holds files the previous bundle did not write ({shown}); "
