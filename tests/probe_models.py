@@ -21,6 +21,8 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
 - ``attention``: MatMul(q, kᵀ), Div by √d, Softmax, MatMul(·, v): one ``exSDPAttention``.
 - ``rank2_odd_dims``: MatMul, Relu, MatMul on a 2-D input whose last dims (12 in, 10 out) are
   not multiples of 8: the rank adapters the compiler adds at the graph input and output.
+- ``resize_odd_dims``: a linear Resize x2 (sizes) of a 33x33 input: the Resize runs on the NPU
+  behind a Conv the compiler inserts, whose op-table row has no FullName.
 """
 
 from __future__ import annotations
@@ -196,6 +198,13 @@ def rank2_odd_dims() -> onnx.ModelProto:
                   [_x("x", [2, 12])], [_x("y", [2, 10])])
 
 
+def resize_odd_dims() -> onnx.ModelProto:
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize", mode="linear",
+                              coordinate_transformation_mode="half_pixel")]
+    inits = [numpy_helper.from_array(np.array([1, 16, 66, 66], np.int64), "sizes")]
+    return _model("resize_odd_dims", nodes, inits, [_x("x", [1, 16, 33, 33])], [_x("y", [1, 16, 66, 66])])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
@@ -210,4 +219,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "silu": silu,
     "attention": attention,
     "rank2_odd_dims": rank2_odd_dims,
+    "resize_odd_dims": resize_odd_dims,
 }

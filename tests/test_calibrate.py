@@ -51,7 +51,7 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
                 if family.kind == OP:
                     assert family.node_of(point) in nodes, point.id
     standard = SWEEPS["standard"]()
-    assert sum(len(f.points) for f in standard) == 282
+    assert sum(len(f.points) for f in standard) == 314
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER}
 
@@ -84,6 +84,21 @@ def test_a_hypothesis_that_predicts_every_point_is_written_citing_the_record() -
     assert derived.verdicts["AveragePool"]["measured"] == [["averagepool-k3-s1-pad1-include0", "cpu"],
                                                            ["averagepool-k3-s1-pad1-include1", "npu"],
                                                            ["averagepool-k3-s1-pad0-include0", "npu"]]
+
+
+def test_a_hypothesis_message_follows_what_was_measured() -> None:
+    """A hypothesis may say what the sweep did not measure; the written message keeps it after the counts."""
+    from dataclasses import replace
+
+    family = TINY["AveragePool"]
+    [hypothesis] = family.constraints
+    said = replace(family, constraints=[{**hypothesis, "message": "kernels other than 3 were not measured"}])
+    devices = dict(zip([p.id for p in family.points], ["cpu", "npu", "npu"], strict=True))
+    entry = derive(_record([said], devices), [said]).ops["AveragePool"]
+    assert entry is not None
+    assert entry["constraints"][0]["message"] == (
+        "AveragePool ran on CPU (or was not built) in calibration wherever this fails: 1 of 3 sweep points "
+        "(cal.calibration.json#AveragePool); kernels other than 3 were not measured")
 
 
 @pytest.mark.parametrize(("devices", "verdict", "written", "against"), [
@@ -210,7 +225,7 @@ def test_the_builtin_rknn_rk3588_profile_is_what_its_record_derives() -> None:
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 282
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 314
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -233,25 +248,33 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
         "Resize": ["resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
                    "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3",
                    "resize-linear-align_corners-x1.5", "resize-linear-pytorch_half_pixel-x1.5",
-                   "resize-cubic-half_pixel-x2", "resize-cubic-asymmetric-x0.5",
+                   "resize-cubic-half_pixel-x2", "resize-cubic-asymmetric-x0.5", "resize-linear-half_pixel-x1.25",
+                   "resize-linear-asymmetric-x1.25",
                    "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
                    "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
                    "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
                    "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
-                   "resize-sizes-linear-half_pixel-48x64"],
+                   "resize-sizes-linear-half_pixel-48x64", "resize-sizes-linear-half_pixel-40x40"],
         "Slice": ["slice-axis1-step2", "slice-axis2-step2", "slice-axis3-step2"],
         "Pad": ["pad-ch-constant"]}
     assert {op: (verdicts[op]["verdict"], verdicts[op]["constraints"], verdicts[op]["points"], verdicts[op]["on_npu"])
             for op in ("Resize", "Slice", "Pad")} == {
         "Resize": ("constrained", ["resize-linear-not-align-corners", "resize-linear-scales-measured",
-                                   "resize-mode-nearest-or-linear"], 61, 43),
+                                   "resize-mode-nearest-or-linear"], 93, 72),
         "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 8, 5),
         "Pad": ("constrained", ["pad-not-c-and-h"], 6, 5)}
     written = {op: {c["id"]: c for c in profile["ops"][op]["constraints"]} for op in ("Resize", "Slice", "Pad")}
+    ratios = [0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8]  # every one measured on the NPU, no other
     assert written["Resize"]["resize-linear-scales-measured"]["any_of"] == [
         {"attribute": "mode", "in": ["nearest"]},
-        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [0.5, 2, 3]}},
-        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [0.5, 2, 3]}}]
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": ratios}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": ratios}}]
+    assert written["Resize"]["resize-linear-not-align-corners"]["any_of"] == [
+        {"attribute": "mode", "in": ["nearest"]},
+        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]},
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [1]}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [1]}}]
+    assert {i: c["message"] for i, c in written["Resize"].items() if i != "resize-2d"} == RESIZE_MESSAGES
     assert verdicts["Resize"]["families"] == ["resize-mode-coordinates-scales", "resize-sizes"]
     assert [c["id"] for c in profile["ops"]["Resize"]["constraints"]] == [  # the two families' hypothesis once
         "resize-mode-nearest-or-linear", "resize-linear-not-align-corners", "resize-linear-scales-measured",
@@ -266,6 +289,17 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
         "Slice ran on CPU (or was not built) in calibration wherever this fails: 3 of 8 sweep points "
         "(rknn-rk3588.calibration.json#Slice)")
 
+
+MEASURED = ("Resize ran on CPU (or was not built) in calibration wherever this fails: 21 of 93 sweep points "
+            "(rknn-rk3588.calibration.json#Resize)")
+RESIZE_MESSAGES = {
+    "resize-mode-nearest-or-linear": MEASURED,
+    "resize-linear-not-align-corners": f"{MEASURED}; linear align_corners was measured on the NPU only as an "
+                                       "identity (H and W ratio 1)",
+    "resize-linear-scales-measured": f"{MEASURED}; linear was measured on the NPU at H and W ratios 1/8, 1/4, 1/3, "
+                                     "1/2, 1, 2, 3, 4, 5 and 8, on CPU at 1.5, 1.25 and 0.625; other ratios, integer "
+                                     "ones (6, 7, 16...) and their reciprocals too, were not measured and are not "
+                                     "claimed"}
 
 # Torch-like Resize by sizes on x [1, 3, 40, 24] (not the sweep's shape): roi and scales absent, sizes
 # an initializer (the dynamo exporter) or folded from Shape -> Slice -> Concat (the TorchScript exporter).
@@ -288,16 +322,55 @@ RESIZE_BY_SIZES = [
         "sizes_from_shape": True}, "cpu", [("resize-linear-scales-measured", ["linear", "absent", 1.5])]),
     ("linear align_corners x2", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
                                  "sizes": [1, 3, 80, 48]}, "cpu",
-     [("resize-linear-not-align-corners", ["linear", "align_corners"])]),
+     [("resize-linear-not-align-corners", ["linear", "align_corners", "absent", [2.0, 2.0]])]),
+]
+
+
+# The wider ratios (segmentation heads and FPNs upsample by 4 and 8), by scales and by sizes, on the
+# same x: H and W ratios in {1/8, 1/4, 1/3, 1/2, 1, 2, 3, 4, 5, 8} on the NPU; x6 was never measured.
+NOT_MEASURED_X6 = [("resize-linear-scales-measured", ["linear", [6.0, 6.0], "absent"])]
+RESIZE_RATIOS = [
+    ("scales linear half_pixel x4", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                     "scale": 4.0}, "npu", []),
+    ("scales linear asymmetric x8", {"mode": "linear", "coordinate_transformation_mode": "asymmetric",
+                                     "scale": 8.0}, "npu", []),
+    ("scales linear pytorch_half_pixel x0.25", {"mode": "linear", "coordinate_transformation_mode":
+                                                "pytorch_half_pixel", "scale": 0.25}, "npu", []),
+    ("scales nearest asymmetric x8", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                      "scale": 8.0}, "npu", []),
+    ("scales linear half_pixel x6", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                     "scale": 6.0}, "cpu", NOT_MEASURED_X6),
+    ("scales linear half_pixel x1.25", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                        "scale": 1.25}, "cpu",
+     [("resize-linear-scales-measured", ["linear", [1.25, 1.25], "absent"])]),
+    ("scales linear align_corners x1", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                        "scale": 1.0}, "npu", []),
+    ("scales linear align_corners x4", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                        "scale": 4.0}, "cpu",
+     [("resize-linear-not-align-corners", ["linear", "align_corners", [4.0, 4.0], "absent"])]),
+    ("sizes linear half_pixel x4", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                    "sizes": [1, 3, 160, 96]}, "npu", []),
+    ("sizes linear half_pixel x8 from Shape", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                               "sizes": [1, 3, 320, 192], "sizes_from_shape": True}, "npu", []),
+    ("sizes linear pytorch_half_pixel x0.25", {"mode": "linear", "coordinate_transformation_mode":
+                                               "pytorch_half_pixel", "sizes": [1, 3, 10, 6]}, "npu", []),
+    ("sizes linear half_pixel H x4, W x8", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                            "sizes": [1, 3, 160, 192]}, "npu", []),
+    ("sizes linear align_corners identity", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                             "sizes": [1, 3, 40, 24]}, "npu", []),
+    ("sizes linear half_pixel x6", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                    "sizes": [1, 3, 240, 144]}, "cpu",
+     [("resize-linear-scales-measured", ["linear", "absent", [6.0, 6.0]])]),
 ]
 
 
 @pytest.mark.parametrize(("args", "placement", "failures"), [pytest.param(*case[1:], id=case[0])
-                                                             for case in RESIZE_BY_SIZES])
-def test_resize_by_sizes_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placement: str,
-                                           failures: list[tuple[str, Any]]) -> None:
-    """The measured rule on a Resize by sizes: linear on the NPU only where sizes / input dims on H
-    and W are 0.5, 2 or 3 (and not align_corners); nearest everywhere (the resize-sizes family)."""
+                                                             for case in RESIZE_BY_SIZES + RESIZE_RATIOS])
+def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placement: str,
+                                  failures: list[tuple[str, Any]]) -> None:
+    """The measured rule on torch-like Resize nodes: linear on the NPU only where the scales (or sizes
+    / input dims) on H and W are ratios measured there, and not align_corners except as an identity;
+    nearest everywhere (the resize-mode-coordinates-scales and resize-sizes families)."""
     from profile_builders import resize
 
     from npu_gate.pipeline import inspect_model
@@ -307,9 +380,42 @@ def test_resize_by_sizes_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any],
     assert {n.name: n.placement for n in result.nodes}["node0"] == placement
     found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
     assert found == failures
-    messages = {f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
-    assert messages == ({"Resize ran on CPU (or was not built) in calibration wherever this fails: 18 of 61 sweep "
-                         "points (rknn-rk3588.calibration.json#Resize)"} if failures else set())
+    messages = {f.constraint: f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
+    assert messages == {c: RESIZE_MESSAGES[c] for c, _ in failures}
+
+
+@pytest.mark.torch
+def test_torch_upsampling_under_rknn_rk3588(tmp_path: Path) -> None:
+    """F.interpolate as segmentation heads and FPNs write it, exported by TorchScript (scales as a
+    Constant, size folded from Shape -> Slice -> Concat): x4, x8 and x0.25 bilinear run on the NPU,
+    x6 (never measured) and align_corners x4 on CPU."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    from npu_gate.pipeline import inspect_model
+
+    interpolate = torch.nn.functional.interpolate
+
+    class Heads(torch.nn.Module):
+        def forward(self, x: Any) -> tuple[Any, ...]:
+            bilinear = [interpolate(x, scale_factor=s, mode="bilinear") for s in (4.0, 8.0, 0.25)]
+            return (*bilinear, interpolate(x, size=(160, 96), mode="bilinear"),
+                    interpolate(x, scale_factor=8.0, mode="nearest"), interpolate(x, scale_factor=6.0, mode="bilinear"),
+                    interpolate(x, scale_factor=4.0, mode="bilinear", align_corners=True))
+
+    path = tmp_path / "heads.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Heads().eval(), (torch.rand(1, 3, 40, 24),), str(path), dynamo=False, opset_version=17)
+    result = inspect_model(path, load_profile("rknn-rk3588"))
+    resizes = [n for n in result.nodes if n.op_type == "Resize"]
+    assert [(n.attributes["mode"], n.attributes["coordinate_transformation_mode"], n.placement) for n in resizes] == [
+        ("linear", "half_pixel", "npu"), ("linear", "half_pixel", "npu"), ("linear", "half_pixel", "npu"),
+        ("linear", "half_pixel", "npu"), ("nearest", "asymmetric", "npu"), ("linear", "half_pixel", "cpu"),
+        ("linear", "align_corners", "cpu")]
+    assert [(f.node, f.constraint, f.actual) for f in result.findings if f.rule == "op-constraint"] == [
+        (resizes[5].name, "resize-linear-scales-measured", ["linear", [6.0, 6.0], "absent"]),
+        (resizes[6].name, "resize-linear-not-align-corners", ["linear", "align_corners", [4.0, 4.0], "absent"])]
 
 
 def test_from_record_beside_out_rewrites_only_the_verdicts(run_cli, tmp_path: Path) -> None:
@@ -341,12 +447,16 @@ def test_without_value_tests_the_three_ops_stay_unexplained() -> None:
     _, derived = derive_profile(record, families)
     assert {op: derived.verdicts[op]["verdict"] for op in ("Resize", "Slice", "Pad")} == {
         "Resize": "unexplained", "Slice": "unexplained", "Pad": "unexplained"}
+    # (resize-linear-not-align-corners has value alternatives too: without it align_corners points count)
     assert derived.verdicts["Resize"]["contradicted_by"] == [
-        "resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-pytorch_half_pixel-x1.5",
+        "resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
+        "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3", "resize-linear-align_corners-x1.5",
+        "resize-linear-pytorch_half_pixel-x1.5", "resize-linear-half_pixel-x1.25", "resize-linear-asymmetric-x1.25",
         "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
         "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
-        "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-half_pixel-64x48",
-        "resize-sizes-linear-half_pixel-48x64"]
+        "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
+        "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
+        "resize-sizes-linear-half_pixel-48x64", "resize-sizes-linear-half_pixel-40x40"]
     assert derived.verdicts["Pad"]["contradicted_by"] == ["pad-ch-constant"]
 
 
@@ -368,7 +478,13 @@ def test_without_the_sizes_ratio_linear_resize_by_sizes_contradicts_the_scales_r
         "resize-sizes-linear-half_pixel-96x96", "resize-sizes-linear-pytorch_half_pixel-64x64",
         "resize-sizes-linear-pytorch_half_pixel-16x16", "resize-sizes-linear-asymmetric-64x64",
         "resize-sizes-linear-half_pixel-64x16", "resize-sizes-linear-half_pixel-16x96",
-        "resize-sizes-linear-half_pixel-64x64-from-shape"]
+        "resize-sizes-linear-half_pixel-64x64-from-shape", "resize-sizes-linear-half_pixel-128x128",
+        "resize-sizes-linear-half_pixel-8x8", "resize-sizes-linear-half_pixel-256x256",
+        "resize-sizes-linear-half_pixel-4x4", "resize-sizes-linear-half_pixel-160x160",
+        "resize-sizes-linear-half_pixel-32x32", "resize-sizes-linear-half_pixel-16x16-from-48x48",
+        "resize-sizes-linear-half_pixel-128x64", "resize-sizes-linear-asymmetric-128x128",
+        "resize-sizes-linear-asymmetric-256x256", "resize-sizes-linear-pytorch_half_pixel-8x8",
+        "resize-sizes-linear-align_corners-32x32"]
 
 
 # --- profile diff ---------------------------------------------------------------------------

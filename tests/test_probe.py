@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
 PROBE_1_1_SUMMARY_KEYS = ("adapters", "predicted_npu_partitions_with_adapters",
                           "predicted_cpu_partitions_with_adapters")
+PROBE_1_1_FIXTURES = ("resize_odd_dims",)  # captured after probe-1.1
 
 
 def _raw(name: str, attempt: int = 1) -> str:
@@ -101,6 +102,36 @@ def test_parse_log_errors_and_the_rule_to_disable() -> None:
     assert refused.error == "load_onnx: Unsupport onnx opset 20, need <= 19!"
 
 
+def test_an_op_row_without_a_full_name_is_parsed_and_the_rows_after_it_kept() -> None:
+    """RKNN-Toolkit2 inserts a Conv before a linear Resize of a 33x33 input; its row has no
+    FullName. The table went on after it: the Resize's row was lost and the Resize came out
+    "fused" into nothing."""
+    out = parse_log(clean_log(_raw("resize_odd_dims")))
+    assert [(r.id, r.op_type, r.target, r.full_name, r.io) for r in out.rows] == [
+        (0, "InputOperator", "cpu", "x", True),
+        (1, "Conv", "npu", "", False),
+        (2, "Resize", "npu", "resize", False),
+        (3, "OutputOperator", "cpu", "y", True),
+    ]
+    assert (out.rows[1].input_shapes, out.rows[1].output_shapes) == ("(1,16,33,33),(1,16,1,1)", "(1,16,33,33)")
+
+
+def test_an_op_row_missing_a_cell_before_the_full_name_ends_the_table() -> None:
+    """Only an empty last cell is read as "no name"; a row short of another cell is not guessed at."""
+    from npu_gate.probe.rknn import parse_table
+
+    header = "ID   OpType   DataType Target InputShape   OutputShape  Cycles(DDR/NPU/Total)    RW(KB)       FullName"
+    lines = [header,
+             "1    Relu     FLOAT16  NPU    (1,8)        (1,8)        1/2/3                    1            Relu:a",
+             "2    Relu     FLOAT16  NPU    (1,8)        (1,8)                                 1            Relu:b",
+             "3    Relu     FLOAT16  NPU    (1,8)        (1,8)        1/2/3                    1            Relu:c"]
+    assert [(r.id, r.full_name) for r in parse_table(lines)] == [(1, "a")]
+    no_name = "2    Conv     FLOAT16  NPU    (1,8)        (1,8)        1/2/3                    1"
+    unnamed = [*lines[:2], no_name, lines[3]]
+    assert [(r.id, r.op_type, r.full_name) for r in parse_table(unnamed)] == [
+        (1, "Relu", "a"), (2, "Conv", ""), (3, "Relu", "c")]
+
+
 def test_final_graph_is_the_last_dump() -> None:
     producers, consumers, ops, io = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
     assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
@@ -118,20 +149,24 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     replayed = _replay(name)
     _validate(replayed)
     _validate(recorded)  # a probe-1.0 document is still valid
-    # The fixtures were recorded by probe-1.0. probe-1.1 adds the summary's adapter keys, a summary
+    # Most fixtures were recorded by probe-1.0. probe-1.1 adds the summary's adapter keys, a summary
     # for a build that failed (every placed node disagrees by "compiler failure") and the cause
     # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
-    assert (recorded.pop("schema_version"), replayed.pop("schema_version")) == ("probe-1.0", "probe-1.1")
+    recorded_version = recorded.pop("schema_version")
+    assert replayed.pop("schema_version") == "probe-1.1"
+    assert recorded_version == ("probe-1.1" if name in PROBE_1_1_FIXTURES else "probe-1.0")
     summary = replayed["summary"]
-    for key in PROBE_1_1_SUMMARY_KEYS:
-        summary.pop(key)
-    if replayed["status"] != "ok":
-        assert {d["cause"] for d in summary["disagreements"]} == {"compiler failure"}
-        replayed["summary"] = {}
-    else:
-        for d in summary["disagreements"]:
-            d["cause"] = "fusion/lowering" if d["cause"] == "rank adaptation" else d["cause"]
-        summary["disagreements_by_cause"] = dict(sorted(Counter(d["cause"] for d in summary["disagreements"]).items()))
+    if recorded_version == "probe-1.0":
+        for key in PROBE_1_1_SUMMARY_KEYS:
+            summary.pop(key)
+        if replayed["status"] != "ok":
+            assert {d["cause"] for d in summary["disagreements"]} == {"compiler failure"}
+            replayed["summary"] = {}
+        else:
+            for d in summary["disagreements"]:
+                d["cause"] = "fusion/lowering" if d["cause"] == "rank adaptation" else d["cause"]
+            summary["disagreements_by_cause"] = dict(sorted(Counter(d["cause"] for d in summary["disagreements"])
+                                                            .items()))
     for doc in (recorded, replayed):
         doc.pop("timings")
         for attempt in doc["attempts"]:
@@ -189,6 +224,18 @@ def test_lowering_fusion_and_an_added_adapter() -> None:
     causes = {d["node"]: d["cause"] for d in doc["summary"]["disagreements"]}
     assert causes == {"gap": "fusion/lowering", "flat": "folded by the compiler", "fc": "fusion/lowering",
                       "gelu_erf": "fusion/lowering"}
+
+
+def test_resize_behind_an_inserted_conv_runs_on_the_npu() -> None:
+    doc = _replay("resize_odd_dims", "rknn-rk3588")
+    assert _actuals(doc) == {"resize": ("npu", "npu", None)}
+    resize = doc["nodes"][0]
+    assert (resize["runs_on"], resize["rows"], resize["agrees"]) == ("npu", [2], True)
+    assert [(r["id"], r["op_type"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        (1, "Conv", []), (2, "Resize", ["resize"])]
+    assert doc["summary"]["compiler_added_ops"] == 1
+    assert doc["segments"] == [{"index": 0, "device": "npu", "rows": [1, 2], "ops": ["Conv", "Resize"],
+                                "nodes": ["resize"]}]
 
 
 def test_late_fused_op_named_after_its_conv() -> None:

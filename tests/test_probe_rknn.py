@@ -67,6 +67,16 @@ def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli, save_model, tmp_pat
     assert [f["rule"] for f in doc["findings"]] == ["compiler-failed"]
 
 
+def test_resize_behind_a_conv_the_compiler_inserts(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "resize_odd_dims")
+    assert code == 0 and doc["status"] == "ok"
+    resize = doc["nodes"][0]
+    assert (resize["actual"], resize["runs_on"], resize["rows"]) == ("npu", "npu", [2])
+    assert [(r["op_type"], r["target"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        ("Conv", "npu", "", []), ("Resize", "npu", "resize", ["resize"])]
+    assert doc["summary"]["compiler_added_ops"] == 1
+
+
 def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
     save_model(probe_models.seed_hardswish())
     doc = {"model": {"onnx": "model.onnx"},

@@ -328,9 +328,10 @@ def test_value_tests_in_words(run_cli: Run) -> None:
              for i in ("resize-linear-scales-measured", "slice-steps-1-or-minus-1", "pad-not-c-and-h")}
     assert words == {
         "resize-linear-scales-measured": "one of: (attribute mode: in {nearest}) | "
-                                         "(input 2: constant value, elements [2, 3]: each element in {0.5, 2, 3}) | "
+                                         "(input 2: constant value, elements [2, 3]: each element in "
+                                         "{0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8}) | "
                                          "(input 3: constant value divided by input 0's dims, elements [2, 3]: "
-                                         "each element in {0.5, 2, 3}).",
+                                         "each element in {0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8}).",
         "slice-steps-1-or-minus-1": "input 4: constant value: each element in {1, -1} "
                                     "(when absent: [1], the op's default).",
         "pad-not-c-and-h": "input 1: constant value, the axes it pads (begin or end ≠ 0): not in {[1, 2]}.",

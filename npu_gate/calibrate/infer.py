@@ -9,6 +9,8 @@ could not build, crashed or failed, counts as "not on the NPU"):
 - mixed: the hypotheses of the families that are not all on the NPU are written when,
   together, they predict every point of the op (pass exactly where the compiler ran it on
   the NPU); otherwise the op is ``unexplained`` and not written, so the base's claim stands.
+  A written constraint's message says on how many points the op was off the NPU, then the
+  hypothesis's own message if it has one (what the sweep did not measure).
 
 A candidate fusion pattern (from the profile named by ``--patterns-from``) is carried when
 every point it matches was fused by the compiler (one compiler op holds the work of every
@@ -170,9 +172,11 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
         return None, verdict
     verdict["verdict"] = "constrained"
     verdict["constraints"] = sorted(ids)
-    written = [{**c, "message": f"{op} ran on CPU (or was not built) in calibration wherever this fails: "
-                                f"{sum(1 for y in npu if not y)} of {len(points)} sweep points ({doc})",
-                "doc": doc} for c in needed]
+    counted = f"{op} ran on CPU (or was not built) in calibration wherever this fails: " \
+              f"{sum(1 for y in npu if not y)} of {len(points)} sweep points ({doc})"
+    # a hypothesis's own message says what it does not cover (what was not measured)
+    written = [{**c, "message": f"{counted}; {c['message']}" if c.get("message") else counted, "doc": doc}
+               for c in needed]
     note = f"calibrated on {len(points)} sweep points, {sum(npu)} on the NPU ({families_text}; {doc})"
     if kept:
         note += f"; kept from the base, not contradicted by the points (the vendor's claim): " \

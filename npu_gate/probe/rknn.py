@@ -108,8 +108,12 @@ def _names(text: str) -> list[str]:
 
 
 def parse_table(lines: list[str]) -> list[OpRow]:
-    """Rows of one op table: a header line, then rows until the closing rule line."""
+    """Rows of one op table: a header line, then rows until the closing rule line.
+
+    A row whose FullName cell is empty (the Conv RKNN-Toolkit2 2.5.0 inserts before a linear
+    Resize of an odd-sized input) has an empty ``full_name``: no node of the last graph."""
     header: list[str] | None = None
+    name_at = 0  # where the FullName column starts
     rows: list[OpRow] = []
     for raw in lines:
         line = _PREFIX.sub("", raw)
@@ -120,8 +124,11 @@ def parse_table(lines: list[str]) -> list[OpRow]:
         if header is None:
             if line.split()[0] == "ID":
                 header = line.split()
+                name_at = line.find("FullName")
             continue
         parts = line.split(None, len(header) - 1)
+        if len(parts) == len(header) - 1 and header[-1] == "FullName" and len(line.rstrip()) <= name_at:
+            parts.append("")  # an op the compiler added without a name: the row ends before the FullName column
         if len(parts) < len(header) or not parts[0].isdigit():
             break
         cell = dict(zip(header, parts, strict=True))
