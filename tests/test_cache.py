@@ -349,6 +349,32 @@ def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Pa
     assert CACHED not in run_cli("check", contract).out
 
 
+UNCACHED = {  # what docs/cache.md lists under "Runs that never use the cache"
+    "--out": ["--out", "bundle"],
+    "--bundle": ["--bundle"],
+    "--baseline": ["--baseline", "base.json"],
+    "--fail-on regressions": ["--baseline", "base.json", "--fail-on", "regressions"],
+    "--fail-on never": ["--fail-on", "never"],
+    "--device-timings": ["--device-timings", "board.csv"],
+}
+
+
+@pytest.mark.parametrize("option", list(UNCACHED))
+def test_the_documented_uncached_runs_neither_read_nor_store(run_cli: Run, tmp_path: Path, cache_dir: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, option: str) -> None:
+    monkeypatch.chdir(tmp_path)  # --bundle writes npu-gate-out/ here
+    contract = write_onnx_contract(tmp_path / "m")
+    assert run_cli("check", contract, "--json", "base.json", "--cache-dir", tmp_path / "other", "-q").code == 0
+    Path("board.csv").write_text("scope,key,ms\nnode,mul0,0.5\n")
+    for _ in range(2):
+        run = run_cli("check", contract, *UNCACHED[option])
+        assert (run.code, CACHED in run.out) == (0, False), run.err
+    assert entries(cache_dir) == []
+    doc = (REPO / "docs" / "cache.md").read_text()
+    section = doc.split("## Runs that never use the cache\n")[1].split("\n## ")[0].split("\nMeasured with")[0]
+    assert f"`{option}" in section
+
+
 # --- corrupted entries and concurrent writers -----------------------------------------------
 
 @pytest.mark.parametrize("damage", ["truncate", "not-json", "tamper", "empty", "wrong-key",
