@@ -1,13 +1,15 @@
 """Command line: parses arguments, calls the pipeline, writes what renderers return.
 
-Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run.
+Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run (141: stdout closed early).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -22,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
     from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +229,20 @@ def _date(text: str) -> dt.date:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that went away shows here, not in Python's exit-time flush
+    except BrokenPipeError:
+        # `npu-gate rules | head -3`: the reader stopped early. End quietly, with the status
+        # of a process killed by SIGPIPE, and point stdout at devnull so that the exit-time
+        # flush of what is still buffered does not complain either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_SIGPIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "check":
@@ -260,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except Exception as exc:
         if args.debug:
             raise
