@@ -599,7 +599,7 @@ def _profile(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
         else:
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir="."))
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=".", page=False))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
@@ -747,13 +747,13 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     # --no-cache skips the lookup only: the fresh result replaces whatever was stored.
     store = cache.Store(cache.resolve_dir(args.cache_dir))
     key = None
+    uncached = None  # said once the run has a result: a run that cannot start says only why
     try:
         key = key_fn()
     except cache.NotCacheable as exc:
-        print(f"npu-gate: note: {label}: not cached: {exc}", file=sys.stderr)
+        uncached = str(exc)
     except OSError as exc:  # an unreadable file in a torch contract's folder, say
-        print(f"npu-gate: note: {label}: not cached: cannot read {exc.filename}: {exc.strerror}",
-              file=sys.stderr)
+        uncached = f"cannot read {exc.filename}: {exc.strerror}"
     if key is not None and not args.no_cache:
         entry = store.get(key)
         if entry is not None:
@@ -762,6 +762,8 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     result, deps = run()
     json_text, markdown_text, terminal = _render_all(result)
     _emit_texts(args, json_text, markdown_text, terminal, result.log)
+    if uncached is not None:
+        print(f"npu-gate: note: {label}: not cached: {uncached}", file=sys.stderr)
     code = EXIT_PASS if result.passed else EXIT_FAIL
     if key is not None and deps is not None:
         store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
