@@ -343,6 +343,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
         result = _check_bundle(contract, args)
     else:
         result = check_contract(contract, today=args.today)
+    _warn_device_timings(result.device_timings, result.name)
     if args.log:
         _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
     if args.baseline or args.fail_on != "errors":
@@ -762,6 +763,7 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     result, deps = run()
     json_text, markdown_text, terminal = _render_all(result)
     _emit_texts(args, json_text, markdown_text, terminal, result.log)
+    _warn_device_timings(result.device_timings, result.name)
     if uncached is not None:
         print(f"npu-gate: note: {label}: not cached: {uncached}", file=sys.stderr)
     code = EXIT_PASS if result.passed else EXIT_FAIL
@@ -797,6 +799,14 @@ def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
     markdown_text = (f"{entry.markdown}\n_{note[0].upper()}{note[1:]}; "
                      "`npu-gate check --no-cache` recomputes it._\n")
     _emit_texts(args, json_text, markdown_text, f"{entry.text}  {note}\n", entry.log)
+    _warn_device_timings(doc.get("device_timings"), doc["name"])
+
+
+def _warn_device_timings(doc: dict[str, Any] | None, name: str) -> None:
+    from npu_gate.device_timings import unmatched_warnings
+
+    for line in unmatched_warnings(doc, name):
+        print(f"npu-gate: warning: {line}", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
