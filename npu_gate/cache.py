@@ -4,9 +4,11 @@ A key is the sha256 of everything a result depends on: the model (the ONNX file'
 bytes, or for a torch factory every file under the contract folder), the contract's
 bytes and path, the resolved profile, which waivers have expired, the versions of
 python/onnx/onnxruntime/torch/onnxscript (from package metadata, never by importing
-them) and npu_gate's version. An entry holds what the CLI prints and writes (JSON,
-Markdown, terminal text, conversion log) and the exit code, so a hit needs none of
-onnx, onnxruntime, numpy or torch: this module imports the standard library only.
+them), npu_gate's version and a digest of npu_gate's own installed files (``code_digest``:
+a new commit keeps the version string, so the version alone cannot tell two builds apart).
+An entry holds what the CLI prints and writes (JSON, Markdown, terminal text, conversion
+log) and the exit code, so a hit needs none of onnx, onnxruntime, numpy or torch: this
+module imports the standard library only.
 
 ONNX external data files are not known before the model is parsed; an entry lists them
 with their sha256 and a hit re-checks them (stat first, hash when the stat changed).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate import __version__
+from npu_gate.resources import schema_dir
 from npu_gate.versions import tool_versions
 
 ENV_VAR = "NPU_GATE_CACHE_DIR"
@@ -171,8 +175,41 @@ def new_entry(key: str, exit_code: int, json_text: str, markdown: str, text: str
 # --- keys -------------------------------------------------------------------------------
 
 def make_key(parts: dict[str, Any]) -> str:
-    doc = {"format": FORMAT, "npu_gate": __version__, "versions": tool_versions(), **parts}
+    doc = {"format": FORMAT, "npu_gate": __version__, "code": code_digest(), "versions": tool_versions(),
+           **parts}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 of npu_gate's own code and data as installed: every file of the package (its
+    .py files, built-in profiles and calibration records) and the JSON Schemas. Computed once
+    per process, and only by runs that use the cache."""
+    package = Path(__file__).resolve().parent
+    folders = {"npu_gate": package}
+    schemas = schema_dir().resolve()
+    if not schemas.is_relative_to(package):  # a source checkout: the repository's schemas/
+        folders["schemas"] = schemas
+    return tree_digest(folders)
+
+
+def tree_digest(folders: dict[str, Path]) -> str:
+    """One sha256 over the files under each folder (label -> folder): sorted relative paths
+    and their bytes. ``__pycache__``, compiled and hidden files are left out."""
+    files = []
+    for label, folder in folders.items():
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+            for name in filenames:
+                if not name.startswith(".") and not name.endswith((".pyc", ".pyo")):
+                    path = Path(dirpath) / name
+                    files.append((f"{label}/{path.relative_to(folder).as_posix()}", path))
+    h = hashlib.sha256()
+    for rel, path in sorted(files):
+        data = path.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) -> str:

@@ -1,13 +1,15 @@
 """Command line: parses arguments, calls the pipeline, writes what renderers return.
 
-Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run.
+Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run (141: stdout closed early).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -22,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
     from npu_gate.result import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
+EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +229,20 @@ def _date(text: str) -> dt.date:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that went away shows here, not in Python's exit-time flush
+    except BrokenPipeError:
+        # `npu-gate rules | head -3`: the reader stopped early. End quietly, with the status
+        # of a process killed by SIGPIPE, and point stdout at devnull so that the exit-time
+        # flush of what is still buffered does not complain either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_SIGPIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "check":
@@ -260,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except Exception as exc:
         if args.debug:
             raise
@@ -326,6 +345,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
         result = _check_bundle(contract, args)
     else:
         result = check_contract(contract, today=args.today)
+    _warn_device_timings(result.device_timings, result.name)
     if args.log:
         _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
     if args.baseline or args.fail_on != "errors":
@@ -603,7 +623,7 @@ def _profile(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
         else:
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir="."))
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=".", page=False))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
@@ -751,13 +771,13 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     # --no-cache skips the lookup only: the fresh result replaces whatever was stored.
     store = cache.Store(cache.resolve_dir(args.cache_dir))
     key = None
+    uncached = None  # said once the run has a result: a run that cannot start says only why
     try:
         key = key_fn()
     except cache.NotCacheable as exc:
-        print(f"npu-gate: note: {label}: not cached: {exc}", file=sys.stderr)
+        uncached = str(exc)
     except OSError as exc:  # an unreadable file in a torch contract's folder, say
-        print(f"npu-gate: note: {label}: not cached: cannot read {exc.filename}: {exc.strerror}",
-              file=sys.stderr)
+        uncached = f"cannot read {exc.filename}: {exc.strerror}"
     if key is not None and not args.no_cache:
         entry = store.get(key)
         if entry is not None:
@@ -766,6 +786,9 @@ def _cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     result, deps = run()
     json_text, markdown_text, terminal = _render_all(result)
     _emit_texts(args, json_text, markdown_text, terminal, result.log)
+    _warn_device_timings(result.device_timings, result.name)
+    if uncached is not None:
+        print(f"npu-gate: note: {label}: not cached: {uncached}", file=sys.stderr)
     code = EXIT_PASS if result.passed else EXIT_FAIL
     if key is not None and deps is not None:
         store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
@@ -799,6 +822,14 @@ def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
     markdown_text = (f"{entry.markdown}\n_{note[0].upper()}{note[1:]}; "
                      "`npu-gate check --no-cache` recomputes it._\n")
     _emit_texts(args, json_text, markdown_text, f"{entry.text}  {note}\n", entry.log)
+    _warn_device_timings(doc.get("device_timings"), doc["name"])
+
+
+def _warn_device_timings(doc: dict[str, Any] | None, name: str) -> None:
+    from npu_gate.device_timings import unmatched_warnings
+
+    for line in unmatched_warnings(doc, name):
+        print(f"npu-gate: warning: {line}", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ JSON::
 
 or CSV with the header ``scope,key,ms`` and one row per figure. ``scope`` is ``model``
 (key: the contract name), ``partition`` (key: a partition id of the checked graph) or
-``node`` (key: a node name); ``ms`` is milliseconds, at least 0.
+``node`` (key: a node name); ``ms`` is milliseconds, at least 0. A figure whose key matches
+nothing is listed in the result (``device_timings.unmatched``) and warned about by the CLI.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ class DeviceTimings:
     source: str | None
     path: str
     entries: dict[tuple[str, str], DeviceTiming]
+
+    def unmatched(self, nodes: set[str], partitions: set[str], model: str) -> list[DeviceTiming]:
+        """The figures whose key names no node, no partition or not the model, in file order."""
+        known = {"node": nodes, "partition": partitions, "model": {model}}
+        return [t for (scope, key), t in self.entries.items() if key not in known[scope]]
 
     def lookup(self, node: str | None, partition: int | None, model: str) -> DeviceTiming | None:
         """The most specific figure: the node's, else its partition's, else the model's."""
@@ -96,3 +102,17 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
     if problems:
         raise ContractError(*problems)
     return DeviceTimings(source, path.name, entries)
+
+
+def unmatched_warnings(doc: dict[str, Any] | None, model: str) -> list[str]:
+    """One line per figure of a result's ``device_timings`` that matched nothing (a typo in
+    a node name would otherwise just leave the review table saying "not measured")."""
+    if doc is None:
+        return []
+    lines = []
+    for u in doc.get("unmatched", []):
+        scope, key = u["scope"], u["key"]
+        what = (f"is not the contract's name {model!r}" if scope == "model"
+                else f"matches no {scope} of the checked graph")
+        lines.append(f"{doc['path']}: {scope} {key!r} {what}; its figure is not used")
+    return lines

@@ -162,16 +162,16 @@ def link(url: str, label: str = "doc", base: str | None = None) -> str:
     return f"[{label}]({quote(url, safe=':/?#&=%.-_~+,;@')})"
 
 
-def render_markdown(profile: Profile, origin: str, page_dir: str = "docs/profiles") -> str:
+def render_markdown(profile: Profile, origin: str, page_dir: str = "docs/profiles", *, page: bool = True) -> str:
     """A supported-operators page for one profile, to be written into ``page_dir`` (relative
     to the repository, like a built-in's ``origin``: relative file references in the profile
-    are rewritten to resolve from the page)."""
+    are rewritten to resolve from the page). ``page=False``: for the terminal (`profile show`),
+    without the generated-file comment."""
     base = None if posixpath.isabs(origin) else posixpath.relpath(posixpath.dirname(origin) or ".", page_dir)
-    lines = [
-        f"# Target profile `{profile.name}`",
-        "",
-        f"<!-- Generated from {origin} by `npu-gate profile docs`; do not edit. -->",
-        "",
+    lines = [f"# Target profile `{profile.name}`", ""]
+    if page:
+        lines += [f"<!-- Generated from {origin} by `npu-gate profile docs`; do not edit. -->", ""]
+    lines += [
         _cell(profile.description),
         "",
         "| | |",

@@ -12,7 +12,8 @@ from typing import Any
 # 1.2: optional "cache" (a result answered from the cache);
 # 1.3: rewrites, rewrite_check, suggestions, review, metric, device_timings, replacement
 # 1.4: optional "fusions" and nodes[].fused (profiles with fusion patterns), "rank_adapters"
-SCHEMA_VERSION = "1.4"
+# 1.5: device_timings.unmatched
+SCHEMA_VERSION = "1.5"
 PASS = "pass"
 FAIL = "fail"
 

@@ -1,6 +1,8 @@
 """Read JSON/YAML documents and validate them against npu_gate's schemas.
 
-Every problem becomes one line: ``FILE: JSON.PATH: message``.
+Every problem becomes one line: ``FILE: JSON.PATH: message``. A schema ``pattern`` with an
+``errorMessage`` beside it (an annotation, ignored by validators) is reported in those words
+instead of the regular expression.
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
     for err in errors:
         # oneOf/anyOf failures say little on their own: name the alternatives' first complaint.
         message = err.message
-        if err.validator in ("oneOf", "anyOf") and err.context:
+        if err.validator == "pattern" and isinstance(err.schema, dict) and "errorMessage" in err.schema:
+            message = f"{err.instance!r}: {err.schema['errorMessage']}"  # the schema says it in words
+        elif err.validator in ("oneOf", "anyOf") and err.context:
             best = sorted(err.context, key=lambda e: len(e.path))[0]
             message = f"{message} ({best.message})"
         lines.append(f"{label}: {json_path(err.absolute_path)}: {message}")

@@ -146,6 +146,78 @@ def test_npu_gate_version_change_is_a_miss(run_cli: Run, tmp_path: Path, cache_d
     assert sorted(p.name for p in cache_dir.iterdir()) == ["0.1.0", "0.2.0"]
 
 
+def test_npu_gate_code_change_is_a_miss(run_cli: Run, tmp_path: Path, cache_dir: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    contract = write_onnx_contract(tmp_path)
+    assert not hit(run_cli, contract)
+    assert hit(run_cli, contract)
+    monkeypatch.setattr(cache, "code_digest", lambda: "0" * 64)  # other code, same version string
+    assert not hit(run_cli, contract)
+    assert hit(run_cli, contract)
+    assert [p.parent.parent.name for p in entries(cache_dir)] == ["0.1.0", "0.1.0"]
+
+
+def copy_of_npu_gate(root: Path) -> dict[str, Path]:
+    """The package and the schemas as a source checkout holds them, without bytecode."""
+    shutil.copytree(REPO / "npu_gate", root / "npu_gate", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "schemas", root / "schemas")
+    return {"npu_gate": root / "npu_gate", "schemas": root / "schemas"}
+
+
+def test_code_digest_covers_every_file_of_the_package_and_the_schemas(tmp_path: Path) -> None:
+    assert cache.code_digest() == cache.tree_digest({"npu_gate": REPO / "npu_gate", "schemas": REPO / "schemas"})
+    folders = copy_of_npu_gate(tmp_path)
+    pkg = folders["npu_gate"]
+    base = cache.tree_digest(folders)
+    assert base == cache.code_digest()  # bytecode and the checkout's location are not in it
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "cache.cpython-311.pyc").write_bytes(b"x")
+    (pkg / ".cache.py.swp").write_bytes(b"x")
+    (pkg / "render" / "text.pyc").write_bytes(b"x")
+    assert cache.tree_digest(folders) == base
+
+    def changed(path: Path, edit: Callable[[bytes], bytes]) -> str:
+        before = path.read_bytes()
+        path.write_bytes(edit(before))
+        digest = cache.tree_digest(folders)
+        path.write_bytes(before)
+        assert cache.tree_digest(folders) == base
+        return digest
+
+    digests = {
+        changed(pkg / "placement.py", lambda b: b.replace(b"not in profile", b"MISSING FROM profile")),
+        changed(pkg / "render" / "text.py", lambda b: b + b"\n"),
+        changed(pkg / "profiles" / "demo.json", lambda b: b.replace(b'"Conv"', b'"Conw"')),
+        changed(pkg / "profiles" / "rknn-rk3588.calibration.json", lambda b: b + b" "),
+        changed(folders["schemas"] / "profile.schema.json", lambda b: b + b" "),
+    }
+    assert len(digests) == 5 and base not in digests
+    (pkg / "placement.py").rename(pkg / "placement2.py")  # the same bytes under another name
+    assert cache.tree_digest(folders) not in digests | {base}
+
+
+@pytest.mark.slow
+def test_an_edited_install_with_the_same_version_is_not_answered_from_the_cache(tmp_path: Path) -> None:
+    """The walkthrough's case: the installed code changes, __version__ does not."""
+    copy_of_npu_gate(tmp_path / "install")
+    contract = write_onnx_contract(tmp_path / "m", tiny_model(cpu_op="Relu"))
+    env = os.environ | {"PYTHONPATH": str(tmp_path / "install")}
+
+    def check() -> str:
+        done = subprocess.run([sys.executable, "-m", "npu_gate", "check", str(contract)], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+        assert done.returncode == 1, done.stderr
+        return done.stdout
+
+    first = check()
+    assert "op Relu not in profile demo" in first and CACHED not in first
+    assert CACHED in check()
+    placement = tmp_path / "install" / "npu_gate" / "placement.py"
+    placement.write_text(placement.read_text().replace("not in profile", "MISSING FROM profile"))
+    after = check()
+    assert "op Relu MISSING FROM profile demo" in after and CACHED not in after
+
+
 def test_an_entry_of_another_version_is_never_trusted(run_cli: Run, tmp_path: Path,
                                                       cache_dir: Path) -> None:
     contract = write_onnx_contract(tmp_path)
@@ -275,6 +347,32 @@ def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Pa
     net = tmp_path / "seed" / "seed_net.py"
     net.write_text(net.read_text() + "# comment\n")
     assert CACHED not in run_cli("check", contract).out
+
+
+UNCACHED = {  # what docs/cache.md lists under "Runs that never use the cache"
+    "--out": ["--out", "bundle"],
+    "--bundle": ["--bundle"],
+    "--baseline": ["--baseline", "base.json"],
+    "--fail-on regressions": ["--baseline", "base.json", "--fail-on", "regressions"],
+    "--fail-on never": ["--fail-on", "never"],
+    "--device-timings": ["--device-timings", "board.csv"],
+}
+
+
+@pytest.mark.parametrize("option", list(UNCACHED))
+def test_the_documented_uncached_runs_neither_read_nor_store(run_cli: Run, tmp_path: Path, cache_dir: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, option: str) -> None:
+    monkeypatch.chdir(tmp_path)  # --bundle writes npu-gate-out/ here
+    contract = write_onnx_contract(tmp_path / "m")
+    assert run_cli("check", contract, "--json", "base.json", "--cache-dir", tmp_path / "other", "-q").code == 0
+    Path("board.csv").write_text("scope,key,ms\nnode,mul0,0.5\n")
+    for _ in range(2):
+        run = run_cli("check", contract, *UNCACHED[option])
+        assert (run.code, CACHED in run.out) == (0, False), run.err
+    assert entries(cache_dir) == []
+    doc = (REPO / "docs" / "cache.md").read_text()
+    section = doc.split("## Runs that never use the cache\n")[1].split("\n## ")[0].split("\nMeasured with")[0]
+    assert f"`{option}" in section
 
 
 # --- corrupted entries and concurrent writers -----------------------------------------------

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import model_zoo
+import pytest
 import tomllib
 from conftest import REPO, validate_result
 
@@ -121,6 +123,22 @@ def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
     run = run_cli("inspect", path)
     assert run.code == 2
     assert run.err == "npu-gate: internal error: RuntimeError: kaboom (rerun with --debug for the traceback)\n"
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["rules"], 141), (["rules", "--format", "json"], 141), (["profile", "show", "demo"], 141),
+    (["--help"], 0), (["check", "--help"], 0),
+])
+def test_a_reader_that_stops_early_ends_the_run_quietly(args, code):
+    """`npu-gate rules | head -3`: stdout's reader is gone before anything is written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "npu_gate", *args], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO, timeout=60, check=False)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (code, "")  # argparse's --help swallows the error itself
 
 
 def test_rule_docs_are_up_to_date(run_cli):

@@ -124,13 +124,35 @@ def test_contract_file_is_not_modified(contract_dir, write_contract, run_cli):
     assert (contract_dir / "model.onnx").read_bytes() == model_before
 
 
-def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli):
+@pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
+def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_cache):
+    """The one error, without a `not cached` note about a result that never came."""
     pytest.importorskip("torch")
     doc = _base()
     doc["model"] = {"torch": {"factory": "missing_module:build"}}
-    run = run_cli("check", write_contract(doc))
-    assert run.code == 2
-    assert "model.torch.factory: cannot import 'missing_module'" in run.err
+    path = write_contract(doc)
+    run = run_cli("check", path, *no_cache)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {path}: model.torch.factory: cannot import 'missing_module': "
+                       "No module named 'missing_module'\n")
+
+
+@pytest.mark.parametrize(("key", "value", "example"), [
+    ("factory", "net", "seed_net:build_model"), ("factory", "a.b:c.d", "seed_net:build_model"),
+    ("callable", "metrics.agreement", "metrics:agreement"),
+])
+def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract, run_cli, key, value, example):
+    doc = _base()
+    if key == "factory":
+        doc["model"] = {"torch": {"factory": value}}
+        where = "model.torch.factory"
+    else:
+        doc["metric"] = {"callable": value}
+        where = "metric.callable"
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}: {where}: {value!r}: expected module:callable, "
+                                      f"e.g. {example}\n")
 
 
 def test_factory_that_returns_no_module(tmp_path, write_contract, run_cli):

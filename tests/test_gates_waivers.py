@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 
 import pytest
-from conftest import validate_result
+from conftest import REPO, validate_result
 from test_analysis import seed_onnx
 
 from npu_gate.contract import load_contract
@@ -100,3 +101,49 @@ def test_today_flag_controls_expiry(seed_contract, run_cli, tmp_path):
     assert "waiver-expired" in run.out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert [f["rule"] for f in doc["findings"]] == ["unsupported-op", "waiver-expired"]
+
+
+def summary_reasons(errors: int, warnings: int) -> list[str]:
+    """The finding lines of the terminal summary for warnings listed before errors."""
+    from npu_gate.render import text
+    from npu_gate.result import Finding, GateResult
+
+    findings = [Finding("waiver-expired", "warning", f"w{i}") for i in range(warnings)]
+    findings += [Finding("unsupported-op", "error", f"e{i}", node=f"n{i}") for i in range(errors)]
+    findings.append(Finding("waiver-unused", "info", "not shown"))
+    result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
+                        versions={}, model={}, findings=findings)
+    return text.render(result).splitlines()[2:]
+
+
+def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings():
+    assert summary_reasons(7, 2) == [
+        "  error unsupported-op [n0]: e0", "  error unsupported-op [n1]: e1", "  error unsupported-op [n2]: e2",
+        "  error unsupported-op [n3]: e3", "  warning waiver-expired: w0",
+        "  ... 4 more (--markdown PATH lists them)"]
+    assert summary_reasons(5, 0) == [f"  error unsupported-op [n{i}]: e{i}" for i in range(5)]
+    assert summary_reasons(6, 0)[-1] == "  ... 1 more (--markdown PATH lists them)"
+    assert summary_reasons(1, 6) == [
+        "  error unsupported-op [n0]: e0", *[f"  warning waiver-expired: w{i}" for i in range(4)],
+        "  ... 2 more (--markdown PATH lists them)"]
+    assert summary_reasons(0, 2) == ["  warning waiver-expired: w0", "  warning waiver-expired: w1"]
+
+
+def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_path):
+    """examples/custom-profile has six errors; an expired waiver adds a warning that the
+    terminal used to cut (it listed the first five findings in their order)."""
+    shutil.copytree(REPO / "examples" / "custom-profile", tmp_path / "cp")
+    contract = tmp_path / "cp" / "npu-gate.json"
+    doc = json.loads(contract.read_text())
+    doc["waivers"] = [{"rule": "op-constraint", "node": "conv0", "reason": "old", "expires": "2020-01-01"}]
+    contract.write_text(json.dumps(doc))
+    run = run_cli("check", contract, "--today", "2026-12-02")
+    assert run.code == 1
+    assert run.out.splitlines()[3:] == [
+        "  error op-constraint [conv0]: stride [3, 3] not in {1, 2}",
+        "  error op-constraint [conv0]: kernel [3, 5] is not square",
+        "  error op-constraint [conv0]: group 2: dense (1) or depthwise (input channels) only, allowed [1, 16]",
+        "  error unsupported-op [resize0]: op Resize not in profile team-npu",
+        "  warning waiver-expired: waivers[0] (rule=op-constraint, node=conv0) expired on 2020-01-01 and no longer "
+        "waives",
+        "  ... 2 more (--markdown PATH lists them)"]

@@ -100,6 +100,24 @@ def test_check_onnx_skips_unnamed_files_unless_a_profile_is_given(
     assert "result from cache" in again.out
 
 
+def test_check_onnx_skips_the_model_of_an_unparseable_contract_as_documented(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/pre-commit.md: check-onnx cannot know which model a broken contract names; the
+    contract hook (validate) is the one that fails."""
+    monkeypatch.chdir(tmp_path)
+    contract = write_onnx_contract(tmp_path)
+    contract.write_text(contract.read_text()[:-3])  # truncated JSON
+    skipped = run_cli("check-onnx", "model.onnx")
+    assert (skipped.code, skipped.out) == (0, "npu-gate: model.onnx: skipped: no npu-gate contract "
+                                              "names it (pass --profile to gate it anyway)\n")
+    validated = run_cli("validate", "npu-gate.json")
+    assert validated.code == 2
+    assert validated.err.startswith("npu-gate: error: npu-gate.json:")
+    page = " ".join((REPO / "docs" / "pre-commit.md").read_text().split())
+    assert ("A contract that cannot be parsed (invalid JSON or YAML) names no model, so its model is skipped as "
+            "`no npu-gate contract names it` with exit 0: keep `npu-gate-contract` in the same config") in page
+
+
 def test_check_onnx_uses_the_cache_and_no_cache(run_cli: Run, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

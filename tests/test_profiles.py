@@ -322,6 +322,29 @@ def test_report_links_constraint_docs_and_groups_by_reason(tmp_path: Path) -> No
             "([doc](https://example.com/a%28b%29))") in report
 
 
+def test_doc_links_are_http_urls_or_relative_paths(tmp_path: Path, run_cli: Run) -> None:
+    bad = ["javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "//evil.example/x", "/etc/passwd"]
+    good = ["https://example.com/a(b)", "http://example.com", "p.calibration.json#Conv", "../docs/npu.md"]
+    constraints = [{"id": f"c{i}", "attribute": "group", "in": [1], "doc": doc} for i, doc in enumerate(bad + good)]
+    path = _write(tmp_path, {"ops": {"Conv": {"constraints": constraints}},
+                             "limits": {"max_tensor_bytes": 10, "doc": "vbscript:x"},
+                             "rank_adapters": {"rank": 4, "doc": "https://example.com/r"}})
+    r = run_cli("validate", path)
+    expected = "expected an http(s) URL or a relative path (e.g. rknn-rk3588.calibration.json#Resize)"
+    assert (r.code, r.out) == (2, "")
+    assert r.err.splitlines() == [
+        f"npu-gate: error: {path}: limits.doc: 'vbscript:x': {expected}",
+        *[f"npu-gate: error: {path}: ops.Conv.constraints[{i}].doc: {doc!r}: {expected}" for i, doc in enumerate(bad)]]
+
+
+def test_profile_show_prints_no_generated_file_comment(run_cli: Run) -> None:
+    shown = run_cli("profile", "show", "demo").out
+    page = (REPO / "docs" / "profiles" / "demo.md").read_text()
+    assert "<!--" not in shown
+    assert page.startswith("# Target profile `demo`\n\n<!-- Generated from npu_gate/profiles/demo.json by ")
+    assert shown.splitlines() == [line for i, line in enumerate(page.splitlines()) if i not in (2, 3)]
+
+
 def test_value_tests_in_words(run_cli: Run) -> None:
     """The built-in calibrated profile's value constraints, as explain and the docs page say them."""
     words = {i: run_cli("explain", f"rknn-rk3588:{i}").out.splitlines()[2]

@@ -181,7 +181,8 @@ def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
     [row] = result.review
     assert row["latency"]["device"] == {"scope": "node", "key": "hswish", "ms": 0.25, "source": "board run 2026-12-01"}
-    assert result.device_timings == {"path": "board.json", "source": "board run 2026-12-01", "entries": 2}
+    assert result.device_timings == {"path": "board.json", "source": "board run 2026-12-01", "entries": 2,
+                                     "unmatched": []}
     report = markdown.render(result)
     assert "device: 0.25 ms (node <code>hswish</code>)" in report
     assert "board run 2026-12-01" in report
@@ -189,7 +190,8 @@ def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
     (tmp_path / "board.csv").write_text("scope,key,ms\nmodel,net,3.5\npartition,7,1.0\n")
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE)
     run = run_cli("check", path, "--device-timings", tmp_path / "board.csv", "--json", tmp_path / "r.json", "-q")
-    assert run.code == 1
+    assert (run.code, run.err) == (1, "npu-gate: warning: board.csv: partition '7' matches no partition of the "
+                                      "checked graph; its figure is not used\n")
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["review"][0]["latency"]["device"] == {"scope": "model", "key": "net", "ms": 3.5, "source": None}
 
@@ -201,6 +203,32 @@ def test_device_timings_by_partition(tmp_path):
         (0, "npu", ["conv0"]), (1, "cpu", ["hswish"]), (2, "npu", ["conv1"])]
     assert result.review[0]["latency"]["device"] == {"scope": "partition", "key": "1", "ms": 0.7, "source": None}
     assert "device: 0.7 ms (partition <code>1</code>)" in markdown.render(result)
+
+
+def test_device_timings_that_match_nothing_are_warned_about(tmp_path, run_cli):
+    (tmp_path / "board.csv").write_text("scope,key,ms\nnode,/Nope,1\nnode,hswish,0.25\nnode,conv1,0.1\n"
+                                        "partition,7,1\npartition,2,0.5\nmodel,nett,3\nmodel,net,2\n")
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv")
+    warnings = [
+        "npu-gate: warning: board.csv: node '/Nope' matches no node of the checked graph; its figure is not used",
+        "npu-gate: warning: board.csv: partition '7' matches no partition of the checked graph; its figure is not "
+        "used",
+        "npu-gate: warning: board.csv: model 'nett' is not the contract's name 'net'; its figure is not used"]
+    fresh = run_cli("check", path, "--json", tmp_path / "r.json", "-q")
+    hit = run_cli("check", path, "-q")  # answered from the cache: the same warnings
+    assert (fresh.code, fresh.err.splitlines()) == (1, warnings)
+    assert (hit.code, hit.err.splitlines()) == (1, warnings)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert doc["device_timings"]["unmatched"] == [
+        {"scope": "node", "key": "/Nope"}, {"scope": "partition", "key": "7"}, {"scope": "model", "key": "nett"}]
+    # A node a rewrite replaced is matched by its review row, though the checked graph no longer holds it.
+    rewritten = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv",
+                               rewrites=["decompose-hardswish"]))
+    assert [r["node"] for r in rewritten.review] == ["hswish"]
+    assert rewritten.device_timings["unmatched"] == [
+        {"scope": "node", "key": "/Nope"}, {"scope": "partition", "key": "7"}, {"scope": "partition", "key": "2"},
+        {"scope": "model", "key": "nett"}]  # one partition (0) now; file order
 
 
 def test_emitted_name_clash_is_a_model_error(tmp_path, run_cli):

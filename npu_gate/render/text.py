@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npu_gate.render.escape import term
-from npu_gate.result import GateResult
+from npu_gate.result import Finding, GateResult
 
 MAX_REASONS = 5
 
@@ -62,12 +62,22 @@ def render(result: GateResult) -> str:
     for sug in result.suggestions:
         lines.append(f"  suggestion: rewrite {sug['rewrite']} at {term(sug['node'])} (verified; see the report)")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
-    for f in active[:MAX_REASONS]:
+    for f in top_reasons(active):
         where = f" [{term(f.node)}]" if f.node else ""
         lines.append(f"  {f.severity} {f.rule}{where}: {term(f.message)}")
-    if len(active) > MAX_REASONS:
-        lines.append(f"  ... {len(active) - MAX_REASONS} more in the report")
+    if len(active) > MAX_REASONS:  # the same text whatever the command: the cache replays it
+        lines.append(f"  ... {len(active) - MAX_REASONS} more (--markdown PATH lists them)")
     waived = sum(1 for f in result.findings if f.waived)
     if waived:
         lines.append(f"  {waived} finding(s) waived")
     return "\n".join(lines) + "\n"
+
+
+def top_reasons(active: list[Finding]) -> list[Finding]:
+    """At most MAX_REASONS findings: errors first, then warnings, each kind in its own order.
+    When both kinds are there, the warnings keep at least one line: a `waiver-expired`
+    warning must not be the one left out."""
+    errors = [f for f in active if f.severity == "error"]
+    warnings = [f for f in active if f.severity != "error"]
+    shown_errors = min(len(errors), MAX_REASONS - min(len(warnings), 1))
+    return errors[:shown_errors] + warnings[:MAX_REASONS - shown_errors]

@@ -410,8 +410,11 @@ class Rewriting:
             rows.append(row)
         result.review = rows
         if self.device is not None:
+            nodes = {n.name for n in result.nodes} | {r["node"] for r in rows}  # rows: rewritten nodes too
+            unmatched = self.device.unmatched(nodes, {str(p.id) for p in result.partitions}, self.contract.name)
             result.device_timings = {"path": self.device.path, "source": self.device.source,
-                                     "entries": len(self.device.entries)}
+                                     "entries": len(self.device.entries),
+                                     "unmatched": [{"scope": t.scope, "key": t.key} for t in unmatched]}
 
     def _row(self, result: GateResult, node: str, op_type: str, partition: int | None, *, placement: str,
              reason: str, constraints: list[str], strategy: str, rewrite: str | None,
