@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help='command run per candidate, e.g. "vendor-compile {model}"; failing '
                              "means a non-zero exit. {inputs} becomes a .npz of the candidate's "
                              "inputs")
-    reduce.add_argument("--out", metavar="PATH", help="reduced model (default: MODEL-reduced.onnx)")
+    reduce.add_argument("--out", metavar="PATH",
+                        help="reduced model (default: MODEL-reduced.onnx in the current folder)")
     reduce.add_argument("--log", metavar="PATH",
                         help="JSON record of every step (default: the --out path + .json)")
     reduce.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
