@@ -144,8 +144,10 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     show.add_argument("name", metavar="NAME", help="built-in name or profile file")
     show.add_argument("--format", choices=["text", "json"], default="text",
                       help="json: the resolved profile (bases merged in)")
-    docs = psub.add_parser("docs", help="write docs/profiles/<name>.md for the built-in profiles")
-    docs.add_argument("--out", default="docs/profiles", metavar="DIR")
+    docs = psub.add_parser("docs", help="development: regenerate the built-in profiles' pages (npu_gate's own "
+                                        "docs/profiles/<name>.md); `profile show NAME` prints one")
+    docs.add_argument("--out", default="docs/profiles", metavar="DIR",
+                      help="folder of the pages (default: docs/profiles under the current folder)")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 when a page is missing or out of date")
     cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over deliberate sweeps of "
@@ -547,7 +549,7 @@ def _explain_constraint(ref: str) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from npu_gate import profile_docs
     from npu_gate.profile import load_profile
-    from npu_gate.resources import builtin_profile_names
+    from npu_gate.resources import builtin_profile_names, profile_dir
 
     if args.profile_command == "check":
         from npu_gate.profile_lint import check_file
@@ -587,7 +589,11 @@ def _profile(args: argparse.Namespace) -> int:
     stale = []
     for name in builtin_profile_names():
         p = load_profile(name)
-        text = profile_docs.render_markdown(p, _origin(p), page_dir=str(out))
+        origin = _origin(p)
+        # Link the profile's files (its calibration record) only from within npu_gate's own
+        # checkout, where origin's folder is the installed one; elsewhere the link would be broken.
+        reachable = Path(origin).parent.resolve() == profile_dir().resolve()
+        text = profile_docs.render_markdown(p, origin, page_dir=str(out) if reachable else None)
         target = out / f"{name}.md"
         current = target.read_text(encoding="utf-8") if target.is_file() else None
         if current == text:
