@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -323,20 +324,22 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
     """Bundle and ratchet runs: always the whole gate (they need the live artifacts)."""
     from npu_gate.pipeline import check_contract
 
+    folder: Path | None = None
     if args.out or args.bundle:
-        result = _check_bundle(contract, args)
+        result, folder = _check_bundle(contract, args)
     else:
         result = check_contract(contract, today=args.today)
     if args.log:
         _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
     if args.baseline or args.fail_on != "errors":
-        return _emit_ratchet(result, str(contract.path), baseline, args)
-    _emit(result, args)
+        return _emit_ratchet(result, str(contract.path), baseline, args, bundle=folder)
+    _emit(result, args, bundle=folder)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
-def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
-    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/)."""
+def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateResult, Path]:
+    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/); the
+    result and the bundle's folder."""
     from npu_gate import bundle
     from npu_gate.pipeline import Artifacts, check_contract
 
@@ -347,7 +350,7 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
     bundle.write(folder, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")
-    return result
+    return result, folder
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -378,11 +381,11 @@ def _inspect_run(args: argparse.Namespace) -> int:
             print(f"evidence bundle: {folder}")
     else:
         result = inspect_model(Path(args.model), profile)
-    _emit(result, args)
+    _emit(result, args, bundle=Path(args.out) if args.out else None)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
-def _emit(result: GateResult, args: argparse.Namespace) -> None:
+def _emit(result: GateResult, args: argparse.Namespace, bundle: Path | None = None) -> None:
     from npu_gate.render import text
 
     if args.json:
@@ -392,9 +395,18 @@ def _emit(result: GateResult, args: argparse.Namespace) -> None:
     if args.markdown:
         from npu_gate.render import markdown
 
-        _write(args.markdown, markdown.render(result))
+        _write(args.markdown, markdown.render(result, _bundle_dir(bundle, args.markdown)))
     if not args.quiet:
         sys.stdout.write(text.render(result))
+
+
+def _bundle_dir(bundle: Path | None, report: str) -> str:
+    """The bundle folder relative to the folder of the Markdown report at ``report`` (POSIX,
+    "" when they are the same): links into the bundle resolve from the report."""
+    if bundle is None:
+        return ""
+    relative = Path(os.path.relpath(bundle.resolve(), Path(report).resolve().parent)).as_posix()
+    return "" if relative == "." else relative
 
 
 def _write(path: str, content: str) -> None:
@@ -484,7 +496,7 @@ def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 
 
 def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]] | None,
-                  args: argparse.Namespace) -> int:
+                  args: argparse.Namespace, bundle: Path | None = None) -> int:
     """`check` with --baseline / --fail-on: the report gains the baseline section."""
     from npu_gate.baseline import compare_all
     from npu_gate.merge import should_fail, text_lines
@@ -492,6 +504,8 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
     from npu_gate.render.report import ModelReport, render_report
 
     model = ModelReport(label, result=result)
+    if args.markdown:
+        model.bundle_dir = _bundle_dir(bundle, args.markdown)
     if baseline is not None:
         model.comparison = compare_all([result.to_dict()], baseline)[0]
     failed = should_fail([model], args.fail_on)
