@@ -69,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help='command run per candidate, e.g. "vendor-compile {model}"; failing '
                              "means a non-zero exit. {inputs} becomes a .npz of the candidate's "
                              "inputs")
-    reduce.add_argument("--out", metavar="PATH", help="reduced model (default: MODEL-reduced.onnx)")
+    reduce.add_argument("--out", metavar="PATH",
+                        help="reduced model (default: MODEL-reduced.onnx in the current folder)")
     reduce.add_argument("--log", metavar="PATH",
                         help="JSON record of every step (default: the --out path + .json)")
     reduce.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
@@ -146,8 +147,10 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     show.add_argument("name", metavar="NAME", help="built-in name or profile file")
     show.add_argument("--format", choices=["text", "json"], default="text",
                       help="json: the resolved profile (bases merged in)")
-    docs = psub.add_parser("docs", help="write docs/profiles/<name>.md for the built-in profiles")
-    docs.add_argument("--out", default="docs/profiles", metavar="DIR")
+    docs = psub.add_parser("docs", help="development: regenerate the built-in profiles' pages (npu_gate's own "
+                                        "docs/profiles/<name>.md); `profile show NAME` prints one")
+    docs.add_argument("--out", default="docs/profiles", metavar="DIR",
+                      help="folder of the pages (default: docs/profiles under the current folder)")
     docs.add_argument("--check", action="store_true",
                       help="write nothing; exit 1 when a page is missing or out of date")
     cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over deliberate sweeps of "
@@ -341,16 +344,17 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
     """Bundle and ratchet runs: always the whole gate (they need the live artifacts)."""
     from npu_gate.pipeline import check_contract
 
+    folder: Path | None = None
     if args.out or args.bundle:
-        result = _check_bundle(contract, args)
+        result, folder = _check_bundle(contract, args)
     else:
         result = check_contract(contract, today=args.today)
     _warn_device_timings(result.device_timings, result.name)
     if args.log:
         _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
     if args.baseline or args.fail_on != "errors":
-        return _emit_ratchet(result, str(contract.path), baseline, args)
-    _emit(result, args)
+        return _emit_ratchet(result, str(contract.path), baseline, args, bundle=folder)
+    _emit(result, args, bundle=folder)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
@@ -375,8 +379,9 @@ def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -
         raise GateError(*problems)
 
 
-def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
-    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/)."""
+def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateResult, Path]:
+    """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/); the
+    result and the bundle's folder."""
     from npu_gate import bundle
     from npu_gate.pipeline import Artifacts, check_contract
 
@@ -387,7 +392,7 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> GateResult:
         bundle.write(stage, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")
-    return result
+    return result, folder
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -418,11 +423,11 @@ def _inspect_run(args: argparse.Namespace) -> int:
             print(f"evidence bundle: {folder}")
     else:
         result = inspect_model(Path(args.model), profile)
-    _emit(result, args)
+    _emit(result, args, bundle=Path(args.out) if args.out else None)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
 
-def _emit(result: GateResult, args: argparse.Namespace) -> None:
+def _emit(result: GateResult, args: argparse.Namespace, bundle: Path | None = None) -> None:
     from npu_gate.render import text
 
     if args.json:
@@ -432,9 +437,18 @@ def _emit(result: GateResult, args: argparse.Namespace) -> None:
     if args.markdown:
         from npu_gate.render import markdown
 
-        _write(args.markdown, markdown.render(result))
+        _write(args.markdown, markdown.render(result, _bundle_dir(bundle, args.markdown)))
     if not args.quiet:
         sys.stdout.write(text.render(result))
+
+
+def _bundle_dir(bundle: Path | None, report: str) -> str:
+    """The bundle folder relative to the folder of the Markdown report at ``report`` (POSIX,
+    "" when they are the same): links into the bundle resolve from the report."""
+    if bundle is None:
+        return ""
+    relative = Path(os.path.relpath(bundle.resolve(), Path(report).resolve().parent)).as_posix()
+    return "" if relative == "." else relative
 
 
 def _write(path: str, content: str) -> None:
@@ -524,7 +538,7 @@ def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 
 
 def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]] | None,
-                  args: argparse.Namespace) -> int:
+                  args: argparse.Namespace, bundle: Path | None = None) -> int:
     """`check` with --baseline / --fail-on: the report gains the baseline section."""
     from npu_gate.baseline import compare_all
     from npu_gate.merge import should_fail, text_lines
@@ -532,6 +546,8 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
     from npu_gate.render.report import ModelReport, render_report
 
     model = ModelReport(label, result=result)
+    if args.markdown:
+        model.bundle_dir = _bundle_dir(bundle, args.markdown)
     if baseline is not None:
         model.comparison = compare_all([result.to_dict()], baseline)[0]
     failed = should_fail([model], args.fail_on)
@@ -589,7 +605,7 @@ def _explain_constraint(ref: str) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from npu_gate import profile_docs
     from npu_gate.profile import load_profile
-    from npu_gate.resources import builtin_profile_names
+    from npu_gate.resources import builtin_profile_names, profile_dir
 
     if args.profile_command == "check":
         from npu_gate.profile_lint import check_file
@@ -629,7 +645,11 @@ def _profile(args: argparse.Namespace) -> int:
     stale = []
     for name in builtin_profile_names():
         p = load_profile(name)
-        text = profile_docs.render_markdown(p, _origin(p), page_dir=str(out))
+        origin = _origin(p)
+        # Link the profile's files (its calibration record) only from within npu_gate's own
+        # checkout, where origin's folder is the installed one; elsewhere the link would be broken.
+        reachable = Path(origin).parent.resolve() == profile_dir().resolve()
+        text = profile_docs.render_markdown(p, origin, page_dir=str(out) if reachable else None)
         target = out / f"{name}.md"
         current = target.read_text(encoding="utf-8") if target.is_file() else None
         if current == text:

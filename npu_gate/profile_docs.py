@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -154,20 +155,37 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
 
 
-def link(url: str, label: str = "doc", base: str | None = None) -> str:
-    """A Markdown link; ``base``: the folder, relative to the page, that a relative ``url``
-    (a profile's own file reference, e.g. its calibration record) is relative to."""
+@dataclass(frozen=True)
+class FileRefs:
+    """How a page shows a profile's relative file references (its ``doc`` values naming a
+    file beside the profile, e.g. the calibration record)."""
+
+    folder: str  # the profile's folder: relative to the page when linked, as shown otherwise
+    linked: bool = True  # False: the page is read where that folder cannot be reached
+
+
+def link(url: str, label: str = "doc", base: FileRefs | None = None) -> str:
+    """A Markdown link; ``base``: where a relative ``url`` (a profile's own file reference)
+    resolves. Unlinked references are shown as text: the file's path beside the profile."""
     if base is not None and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|#", url):
-        url = posixpath.normpath(posixpath.join(base, url.split("#", 1)[0]))  # no anchors in JSON files
+        if not base.linked:
+            return "`" + posixpath.join(base.folder, url).replace("`", "'").replace("|", "\\|") + "`"
+        url = posixpath.normpath(posixpath.join(base.folder, url.split("#", 1)[0]))  # no anchors in JSON files
     return f"[{label}]({quote(url, safe=':/?#&=%.-_~+,;@')})"
 
 
-def render_markdown(profile: Profile, origin: str, page_dir: str = "docs/profiles", *, page: bool = True) -> str:
+def render_markdown(
+    profile: Profile, origin: str, page_dir: str | None = "docs/profiles", *, page: bool = True
+) -> str:
     """A supported-operators page for one profile, to be written into ``page_dir`` (relative
-    to the repository, like a built-in's ``origin``: relative file references in the profile
-    are rewritten to resolve from the page). ``page=False``: for the terminal (`profile show`),
-    without the generated-file comment."""
-    base = None if posixpath.isabs(origin) else posixpath.relpath(posixpath.dirname(origin) or ".", page_dir)
+    like a built-in's ``origin``): relative file references in the profile are rewritten to
+    resolve from the page. ``page_dir`` None: the page is read where the profile's folder
+    cannot be reached, so they are shown as text, their path beside ``origin``.
+    ``page=False``: for the terminal (`profile show`), without the generated-file comment."""
+    base = None
+    if not posixpath.isabs(origin):
+        folder = posixpath.dirname(origin) or "."
+        base = FileRefs(folder, False) if page_dir is None else FileRefs(posixpath.relpath(folder, page_dir))
     lines = [f"# Target profile `{profile.name}`", ""]
     if page:
         lines += [f"<!-- Generated from {origin} by `npu-gate profile docs`; do not edit. -->", ""]
@@ -244,7 +262,7 @@ def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:
     return " → ".join(parts)
 
 
-def render_patterns(profile: Profile, base: str | None = None) -> list[str]:
+def render_patterns(profile: Profile, base: FileRefs | None = None) -> list[str]:
     lines = [
         f"## Fused patterns ({len(profile.patterns)})",
         "",
@@ -310,7 +328,7 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_rank_adapters(rule: dict[str, Any], base: str | None = None) -> list[str]:
+def render_rank_adapters(rule: dict[str, Any], base: FileRefs | None = None) -> list[str]:
     when = rule.get("npu_when")
     where = "on CPU"
     if when:

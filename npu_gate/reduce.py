@@ -9,6 +9,13 @@ initializers they read kept. The search works on the nodes in topological order:
 2. remove chunks (delta debugging): drop 1/n of the nodes at a time, n doubling up to
    one node, so the result is 1-minimal: removing any single node makes it pass.
 
+The search moves units, not bare nodes: a node that folds to a constant (a ``Constant``, a
+``Shape`` of a static tensor, a node reading only constants; the gate's folding rule)
+stays with the nodes that read it. Otherwise dropping a ``Constant`` would cut its output
+into a graph input filled with random values, and a Clip with constant bounds would turn
+into a Clip with runtime bounds: another model for the compiler. A constant that no
+computing node reads is a unit of its own.
+
 "Failing" is a non-zero exit within the timeout (and, with ``--match``, the text in its
 output). A timeout counts as not failing, so a hang never gets promoted. The command
 runs without a shell: ``shlex.split`` of the template, then ``{model}`` (and
@@ -31,7 +38,7 @@ import subprocess
 import tempfile
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +52,7 @@ from npu_gate.bundle import write_npz
 from npu_gate.errors import GateError
 from npu_gate.minimal import submodel
 from npu_gate.model_file import load_onnx
+from npu_gate.placement import fold
 
 
 @dataclass
@@ -89,6 +97,7 @@ class Reducer:
         self.order = graphlib.topological_order(
             facts.nodes, graphlib.node_dependencies(facts.nodes)
         )
+        self.units = _units(facts, self.order)
         self.names = [n.name for n in facts.nodes]
         self.template = shlex.split(check)
         if not any("{model}" in t for t in self.template):
@@ -127,7 +136,7 @@ class Reducer:
     def run(self) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="npu-gate-reduce-") as work:
             self.work = Path(work)
-            if not self.test(tuple(self.order), "original"):
+            if not self.test(self.nodes_of(range(len(self.units))), "original"):
                 last = self.steps[-1]
                 why = "timed out" if last.exit_code is None else f"exited {last.exit_code}"
                 if last.exit_code not in (None, 0):
@@ -135,21 +144,21 @@ class Reducer:
                 raise GateError(
                     f"--check does not fail on the original model ({why}); nothing to reduce"
                 )
-            current = list(self.order)
+            current = list(range(len(self.units)))  # unit indices, in topological order
             while len(current) > 1:  # bisect: a prefix or a suffix that still fails
                 half = len(current) // 2
-                if self.test(tuple(current[:half]), "bisect"):
+                if self.test(self.nodes_of(current[:half]), "bisect"):
                     current = current[:half]
-                elif self.test(tuple(current[half:]), "bisect"):
+                elif self.test(self.nodes_of(current[half:]), "bisect"):
                     current = current[half:]
                 else:
                     break
             chunks = 2
-            while len(current) > 1:  # remove chunks, down to single nodes
+            while len(current) > 1:  # remove chunks, down to single units
                 size = -(-len(current) // chunks)
                 for start in range(0, len(current), size):
                     rest = current[:start] + current[start + size :]
-                    if rest and self.test(tuple(rest), "remove"):
+                    if rest and self.test(self.nodes_of(rest), "remove"):
                         current = rest
                         chunks = max(chunks - 1, 2)
                         break
@@ -157,13 +166,17 @@ class Reducer:
                     if chunks >= len(current):
                         break
                     chunks = min(len(current), chunks * 2)
-            best = tuple(current)
+            best = self.nodes_of(current)
         return Outcome(
-            [self.names[i] for i in sorted(best)],
+            [self.names[i] for i in best],
             self.candidate(best),
             self.steps,
             self.sample_source,
         )
+
+    def nodes_of(self, units: Iterable[int]) -> tuple[int, ...]:
+        """The node indices of some units, sorted."""
+        return tuple(sorted({i for u in units for i in self.units[u]}))
 
     def candidate(self, nodes: tuple[int, ...]) -> ModelProto:
         return submodel(self.model, nodes, name="reduced")
@@ -253,6 +266,32 @@ class Reducer:
             why = f"{type(exc).__name__}: {first}"
             return f"cut tensors generated: onnxruntime failed on the original ({why})"
         return ""
+
+
+def _units(facts: graphlib.GraphFacts, order: list[int]) -> list[tuple[int, ...]]:
+    """The nodes grouped as the search moves them, in topological order of their head: each
+    computing node with the folded nodes it reads from (transitively), then each folded node
+    that no computing node reads, with its own folded feeders."""
+    folded, _ = fold(facts, order, facts.initializers)
+    made_by = {o: n.index for n in facts.nodes for o in n.outputs if o}
+
+    def with_feeders(index: int) -> set[int]:
+        node = facts.nodes[index]
+        producers = {made_by.get(name) for name in (*node.inputs, *node.implicit_inputs) if name}
+        return {index}.union(*(feeders[p] for p in producers if p in folded))
+
+    feeders: dict[int, set[int]] = {}  # folded node -> itself and the folded nodes it reads, transitively
+    for i in order:  # topological: a node's producers come first
+        if i in folded:
+            feeders[i] = with_feeders(i)
+    heads = {i: with_feeders(i) for i in order if i not in folded}
+    covered = set().union(*heads.values())
+    for i in reversed(order):  # a constant's readers come after it: the last one covers its feeders
+        if i in folded and i not in covered:
+            heads[i] = feeders[i]
+            covered |= feeders[i]
+    position = {i: k for k, i in enumerate(order)}
+    return [tuple(sorted(heads[h])) for h in sorted(heads, key=position.__getitem__)]
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:

@@ -2,17 +2,25 @@
 
 ONNX writes ``unk__0`` (or nothing) for dims it cannot infer, e.g. a Resize whose sizes
 come from ``Shape(x)[2:]`` with symbolic H, W; onnxruntime's symbolic inference tracks
-such dims as expressions of the input symbols (``H``, ``2*N``). Importing onnxruntime
-costs seconds, so it runs only when ONNX left an unknown dim, never for a known graph.
+such dims as expressions of the input symbols (``H``, ``2*N``). Loading it (and sympy)
+takes about half a second, so it runs only when ONNX left an unknown dim, never for a known graph.
+
+onnxruntime's module is loaded from its file, not through the ``onnxruntime.tools`` package:
+that package's ``__init__`` imports torch whenever torch is installed, and ``inspect``
+promises never to import torch. The module itself needs only onnx, numpy, sympy and
+packaging, so neither torch nor onnxruntime's runtime gets imported.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import onnx
@@ -79,17 +87,42 @@ def _symbolic_inference(model: ModelProto) -> tuple[ModelProto | None, str | Non
     in the *current* folder, which would be the user's repository. So it runs in a scratch
     folder, and the shapes it did infer before stopping are still used.
     """
-    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
-
+    inference = _ort_symbolic_module().SymbolicShapeInference
     with tempfile.TemporaryDirectory(prefix="npu-gate-symbolic-") as scratch, _working_folder(scratch):
         try:
-            return SymbolicShapeInference.infer_shapes(model, auto_merge=True), None
+            return inference.infer_shapes(model, auto_merge=True), None
         except Exception as exc:
             partial = Path(scratch) / _PARTIAL_MODEL
             if not partial.is_file():
                 raise
             reason = f"stopped early: {_error_text(exc)}"
             return onnx.load_model(str(partial), load_external_data=False), reason
+
+
+_ORT_MODULE = "_npu_gate_ort_symbolic_shape_infer"  # private name: never onnxruntime.tools.*
+
+
+def _ort_symbolic_module() -> ModuleType:
+    """onnxruntime's ``tools/symbolic_shape_infer.py``, loaded once under a private name
+    without running ``onnxruntime/__init__.py`` or ``onnxruntime/tools/__init__.py``."""
+    loaded = sys.modules.get(_ORT_MODULE)
+    if loaded is not None:
+        return loaded
+    package = importlib.util.find_spec("onnxruntime")  # finds the package without importing it
+    if package is None or not package.submodule_search_locations:
+        raise ModuleNotFoundError("onnxruntime is not installed")
+    path = Path(next(iter(package.submodule_search_locations))) / "tools" / "symbolic_shape_infer.py"
+    spec = importlib.util.spec_from_file_location(_ORT_MODULE, path)
+    if not path.is_file() or spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"onnxruntime has no {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_ORT_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[_ORT_MODULE]
+        raise
+    return module
 
 
 @contextlib.contextmanager

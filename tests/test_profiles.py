@@ -270,6 +270,29 @@ def test_docs_check_reports_stale_pages(tmp_path: Path, run_cli: Run) -> None:
     assert (tmp_path / "demo.md").read_text(encoding="utf-8") == "old\n"
 
 
+def test_docs_outside_the_repository_name_the_record_without_a_broken_link(
+    tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_docs_links import broken_links, links
+
+    monkeypatch.chdir(tmp_path)  # a user's repository: npu_gate/profiles is not under it
+    r = run_cli("profile", "docs")
+    assert r.code == 0
+    pages = sorted((tmp_path / "docs" / "profiles").glob("*.md"))
+    assert sorted(p.stem for p in pages) == builtin_profile_names()
+    for page in pages:
+        assert broken_links(page, tmp_path) == [], page.name
+        assert all(re.match(r"https?://", target) for target in links(page)), page.name
+    text = (tmp_path / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
+    assert ("1 of 12 sweep points (rknn-rk3588.calibration.json#Add)” "
+            "(`npu_gate/profiles/rknn-rk3588.calibration.json#Add`)<br>") in text
+    assert run_cli("profile", "docs", "--check").code == 0
+    # in the repository the same reference is a link to the record
+    repo_page = (REPO / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
+    assert ("(rknn-rk3588.calibration.json#Add)” "
+            "([doc](../../npu_gate/profiles/rknn-rk3588.calibration.json))") in repo_page
+
+
 @pytest.mark.parametrize("name", builtin_profile_names())
 def test_builtin_profiles_are_valid_and_cite_their_source(name: str, run_cli: Run) -> None:
     r = run_cli("profile", "check", REPO / "npu_gate" / "profiles" / f"{name}.json")

@@ -115,6 +115,71 @@ def test_reduce_maps_samples_by_name(tmp_path: Path, run_cli: Callable[..., Any]
     assert log["samples"] == "inputs.npz; cut tensors computed with onnxruntime"
 
 
+def clip_with_constant_bounds() -> onnx.ModelProto:
+    """Relu → Clip(min: Constant, max: Constant + initializer, folded) → Sigmoid → Mul(Constant)."""
+    f32 = TensorProto.FLOAT
+    scalar = onnx.helper.make_tensor
+    nodes = [
+        onnx.helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+        onnx.helper.make_node("Constant", [], ["lo"], name="const_lo", value=scalar("v", f32, [], [0.5])),
+        onnx.helper.make_node("Constant", [], ["five"], name="const_five", value=scalar("v", f32, [], [5.0])),
+        onnx.helper.make_node("Add", ["five", "one"], ["hi"], name="add_hi"),  # folds to 6
+        onnx.helper.make_node("Clip", ["r", "lo", "hi"], ["c"], name="clip0"),
+        onnx.helper.make_node("Sigmoid", ["c"], ["s"], name="sigmoid0"),
+        onnx.helper.make_node("Constant", [], ["two"], name="const_two", value=scalar("v", f32, [], [2.0])),
+        onnx.helper.make_node("Mul", ["s", "two"], ["y"], name="mul0"),
+    ]
+    graph = onnx.helper.make_graph(
+        nodes, "clip_bounds", [onnx.helper.make_tensor_value_info("x", f32, [1, 4, 8, 8])],
+        [onnx.helper.make_tensor_value_info("y", f32, [1, 4, 8, 8])],
+        initializer=[onnx.numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_reduce_keeps_constants_with_their_reader(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    """Clip's bounds stay constants: dropping their Constant nodes would make them graph inputs
+    filled with random values, a Clip with runtime bounds."""
+    model = _save(tmp_path, clip_with_constant_bounds())
+    out = tmp_path / "r.onnx"
+    run = run_cli("reduce", model, "--check", _check(tmp_path, "Clip", extra=" {inputs}"), "--out", out, "-q")
+    assert run.code == 0
+    reduced = onnx.load(str(out))
+    assert [n.name for n in reduced.graph.node] == ["const_lo", "const_five", "add_hi", "clip0"]
+    assert [v.name for v in reduced.graph.input] == ["r"]
+    assert [t.name for t in reduced.graph.initializer] == ["one"]
+    onnx.checker.check_model(reduced, full_check=True)
+    with np.load(tmp_path / "r.npz") as npz:
+        assert list(npz) == ["r"]
+    x = np.linspace(-1.0, 8.0, 256, dtype=np.float32).reshape(1, 4, 8, 8)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"r": x})[0], np.clip(x, 0.5, 6.0))
+    log = json.loads((tmp_path / "r.onnx.json").read_text(encoding="utf-8"))
+    assert log["kept"] == ["const_lo", "const_five", "add_hi", "clip0"]
+    # units: relu0 | clip0 with its 3 constants | sigmoid0 | mul0 with const_two
+    assert [(s["phase"], s["nodes"], s["failing"]) for s in log["steps"]] == [
+        ("original", 8, True),
+        ("bisect", 5, True),  # relu0, clip0's unit
+        ("bisect", 1, False),  # relu0
+        ("bisect", 4, True),  # clip0's unit
+    ]
+
+
+def test_constant_without_a_computing_reader_is_a_unit_of_its_own(tmp_path: Path) -> None:
+    model = clip_with_constant_bounds()
+    nodes = model.graph.node
+    nodes.append(onnx.helper.make_node("Constant", [], ["k"], name="const_k", value_float=1.0))
+    nodes.append(onnx.helper.make_node("Neg", ["k"], ["k2"], name="neg_k"))  # folds
+    model.graph.output.append(onnx.helper.make_tensor_value_info("k2", TensorProto.FLOAT, []))
+    reducer = Reducer(_save(tmp_path, model), _check(tmp_path, "Clip"))
+    names = [n.name for n in nodes]
+    assert [[names[i] for i in unit] for unit in reducer.units] == [
+        ["relu0"], ["const_lo", "const_five", "add_hi", "clip0"], ["sigmoid0"], ["const_two", "mul0"],
+        ["const_k", "neg_k"],
+    ]
+
+
 def test_generated_samples_are_stable_per_tensor(tmp_path: Path) -> None:
     model = _save(tmp_path, model_zoo.many_nodes(12))
     reducer = Reducer(model, _check(tmp_path, "Clip", extra=" {inputs}"), samples=2)
@@ -127,6 +192,21 @@ def test_generated_samples_are_stable_per_tensor(tmp_path: Path) -> None:
         assert first["t2"].shape == (2, 1, 8, 16, 16)
         np.testing.assert_array_equal(first["t2"], second["t2"])
         assert not np.array_equal(first["t2"][0], first["t2"][1])  # samples differ
+
+
+def test_reduce_writes_into_the_current_folder_by_default(
+    tmp_path: Path, run_cli: Callable[..., Any], monkeypatch: Any
+) -> None:
+    evidence, cwd = tmp_path / "evidence", tmp_path / "cwd"
+    evidence.mkdir()
+    cwd.mkdir()
+    model = _save(evidence, model_zoo.diamond())
+    monkeypatch.chdir(cwd)
+    run = run_cli("reduce", model, "--check", _check(tmp_path, "Clip", extra=" {inputs}"), "-q")
+    assert run.code == 0
+    assert sorted(p.name for p in cwd.iterdir()) == ["model-reduced.npz", "model-reduced.onnx",
+                                                     "model-reduced.onnx.json"]
+    assert sorted(p.name for p in evidence.iterdir()) == ["model.onnx"]
 
 
 def test_reduce_refuses_a_passing_original(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
@@ -179,7 +259,7 @@ def test_reduce_crash_counts_and_match_filters(tmp_path: Path, run_cli: Callable
     out = tmp_path / "r.onnx"
     run = run_cli("reduce", model, "--check", check, "--match", "Check failed", "--out", out, "-q")
     assert run.code == 0
-    assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Clip"]
+    assert [n.name for n in onnx.load(str(out)).graph.node] == ["B_min", "B_max", "B"]  # Clip and its bounds
     log = json.loads((tmp_path / "r.onnx.json").read_text(encoding="utf-8"))
     assert log["steps"][0]["exit_code"] == -9  # killed by a signal: a crash is a failure
     run = run_cli("reduce", model, "--check", check, "--match", "other text", "-q")

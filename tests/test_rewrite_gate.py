@@ -172,6 +172,50 @@ def test_samples_file_rows_are_verified_too(tmp_path):
     assert [v["samples"] for v in result.rewrites[0]["verification"]] == [5, 5]
 
 
+def _bad_samples_run(tmp_path, run_cli, inputs, arrays):
+    """check on a contract whose model file is not ONNX: an error about the samples file
+    means it was read before any model was loaded, let alone run."""
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")
+    np.savez(tmp_path / "real.npz", **arrays)
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"}, "inputs": inputs,
+           "rewrites": ["decompose-hardswish"], "numerics": {"samples_file": "real.npz"}}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    run = run_cli("check", tmp_path / "npu-gate.json", "--no-cache")
+    assert run.code == 2
+    return run.err.strip().splitlines()
+
+
+X = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
+
+
+@pytest.mark.parametrize(("array", "problems"), [
+    (np.zeros((3, 1, 4, 3, 3)), ["array x: per-sample shape [1, 4, 3, 3], contract inputs[0].shape [1, 4, 6, 6] "
+                                 "(sample k in row k)"]),
+    (np.zeros((1, 4, 6, 6)), ["array x: shape [1, 4, 6, 6] has no sample axis: expected [N, 1, 4, 6, 6] "
+                              "(sample k in row k)"]),
+    (np.zeros((3, 6, 6), np.float32), ["array x: shape [3, 6, 6], expected [N, 1, 4, 6, 6] "
+                                       "(contract inputs[0].shape [1, 4, 6, 6], sample k in row k)"]),
+    (np.full((2, 3), "abc"), ["array x: dtype <U3 cannot be cast to the contract's float32 (inputs[0].dtype)",
+                              "array x: shape [2, 3], expected [N, 1, 4, 6, 6] "
+                              "(contract inputs[0].shape [1, 4, 6, 6], sample k in row k)"]),
+])
+def test_samples_file_that_does_not_fit_the_inputs_stops_before_the_model(tmp_path, run_cli, array, problems):
+    lines = _bad_samples_run(tmp_path, run_cli, [X], {"x": array})
+    assert lines == [f"npu-gate: error: {tmp_path / 'real.npz'}: numerics.samples_file: {p}" for p in problems]
+
+
+def test_samples_file_problems_of_every_input_are_listed(tmp_path, run_cli):
+    ints = {"name": "ids", "shape": [5], "dtype": "int64"}
+    mask = {"name": "mask", "shape": [5], "dtype": "bool"}
+    lines = _bad_samples_run(tmp_path, run_cli, [X, ints, mask], {"ids": np.zeros((2, 5), np.float32)})
+    where = f"npu-gate: error: {tmp_path / 'real.npz'}: numerics.samples_file"
+    assert lines == [f"{where}: no array for input(s) x, mask",
+                     f"{where}: array ids: dtype float32 cannot be cast to the contract's int64 (inputs[1].dtype)"]
+    lines = _bad_samples_run(tmp_path, run_cli, [X, ints], {"x": np.zeros((3, *X["shape"])),
+                                                            "ids": np.zeros((2, 5), np.int32)})
+    assert lines == [f"{where}: arrays must share a non-empty first axis (samples); found x 3, ids 2"]
+
+
 DEVICE_JSON = {"source": "board run 2026-12-01", "timings": [
     {"scope": "node", "key": "hswish", "ms": 0.25}, {"scope": "model", "key": "net", "ms": 2.5}]}
 

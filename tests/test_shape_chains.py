@@ -560,14 +560,59 @@ def test_symbolic_inference_unavailable_keeps_onnx_shapes(
 ) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "onnxruntime.tools.symbolic_shape_infer", None)
+    from npu_gate import symbolic
+
+    monkeypatch.delitem(sys.modules, symbolic._ORT_MODULE, raising=False)  # loaded by an earlier test
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # find_spec answers None: not installed
     code, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
     assert code == 1
-    stage = doc["stages"]["symbolic_shapes"]
-    assert (stage["status"], stage["resolved"]) == ("failed", 0)
-    assert stage["reason"].startswith("ModuleNotFoundError: import of onnxruntime.tools.symbolic")
+    assert doc["stages"]["symbolic_shapes"] == {
+        "status": "failed",
+        "reason": "ModuleNotFoundError: onnxruntime is not installed",
+        "unknown": 1,
+        "resolved": 0,
+    }
     resize = next(n for n in doc["nodes"] if n["name"] == "resize0")
     assert resize["outputs"][0]["shape"] == [1, 3, "unk__0", "unk__1"]  # ONNX's own
+    assert symbolic._ORT_MODULE not in sys.modules  # a failed load is not cached
+
+
+def test_symbolic_inference_without_the_tools_file_fails_naming_it(
+    run_cli, save_model, tmp_path, monkeypatch
+) -> None:
+    import importlib.machinery
+    import sys
+
+    from npu_gate import symbolic
+
+    fake = tmp_path / "site" / "onnxruntime"
+    fake.mkdir(parents=True)
+    spec = importlib.machinery.ModuleSpec("onnxruntime", None, is_package=True)
+    spec.submodule_search_locations = [str(fake)]
+    monkeypatch.delitem(sys.modules, symbolic._ORT_MODULE, raising=False)
+    monkeypatch.setattr(symbolic.importlib.util, "find_spec", lambda name: spec if name == "onnxruntime" else None)
+    _, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
+    tools_file = fake / "tools" / "symbolic_shape_infer.py"
+    assert doc["stages"]["symbolic_shapes"]["reason"] == f"ModuleNotFoundError: onnxruntime has no {tools_file}"
+
+
+def test_symbolic_inference_imports_neither_torch_nor_onnxruntime(save_model) -> None:
+    # onnxruntime/tools/__init__.py imports torch whenever it is installed; inspect never imports torch.
+    import subprocess
+    import sys
+
+    path = save_model(resize_to_input_size())
+    code = (
+        "import json, sys; from npu_gate.cli import main; "
+        f"rc = main(['inspect', {str(path)!r}, '-q', '--json', {str(path.with_suffix('.json'))!r}]); "
+        "print(rc, sorted(m for m in ('torch', 'onnxruntime', 'onnxruntime.tools') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1 []"
+    doc = json.loads(path.with_suffix(".json").read_text())
+    assert doc["stages"]["symbolic_shapes"] == {"status": "ok", "unknown": 1, "resolved": 1}
+    shapes = {n["name"]: n["outputs"][0]["shape"] for n in doc["nodes"]}
+    assert shapes["resize0"] == [1, 3, "H", "W"]
 
 
 def resize_then_custom_op() -> onnx.ModelProto:

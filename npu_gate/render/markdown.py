@@ -6,6 +6,7 @@ the final Timings section only, so everything above it is reproducible.
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from typing import Any
 
@@ -18,7 +19,9 @@ from npu_gate.result import GateResult
 MAX_ROWS = 200  # per table; the JSON result always has everything
 
 
-def render(result: GateResult) -> str:
+def render(result: GateResult, bundle_dir: str = "") -> str:
+    """``bundle_dir``: the evidence bundle's folder relative to the report's folder (POSIX), put
+    before links into the bundle; "" for the bundle's own report.md."""
     parts = [
         _verdict(result),
         _summary(result),
@@ -38,7 +41,7 @@ def render(result: GateResult) -> str:
         rewrites_md.review(result),
         _probe(result),
         _census(result),
-        _minimal(result),
+        _minimal(result, bundle_dir),
         _timings(result),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
@@ -280,9 +283,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _minimal(result: GateResult) -> str:
-    """Evidence bundle runs: each distinct failure linked to its minimal model (relative to
-    the bundle folder, where report.md sits)."""
+def _minimal(result: GateResult, bundle_dir: str = "") -> str:
+    """Evidence bundle runs: each distinct failure linked to its minimal model (its path is
+    relative to the bundle folder, where report.md sits; ``bundle_dir`` leads there)."""
     if result.minimal is None:
         return ""
     models = result.minimal["models"]
@@ -293,10 +296,10 @@ def _minimal(result: GateResult) -> str:
     for m in models:
         what = " ".join(x for x in (f"`{m['rule']}`", md_code(m["op_type"]) if m["op_type"] else "",
                                     md_code(m["constraint"]) if m["constraint"] else "") if x)
-        path = md(m["path"])
+        path = posixpath.join(bundle_dir, m["path"])
         verified = "yes" if m["verified"] else "**no**: re-check found " + (
             ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")
-        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{path}]({path})",
+        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{md(path)}]({_url(path)})",
                      str(m["nodes"]), verified])
     text = head + (
         "Each failure cut down to its node, producers turned into graph inputs with their "

@@ -29,6 +29,7 @@ class ModelReport:
     problems: list[str] = field(default_factory=list)
     comparison: Comparison | None = None
     file: str | None = None  # the contract file, when this run gated it (for annotations)
+    bundle_dir: str = ""  # its evidence bundle relative to the report's folder (markdown.render)
 
     @property
     def verdict(self) -> str:
@@ -103,7 +104,7 @@ def render_model(m: ModelReport) -> str:
         lines = [f"## ⚠️ npu-gate: **COULD NOT RUN** · {md(m.label)}", ""]
         lines += [f"- {md(p)}" for p in m.problems]
         return "\n".join(lines) + "\n"
-    text = markdown.render(m.result)
+    text = markdown.render(m.result, m.bundle_dir)
     if m.comparison is not None:
         # After the summary table: deltas are what a reviewer of a ratcheted model reads first.
         section = render_baseline(m.comparison) + "\n\n"

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from npu_gate import device_timings as devtimes
-from npu_gate.contract import Contract
+from npu_gate.contract import Contract, InputSpec
 from npu_gate.errors import ContractError, ModelError
 from npu_gate.result import Finding, GateResult, NodeResult
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
@@ -78,8 +78,11 @@ class Rewriting:
         self.default = default
         self.tolerances = {r.name: (default[0] if r.atol is None else r.atol,
                                     default[1] if r.rtol is None else r.rtol) for r in contract.rewrites}
-        # Read the board's figures up front: a bad file stops the run before any model work.
+        # Read the board's figures and the real samples up front: a bad file stops the run
+        # before any model work.
         self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
+        samples_file = contract.numerics.samples_file
+        self.file_rows = _read_npz(samples_file, contract.inputs) if samples_file is not None else []
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
@@ -160,10 +163,9 @@ class Rewriting:
         samples = make_samples(self.contract.inputs, spec.samples, spec.seed)
         origin: dict[str, Any] = {"seeded": len(samples), "seed": spec.seed, "file": None, "file_samples": 0}
         if spec.samples_file is not None:
-            rows = _read_npz(spec.samples_file, {i.name: i.dtype for i in self.contract.inputs})
-            samples.extend(rows)
+            samples.extend(self.file_rows)
             origin["file"] = spec.samples_file.name
-            origin["file_samples"] = len(rows)
+            origin["file_samples"] = len(self.file_rows)
         return samples, origin
 
     def _prove(self, settings: Settings, result: GateResult, timings: dict[str, float],
@@ -474,18 +476,43 @@ def _metric_message(metric: dict[str, Any]) -> str:
         f"{c['name']} = {c['value']} (min {c['min']}, max {c['max']})" for c in bad)
 
 
-def _read_npz(path: Path, dtypes: dict[str, str]) -> list[dict[str, np.ndarray]]:
-    """Rows of a bundle-layout .npz (one array per input, sample k in row k)."""
+def _read_npz(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
+    """Rows of a bundle-layout .npz (one array per input, sample k in row k), checked against
+    the contract's inputs: every problem is one line naming the file and the array."""
+    where = f"{path}: numerics.samples_file"
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
     except Exception as exc:
-        raise ContractError(f"{path}: numerics.samples_file: cannot read: {exc}") from None
-    names = list(dtypes)
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise ContractError(f"{path}: numerics.samples_file: no array for input(s) {', '.join(missing)}")
-    counts = {arrays[n].shape[0] if arrays[n].ndim else 0 for n in names}
-    if len(counts) != 1 or 0 in counts:
-        raise ContractError(f"{path}: numerics.samples_file: arrays must share a non-empty first axis (samples)")
-    return [{n: np.ascontiguousarray(arrays[n][k], dtype=dtypes[n]) for n in names} for k in range(counts.pop())]
+        raise ContractError(f"{where}: cannot read: {exc}") from None
+    missing = [i.name for i in inputs if i.name not in arrays]
+    problems = [f"{where}: no array for input(s) {', '.join(missing)}"] if missing else []
+    for index, spec in enumerate(inputs):
+        if spec.name in arrays:
+            problems += _array_problems(f"{where}: array {spec.name}", arrays[spec.name], spec, index)
+    if problems:
+        raise ContractError(*problems)
+    counts = {i.name: arrays[i.name].shape[0] for i in inputs}
+    if len(set(counts.values())) != 1 or 0 in counts.values():
+        found = ", ".join(f"{name} {n}" for name, n in counts.items())
+        raise ContractError(f"{where}: arrays must share a non-empty first axis (samples); found {found}")
+    n = counts[inputs[0].name]
+    return [{i.name: np.ascontiguousarray(arrays[i.name][k], dtype=i.dtype) for i in inputs} for k in range(n)]
+
+
+def _array_problems(where: str, array: np.ndarray, spec: InputSpec, index: int) -> list[str]:
+    """What keeps ``array`` from being samples of ``spec`` (contract ``inputs[index]``)."""
+    problems = []
+    if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
+        problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
+                        f"(inputs[{index}].dtype)")
+    shape, expected = list(array.shape), list(spec.shape)
+    contract_shape = f"contract inputs[{index}].shape {expected}"
+    stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k
+    if len(shape) == len(expected) + 1 and shape[1:] != expected:
+        problems.append(f"{where}: per-sample shape {shape[1:]}, {contract_shape} (sample k in row k)")
+    elif shape == expected:
+        problems.append(f"{where}: shape {shape} has no sample axis: expected {stacked} (sample k in row k)")
+    elif len(shape) != len(expected) + 1:
+        problems.append(f"{where}: shape {shape}, expected {stacked} ({contract_shape}, sample k in row k)")
+    return problems
