@@ -293,10 +293,10 @@ def _minimal(result: GateResult) -> str:
     for m in models:
         what = " ".join(x for x in (f"`{m['rule']}`", md_code(m["op_type"]) if m["op_type"] else "",
                                     md_code(m["constraint"]) if m["constraint"] else "") if x)
-        path = md(m["path"])
+        path = m["path"]  # a sanitised relative file name, see minimal.py
         verified = "yes" if m["verified"] else "**no**: re-check found " + (
             ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")
-        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{path}]({path})",
+        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{md(path)}]({_url(path)})",
                      str(m["nodes"]), verified])
     text = head + (
         "Each failure cut down to its node, producers turned into graph inputs with their "
