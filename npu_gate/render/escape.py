@@ -15,8 +15,9 @@ Markdown, two layers:
   domain), so a code name such as ``Relu#0`` copies as it is.
 
 Not covered: a hexadecimal word may still link to a commit of the repository the report is
-posted in (it cannot ping anyone or point elsewhere). Terminal: control characters are made
-visible.
+posted in (it cannot ping anyone or point elsewhere).
+
+Terminal: control characters are made visible. Both cut a text to ``MAX_TEXT`` characters.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 
 _MD_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;-/=+%'?")
-MAX_TEXT = 300  # characters of one name or message shown
+MAX_TEXT = 300  # characters of one name or message shown, in Markdown and in the terminal
 WORD_JOINER = "\u2060"
 
 _URL_TRIGGERS = r":(?=//)|(?i:www)(?=\.)"
@@ -49,8 +50,9 @@ def md_code(text: object) -> str:
 
 
 def term(text: object) -> str:
-    """Strip what a terminal would interpret (ANSI escapes, carriage returns)."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+    """Terminal text: what a terminal would interpret (ANSI escapes, carriage returns) shown
+    as escapes; shortened like Markdown."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shorten(text))
 
 
 def _join(match: re.Match[str]) -> str:
