@@ -259,7 +259,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
                   measure=lambda s: len(s.encode("utf-8")))
     workflow.append_summary(summary, env)
-    stream.write(text_lines(models))
+    stream.write(text_lines(models, fail_on))
     annotate(models, workspace, stream)
     totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
               for k in ("cpu_nodes", "npu_partitions")}

@@ -556,7 +556,7 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
     if args.markdown:
         _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on))
     if not args.quiet:
-        sys.stdout.write(text_lines([model]))
+        sys.stdout.write(text_lines([model], args.fail_on))
     return EXIT_FAIL if failed else EXIT_PASS
 
 
@@ -582,7 +582,7 @@ def _merge(args: argparse.Namespace) -> int:
     if args.markdown:
         _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on))
     if not args.quiet:
-        sys.stdout.write(text_lines(models))
+        sys.stdout.write(text_lines(models, args.fail_on))
     return EXIT_FAIL if failed else EXIT_PASS
 def _explain_constraint(ref: str) -> int:
     from npu_gate.limits import LIMIT_IDS

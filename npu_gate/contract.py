@@ -15,6 +15,7 @@ from typing import Any
 
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.profile import Profile, load_profile
+from npu_gate.render.escape import WORD_JOINER
 from npu_gate.rules import RULES
 from npu_gate.validation import read_valid_document
 
@@ -210,8 +211,8 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             Waiver(
                 rule=w["rule"],
                 reason=w["reason"],
-                node=w.get("node"),
-                op_type=w.get("op_type"),
+                node=_as_typed(w.get("node")),
+                op_type=_as_typed(w.get("op_type")),
                 expires=dt.date.fromisoformat(w["expires"]) if "expires" in w else None,
             )
             for w in doc.get("waivers", [])
@@ -224,6 +225,13 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         replacement=replacement,
         probe=_probe_spec(doc["target"].get("probe"), folder),
     )
+
+
+def _as_typed(name: str | None) -> str | None:
+    """A waiver's node or op type without the invisible word joiners (U+2060) that Markdown
+    reports put after "#" and "@" so GitHub does not link them: a name copied from a rendered
+    report matches."""
+    return None if name is None else name.replace(WORD_JOINER, "")
 
 
 def _torch_model(model: dict[str, Any]) -> TorchModel | None:

@@ -105,6 +105,7 @@ class NodeFacts:
     implicit_inputs: list[str] = field(default_factory=list)  # outer-scope names read by subgraphs
     subgraph_nodes: int = 0
     known_op: bool = True  # False when ONNX has no schema for (domain, op_type, opset)
+    original_name: str | None = None  # the model's own name when ``name`` is a display name
 
     @property
     def key(self) -> str:
@@ -325,13 +326,23 @@ def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) ->
 
 
 def _make_names_unique(nodes: list[NodeFacts]) -> None:
-    """Give unnamed and duplicate-named nodes a stable display name based on their index."""
+    """Give unnamed and duplicate-named nodes a stable display name, ``<name>#<index>`` (the
+    op type for an unnamed node; index: its position in the graph's node list), with
+    ``_2``, ``_3``... appended if the model already has a node of that name. The model's
+    own name is kept in ``original_name``."""
     seen = Counter(node.name for node in nodes)
     if len(seen) == len(nodes) and "" not in seen:
         return  # the common case: every node has its own name
+    taken = set(seen)
     for node in nodes:
         if not node.name or seen[node.name] > 1:
-            node.name = f"{node.name or node.op_type}#{node.index}"
+            display = base = f"{node.name or node.op_type}#{node.index}"
+            k = 1
+            while display in taken:  # a node really named e.g. "Relu#0"
+                k += 1
+                display = f"{base}_{k}"
+            taken.add(display)
+            node.original_name, node.name = node.name, display
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from typing import Any
 from npu_gate.baseline import Comparison, compare_all
 from npu_gate.errors import GateError
 from npu_gate.render.report import ERROR, ModelReport, combined_verdict
+from npu_gate.result import PASS
 from npu_gate.result_json import MERGED_KIND, load_results, result_from_dict
 
 MERGED_SCHEMA_VERSION = "1.0"
@@ -89,18 +90,23 @@ def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
     return False
 
 
-def text_lines(models: Sequence[ModelReport]) -> str:
-    """The terminal summary: each model's short text, plus its baseline delta."""
+def text_lines(models: Sequence[ModelReport], fail_on: str = "errors") -> str:
+    """The terminal summary: each model's short text, plus its baseline delta. Under
+    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so."""
     from npu_gate.render import text
     from npu_gate.render.escape import term
 
+    code = 1 if should_fail(models, fail_on) else 0
     out = []
     for m in models:
         if m.result is None:
             out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
                        + "".join(f"  {term(p)}\n" for p in m.problems))
             continue
-        out.append(text.render(m.result))
+        note = _applied_note(m, fail_on)
+        if note and len(models) == 1:
+            note += f": exit {code}"
+        out.append(text.render(m.result, note))
         c = m.comparison
         if c is not None:
             line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
@@ -108,4 +114,16 @@ def text_lines(models: Sequence[ModelReport]) -> str:
             regressions = c.regressions
             line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
             out.append(line + "\n")
+    if len(models) > 1 and fail_on != "errors":
+        out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
     return "".join(out)
+
+
+def _applied_note(m: ModelReport, fail_on: str) -> str:
+    """Why a model's verdict and its effect on the exit code disagree, or ""."""
+    fails = should_fail([m], fail_on)
+    if fails == (m.verdict != PASS):
+        return ""
+    if fail_on == "never":
+        return "fail-on never"
+    return "regressed" if fails else "no regression"

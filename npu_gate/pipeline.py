@@ -429,6 +429,7 @@ def _node_entry(
         outputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.outputs],
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=partition,
+        original_name=node.original_name,
     )
 
 
@@ -479,6 +480,7 @@ def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
         inputs=tensors(node.inputs), outputs=tensors(node.outputs),
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=None, scope=sn.scope,
+        original_name=node.original_name,
     )
 
 
@@ -537,13 +539,25 @@ def _finish(result: GateResult, settings: Settings) -> None:
             result.findings.append(_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
                                             f"{waiver.expires.isoformat()} and no longer waives"))
         elif i not in used:
-            result.findings.append(_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding"))
+            hint = _not_unique_hint(waiver, result.nodes)
+            result.findings.append(_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}"))
 
     errors = result.active_findings(ERROR)
     result.verdict = FAIL if errors else PASS
     counts = Counter(f.severity for f in result.findings if not f.waived)
     result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
                                   "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
+
+
+def _not_unique_hint(waiver: Waiver, nodes: list[NodeResult], most: int = 10) -> str:
+    """For a waiver naming a node by a name several nodes share: the display names to use."""
+    if not waiver.node:
+        return ""
+    names = [n.name for n in nodes if n.original_name == waiver.node]
+    if not names:
+        return ""
+    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return f": node '{waiver.node}' is not unique in the model: use {shown}"
 
 
 def _matches(waiver: Waiver, finding: Finding) -> bool:

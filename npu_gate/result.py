@@ -12,7 +12,8 @@ from typing import Any
 # 1.2: optional "cache" (a result answered from the cache);
 # 1.3: rewrites, rewrite_check, suggestions, review, metric, device_timings, replacement
 # 1.4: optional "fusions" and nodes[].fused (profiles with fusion patterns), "rank_adapters"
-# 1.5: device_timings.unmatched
+# 1.5: device_timings.unmatched; optional nodes[].original_name (the model's name of a
+#      node shown by a display name)
 SCHEMA_VERSION = "1.5"
 PASS = "pass"
 FAIL = "fail"
@@ -64,6 +65,7 @@ class NodeResult:
     partition: int | None
     scope: str | None = None  # set for nodes inside a control-flow body: "<node>/<attribute>"
     fused: dict[str, Any] | None = None  # {pattern, op, nodes}: a profile pattern matched it
+    original_name: str | None = None  # the model's name ("" if none) when ``name`` is a display name
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -71,6 +73,8 @@ class NodeResult:
             del out["scope"]  # top-level nodes: the JSON stays as it was
         if self.fused is None:
             del out["fused"]
+        if self.original_name is None:
+            del out["original_name"]
         return out
 
 

@@ -87,6 +87,8 @@ def test_check_with_baseline_exit_codes(tmp_path: Path, two_results: tuple[Path,
     same = run_cli("check", relu, "--baseline", relu_json, "--fail-on", "regressions",
                    "--markdown", tmp_path / "same.md")
     assert same.code == 0
+    # The gate's verdict is FAIL, but it does not decide the exit code: the headline says so.
+    assert same.out.startswith("npu-gate: relu: FAIL (no regression: exit 0)\n")
     assert same.out.endswith("  baseline: 0 new, 0 fixed findings; no regression\n")
     assert "### Baseline" in (tmp_path / "same.md").read_text()
     # relu against conv's result: a model of another name is new in that baseline
@@ -97,7 +99,8 @@ def test_check_with_baseline_exit_codes(tmp_path: Path, two_results: tuple[Path,
     renamed.write_text(json.dumps(conv_doc))
     worse = run_cli("check", relu, "--baseline", renamed, "--fail-on", "regressions", "-q")
     assert worse.code == 1
-    assert run_cli("check", relu, "--baseline", renamed, "--fail-on", "never", "-q").code == 0
+    never = run_cli("check", relu, "--baseline", renamed, "--fail-on", "never")
+    assert never.code == 0 and never.out.startswith("npu-gate: relu: FAIL (fail-on never: exit 0)\n")
     assert run_cli("check", conv, "--baseline", renamed, "--fail-on", "regressions",
                    "-q").code == 0
     missing = run_cli("check", relu, "--fail-on", "regressions")
@@ -123,6 +126,27 @@ def test_merge_combines_results_into_one_report(tmp_path: Path, two_results: tup
                     "--fail-on", "regressions", "-q")
     assert again.code == 0
     assert run_cli("merge", two_results[0], "-q").code == 0
+
+
+def test_terminal_headlines_say_when_the_verdict_does_not_decide_the_exit(
+        tmp_path: Path, two_results: tuple[Path, Path], run_cli: Callable[..., CliRun]) -> None:
+    conv_json, relu_json = two_results
+    # A passing model with one more NPU partition than its baseline: PASS, but exit 1.
+    doc = json.loads(conv_json.read_text())
+    doc["summary"]["npu_partitions"] += 1
+    more = tmp_path / "more-partitions.json"
+    more.write_text(json.dumps(doc))
+    regressed = run_cli("merge", more, "--baseline", conv_json, "--fail-on", "regressions")
+    assert regressed.code == 1
+    assert regressed.out.startswith("npu-gate: conv: PASS (regressed: exit 1)\n")
+    # Several models: each headline says how it counts, one last line gives the exit code.
+    both = run_cli("merge", conv_json, relu_json, "--baseline", relu_json, "--fail-on", "regressions")
+    assert both.code == 0
+    lines = both.out.splitlines()
+    assert [line for line in lines if line.startswith("npu-gate: ")] == [
+        "npu-gate: conv: PASS", "npu-gate: relu: FAIL (no regression)", "npu-gate: exit 0 (--fail-on regressions)"]
+    # The default --fail-on errors: verdict and exit code agree, nothing added.
+    assert run_cli("merge", relu_json).out.startswith("npu-gate: relu: FAIL\n")
 
 
 def test_merge_rejects_files_that_are_not_results(tmp_path: Path,

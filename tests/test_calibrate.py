@@ -529,7 +529,7 @@ def test_profile_diff_markdown_escapes_profile_text(tmp_path: Path) -> None:
          "ops_constrained_differently": [], "patterns_added": [], "patterns_removed": [], "rank_adapters": None}
     text = render_markdown(d)
     assert "<img" not in text and "@someone" not in text and "#12" not in text
-    assert "<code>&#60;/details&#62;&#60;img src=x&#62;</code> (&#64;someone, 1 ops)" in text
+    assert "<code>&#60;/details&#62;&#60;img src=x&#62;</code> (&#64;&#8288;someone, 1 ops)" in text
     assert "- ops <code>b</code> adds (1): <code>&#35;12</code>" in text
 
 

@@ -147,3 +147,33 @@ def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_pat
         "  warning waiver-expired: waivers[0] (rule=op-constraint, node=conv0) expired on 2020-01-01 and no longer "
         "waives",
         "  ... 2 more (--markdown PATH lists them)"]
+
+
+def test_unnamed_and_duplicate_nodes_get_display_names(save_model, write_contract):
+    """``<name or op type>#<index>``; a waiver by a duplicated name says which names to use."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="dup"),
+             helper.make_node("Sigmoid", ["a"], ["b"], name="dup"),
+             helper.make_node("Relu", ["b"], ["c"]),  # unnamed: Relu#2, but a node is really named so
+             helper.make_node("Sigmoid", ["c"], ["y"], name="Relu#2")]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+           "waivers": [{"rule": "unsupported-op", "node": "dup", "reason": "by the model's name"},
+                       # copied from a rendered report: the word joiner after "#" is ignored
+                       {"rule": "unsupported-op", "node": "dup#\u20601", "reason": "by the display name"}]}
+    result = check_contract(load_contract(write_contract(doc)), today=TODAY)
+    assert summary(result) == [("unsupported-op", "dup#0", False), ("unsupported-op", "dup#1", True),
+                               ("unsupported-op", "Relu#2_2", False), ("unsupported-op", "Relu#2", False),
+                               ("waiver-unused", None, False)]
+    assert result.findings[-1].message == (
+        "waivers[0] (rule=unsupported-op, node=dup) matched no finding: node 'dup' is not unique in "
+        "the model: use dup#0, dup#1")
+    doc = result.to_dict()
+    validate_result(doc)
+    assert [(n["name"], n.get("original_name")) for n in doc["nodes"]] == [
+        ("dup#0", "dup"), ("dup#1", "dup"), ("Relu#2_2", ""), ("Relu#2", None)]

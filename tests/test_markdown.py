@@ -68,3 +68,45 @@ def test_golden_reports(tmp_path, save_model, write_contract, golden):
     golden("seed-onnx.md", markdown.render(result))
     golden("seed-onnx.txt", text.render(result))
     golden("seed-onnx.json", json_.render(result))
+
+
+def test_report_readability(tmp_path, run_cli, save_model):
+    """Shapes, attribute values, counts and long names as a reader wants them."""
+    long_name = "L" * 3000
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Constant", [], ["c"], name="c0",
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [], [3.0])),
+             helper.make_node("Add", ["x", "c"], ["a"], name="add"),
+             helper.make_node("Mystery", ["a"], ["m"], name=long_name, domain="custom.ops"),
+             helper.make_node("Relu", ["m"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("custom.ops", 1)])
+    run = run_cli("inspect", save_model(model), "--markdown", tmp_path / "r.md")
+    report = (tmp_path / "r.md").read_text()
+    # A scalar's shape is [] (not empty); a tensor known by name only is one marker, not "? ?".
+    assert "<code>c</code> &#91;&#93; float32" in report
+    assert "<code>a</code> (unknown)" not in report and "<code>a</code> 1&#215;4 float32" in report
+    assert "<code>m</code> (unknown)" in report
+    # A Constant's value as JSON, not a Python dict.
+    value = '{"dtype": "float32", "dims": [], "values": [3.0]}'
+    assert "value=" + "".join(f"&#{ord(ch)};" if ch in '{}"[]' else ch for ch in value) in report
+    # The terminal cuts a 3000-character name where Markdown does (300 characters).
+    line = next(line for line in run.out.splitlines() if "unsupported-op" in line)
+    assert f"[{'L' * 299}…]: op custom.ops::Mystery not in profile demo" in line
+    assert f"<code>{'L' * 299}&#8230;</code>" in report
+
+    one = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g", [x], [y]),
+                            opset_imports=[helper.make_opsetid("", 17)])
+    run = run_cli("inspect", save_model(one, "one.onnx"), "--markdown", tmp_path / "one.md")
+    assert "\n  1 node: 0 npu, 1 cpu, 0 folded;" in run.out
+    assert "<summary>Op census and shapes (1 node)</summary>" in (tmp_path / "one.md").read_text()
+
+
+def test_terminal_numerics_line_names_the_output():
+    from npu_gate.result import GateResult
+
+    result = GateResult(name="m", verdict="pass", profile={"name": "demo", "evidence": "illustrative"},
+                        versions={}, model={})
+    result.numerics = [{"output": "13", "passed": True, "max_abs_err": 2e-7, "atol": 1e-4}]
+    assert "\n  numerics (output 13): ok (max abs err 2e-07, atol 0.0001)\n" in text.render(result)

@@ -43,7 +43,7 @@ def markdown(result: ProbeResult) -> str:
     icon = "✅" if result.built else "❌"
     parts = [
         f"## {icon} npu-gate probe: **{result.status.upper()}** · {md(result.model['path'])}",
-        f"Evidence: `{md(result.evidence)}`. A probe records what the compiler did with the model "
+        f"Evidence: {md_code(result.evidence)}. A probe records what the compiler did with the model "
         "(which ops it built for the NPU and which it left on CPU); it is not a device latency or "
         "accuracy result.",
     ]

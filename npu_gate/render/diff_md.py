@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from npu_gate.render.escape import md, md_code, term
+from npu_gate.render.markdown import _short as markdown_short
 from npu_gate.render.markdown import _table
+from npu_gate.render.markdown import _tensor as markdown_tensor
 
 MAX_NAMES = 30
 
@@ -155,15 +157,7 @@ def _list(names: list[str]) -> str:
 
 
 def _shape(t: dict[str, Any] | None) -> str:
-    if t is None:
-        return "absent"
-    if t["shape"] is None:
-        shape = "?"
-    elif not t["shape"]:
-        shape = "scalar"
-    else:
-        shape = "×".join("?" if x is None else str(x) for x in t["shape"])
-    return f"{md_code(t['name'])} {md(shape)} {md(t['dtype'] or '?')}"
+    return "absent" if t is None else markdown_tensor(t)
 
 
 def _changed(d: dict[str, Any]) -> str:
@@ -182,5 +176,4 @@ def _changed(d: dict[str, Any]) -> str:
 
 
 def _short(value: Any) -> str:
-    text = "absent" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return "absent" if value is None else markdown_short(value)

@@ -6,6 +6,7 @@ the final Timings section only, so everything above it is reproducible.
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections import Counter
 from typing import Any
@@ -269,17 +270,26 @@ def _census(result: GateResult) -> str:
         rows.append([md_code(n.name), md(n.op_type), ins, outs, n.placement, attrs])
     body = _table(["op", "count", "placement"], ops) + "\n\n" + _table(
         ["node", "op", "inputs", "outputs", "placement", "attributes"], rows, total=len(result.nodes))
-    return (f"<details><summary>Op census and shapes ({len(result.nodes)} nodes)</summary>\n\n"
+    return (f"<details><summary>Op census and shapes ({_count(len(result.nodes), 'node')})</summary>\n\n"
             f"{body}\n\n</details>")
 
 
 def _tensor(t: dict[str, Any]) -> str:
-    shape = "?" if t["shape"] is None else "×".join("?" if d is None else str(d) for d in t["shape"])
-    return f"{md_code(t['name'])} {md(shape)} {md(t['dtype'] or '?')}"
+    """Name, dims joined by a multiplication sign, dtype; a scalar's shape is ``[]``, a dim
+    not known ``?``, a tensor known by name only ``(unknown)``."""
+    if t["shape"] is None and t["dtype"] is None:
+        return f"{md_code(t['name'])} (unknown)"
+    if t["shape"] is None:
+        shape = "(shape unknown)"
+    else:
+        shape = md("×".join("?" if d is None else str(d) for d in t["shape"]) or "[]")
+    dtype = md(t["dtype"]) if t["dtype"] else "(dtype unknown)"
+    return f"{md_code(t['name'])} {shape} {dtype}"
 
 
 def _short(value: Any) -> str:
-    text = str(value)
+    """A value in one line of at most 60 characters; lists and dicts (a Constant's value) as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -296,7 +306,7 @@ def _minimal(result: GateResult, bundle_dir: str = "") -> str:
     for m in models:
         what = " ".join(x for x in (f"`{m['rule']}`", md_code(m["op_type"]) if m["op_type"] else "",
                                     md_code(m["constraint"]) if m["constraint"] else "") if x)
-        path = posixpath.join(bundle_dir, m["path"])
+        path = posixpath.join(bundle_dir, m["path"])  # a sanitised relative file name, see minimal.py
         verified = "yes" if m["verified"] else "**no**: re-check found " + (
             ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")
         rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{md(path)}]({_url(path)})",

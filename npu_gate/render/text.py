@@ -8,15 +8,21 @@ from npu_gate.result import Finding, GateResult
 MAX_REASONS = 5
 
 
-def render(result: GateResult) -> str:
+def _nodes(n: int) -> str:
+    return f"{n} node" + ("" if n == 1 else "s")
+
+
+def render(result: GateResult, headline_note: str = "") -> str:
+    """``headline_note``: said after the verdict, e.g. why a FAIL still exits 0."""
     s = result.summary
-    lines = [f"npu-gate: {term(result.name)}: {result.verdict.upper()}"]
+    note = f" ({headline_note})" if headline_note else ""
+    lines = [f"npu-gate: {term(result.name)}: {result.verdict.upper()}{note}"]
     p = result.profile
     lines.append(f"  profile {p['name']} ({p['evidence']}): static prediction, not a device result")
     if "node_count" in s:
         bb = s["boundary_bytes"]
         lines.append(
-            f"  {s['node_count']} nodes: {s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
+            f"  {_nodes(s['node_count'])}: {s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
@@ -24,7 +30,7 @@ def render(result: GateResult) -> str:
         nodes = ", ".join(term(n) for n in fusion["nodes"])
         lines.append(f"  fused {fusion['op']} ({fusion['pattern']}) on {fusion['device']}: {nodes}")
     if s.get("shape_chains"):
-        lines.append(f"  {s['node_count']} nodes before folding, {s['nodes_after_folding']} after; "
+        lines.append(f"  {_nodes(s['node_count'])} before folding, {s['nodes_after_folding']} after; "
                      f"{s['shape_chains']} shape chain(s), {s['shape_chains_staying']} staying")
     comparison = result.exporter_comparison
     if comparison and comparison.get("status") == "ok":
@@ -52,7 +58,7 @@ def render(result: GateResult) -> str:
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
-        lines.append(f"  numerics {term(c['output'])}: {status} (max abs err {err}, atol {c['atol']:g})")
+        lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {err}, atol {c['atol']:g})")
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front
         worst = max((v["max_abs_err"] or 0.0 for v in r["verification"]), default=None)
         proof = ("not verified" if not r["verification"] else

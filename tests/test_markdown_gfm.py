@@ -1,0 +1,159 @@
+"""Model and contract text rendered by GitHub's Markdown (cmark-gfm): no link, mention or reference.
+
+GitHub decodes entities before it links, so these tests read the rendered HTML, not the
+Markdown source: outside <code> (where GitHub neither mentions nor references) no ``@name``,
+``#1``, ``GH-3`` or URL survives intact, nothing anywhere becomes a link, and every
+<details>/<code>/table element we open is closed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import cmarkgfm
+import onnx
+from cmarkgfm.cmark import Options
+from onnx import TensorProto, helper
+
+from npu_gate.render.escape import WORD_JOINER, md, md_code
+
+HOSTILE = ("@octocat owner/repo#2 see #1 GH-3 https://evil.example/login www.evil.example "
+           "mail a@b.example </details>")
+VISIBLE = "@octocat owner/repo#2 see #1 GH-3 https://evil.example/login www.evil.example mail a@b.example"
+SHORT = "@octocat #1 GH-3 https://evil.example www.evil.example"  # attribute values show 60 characters
+
+
+def gfm(text: str) -> str:
+    """GitHub's renderer, raw HTML kept (GitHub keeps <code> and <details> too)."""
+    return cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+
+
+class _Balance(HTMLParser):
+    TAGS = ("details", "summary", "code", "table", "tr", "td", "th")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.TAGS:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.TAGS:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.problems.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+
+
+def assert_inert(rendered: str) -> None:
+    """No link at all; outside <code> no mention, reference, URL or e-mail; tags balanced."""
+    assert "<a " not in rendered
+    outside = re.sub(r"<code>.*?</code>", "", rendered, flags=re.S)
+    for pattern in (r"@\w", r"#\d", r"(?i)gh-\d", r"://", r"(?i)www\."):
+        found = re.search(pattern, outside)
+        assert found is None, f"{pattern!r} survives: ...{outside[max(found.start() - 60, 0):found.end() + 20]}"
+    balance = _Balance()
+    balance.feed(rendered)
+    assert balance.problems == [] and balance.stack == []
+
+
+def readable(rendered: str) -> str:
+    """What a reader sees: tags dropped, entities decoded, word joiners removed."""
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered)).replace(WORD_JOINER, "")
+
+
+def test_plain_text_breaks_every_trigger() -> None:
+    rendered = gfm(md(HOSTILE))
+    assert_inert(rendered)
+    assert VISIBLE in readable(rendered)
+    # Dates, negative numbers and ordinary words are left alone.
+    assert md("2027-03-01 (-1) Conv-k3") == "2027-03-01 &#40;-1&#41; Conv-k3"
+
+
+def test_code_breaks_links_but_keeps_names_copyable() -> None:
+    rendered = gfm(md_code("Relu#0 @scope/x " + HOSTILE))
+    assert_inert(rendered)
+    code = re.findall(r"<code>(.*?)</code>", rendered, flags=re.S)
+    # GitHub does not mention or reference inside <code>: those stay as typed.
+    assert code[0].startswith("Relu#0 @scope/x @octocat owner/repo#2 see #1 GH-3 ")
+    assert VISIBLE in readable(rendered)
+
+
+def hostile_model() -> onnx.ModelProto:
+    """A Relu named HOSTILE whose declared output shape is wrong (onnx's checker quotes the
+    name in its message) and a custom op whose type is HOSTILE and string attribute SHORT."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name=HOSTILE),
+             helper.make_node("Op" + HOSTILE, ["x"], ["z"], name="custom", domain="evil.domain", note=SHORT)]
+    graph = helper.make_graph(nodes, "g", [x], [y, z])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("evil.domain", 1)])
+    model.ir_version = 8
+    return model
+
+
+def write_case(folder: Path, model: onnx.ModelProto) -> Path:
+    folder.mkdir()
+    (folder / "m.onnx").write_bytes(model.SerializeToString())
+    contract = {"name": HOSTILE, "model": {"onnx": "m.onnx"}, "target": {"profile": "demo"},
+                "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+                "waivers": [{"rule": "unsupported-op", "op_type": "Relu", "reason": HOSTILE},
+                            {"rule": "op-constraint", "node": HOSTILE, "reason": "unused"}]}
+    (folder / "npu-gate.json").write_text(json.dumps(contract), encoding="utf-8")
+    return folder
+
+
+def test_check_report_renders_inert(tmp_path, run_cli) -> None:
+    case = write_case(tmp_path / "case", hostile_model())
+    run = run_cli("check", case, "--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json")
+    assert run.code == 1
+    report = (tmp_path / "r.md").read_text(encoding="utf-8")
+    rendered = gfm(report)
+    assert_inert(rendered)
+    seen = readable(rendered)
+    # The hostile text reaches every kind of place, readable: the heading (contract name), the
+    # waiver reason, onnx's message quoting the node, the custom op in a message, the unused
+    # waiver's message, and the attribute value in the shapes table.
+    assert f"FAIL · {VISIBLE}" in seen
+    assert f"waived: {VISIBLE}" in seen
+    assert f"node name: {VISIBLE}" in seen
+    assert f"op evil.domain::Op{VISIBLE}" in seen
+    assert f"node={VISIBLE}" in seen
+    assert f"note={SHORT}" in seen
+
+    # A baseline comparison lists the same findings as new (render/report.py).
+    plain = onnx.ModelProto()
+    plain.CopyFrom(hostile_model())
+    del plain.graph.node[1:]
+    del plain.graph.output[1:]
+    plain.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 4
+    base = write_case(tmp_path / "base", plain)
+    run_cli("check", base, "--json", tmp_path / "base.json", "-q")
+    run = run_cli("merge", tmp_path / "r.json", "--baseline", tmp_path / "base.json", "--markdown", tmp_path / "m.md")
+    merged = gfm((tmp_path / "m.md").read_text(encoding="utf-8"))
+    assert "New findings:" in merged
+    assert_inert(merged)
+    assert f"node name: {VISIBLE}" in readable(merged.split("New findings:")[1])
+
+
+def test_diff_report_renders_inert(tmp_path, run_cli, save_model) -> None:
+    a = save_model(hostile_model(), "a.onnx")
+    other = hostile_model()
+    other.graph.node[1].attribute[0].s = b"plain"
+    b = save_model(other, "b.onnx")
+    run = run_cli("diff", a, b, "--markdown", tmp_path / "d.md")
+    assert run.code == 1
+    rendered = gfm((tmp_path / "d.md").read_text(encoding="utf-8"))
+    assert "Changed nodes" in rendered
+    assert_inert(rendered)
+    assert f"attribute note\n{SHORT}\nplain" in readable(rendered.split("Changed nodes")[1])
