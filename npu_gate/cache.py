@@ -226,16 +226,32 @@ def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) ->
         # Waivers depend on the date only through whether each one has expired.
         "expired": [w.expires is not None and w.expires < today for w in contract.waivers],
     }
+    folder = Path(contract.path).resolve().parent
     if contract.onnx_path is not None:
         parts["model"] = {"onnx": _sha256_file(Path(contract.onnx_path))}
     else:
-        folder = Path(contract.path).resolve().parent
-        top = contract.torch.factory.split(":")[0].split(".")[0]
-        if not ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()):
-            raise NotCacheable(f"the factory module {top!r} is not in the contract folder, so "
-                               "its sources cannot be keyed")
-        parts["model"] = {"torch_sources": folder_fingerprint(folder, exclude)}
+        parts["model"] = {"torch_sources": _code_fingerprint(contract.torch.factory, folder, exclude)}
+    # Everything else the contract names changes the result too: its files' bytes, and the
+    # code of a metric or a torch replacement (imported from the contract folder).
+    files = {"samples_file": contract.numerics.samples_file, "device_timings": contract.device_timings,
+             "replacement_onnx": contract.replacement.onnx_path if contract.replacement else None}
+    parts["files"] = {k: _sha256_file(Path(v)) for k, v in files.items() if v is not None and Path(v).is_file()}
+    code = []
+    if contract.metric is not None:
+        code.append(contract.metric.callable)
+    if contract.replacement is not None and contract.replacement.torch is not None:
+        code.append(contract.replacement.torch.factory)
+    for ref in code:  # each module must live in the contract folder, whose files are then keyed
+        parts["code"] = _code_fingerprint(ref, folder, exclude)
     return make_key(parts)
+
+
+def _code_fingerprint(callable_ref: str, folder: Path, exclude: Iterable[Path]) -> dict[str, str]:
+    """The contract folder's files, when ``module:callable`` is imported from there."""
+    top = callable_ref.split(":")[0].split(".")[0]
+    if not ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()):
+        raise NotCacheable(f"the module {top!r} is not in the contract folder, so its sources cannot be keyed")
+    return folder_fingerprint(folder, exclude)
 
 
 def inspect_key(model: Path, profile: Any) -> str:

@@ -480,3 +480,39 @@ def test_a_hit_imports_no_onnx_numpy_or_torch(tmp_path: Path, run_cli: Run, prof
     assert json.loads(last) == {"code": 1, "heavy": []}
     assert CACHED in lines[-1]
     assert "Result from cache" in (tmp_path / "r.md").read_text()
+
+
+def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> None:
+    """An ONNX contract's key used to cover only the model: editing samples_file,
+    device_timings, replacement.onnx or a metric module gave a stale hit."""
+    import numpy as np
+
+    folder = tmp_path / "m"
+    contract_path = write_onnx_contract(folder, tiny_model(cpu_op="Relu"))
+    doc = json.loads(contract_path.read_text())
+    doc["numerics"] = {"samples_file": "real.npz"}
+    doc["device_timings"] = "board.csv"
+    doc["replacement"] = {"onnx": "replacement.onnx"}
+    doc["metric"] = {"callable": "task_metric:score"}
+    contract_path.write_text(json.dumps(doc))
+    shape = doc["inputs"][0]["shape"]
+    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.zeros([1, *shape], np.float32)})
+    (folder / "board.csv").write_text("scope,key,ms\nmodel,m,1.0\n")
+    (folder / "replacement.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
+    (folder / "task_metric.py").write_text("def score(a, b):\n    return {}\n")
+    today = dt.date(2026, 12, 2)
+
+    def key() -> str:
+        return cache.contract_key(load_contract(contract_path), today)
+
+    keys = [key()]
+    (folder / "board.csv").write_text("scope,key,ms\nmodel,m,9.99\n")
+    keys.append(key())
+    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.ones([1, *shape], np.float32)})
+    keys.append(key())
+    (folder / "replacement.onnx").write_bytes(tiny_model(cpu_op="Sigmoid").SerializeToString())
+    keys.append(key())
+    (folder / "task_metric.py").write_text("def score(a, b):\n    return {'x': 1.0}\n")
+    keys.append(key())
+    assert len(set(keys)) == len(keys)
+    assert key() == keys[-1]  # and nothing else moves it
