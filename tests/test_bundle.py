@@ -202,6 +202,14 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _assert_refused(run_cli: Callable[..., Any], contract: Path, folder: Path, why: str) -> None:
+    """check --out FOLDER exits 2 with ``why`` and leaves every file of FOLDER as it was."""
+    before = _tree(folder)
+    run = run_cli("check", contract, "--out", folder, "-q")
+    assert (run.code, run.err) == (2, f"npu-gate: error: {folder}: {why}; refusing to overwrite it\n")
+    assert _tree(folder) == before
+
+
 def test_bundle_folder_replaced_but_foreign_files_refused(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     contract = _conv_relu_contract(tmp_path / "c")
     out = tmp_path / "out"
@@ -213,12 +221,7 @@ def test_bundle_folder_replaced_but_foreign_files_refused(tmp_path: Path, run_cl
 
     (out / "minimal").mkdir(exist_ok=True)
     (out / "minimal" / "notes.txt").write_text("mine", encoding="utf-8")
-    before = _tree(out)
-    run = run_cli("check", contract, "--out", out, "-q")
-    assert run.code == 2
-    assert run.err == (f"npu-gate: error: {out}: holds files the previous bundle did not write "
-                       "(minimal/notes.txt); refusing to overwrite it\n")
-    assert _tree(out) == before
+    _assert_refused(run_cli, contract, out, "holds files the previous bundle did not write (minimal/notes.txt)")
 
     foreign = tmp_path / "foreign"
     foreign.mkdir()
@@ -236,12 +239,8 @@ def test_a_file_named_versions_json_does_not_make_a_bundle(tmp_path: Path, run_c
     (project / "src").mkdir(parents=True)
     (project / "versions.json").write_text('{"app": "1.2.3"}', encoding="utf-8")
     (project / "src" / "main.py").write_text("important", encoding="utf-8")
-    before = _tree(project)
-    run = run_cli("check", contract, "--out", project, "-q")
-    assert run.code == 2
-    assert run.err == (f"npu-gate: error: {project}: not empty and not an npu-gate bundle "
-                       "(no versions.json naming its files); refusing to overwrite it\n")
-    assert _tree(project) == before
+    _assert_refused(run_cli, contract, project,
+                    "not empty and not an npu-gate bundle (no versions.json naming its files)")
 
 
 def test_the_current_folder_is_never_a_bundle_folder(
