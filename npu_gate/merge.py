@@ -1,7 +1,8 @@
 """Several results as one: the merged document, loading results back, the applied verdict.
 
 A merged document is ``{"kind": "npu-gate-merged", "verdict", "results": [result...],
-"errors": [{"contract", "problems"}]}``; every entry of ``results`` is a plain result
+"errors": [{"contract", "problems"}], "baseline"?: [comparison...]}``
+(schemas/merged.schema.json); every entry of ``results`` is a plain result
 (schemas/result.schema.json). ``npu-gate merge`` and the action's many-model runs write it.
 """
 

@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_NAMES = ("contract", "profile", "result", "diff", "probe", "calibration")
+SCHEMA_NAMES = ("contract", "profile", "result", "merged", "diff", "probe", "calibration")
 
 
 def schema_dir() -> Path:

@@ -79,15 +79,26 @@ def write_contract(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
-def validate_result(doc: dict[str, Any]) -> None:
-    """Fail the test if ``doc`` does not match schemas/result.schema.json."""
+def schema_errors(doc: Any, name: str) -> list[str]:
+    """``doc``'s violations of schemas/<name>.schema.json, one line each (the schemas refer to each other)."""
     from jsonschema import Draft202012Validator
 
     from npu_gate.validation import schema_registry
 
-    validator = Draft202012Validator(load_schema("result"), registry=schema_registry())  # stages.probe: probe's
-    errors = list(validator.iter_errors(doc))
-    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+    validator = Draft202012Validator(load_schema(name), registry=schema_registry())
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def validate_result(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/result.schema.json."""
+    errors = schema_errors(doc, "result")  # stages.probe: probe's schema
+    assert not errors, "\n".join(errors)
+
+
+def validate_merged(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/merged.schema.json (`merge --json`)."""
+    errors = schema_errors(doc, "merged")
+    assert not errors, "\n".join(errors)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import model_zoo
 import pytest
-from conftest import validate_result
+from conftest import validate_merged, validate_result
 from fake_github import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub
 from gate_models import add_contract, conv_only
 
@@ -204,6 +204,7 @@ def test_glob_gates_many_models_into_one_report(runner: Runner) -> None:
     assert out["npu-partitions"] == "2"
     art = runner.root / "npu-gate-out"
     merged = json.loads((art / "result.json").read_text())
+    validate_merged(merged)
     assert merged["kind"] == "npu-gate-merged"
     assert [r["name"] for r in merged["results"]] == ["a-conv", "b-relu"]
     for r in merged["results"]:
@@ -240,6 +241,11 @@ def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
     out, log = runner.gate(merge="legs/*/result.json legs/junk.json")
     assert out["verdict"] == "error"
     assert out["cpu-nodes"] == "1"
+    merged = json.loads((runner.root / "npu-gate-out" / "result.json").read_text())
+    validate_merged(merged)
+    assert [r["name"] for r in merged["results"]] == ["a", "b"]
+    assert merged["errors"] == [{"contract": "legs/junk.json", "problems": [
+        "legs/junk.json: not an npu-gate result (run `npu-gate check --json`)"]}]
     report = (runner.root / "npu-gate-out" / "report.md").read_text()
     assert report.startswith("# ⚠️ npu-gate: **ERROR** · 3 models\n")
     assert "## ✅ npu-gate: **PASS** · a" in report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import model_zoo
 import pytest
-from conftest import CliRun, validate_result
+from conftest import CliRun, schema_errors, validate_merged, validate_result
 from gate_models import add_contract, conv_only
 
 from npu_gate.baseline import compare, finding_key
@@ -114,18 +114,42 @@ def test_merge_combines_results_into_one_report(tmp_path: Path, two_results: tup
                   tmp_path / "all.md", "-q")
     assert run.code == 1
     merged = json.loads((tmp_path / "all.json").read_text())
+    validate_merged(merged)
     assert merged["kind"] == "npu-gate-merged"
     assert merged["verdict"] == "fail"
     assert merged["errors"] == []
+    assert "baseline" not in merged
     for r in merged["results"]:
         validate_result(r)
     report = (tmp_path / "all.md").read_text()
     assert report.startswith("# ❌ npu-gate: **FAIL** · 2 models\n")
     # A merged document is itself mergeable, and usable as a baseline.
     again = run_cli("merge", tmp_path / "all.json", "--baseline", tmp_path / "all.json",
-                    "--fail-on", "regressions", "-q")
+                    "--fail-on", "regressions", "-q", "--json", tmp_path / "again.json")
     assert again.code == 0
+    with_baseline = json.loads((tmp_path / "again.json").read_text())
+    validate_merged(with_baseline)
+    assert [(c["name"], c["found"], c["new"], c["regressions"]) for c in with_baseline["baseline"]] == [
+        ("conv", True, [], []), ("relu", True, [], [])]
     assert run_cli("merge", two_results[0], "-q").code == 0
+
+
+def test_merged_schema_describes_the_merged_document_only(two_results: tuple[Path, Path]) -> None:
+    """schemas/merged.schema.json: a plain result is not a merged document, and each entry of
+    `results` is checked against the result schema."""
+    conv = json.loads(two_results[0].read_text())
+    assert schema_errors(conv, "merged") == [
+        "[]: 'kind' is a required property", "[]: 'results' is a required property",
+        "[]: 'errors' is a required property"]
+    doc = {"schema_version": "1.0", "kind": "npu-gate-merged", "verdict": "error", "results": [conv],
+           "errors": [{"contract": "models/bad/npu-gate.json", "problems": ["models/bad/npu-gate.json: model: x"]}]}
+    assert schema_errors(doc, "merged") == []
+    broken = dict(doc, verdict="unknown", results=[dict(conv, verdict="maybe")],
+                  errors=[{"contract": "c", "problems": "one line"}])
+    assert sorted(schema_errors(broken, "merged")) == [
+        "['errors', 0, 'problems']: 'one line' is not of type 'array'",
+        "['results', 0, 'verdict']: 'maybe' is not one of ['pass', 'fail']",
+        "['verdict']: 'unknown' is not one of ['pass', 'fail', 'error']"]
 
 
 def test_terminal_headlines_say_when_the_verdict_does_not_decide_the_exit(
