@@ -141,7 +141,8 @@ def _add_ratchet(p: argparse.ArgumentParser) -> None:
 def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     profile = sub.add_parser("profile", help="check, show or document target profiles")
     psub = profile.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
-    pcheck = psub.add_parser("check", help="validate a profile file (exit 1 when it has errors)")
+    pcheck = psub.add_parser("check", help="validate a profile file (exit 1 when it has errors, "
+                                           "2 when it cannot be read)")
     pcheck.add_argument("file", metavar="FILE")
     show = psub.add_parser("show", help="a profile's ops and constraints in words")
     show.add_argument("name", metavar="NAME", help="built-in name or profile file")
@@ -613,13 +614,15 @@ def _profile(args: argparse.Namespace) -> int:
         path = Path(args.file)
         if not path.is_file():
             raise GateError(f"{args.file}: file not found")
-        errors, warnings = check_file(path)
+        errors, warnings, deferred = check_file(path)
         for line in warnings:
             print(f"npu-gate: warning: {line}", file=sys.stderr)
         for line in errors:
             print(f"npu-gate: error: {line}", file=sys.stderr)
         if errors:
-            print(f"{args.file}: {len(errors)} error(s)")
+            later = ("; the other checks (constraint ids and subjects, references, `extends`) run once the "
+                     "schema errors are fixed") if deferred else ""
+            print(f"{args.file}: {len(errors)} error(s){later}")
             return EXIT_FAIL
         p = load_profile(str(path))
         count = sum(len(s.get("constraints", [])) for s in p.ops.values())

@@ -4,6 +4,10 @@ A typo must not silently allow everything: ``"Cnov"`` names no op, so its constr
 would never run; ``"stride"`` names no Conv attribute, so its test would always see an
 absent value. Ops in domains that ``onnx.defs`` does not describe (``com.microsoft``,
 vendor domains) cannot be checked here and are reported as warnings.
+
+The lint also reads a profile that fails its schema: it checks what has the expected shape
+(an op entry that is an object, an attribute name that is a string...) and skips the rest,
+which the schema errors already name. ``profile check`` reports both in one run.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
@@ -54,14 +58,25 @@ def known_onnx_domain(domain: str) -> bool:
     return domain in ONNX_DOMAINS
 
 
+def _objects(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The (index, item) pairs of a list that are objects; nothing when ``value`` is not a list."""
+    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _index(value: Any) -> int | None:
+    """A tensor index as the schema allows it (an integer, not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]]:
     """(errors, warnings) about op keys and the attribute names and tensor indices they use."""
     errors: list[str] = []
     warnings: list[str] = []
     schemas = _schemas()
-    for key, spec in doc.get("ops", {}).items():
-        if spec is None:
-            continue
+    ops = doc.get("ops")
+    for key, spec in (ops.items() if isinstance(ops, dict) else []):
+        if not isinstance(spec, dict):
+            continue  # null removes a base op; anything else is a schema error
         domain, op = split_key(key)
         where = f"{label}: ops.{key}"
         if not known_onnx_domain(domain):
@@ -79,24 +94,23 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
             )
             continue
-        for i, c in enumerate(spec.get("constraints", [])):
+        for i, c in _objects(spec.get("constraints")):
             tests = [(f"{where}.constraints[{i}]", c)]
-            tests += [
-                (f"{where}.constraints[{i}].any_of[{j}]", a)
-                for j, a in enumerate(c.get("any_of", []))
-            ]
+            tests += [(f"{where}.constraints[{i}].any_of[{j}]", a) for j, a in _objects(c.get("any_of"))]
             for at, test in tests:
                 errors.extend(_test_problems(at, op, info, test))
-    errors.extend(_pattern_problems(doc.get("patterns", []), label, schemas))
+    errors.extend(_pattern_problems(doc.get("patterns"), label, schemas))
     return errors, warnings
 
 
-def _pattern_problems(patterns: list[dict[str, Any]], label: str, schemas: dict[tuple[str, str], OpInfo]) -> list[str]:
+def _pattern_problems(patterns: Any, label: str, schemas: dict[tuple[str, str], OpInfo]) -> list[str]:
     """Pattern node op types and attribute names, checked like the ops' (other domains skipped)."""
     errors = []
-    for i, pattern in enumerate(patterns):
-        for k, node in enumerate(pattern["nodes"]):
+    for i, pattern in _objects(patterns):
+        for k, node in _objects(pattern.get("nodes")):
             where = f"{label}: patterns[{i}].nodes[{k}]"
+            if not isinstance(node.get("op"), str):
+                continue
             domain, op = split_key(node["op"])
             if not known_onnx_domain(domain):
                 continue
@@ -106,22 +120,32 @@ def _pattern_problems(patterns: list[dict[str, Any]], label: str, schemas: dict[
                 hint = difflib.get_close_matches(op, names, n=1)
                 errors.append(f"{where}.op: unknown op type {op!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
                 continue
-            for name in node.get("attributes", {}):
+            attributes = node.get("attributes")
+            for name in attributes if isinstance(attributes, dict) else []:
                 errors.extend(_test_problems(f"{where}.attributes", op, info, {"attribute": name}))
     return errors
 
 
+def _attribute_ref(item: Any) -> str | None:
+    """The attribute name of a ``{"ref": {"attribute": NAME}}`` value, if it is one."""
+    ref = item.get("ref") if isinstance(item, dict) else None
+    name = ref.get("attribute") if isinstance(ref, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:
     out = []
-    names = [(f"{where}.attribute", test["attribute"])] if "attribute" in test else []
+    names = [(f"{where}.attribute", test["attribute"])] if isinstance(test.get("attribute"), str) else []
     for key in ("in", "not_in"):
-        for k, item in enumerate(test.get(key, [])):
-            if isinstance(item, dict) and "attribute" in item.get("ref", {}):
-                names.append((f"{where}.{key}[{k}].ref.attribute", item["ref"]["attribute"]))
+        items = test.get(key)
+        for k, item in enumerate(items if isinstance(items, list) else []):
+            name = _attribute_ref(item)
+            if name is not None:
+                names.append((f"{where}.{key}[{k}].ref.attribute", name))
     for key in ("min", "max"):
-        item = test.get(key)
-        if isinstance(item, dict) and "attribute" in item.get("ref", {}):
-            names.append((f"{where}.{key}.ref.attribute", item["ref"]["attribute"]))
+        name = _attribute_ref(test.get(key))
+        if name is not None:
+            names.append((f"{where}.{key}.ref.attribute", name))
     for at, name in names:
         if name not in info.attributes:
             hint = difflib.get_close_matches(name, sorted(info.attributes), n=1)
@@ -131,21 +155,31 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
                 + f"; its attributes: {', '.join(sorted(info.attributes)) or 'none'}"
             )
     for kind, limit in (("input", info.max_input), ("output", info.max_output)):
-        if kind in test and test[kind] >= limit:
+        index = _index(test.get(kind))
+        if index is not None and index >= limit:
             out.append(
                 f"{where}.{kind}: {op} has at most {limit} {kind}s; "
-                f"index {test[kind]} does not exist"
+                f"index {index} does not exist"
             )
-    ratio_to = test.get("value", {}).get("ratio_to_input")
+    value = test.get("value")
+    ratio_to = _index(value.get("ratio_to_input")) if isinstance(value, dict) else None
     if ratio_to is not None and ratio_to >= info.max_input:
         out.append(f"{where}.value.ratio_to_input: {op} has at most {info.max_input} inputs; "
                    f"index {ratio_to} does not exist")
     return out
 
 
-def check_file(path: Path) -> tuple[list[str], list[str]]:
-    """(errors, warnings) for a profile file: schema (with JSON paths), its base, then
-    semantics and ONNX names. Raises ProfileError only when the file cannot be read."""
+class FileCheck(NamedTuple):
+    errors: list[str]
+    warnings: list[str]
+    deferred: bool = False  # schema errors: semantics and the base are checked once they are fixed
+
+
+def check_file(path: Path) -> FileCheck:
+    """Errors and warnings for a profile file: schema (with JSON paths), its base, then
+    semantics and ONNX names. A file that fails its schema also gets the ONNX names checked
+    wherever it can be read; the semantics and the base wait for a valid file (``deferred``).
+    Raises ProfileError only when the file cannot be read."""
     from npu_gate.errors import ProfileError
     from npu_gate.profile import load_profile, semantic_problems
     from npu_gate.validation import read_document, schema_problems
@@ -157,13 +191,14 @@ def check_file(path: Path) -> tuple[list[str], list[str]]:
         raise ProfileError(str(exc)) from None
     errors = schema_problems(doc, "profile", label)
     if errors:
-        return errors, []
+        lint, warnings = onnx_problems(doc, label) if isinstance(doc, dict) else ([], [])
+        return FileCheck(errors + lint, warnings, deferred=True)
     base = None
     if doc.get("extends") is not None:
         try:
             base = load_profile(doc["extends"], path.parent, where=f"{label}: extends")
         except ProfileError as exc:
-            return exc.problems, []
+            return FileCheck(exc.problems, [])
     errors = semantic_problems(doc, label, base)
     _, warnings = onnx_problems(doc, label)
-    return errors, warnings
+    return FileCheck(errors, warnings)

@@ -92,6 +92,52 @@ def test_schema_errors_name_json_paths(tmp_path: Path, run_cli: Run) -> None:
     ]
 
 
+def test_schema_errors_and_onnx_name_typos_in_one_run(tmp_path: Path, run_cli: Run) -> None:
+    """A profile that fails its schema still gets its op types and attribute names checked:
+    every problem in one run, one line each, schema errors first."""
+    path = _write(tmp_path, {"ops": {
+        "Cnov": {},
+        "Conv": {"constraints": [{"id": "c1", "attribute": "stride", "in": [1], "rank": 4}]},
+        "Relu": {"constraints": [{"id": "r", "input": 5, "rank": {"max": 4}}]}},
+        "patterns": [{"name": "p", "becomes": "HardSwish", "nodes": [{"op": "HardSigmod", "inputs": "x"}]}]})
+    r = run_cli("profile", "check", path)
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].rank: 4 is not of type 'object'",
+        f"npu-gate: error: {path}: patterns[0].nodes[0].inputs: 'x' is not of type 'array'",
+        f"npu-gate: error: {path}: ops.Cnov: unknown op type 'Cnov' in domain ai.onnx (did you mean 'Conv'?)",
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].attribute: Conv has no attribute 'stride' "
+        "(did you mean 'strides'?); its attributes: auto_pad, dilations, group, kernel_shape, pads, strides",
+        f"npu-gate: error: {path}: ops.Relu.constraints[0].input: Relu has at most 1 inputs; index 5 does not exist",
+        f"npu-gate: error: {path}: patterns[0].nodes[0].op: unknown op type 'HardSigmod' "
+        "(did you mean 'HardSigmoid'?)",
+    ]
+    assert r.out == (f"{path}: 6 error(s); the other checks (constraint ids and subjects, references, "
+                     "`extends`) run once the schema errors are fixed\n")
+
+
+@pytest.mark.parametrize("doc", [
+    {"ops": ["Conv"]},
+    {"ops": {"Conv": 3, "Relu": {"constraints": {"id": "x"}}}},
+    {"ops": {"Conv": {"constraints": ["c", {"id": "a", "attribute": 3, "input": "0", "in": 1, "max": [1],
+                                            "value": [1], "any_of": {"input": 9}},
+                                      {"id": "b", "any_of": [1, {"input": True, "min": {"ref": "group"}}]}]}},
+     "patterns": [{"name": "p", "becomes": "X", "nodes": "Relu"}, 7,
+                  {"name": "q", "becomes": "Y", "nodes": [{"op": 5, "attributes": ["alpha"]}, "Relu"]}]},
+])
+def test_a_profile_of_the_wrong_shape_gets_schema_errors_only(tmp_path: Path, run_cli: Run,
+                                                              doc: dict[str, Any]) -> None:
+    """The ONNX lint skips what is not shaped as the schema says (the schema names it): no lint
+    line and no internal error (exit 2) for values of the wrong type."""
+    from npu_gate.validation import schema_problems
+
+    path = _write(tmp_path, doc)
+    expected = schema_problems(json.loads(path.read_text()), "profile", str(path))
+    r = run_cli("profile", "check", path)
+    assert r.code == 1
+    assert expected and r.err.splitlines() == [f"npu-gate: error: {line}" for line in expected]
+
+
 def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
     path = _write(
         tmp_path,
@@ -146,6 +192,9 @@ def test_unreadable_profile_is_exit_2(tmp_path: Path, run_cli: Run) -> None:
     (tmp_path / "p.json").write_text("{", encoding="utf-8")
     assert run_cli("profile", "check", tmp_path / "p.json").code == 2
     assert run_cli("profile", "check", tmp_path / "missing.json").code == 2
+    (tmp_path / "list.json").write_text("[]", encoding="utf-8")  # JSON, but not a profile: its errors
+    r = run_cli("profile", "check", tmp_path / "list.json")
+    assert (r.code, r.err) == (1, f"npu-gate: error: {tmp_path / 'list.json'}: (root): [] is not of type 'object'\n")
 
 
 def test_extends_overrides_removes_and_merges_limits(tmp_path: Path) -> None:
