@@ -166,10 +166,55 @@ def run_checker(model: ModelProto, *, external: bool | None = None) -> list[str]
         checked = model if external is False else _without_external_data(model)
         onnx.checker.check_model(checked, full_check=False)
     except onnx.checker.ValidationError as exc:
-        return [line for line in str(exc).splitlines() if line.strip()][:20]
+        lines = [line for line in str(exc).splitlines() if line.strip()][:20]
+        return [_name_graph_value(model, lines[0].strip())] if len(lines) == 1 else lines
     except Exception as exc:  # protobuf-level surprises: report, never crash
         return [f"{type(exc).__name__}: {exc}"]
     return []
+
+
+# The fields onnx.checker requires of a main-graph input's or output's type, by kind of type.
+_REQUIRED_TYPE_FIELDS = {
+    "tensor_type": ("elem_type", "shape"),
+    "sparse_tensor_type": ("elem_type", "shape"),
+    "sequence_type": ("elem_type",),
+    "optional_type": ("elem_type",),
+    "map_type": ("key_type", "value_type"),
+}
+
+
+def _graph_value_problem(value: onnx.ValueInfoProto) -> str | None:
+    """What onnx.checker says about one main-graph input or output, in its words (its
+    ``check_value_info``), or None when the value passes."""
+    if not value.name:
+        return "Field 'name' of 'value_info' is required to be non-empty."
+    if not value.HasField("type"):
+        return "Field 'type' of 'value_info' is required but missing."
+    kind = value.type.WhichOneof("value")
+    if kind is None:
+        return "Unrecognized type value case"  # the checker's own message names the value
+    if kind == "opaque_type" and not value.type.opaque_type.name:
+        return "Field 'name' of 'type' is required to be non-empty."
+    for name in _REQUIRED_TYPE_FIELDS.get(kind, ()):
+        if not getattr(value.type, kind).HasField(name):
+            return f"Field '{name}' of 'type' is required but missing."
+    return None
+
+
+def _name_graph_value(model: ModelProto, message: str) -> str:
+    """The checker's message, prefixed with the graph input or output it is about when it is
+    one of those (``Field 'shape' of 'type' is required but missing.`` names no tensor). The
+    checker stops at the first input, then output, that fails: the first one here that fails
+    with the same words is it."""
+    for kind, values in (("input", model.graph.input), ("output", model.graph.output)):
+        for i, value in enumerate(values):
+            problem = _graph_value_problem(value)
+            if problem is None:
+                continue
+            if problem != message:
+                return message
+            return f"graph {kind} " + (f"'{value.name}'" if value.name else f"{i} (no name)") + f": {message}"
+    return message
 
 
 def infer_shapes(model: ModelProto) -> tuple[ModelProto, str | None, str | None]:

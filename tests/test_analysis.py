@@ -293,6 +293,56 @@ def test_checker_full_check_failure_names_the_node(tmp_path):
     assert result.verdict == "fail"
 
 
+def _clear(value: onnx.ValueInfoProto, path: str) -> None:
+    """Remove one field of a value info: "type", "type.tensor_type.shape"..."""
+    *parents, name = path.split(".")
+    for part in parents:
+        value = getattr(value, part)
+    value.ClearField(name)
+
+
+@pytest.mark.parametrize(("side", "path", "message"), [
+    ("output", "type.tensor_type.shape", "graph output 'y': Field 'shape' of 'type' is required but missing."),
+    ("input", "type.tensor_type.shape", "graph input 'x': Field 'shape' of 'type' is required but missing."),
+    ("output", "type.tensor_type.elem_type",
+     "graph output 'y': Field 'elem_type' of 'type' is required but missing."),
+    ("output", "type", "graph output 'y': Field 'type' of 'value_info' is required but missing."),
+    ("input", "name", "graph input 0 (no name): Field 'name' of 'value_info' is required to be non-empty."),
+])
+def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_path, side, path, message):
+    """onnx.checker's text names no tensor; the finding names the graph input or output it is about."""
+    model = model_zoo.conv_relu()
+    _clear(getattr(model.graph, side)[0], path)
+    result = inspect(tmp_path, model)
+    messages = [f.message for f in result.findings if f.rule == "onnx-checker"]
+    assert messages[0] == message  # (the nameless input also fails the full check: a second finding)
+    assert len(messages) == (2 if path == "name" else 1)
+
+
+def test_checker_findings_name_the_first_graph_value_that_fails(tmp_path):
+    """The checker stops at the first input, then output, that fails: that one is named."""
+    from npu_gate.graph import run_checker
+
+    model = model_zoo.conv_relu()
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))  # no shape
+    model.graph.output[0].type.tensor_type.ClearField("elem_type")
+    assert run_checker(model) == ["graph output 'y': Field 'elem_type' of 'type' is required but missing."]
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.FLOAT
+    assert run_checker(model) == ["graph output 'z': Field 'shape' of 'type' is required but missing."]
+    # a check that comes first fails (the model's IR version): its message is left as the checker wrote it
+    model.ClearField("ir_version")
+    assert run_checker(model) == [_checker_text(model)]
+    assert "graph" not in _checker_text(model) and "Field 'shape'" not in _checker_text(model)
+
+
+def _checker_text(model: onnx.ModelProto) -> str:
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as exc:
+        return str(exc).strip()
+    raise AssertionError("the model passes the checker")
+
+
 @pytest.mark.parametrize("name", sorted(model_zoo.ALL_SIMPLE))
 def test_messy_models_never_crash(tmp_path, name):
     result = inspect(tmp_path, model_zoo.ALL_SIMPLE[name]())
