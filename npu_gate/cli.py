@@ -573,7 +573,7 @@ def _merge(args: argparse.Namespace) -> int:
 
     if args.fail_on == "regressions" and not args.baseline:
         raise GateError("--fail-on regressions needs --baseline FILE")
-    models = load_reports([Path(p) for p in args.results])
+    models = load_reports([Path(p) for p in args.results], Path(args.markdown) if args.markdown else None)
     if args.baseline:
         attach_baseline(models, Path(args.baseline))
     failed = should_fail(models, args.fail_on)

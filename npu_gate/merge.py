@@ -9,6 +9,7 @@ A merged document is ``{"kind": "npu-gate-merged", "verdict", "results": [result
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -38,15 +39,32 @@ def merged_document(models: Sequence[ModelReport],
     return doc
 
 
-def load_reports(paths: Sequence[Path]) -> list[ModelReport]:
-    """Results from result JSONs and merged documents, in order (errors entries kept)."""
+def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[ModelReport]:
+    """Results from result JSONs and merged documents, in order (errors entries kept).
+
+    ``report``: the Markdown report to be written. A result whose minimal models sit beside
+    its JSON (a bundle's own result.json) gets links into that bundle from the report's folder;
+    other results name the models' paths as text (``ModelReport.bundle_dir`` None).
+    """
     models: list[ModelReport] = []
     for path in paths:
         for doc in load_results(path):
             label = (doc.get("contract") or {}).get("path") or doc["name"]
-            models.append(ModelReport(label, result=result_from_dict(doc)))
+            model = ModelReport(label, result=result_from_dict(doc))
+            if report is not None and _holds_minimal_models(path.parent, doc):
+                relative = Path(os.path.relpath(path.parent.resolve(), report.resolve().parent)).as_posix()
+                model.bundle_dir = "" if relative == "." else relative
+            models.append(model)
         models += _errors(path)
     return models
+
+
+def _holds_minimal_models(folder: Path, doc: dict[str, Any]) -> bool:
+    """Whether every minimal model the result names is a file in ``folder`` (its bundle)."""
+    minimal = doc.get("minimal")
+    models = minimal.get("models") if isinstance(minimal, dict) else None
+    return isinstance(models, list) and bool(models) and all(
+        isinstance(m, dict) and isinstance(m.get("path"), str) and (folder / m["path"]).is_file() for m in models)
 
 
 def _errors(path: Path) -> list[ModelReport]:

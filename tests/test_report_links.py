@@ -75,3 +75,33 @@ def test_check_bundle_markdown_links_resolve_from_the_report(
     links = _minimal_links(report)
     assert links and all(t.startswith("../npu-gate-out/t/minimal/") for t in links)
     assert all(_resolve(report, t).is_file() for t in links)
+
+
+def test_merged_report_links_into_each_bundle_or_names_the_path(
+    tmp_path: Path, run_cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`npu-gate merge`: a bundle's own result.json gets links from the merged report's folder
+    into that bundle; a result JSON away from its bundle (copied, or inside a merged document)
+    names its minimal models' paths as text, since no link could resolve."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.onnx").write_bytes(model_zoo.diamond().SerializeToString())
+        assert run_cli("inspect", f"{name}.onnx", "--out", f"out/{name}", "-q").code == 1
+    (tmp_path / "copied.json").write_bytes((tmp_path / "out" / "b" / "result.json").read_bytes())
+    (tmp_path / "reports").mkdir()
+    run = run_cli("merge", "out/a/result.json", "copied.json", "--markdown", "reports/all.md",
+                  "--json", "all.json", "-q")
+    assert run.code == 1
+    report = tmp_path / "reports" / "all.md"
+    assert _minimal_links(report) == ["../out/a/" + m for m in MINIMAL]
+    assert all(_resolve(report, t).is_file() for t in _minimal_links(report))
+    b = report.read_text(encoding="utf-8").split("· b\n")[1].split("### Minimal failing models")[1]
+    assert "Model paths are inside the model's evidence bundle (its `--out`/`--bundle` folder)." in b
+    assert [line.split("|")[4].strip() for line in b.splitlines() if "| `unsupported-op`" in line] == [
+        f"<code>{m}</code>" for m in MINIMAL]
+    # read back from a merged document, no result sits in its bundle
+    run = run_cli("merge", "all.json", "--markdown", "again.md", "-q")
+    assert _minimal_links(tmp_path / "again.md") == []
+    # a merged report written into the bundle itself links as the bundle's report.md does
+    run = run_cli("merge", "out/a/result.json", "--markdown", "out/a/merged.md", "-q")
+    assert _minimal_links(tmp_path / "out" / "a" / "merged.md") == MINIMAL

@@ -20,9 +20,10 @@ from npu_gate.result import GateResult
 MAX_ROWS = 200  # per table; the JSON result always has everything
 
 
-def render(result: GateResult, bundle_dir: str = "") -> str:
+def render(result: GateResult, bundle_dir: str | None = "") -> str:
     """``bundle_dir``: the evidence bundle's folder relative to the report's folder (POSIX), put
-    before links into the bundle; "" for the bundle's own report.md."""
+    before links into the bundle; "" for the bundle's own report.md; None when the bundle's
+    location is not known (a result read back from a copied JSON): bundle paths are text."""
     parts = [
         _verdict(result),
         _summary(result),
@@ -293,9 +294,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _minimal(result: GateResult, bundle_dir: str = "") -> str:
+def _minimal(result: GateResult, bundle_dir: str | None = "") -> str:
     """Evidence bundle runs: each distinct failure linked to its minimal model (its path is
-    relative to the bundle folder, where report.md sits; ``bundle_dir`` leads there)."""
+    relative to the bundle folder, where report.md sits; ``bundle_dir`` leads there). Without
+    ``bundle_dir`` (None) a link could not resolve: the path is named as text."""
     if result.minimal is None:
         return ""
     models = result.minimal["models"]
@@ -306,15 +308,21 @@ def _minimal(result: GateResult, bundle_dir: str = "") -> str:
     for m in models:
         what = " ".join(x for x in (f"`{m['rule']}`", md_code(m["op_type"]) if m["op_type"] else "",
                                     md_code(m["constraint"]) if m["constraint"] else "") if x)
-        path = posixpath.join(bundle_dir, m["path"])  # a sanitised relative file name, see minimal.py
+        if bundle_dir is None:
+            model = md_code(m["path"])
+        else:
+            path = posixpath.join(bundle_dir, m["path"])  # a sanitised relative file name, see minimal.py
+            model = f"[{md(path)}]({_url(path)})"
         verified = "yes" if m["verified"] else "**no**: re-check found " + (
             ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")
-        rows.append([what, md_code(m["node"]), str(m["occurrences"]), f"[{md(path)}]({_url(path)})",
-                     str(m["nodes"]), verified])
+        rows.append([what, md_code(m["node"]), str(m["occurrences"]), model, str(m["nodes"]), verified])
+    where = ""
+    if bundle_dir is None:  # no link could resolve from where this report is
+        where = " Model paths are inside the model's evidence bundle (its `--out`/`--bundle` folder)."
     text = head + (
         "Each failure cut down to its node, producers turned into graph inputs with their "
         "inferred shapes, constants kept; verified means re-analysing that file gives the same "
-        "finding.\n\n"
+        f"finding.{where}\n\n"
     ) + _table(["failure", "first node", "seen", "model", "nodes", "verified"], rows)
     left = result.minimal["distinct_failures"] - len(models)
     if left > 0:

@@ -29,7 +29,8 @@ class ModelReport:
     problems: list[str] = field(default_factory=list)
     comparison: Comparison | None = None
     file: str | None = None  # the contract file, when this run gated it (for annotations)
-    bundle_dir: str = ""  # its evidence bundle relative to the report's folder (markdown.render)
+    # its evidence bundle relative to the report's folder; None: not known (markdown.render)
+    bundle_dir: str | None = None
 
     @property
     def verdict(self) -> str:
