@@ -84,6 +84,19 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def import_onnx_seconds(repeat: int) -> float:
+    return statistics.median(run_once([sys.executable, "-c", "import onnx"]) for _ in range(repeat))
+
+
+def _version(dist: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -95,6 +108,8 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
     py = sys.executable
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, median of {repeat}, profile {profile}"
     print(f"load average before: {load_average()}  ({env_note})")
+    print(f"import onnx alone: {import_onnx_seconds(repeat):.2f} s (median; ml_dtypes {_version('ml_dtypes')}: "
+          "see docs/speed.md; both sides of every ratio pay it)")
     header = (f"{'nodes':>7} {'floor s':>8} {'insp s':>7} {'insp+json s':>11} {'json MB':>8} "
               f"{'ort s':>7} {'json/floor':>10} {'json/ort':>9} {'plain/floor':>11} {'plain/ort':>9}  "
               f"target (<= {MAX_FLOOR_RATIO}x floor, <= {MAX_ORT_RATIO}x ort)")
