@@ -32,15 +32,17 @@ def torch_version() -> str | None:
     return installed("torch")
 
 
-def build_module(contract: Contract) -> Any:
-    """Import the factory (contract folder on sys.path) and build the eval-mode module."""
+def build_module(contract: Contract, key: str = "model.torch") -> Any:
+    """Import the factory (contract folder on sys.path) and build the eval-mode module.
+    ``key``: where ``contract.torch`` sits in the contract, for messages (the replacement
+    model is built from ``replacement.torch``)."""
     assert contract.torch is not None
-    label = f"{contract.path}: model.torch.factory"
+    label = f"{contract.path}: {key}.factory"
     try:
         import torch
     except ImportError:
         raise ModelError(
-            f"{contract.path}: model.torch needs PyTorch: pip install 'npu-gate[torch]'"
+            f"{contract.path}: {key} needs PyTorch: pip install 'npu-gate[torch]'"
         ) from None
     module_name, attr = contract.torch.factory.split(":")
     factory = _import_factory(module_name, attr, contract.folder.resolve(), label)

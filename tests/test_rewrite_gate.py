@@ -444,6 +444,25 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
     assert r["verification"][0]["max_abs_err"] < 1e-5
 
 
+@pytest.mark.torch
+def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    import shutil
+
+    from conftest import REPO
+
+    for name in ("seed_net.py", "npu-gate.json"):
+        shutil.copy(REPO / "examples" / "seed-hardswish" / name, tmp_path / name)
+    (tmp_path / "hs_net.py").write_text(HS_NET)
+    doc = json.loads((tmp_path / "npu-gate.json").read_text())
+    doc["replacement"] = {"torch": {"factory": "hs_net:nope", "exporter": "torchscript", "opset": 17}}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    run = run_cli("check", tmp_path / "npu-gate.json", "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {tmp_path / 'npu-gate.json'}: replacement.torch.factory: 'hs_net' has no callable 'nope'"]
+
+
 def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
     waiver = {"rule": "unsupported-op", "op_type": "HardSwish", "reason": "ships on CPU in v1"}
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, waivers=[waiver]))
