@@ -399,6 +399,34 @@ def test_replacement_file_must_exist(tmp_path, run_cli):
     assert run.code == 2 and "replacement.onnx: file 'nope.onnx' not found" in run.err
 
 
+def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_model(tmp_path, run_cli):
+    other = zoo.hardswish_by_hand()
+    other.graph.input[0].name = "images"
+    other.graph.node[0].input[0] = "images"
+    (tmp_path / "other.onnx").write_bytes(other.SerializeToString())
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "other.onnx"})
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")  # never read: the replacement stops the run first
+    run = run_cli("check", path, "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: replacement.onnx: other.onnx has input(s) images, the contract has x"]
+
+
+@pytest.mark.parametrize(("callable_", "problem"), [
+    ("nomod:agreement", "cannot import 'nomod': No module named 'nomod'"),
+    ("task_metric:nope", "'task_metric' has no callable 'nope'"),
+    ("task_metric:METRIC_NAME", "'task_metric' has no callable 'METRIC_NAME'"),
+])
+def test_metric_that_cannot_be_imported_stops_before_the_model(tmp_path, run_cli, callable_, problem):
+    (tmp_path / "task_metric.py").write_text(METRIC + "METRIC_NAME = 'not callable'\n")
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                    metric={"callable": callable_})
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")
+    run = run_cli("check", path, "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [f"npu-gate: error: {path}: metric.callable: {problem}"]
+
+
 HS_NET = '''
 import torch
 from torch import nn

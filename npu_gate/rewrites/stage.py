@@ -83,6 +83,7 @@ class Rewriting:
         self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
         samples_file = contract.numerics.samples_file
         self.file_rows = _read_npz(samples_file, contract.inputs) if samples_file is not None else []
+        _check_user_code(contract)
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
@@ -474,6 +475,30 @@ def _metric_message(metric: dict[str, Any]) -> str:
     bad = [c for c in metric["checks"] if not c["passed"]]
     return "task metric: " + "; ".join(
         f"{c['name']} = {c['value']} (min {c['min']}, max {c['max']})" for c in bad)
+
+
+def _check_user_code(contract: Contract) -> None:
+    """What the contract's replacement and metric name must be usable before any model work:
+    the metric and a torch replacement's factory import from the contract folder, a
+    replacement ONNX file takes exactly the contract's inputs (the samples are fed by name).
+    What the user's code raises when it runs stays a finding."""
+    from npu_gate.model_file import load_onnx
+    from npu_gate.user_code import import_callable
+
+    if contract.metric is not None:
+        import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
+    spec = contract.replacement
+    if spec is not None and spec.torch is not None:
+        import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
+    if spec is not None and spec.onnx_path is not None:
+        label = f"{contract.path}: replacement.onnx"
+        model, _ = load_onnx(spec.onnx_path, f"{label}: {spec.onnx_ref}", weights=False)
+        wanted = [i.name for i in contract.inputs]
+        weights = {t.name for t in model.graph.initializer}
+        found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
+        if sorted(found) != sorted(wanted):
+            raise ContractError(f"{label}: {spec.onnx_ref} has input(s) {', '.join(found) or 'none'}, "
+                                f"the contract has {', '.join(wanted)}")
 
 
 def _read_npz(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
