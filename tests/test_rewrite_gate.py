@@ -11,7 +11,7 @@ from conftest import validate_result
 
 from npu_gate.contract import load_contract
 from npu_gate.pipeline import check_contract
-from npu_gate.render import markdown
+from npu_gate.render import markdown, text
 from npu_gate.rewrites import REWRITES
 from npu_gate.rewrites.base import Builder, Emitted, GraphView, Match, Rewrite
 
@@ -380,6 +380,7 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     model = zoo.hardswish_by_hand()
     model.graph.node[0].input[1] = "conv1_w"  # same shapes, different weights: a wrong replacement
     model.graph.node[0].input[2] = "conv1_b"
+    model.graph.node[-1].output[0] = model.graph.output[0].name = "out"  # paired by position
     (tmp_path / "wrong.onnx").write_bytes(model.SerializeToString())
     good = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "mine.onnx"}))
     r = good.replacement
@@ -388,10 +389,16 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     assert [(v["where"], v["passed"]) for v in r["verification"]] == [("y", True)]
     assert "cpu_reference_replacement_s" in good.timings
     assert "### Replacement model" in markdown.render(good)
+    err = r["verification"][0]["max_abs_err"]
+    assert f"  replacement mine.onnx: verified, max abs err {err:.3g}; cpu nodes 1 → 0, npu partitions 2 → 1 " \
+           "(model → replacement)\n" in text.render(good)
     bad = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "wrong.onnx"}))
-    assert [v["passed"] for v in bad.replacement["verification"]] == [False]
-    assert [f.message.split(":")[0] for f in bad.findings if f.rule == "rewrite-mismatch"] == [
-        "replacement at output y"]
+    [v] = bad.replacement["verification"]
+    assert v["passed"] is False and v["max_abs_err"] > 0.01
+    assert [f.message for f in bad.findings if f.rule == "rewrite-mismatch"] == [
+        f"replacement at output y: max abs error {v['max_abs_err']:.3g}, max rel error {v['max_rel_err']:.3g} "
+        "(atol 0.0001, rtol 0.001); compared with replacement output out"]
+    assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
 
 
 def test_replacement_file_must_exist(tmp_path, run_cli):

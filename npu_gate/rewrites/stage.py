@@ -195,10 +195,8 @@ class Rewriting:
         for c in checks:
             if not c.passed:
                 where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
-                detail = c.problem or (f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
-                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
                 who = c.rewrite or ", ".join(check["applied"])
-                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {detail}",
+                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
                                                 node=c.node if c.kind == "region" else None))
         before_nodes = _by_output(before.nodes)
         after_nodes = _by_output(result.nodes)
@@ -252,9 +250,7 @@ class Rewriting:
         entry["verification"] = [c.to_dict() for c in checks]
         for c in checks:
             if not c.passed:
-                detail = c.problem or (f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} "
-                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
-                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {detail}"))
+                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {_mismatch(c)}"))
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 
@@ -450,6 +446,13 @@ def _parts(s: dict[str, Any]) -> int:
 
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
+
+
+def _mismatch(c: Check) -> str:
+    """A failed check's numbers against its tolerance, then its problem (if any)."""
+    numbers = None if c.max_abs_err is None else (
+        f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} (atol {c.atol:g}, rtol {c.rtol:g})")
+    return "; ".join(part for part in (numbers, c.problem) if part)
 
 
 def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
