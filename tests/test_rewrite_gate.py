@@ -198,6 +198,10 @@ X = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
     (np.full((2, 3), "abc"), ["array x: dtype <U3 cannot be cast to the contract's float32 (inputs[0].dtype)",
                               "array x: shape [2, 3], expected [N, 1, 4, 6, 6] "
                               "(contract inputs[0].shape [1, 4, 6, 6], sample k in row k)"]),
+    (np.where(np.arange(288).reshape(2, 1, 4, 6, 6) % 3 == 0, np.nan, 0.0),
+     ["array x: 96 of 288 values are not finite as float32 (96 NaN, 0 infinite); samples must be finite"]),
+    (np.array([np.inf, -np.inf, 1e300, 0.5] * 36).reshape(1, 1, 4, 6, 6),
+     ["array x: 108 of 144 values are not finite as float32 (0 NaN, 108 infinite); samples must be finite"]),
 ])
 def test_samples_file_that_does_not_fit_the_inputs_stops_before_the_model(tmp_path, run_cli, array, problems):
     lines = _bad_samples_run(tmp_path, run_cli, [X], {"x": array})

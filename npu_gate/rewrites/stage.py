@@ -534,6 +534,16 @@ def _array_problems(where: str, array: np.ndarray, spec: InputSpec, index: int) 
     if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
         problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
                         f"(inputs[{index}].dtype)")
+    elif np.issubdtype(np.dtype(spec.dtype), np.floating):
+        # NaN or infinity (also a float64 value beyond float16's range) would make every
+        # comparison on that sample meaningless: refuse them rather than report "error 0".
+        with np.errstate(over="ignore"):
+            values = array.astype(spec.dtype, copy=False)
+        bad = int(np.count_nonzero(~np.isfinite(values)))
+        if bad:
+            nan = int(np.count_nonzero(np.isnan(values)))
+            problems.append(f"{where}: {bad} of {values.size} values are not finite as {spec.dtype} "
+                            f"({nan} NaN, {bad - nan} infinite); samples must be finite")
     shape, expected = list(array.shape), list(spec.shape)
     contract_shape = f"contract inputs[{index}].shape {expected}"
     stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k
