@@ -522,6 +522,27 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
 
 
+@pytest.mark.parametrize("decide", ["prediction", "measured"])
+def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
+    """The fake compiler runs HardSwish on the NPU: when its placement decides, the predicted
+    fallback is neither "leave on CPU" nor a rewrite suggestion."""
+    probe = {"compiler": "fake", "target": "fake1", "decide": decide}
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE,
+                            target={"profile": "profile.json", "probe": probe}))
+    [row] = result.review
+    if decide == "prediction":
+        assert [s["rewrite"] for s in result.suggestions] == ["decompose-hardswish"]
+        assert (row["placement"], row["strategy"]) == ("cpu", "rewrite: decompose-hardswish (suggested, not applied)")
+        assert "  suggestion: rewrite decompose-hardswish at hswish (verified; see the report)" in text.render(result)
+    else:
+        assert result.suggestions == [] and "suggestions" not in result.stages
+        assert (row["node"], row["placement"], row["strategy"], row["rewrite"]) == (
+            "hswish", "cpu predicted, measured npu", "none needed: measured on the NPU", None)
+        assert "suggestion" not in text.render(result)
+        assert "| cpu predicted, measured npu | op HardSwish not in profile test-npu | none needed: measured on the " \
+               "NPU |" in " ".join(markdown.render(result).split())
+
+
 @pytest.mark.torch
 def test_rewrite_example_passes(run_cli, tmp_path):
     pytest.importorskip("torch")

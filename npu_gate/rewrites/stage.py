@@ -263,7 +263,9 @@ class Rewriting:
         """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
         emitted nodes stay on CPU, the matches that do not; if numerics fail, each alone."""
         assert self.checked is not None
-        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes if n.placement == "cpu" and n.outputs}
+        on_npu = measured_on_npu(result)  # decide = measured: the compiler ran these, nothing to fix
+        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes
+               if n.placement == "cpu" and n.outputs and n.name not in on_npu}
         if not cpu:
             return  # nothing falls back: no suggestions section at all
         self._base = summary(result)
@@ -381,6 +383,7 @@ class Rewriting:
         for sug in result.suggestions:
             for node in sug["fixes"]:
                 suggested.setdefault(node, sug)
+        on_npu = measured_on_npu(result)
         for n in result.nodes:
             if n.placement != "cpu":
                 continue
@@ -389,9 +392,15 @@ class Rewriting:
             reason = "; ".join(n.reasons)
             s = suggested.get(n.name)
             waived = [f for f in mine if f.waived]
+            placement = "cpu"
+            # The compiler's placement decides (decide = measured) and it ran the node on the
+            # NPU: the prediction was wrong, there is nothing to leave on CPU or to rewrite.
             # A waiver is the team's recorded decision, so it wins over a suggestion (which
             # stays listed under Suggested rewrites).
-            if mine and len(waived) == len(mine):
+            if n.name in on_npu:
+                placement = f"cpu predicted, measured {on_npu[n.name]}"
+                strategy = "none needed: measured on the NPU"
+            elif mine and len(waived) == len(mine):
                 strategy = f"waiver: {waived[0].waiver_reason}"
             elif s is not None:
                 strategy = f"rewrite: {s['rewrite']} (suggested, not applied)"
@@ -402,7 +411,7 @@ class Rewriting:
             suggestion = s if strategy.startswith("rewrite") else None
             worst = None if suggestion is None else max(suggestion["verification"],
                                                         key=lambda v: v["max_abs_err"] or 0.0)
-            row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
+            row = self._row(result, n.name, n.op_type, n.partition, placement=placement, reason=reason,
                             constraints=constraints, strategy=strategy,
                             rewrite=None if suggestion is None else suggestion["rewrite"], verification=worst,
                             cpu=["cpu_reference_s"] + ([suggestion["timing"]] if suggestion else []))
@@ -432,6 +441,16 @@ class Rewriting:
                                                                           if self.device else None},
             },
         }
+
+
+def measured_on_npu(result: GateResult) -> dict[str, str]:
+    """Nodes the compiler ran on the NPU when its placement decides (``target.probe.decide``
+    measured and the build succeeded): name -> ``npu`` or ``npu (as OP)``. Empty otherwise."""
+    if "measured" not in result.summary:
+        return {}
+    nodes = result.stages.get("probe", {}).get("nodes", [])
+    return {n["name"]: "npu" + (f" (as {n['became']})" if n.get("became") else "")
+            for n in nodes if n.get("runs_on") == "npu"}
 
 
 def _better(base: dict[str, Any], after: dict[str, Any]) -> bool:
