@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from npu_gate.baseline import Comparison, compare_all
+from npu_gate.baseline import Comparison, absent, compare_all
 from npu_gate.errors import GateError
 from npu_gate.render.report import ERROR, ModelReport, combined_verdict
 from npu_gate.result import PASS
@@ -83,13 +83,15 @@ def _errors(path: Path) -> list[ModelReport]:
     return out
 
 
-def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> None:
-    """Set each gated model's comparison against the results in the baseline file."""
+def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> list[str]:
+    """Set each gated model's comparison against the results in the baseline file; the names
+    of the baseline's models that are not among them."""
     before = load_results(baseline)
     gated = [m for m in models if m.result is not None]
     for m, c in zip(gated, compare_all([m.result.to_dict() for m in gated if m.result], before),
                     strict=True):
         m.comparison = c
+    return absent([m.name for m in gated], before)
 
 
 def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
@@ -109,9 +111,10 @@ def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
     return False
 
 
-def text_lines(models: Sequence[ModelReport], fail_on: str = "errors") -> str:
+def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
     """The terminal summary: each model's short text, plus its baseline delta. Under
-    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so."""
+    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
+    ``missing``: baseline models not in this run (``absent_line``)."""
     from npu_gate.render import text
     from npu_gate.render.escape import term
 
@@ -133,9 +136,17 @@ def text_lines(models: Sequence[ModelReport], fail_on: str = "errors") -> str:
             regressions = c.regressions
             line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
             out.append(line + "\n")
+    if missing:
+        out.append(absent_line(missing))
     if len(models) > 1 and fail_on != "errors":
         out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
     return "".join(out)
+
+
+def absent_line(missing: Sequence[str]) -> str:
+    from npu_gate.render.escape import term
+
+    return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"
 
 
 def _applied_note(m: ModelReport, fail_on: str) -> str:

@@ -203,3 +203,27 @@ def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
     assert should_fail(models, "regressions")
     golden("report_many_models_baseline.md",
            render_report(models, failed=True, fail_on="regressions"))
+
+
+def test_baseline_models_not_in_this_run_are_named(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    """Models match by name: a baseline model that was not gated (removed, or its contract
+    renamed) is named in the terminal and the report, never silently dropped."""
+    conv_json, relu_json = two_results
+    relu = tmp_path / "models" / "relu" / "npu-gate.json"
+    run = run_cli("check", relu, "--baseline", conv_json, "--fail-on", "regressions", "--markdown",
+                  tmp_path / "r.md")
+    assert run.code == 1
+    assert run.out.splitlines()[-2:] == [
+        "  baseline: no result named relu (new model); regressed: 1 new error finding",
+        "npu-gate: in the baseline, not in this run: conv"]
+    assert ("In the baseline, not in this run: <code>conv</code> (models are matched by name: a renamed model "
+            "is listed here under its old name and is new under its new one).\n") in (tmp_path / "r.md").read_text()
+    merged = run_cli("merge", tmp_path / "conv.json", tmp_path / "relu.json", "-q", "--json", tmp_path / "all.json")
+    assert merged.code == 1
+    run = run_cli("merge", relu_json, "--baseline", tmp_path / "all.json", "--markdown", tmp_path / "m.md")
+    assert run.out.endswith("\nnpu-gate: in the baseline, not in this run: conv\n")
+    assert "In the baseline, not in this run: <code>conv</code> " in (tmp_path / "m.md").read_text()
+    # Every baseline model gated: no such line.
+    run = run_cli("check", relu, "--baseline", relu_json, "--markdown", tmp_path / "same.md")
+    assert "not in this run" not in run.out + (tmp_path / "same.md").read_text()
