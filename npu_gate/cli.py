@@ -574,6 +574,7 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
 def _merge(args: argparse.Namespace) -> int:
     from npu_gate.merge import (
         attach_baseline,
+        exit_code,
         load_reports,
         merged_document,
         should_fail,
@@ -593,7 +594,7 @@ def _merge(args: argparse.Namespace) -> int:
         _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on, missing=missing))
     if not args.quiet:
         sys.stdout.write(text_lines(models, args.fail_on, missing))
-    return EXIT_FAIL if failed else EXIT_PASS
+    return exit_code(models, args.fail_on)
 def _explain_constraint(ref: str) -> int:
     from npu_gate.limits import LIMIT_IDS
     from npu_gate.profile_docs import LIMIT_WORDS, explain_constraint, find_constraints

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.baseline import Comparison, absent, compare_all
-from npu_gate.errors import GateError
+from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.render.report import ERROR, ModelReport, combined_verdict
 from npu_gate.result import PASS
 from npu_gate.result_json import MERGED_KIND, load_results, result_from_dict
@@ -111,6 +111,14 @@ def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
     return False
 
 
+def exit_code(models: Sequence[ModelReport], fail_on: str) -> int:
+    """2 when a model could not run (as `check` exits on a contract it cannot gate, whatever
+    ``fail_on``), else 1 when ``should_fail``, else 0."""
+    if any(m.verdict == ERROR for m in models):
+        return EXIT_ERROR
+    return EXIT_FAIL if should_fail(models, fail_on) else EXIT_PASS
+
+
 def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
     """The terminal summary: each model's short text, plus its baseline delta. Under
     ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
@@ -118,7 +126,7 @@ def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: 
     from npu_gate.render import text
     from npu_gate.render.escape import term
 
-    code = 1 if should_fail(models, fail_on) else 0
+    code = exit_code(models, fail_on)
     out = []
     for m in models:
         if m.result is None:

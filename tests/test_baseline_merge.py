@@ -227,3 +227,30 @@ def test_baseline_models_not_in_this_run_are_named(tmp_path: Path, two_results: 
     # Every baseline model gated: no such line.
     run = run_cli("check", relu, "--baseline", relu_json, "--markdown", tmp_path / "same.md")
     assert "not in this run" not in run.out + (tmp_path / "same.md").read_text()
+
+
+def test_merge_of_a_contract_that_could_not_run_exits_2_like_check(
+        tmp_path: Path, two_results: tuple[Path, Path], run_cli: Callable[..., CliRun]) -> None:
+    conv = json.loads(two_results[0].read_text())
+    doc = {"schema_version": "1.0", "kind": "npu-gate-merged", "verdict": "error", "results": [conv],
+           "errors": [{"contract": "models/bad/npu-gate.json", "problems": ["models/bad/npu-gate.json: model: x"]}]}
+    validate_merged(doc)
+    merged = tmp_path / "with-error.json"
+    merged.write_text(json.dumps(doc))
+    for fail_on in ("errors", "regressions", "never"):
+        run = run_cli("merge", merged, "--baseline", two_results[0], "--fail-on", fail_on)
+        assert run.code == 2, fail_on
+        assert "npu-gate: models/bad/npu-gate.json: COULD NOT RUN\n  models/bad/npu-gate.json: model: x\n" in run.out
+        if fail_on != "errors":
+            assert run.out.endswith(f"npu-gate: exit 2 (--fail-on {fail_on})\n")
+
+
+def test_diff_of_a_merged_document_says_what_it_is(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    assert run_cli("merge", *two_results, "-q", "--json", tmp_path / "all.json").code == 1
+    run = run_cli("diff", tmp_path / "all.json", two_results[1])
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {tmp_path / 'all.json'}: a merged document (npu-gate merge, or the action's "
+                       "result-json for several models) holding 2 result(s): conv, relu; diff one model's own result "
+                       "JSON (`npu-gate check --json`; the action writes them to results/NN-NAME.json in its "
+                       "artifacts-dir)\n")
