@@ -40,15 +40,28 @@ def merged_document(models: Sequence[ModelReport],
 
 
 def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[ModelReport]:
-    """Results from result JSONs and merged documents, in order (errors entries kept).
+    """Results from result JSONs and merged documents, in order (errors entries kept). Two
+    results of the same name are refused: the baseline and the report tell models apart by name.
 
     ``report``: the Markdown report to be written. A result whose minimal models sit beside
     its JSON (a bundle's own result.json) gets links into that bundle from the report's folder;
     other results name the models' paths as text (``ModelReport.bundle_dir`` None).
     """
     models: list[ModelReport] = []
-    for path in paths:
+    seen: dict[str, tuple[int, Path]] = {}  # result name -> (argument index, file)
+    duplicates = []
+    for index, path in enumerate(paths):
+        if path in paths[:index]:
+            duplicates.append(f"{path}: given twice")
+            continue
         for doc in load_results(path):
+            name = str(doc["name"])
+            if name in seen:
+                first, other = seen[name]
+                where = "twice in this file" if first == index else f"also in {other}"
+                duplicates.append(f"{path}: result {name!r} is {where}: merge each model once (results are "
+                                  "matched by name, as the baseline does)")
+            seen.setdefault(name, (index, path))
             label = (doc.get("contract") or {}).get("path") or doc["name"]
             model = ModelReport(label, result=result_from_dict(doc))
             if report is not None and _holds_minimal_models(path.parent, doc):
@@ -56,6 +69,8 @@ def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[Mode
                 model.bundle_dir = "" if relative == "." else relative
             models.append(model)
         models += _errors(path)
+    if duplicates:
+        raise GateError(*duplicates)
     return models
 
 

@@ -254,3 +254,22 @@ def test_diff_of_a_merged_document_says_what_it_is(tmp_path: Path, two_results: 
                        "result-json for several models) holding 2 result(s): conv, relu; diff one model's own result "
                        "JSON (`npu-gate check --json`; the action writes them to results/NN-NAME.json in its "
                        "artifacts-dir)\n")
+
+
+def test_merge_refuses_two_results_of_the_same_name(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    conv_json, relu_json = two_results
+    assert run_cli("merge", conv_json, relu_json, "-q", "--json", tmp_path / "all.json").code == 1
+    tail = ": merge each model once (results are matched by name, as the baseline does)"
+    twice = run_cli("merge", conv_json, conv_json)
+    assert (twice.code, twice.out) == (2, "")
+    assert twice.err == f"npu-gate: error: {conv_json}: given twice\n"
+    overlap = run_cli("merge", tmp_path / "all.json", conv_json, "--json", tmp_path / "x.json")
+    assert overlap.code == 2 and not (tmp_path / "x.json").exists()
+    assert overlap.err == f"npu-gate: error: {conv_json}: result 'conv' is also in {tmp_path / 'all.json'}{tail}\n"
+    doc = json.loads((tmp_path / "all.json").read_text())
+    doc["results"][1]["name"] = "conv"
+    (tmp_path / "same.json").write_text(json.dumps(doc))
+    inside = run_cli("merge", tmp_path / "same.json")
+    assert inside.code == 2
+    assert inside.err == f"npu-gate: error: {tmp_path / 'same.json'}: result 'conv' is twice in this file{tail}\n"
