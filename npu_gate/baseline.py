@@ -128,3 +128,11 @@ def compare_all(current: list[dict[str, Any]], baseline: list[dict[str, Any]]) -
     """Match models by name; a model missing from the baseline is new (all its findings are)."""
     by_name = {d["name"]: d for d in baseline}
     return [compare(doc, by_name.get(doc["name"])) for doc in current]
+
+
+def absent(current: list[str], baseline: list[dict[str, Any]]) -> list[str]:
+    """Names of baseline models this run did not gate (in the baseline's order): a model that
+    was removed, could not run, or whose contract ``name`` changed (its findings then count
+    as new under the new name)."""
+    names = set(current)
+    return list(dict.fromkeys(str(d["name"]) for d in baseline if d.get("name") not in names))

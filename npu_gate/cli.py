@@ -314,12 +314,21 @@ def _check(args: argparse.Namespace) -> int:
         contracts = [dataclasses.replace(c, device_timings=timings) for c in contracts]
     if args.out or args.bundle:
         _check_bundle_folders(contracts, args)
+    missing: list[str] = []
+    if baseline is not None:
+        from npu_gate.baseline import absent
+
+        missing = absent([c.name for c in contracts], baseline)
     worst = EXIT_PASS
     for contract in contracts:
         if not cacheable:
-            worst = max(worst, _check_uncached(contract, args, baseline))
+            worst = max(worst, _check_uncached(contract, args, baseline, missing))
         else:
             worst = max(worst, _check_cached(contract, args))
+    if missing and not args.quiet:
+        from npu_gate.merge import absent_line
+
+        sys.stdout.write(absent_line(missing))
     return worst
 
 
@@ -341,7 +350,7 @@ def _load_contract(path: Path, *, cheap: bool) -> Contract:
         raise
 
 
-def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any) -> int:
+def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any, missing: list[str]) -> int:
     """Bundle and ratchet runs: always the whole gate (they need the live artifacts)."""
     from npu_gate.pipeline import check_contract
 
@@ -354,7 +363,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any)
     if args.log:
         _write(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
     if args.baseline or args.fail_on != "errors":
-        return _emit_ratchet(result, str(contract.path), baseline, args, bundle=folder)
+        return _emit_ratchet(result, str(contract.path), baseline, args, bundle=folder, missing=missing)
     _emit(result, args, bundle=folder)
     return EXIT_PASS if result.passed else EXIT_FAIL
 
@@ -539,8 +548,9 @@ def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 
 
 def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]] | None,
-                  args: argparse.Namespace, bundle: Path | None = None) -> int:
-    """`check` with --baseline / --fail-on: the report gains the baseline section."""
+                  args: argparse.Namespace, bundle: Path | None = None, missing: Sequence[str] = ()) -> int:
+    """`check` with --baseline / --fail-on: the report gains the baseline section (and names
+    the baseline's ``missing`` models; the terminal line for them comes after all contracts)."""
     from npu_gate.baseline import compare_all
     from npu_gate.merge import should_fail, text_lines
     from npu_gate.render import json_
@@ -555,7 +565,7 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
     if args.json:
         _write(args.json, json_.render(result))
     if args.markdown:
-        _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on))
+        _write(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on, missing=missing))
     if not args.quiet:
         sys.stdout.write(text_lines([model], args.fail_on))
     return EXIT_FAIL if failed else EXIT_PASS
@@ -564,6 +574,7 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
 def _merge(args: argparse.Namespace) -> int:
     from npu_gate.merge import (
         attach_baseline,
+        exit_code,
         load_reports,
         merged_document,
         should_fail,
@@ -574,17 +585,16 @@ def _merge(args: argparse.Namespace) -> int:
     if args.fail_on == "regressions" and not args.baseline:
         raise GateError("--fail-on regressions needs --baseline FILE")
     models = load_reports([Path(p) for p in args.results], Path(args.markdown) if args.markdown else None)
-    if args.baseline:
-        attach_baseline(models, Path(args.baseline))
+    missing = attach_baseline(models, Path(args.baseline)) if args.baseline else []
     failed = should_fail(models, args.fail_on)
     if args.json:
         doc = merged_document(models, [m.comparison for m in models])
         _write(args.json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     if args.markdown:
-        _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on))
+        _write(args.markdown, render_report(models, failed=failed, fail_on=args.fail_on, missing=missing))
     if not args.quiet:
-        sys.stdout.write(text_lines(models, args.fail_on))
-    return EXIT_FAIL if failed else EXIT_PASS
+        sys.stdout.write(text_lines(models, args.fail_on, missing))
+    return exit_code(models, args.fail_on)
 def _explain_constraint(ref: str) -> int:
     from npu_gate.limits import LIMIT_IDS
     from npu_gate.profile_docs import LIMIT_WORDS, explain_constraint, find_constraints

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import GateError
+from npu_gate.result_json import MERGED_KIND
 
 DIFF_VERSION = "1.0"
 
@@ -53,6 +54,14 @@ def load_side(arg: str, profile: str, today: Any = None) -> dict[str, Any]:
             return doc
         if isinstance(doc, dict) and "model" in doc and "target" in doc:
             return _check(path, today)
+        if isinstance(doc, dict) and doc.get("kind") == MERGED_KIND:
+            found = doc.get("results")
+            results: list[Any] = found if isinstance(found, list) else []
+            names = ", ".join(str(r.get("name")) for r in results if isinstance(r, dict)) or "none"
+            raise GateError(f"{arg}: a merged document (npu-gate merge, or the action's result-json for several "
+                            f"models) holding {len(results)} result(s): {names}; diff one model's own result JSON "
+                            "(`npu-gate check --json`; the action writes them to results/NN-NAME.json in its "
+                            "artifacts-dir)")
         raise GateError(f"{arg}: neither a result JSON (schema_version, nodes) nor a contract")
     raise GateError(
         f"{arg}: expected an .onnx model, a contract (file or folder) or a result .json"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -14,6 +12,7 @@ from npu_gate.capture import capture_output
 from npu_gate.contract import Contract
 from npu_gate.errors import ModelError
 from npu_gate.samples import make_samples
+from npu_gate.user_code import import_callable, one_line
 from npu_gate.versions import installed
 
 
@@ -32,53 +31,31 @@ def torch_version() -> str | None:
     return installed("torch")
 
 
-def build_module(contract: Contract) -> Any:
-    """Import the factory (contract folder on sys.path) and build the eval-mode module."""
+def build_module(contract: Contract, key: str = "model.torch") -> Any:
+    """Import the factory (contract folder on sys.path) and build the eval-mode module.
+    ``key``: where ``contract.torch`` sits in the contract, for messages (the replacement
+    model is built from ``replacement.torch``)."""
     assert contract.torch is not None
-    label = f"{contract.path}: model.torch.factory"
+    label = f"{contract.path}: {key}.factory"
     try:
         import torch
     except ImportError:
         raise ModelError(
-            f"{contract.path}: model.torch needs PyTorch: pip install 'npu-gate[torch]'"
+            f"{contract.path}: {key} needs PyTorch: pip install 'npu-gate[torch]'"
         ) from None
-    module_name, attr = contract.torch.factory.split(":")
-    factory = _import_factory(module_name, attr, contract.folder.resolve(), label)
+    factory = import_callable(contract.torch.factory, contract.folder, label)
     torch.manual_seed(contract.numerics.seed)
     try:
         with capture_output():
             module = factory(**contract.torch.kwargs)
     except Exception as exc:
-        raise ModelError(f"{label}: {contract.torch.factory}() raised {_one_line(exc)}") from None
+        raise ModelError(f"{label}: {contract.torch.factory}() raised {one_line(exc)}") from None
     if not isinstance(module, torch.nn.Module):
         raise ModelError(
             f"{label}: {contract.torch.factory}() returned {type(module).__name__}, "
             "not a torch.nn.Module"
         )
     return module.eval()
-
-
-def _import_factory(module_name: str, attr: str, folder: Path, label: str) -> Any:
-    top = module_name.split(".")[0]
-    # A module of the same name imported from another contract's folder must not be reused.
-    for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-        file = getattr(sys.modules[name], "__file__", None) or ""
-        if not Path(file).resolve().is_relative_to(folder):
-            del sys.modules[name]
-    sys.path.insert(0, str(folder))
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ModelError(f"{label}: cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:
-        raise ModelError(f"{label}: importing {module_name!r} raised {_one_line(exc)}") from None
-    finally:
-        if sys.path and sys.path[0] == str(folder):
-            sys.path.pop(0)
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")
-    return factory
 
 
 def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
@@ -107,7 +84,7 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
                 )
             outcome.onnx_path = path
         except Exception as exc:
-            outcome.error = _one_line(exc)
+            outcome.error = one_line(exc)
             captured.lines.extend(traceback.format_exc().splitlines())
     outcome.seconds = time.perf_counter() - start
     outcome.log = captured.lines
@@ -115,9 +92,3 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
         outcome.error = "the exporter returned without writing a model"
         outcome.onnx_path = None
     return outcome
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

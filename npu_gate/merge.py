@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from npu_gate.baseline import Comparison, compare_all
-from npu_gate.errors import GateError
+from npu_gate.baseline import Comparison, absent, compare_all
+from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.render.report import ERROR, ModelReport, combined_verdict
 from npu_gate.result import PASS
 from npu_gate.result_json import MERGED_KIND, load_results, result_from_dict
@@ -40,15 +40,28 @@ def merged_document(models: Sequence[ModelReport],
 
 
 def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[ModelReport]:
-    """Results from result JSONs and merged documents, in order (errors entries kept).
+    """Results from result JSONs and merged documents, in order (errors entries kept). Two
+    results of the same name are refused: the baseline and the report tell models apart by name.
 
     ``report``: the Markdown report to be written. A result whose minimal models sit beside
     its JSON (a bundle's own result.json) gets links into that bundle from the report's folder;
     other results name the models' paths as text (``ModelReport.bundle_dir`` None).
     """
     models: list[ModelReport] = []
-    for path in paths:
+    seen: dict[str, tuple[int, Path]] = {}  # result name -> (argument index, file)
+    duplicates = []
+    for index, path in enumerate(paths):
+        if path in paths[:index]:
+            duplicates.append(f"{path}: given twice")
+            continue
         for doc in load_results(path):
+            name = str(doc["name"])
+            if name in seen:
+                first, other = seen[name]
+                where = "twice in this file" if first == index else f"also in {other}"
+                duplicates.append(f"{path}: result {name!r} is {where}: merge each model once (results are "
+                                  "matched by name, as the baseline does)")
+            seen.setdefault(name, (index, path))
             label = (doc.get("contract") or {}).get("path") or doc["name"]
             model = ModelReport(label, result=result_from_dict(doc))
             if report is not None and _holds_minimal_models(path.parent, doc):
@@ -56,6 +69,8 @@ def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[Mode
                 model.bundle_dir = "" if relative == "." else relative
             models.append(model)
         models += _errors(path)
+    if duplicates:
+        raise GateError(*duplicates)
     return models
 
 
@@ -83,13 +98,15 @@ def _errors(path: Path) -> list[ModelReport]:
     return out
 
 
-def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> None:
-    """Set each gated model's comparison against the results in the baseline file."""
+def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> list[str]:
+    """Set each gated model's comparison against the results in the baseline file; the names
+    of the baseline's models that are not among them."""
     before = load_results(baseline)
     gated = [m for m in models if m.result is not None]
     for m, c in zip(gated, compare_all([m.result.to_dict() for m in gated if m.result], before),
                     strict=True):
         m.comparison = c
+    return absent([m.name for m in gated], before)
 
 
 def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
@@ -109,13 +126,22 @@ def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
     return False
 
 
-def text_lines(models: Sequence[ModelReport], fail_on: str = "errors") -> str:
+def exit_code(models: Sequence[ModelReport], fail_on: str) -> int:
+    """2 when a model could not run (as `check` exits on a contract it cannot gate, whatever
+    ``fail_on``), else 1 when ``should_fail``, else 0."""
+    if any(m.verdict == ERROR for m in models):
+        return EXIT_ERROR
+    return EXIT_FAIL if should_fail(models, fail_on) else EXIT_PASS
+
+
+def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
     """The terminal summary: each model's short text, plus its baseline delta. Under
-    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so."""
+    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
+    ``missing``: baseline models not in this run (``absent_line``)."""
     from npu_gate.render import text
     from npu_gate.render.escape import term
 
-    code = 1 if should_fail(models, fail_on) else 0
+    code = exit_code(models, fail_on)
     out = []
     for m in models:
         if m.result is None:
@@ -133,9 +159,17 @@ def text_lines(models: Sequence[ModelReport], fail_on: str = "errors") -> str:
             regressions = c.regressions
             line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
             out.append(line + "\n")
+    if missing:
+        out.append(absent_line(missing))
     if len(models) > 1 and fail_on != "errors":
         out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
     return "".join(out)
+
+
+def absent_line(missing: Sequence[str]) -> str:
+    from npu_gate.render.escape import term
+
+    return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"
 
 
 def _applied_note(m: ModelReport, fail_on: str) -> str:

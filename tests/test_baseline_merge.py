@@ -203,3 +203,73 @@ def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
     assert should_fail(models, "regressions")
     golden("report_many_models_baseline.md",
            render_report(models, failed=True, fail_on="regressions"))
+
+
+def test_baseline_models_not_in_this_run_are_named(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    """Models match by name: a baseline model that was not gated (removed, or its contract
+    renamed) is named in the terminal and the report, never silently dropped."""
+    conv_json, relu_json = two_results
+    relu = tmp_path / "models" / "relu" / "npu-gate.json"
+    run = run_cli("check", relu, "--baseline", conv_json, "--fail-on", "regressions", "--markdown",
+                  tmp_path / "r.md")
+    assert run.code == 1
+    assert run.out.splitlines()[-2:] == [
+        "  baseline: no result named relu (new model); regressed: 1 new error finding",
+        "npu-gate: in the baseline, not in this run: conv"]
+    assert ("In the baseline, not in this run: <code>conv</code> (models are matched by name: a renamed model "
+            "is listed here under its old name and is new under its new one).\n") in (tmp_path / "r.md").read_text()
+    merged = run_cli("merge", tmp_path / "conv.json", tmp_path / "relu.json", "-q", "--json", tmp_path / "all.json")
+    assert merged.code == 1
+    run = run_cli("merge", relu_json, "--baseline", tmp_path / "all.json", "--markdown", tmp_path / "m.md")
+    assert run.out.endswith("\nnpu-gate: in the baseline, not in this run: conv\n")
+    assert "In the baseline, not in this run: <code>conv</code> " in (tmp_path / "m.md").read_text()
+    # Every baseline model gated: no such line.
+    run = run_cli("check", relu, "--baseline", relu_json, "--markdown", tmp_path / "same.md")
+    assert "not in this run" not in run.out + (tmp_path / "same.md").read_text()
+
+
+def test_merge_of_a_contract_that_could_not_run_exits_2_like_check(
+        tmp_path: Path, two_results: tuple[Path, Path], run_cli: Callable[..., CliRun]) -> None:
+    conv = json.loads(two_results[0].read_text())
+    doc = {"schema_version": "1.0", "kind": "npu-gate-merged", "verdict": "error", "results": [conv],
+           "errors": [{"contract": "models/bad/npu-gate.json", "problems": ["models/bad/npu-gate.json: model: x"]}]}
+    validate_merged(doc)
+    merged = tmp_path / "with-error.json"
+    merged.write_text(json.dumps(doc))
+    for fail_on in ("errors", "regressions", "never"):
+        run = run_cli("merge", merged, "--baseline", two_results[0], "--fail-on", fail_on)
+        assert run.code == 2, fail_on
+        assert "npu-gate: models/bad/npu-gate.json: COULD NOT RUN\n  models/bad/npu-gate.json: model: x\n" in run.out
+        if fail_on != "errors":
+            assert run.out.endswith(f"npu-gate: exit 2 (--fail-on {fail_on})\n")
+
+
+def test_diff_of_a_merged_document_says_what_it_is(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    assert run_cli("merge", *two_results, "-q", "--json", tmp_path / "all.json").code == 1
+    run = run_cli("diff", tmp_path / "all.json", two_results[1])
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {tmp_path / 'all.json'}: a merged document (npu-gate merge, or the action's "
+                       "result-json for several models) holding 2 result(s): conv, relu; diff one model's own result "
+                       "JSON (`npu-gate check --json`; the action writes them to results/NN-NAME.json in its "
+                       "artifacts-dir)\n")
+
+
+def test_merge_refuses_two_results_of_the_same_name(tmp_path: Path, two_results: tuple[Path, Path],
+                                                   run_cli: Callable[..., CliRun]) -> None:
+    conv_json, relu_json = two_results
+    assert run_cli("merge", conv_json, relu_json, "-q", "--json", tmp_path / "all.json").code == 1
+    tail = ": merge each model once (results are matched by name, as the baseline does)"
+    twice = run_cli("merge", conv_json, conv_json)
+    assert (twice.code, twice.out) == (2, "")
+    assert twice.err == f"npu-gate: error: {conv_json}: given twice\n"
+    overlap = run_cli("merge", tmp_path / "all.json", conv_json, "--json", tmp_path / "x.json")
+    assert overlap.code == 2 and not (tmp_path / "x.json").exists()
+    assert overlap.err == f"npu-gate: error: {conv_json}: result 'conv' is also in {tmp_path / 'all.json'}{tail}\n"
+    doc = json.loads((tmp_path / "all.json").read_text())
+    doc["results"][1]["name"] = "conv"
+    (tmp_path / "same.json").write_text(json.dumps(doc))
+    inside = run_cli("merge", tmp_path / "same.json")
+    assert inside.code == 2
+    assert inside.err == f"npu-gate: error: {tmp_path / 'same.json'}: result 'conv' is twice in this file{tail}\n"

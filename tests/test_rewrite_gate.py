@@ -11,7 +11,7 @@ from conftest import validate_result
 
 from npu_gate.contract import load_contract
 from npu_gate.pipeline import check_contract
-from npu_gate.render import markdown
+from npu_gate.render import markdown, text
 from npu_gate.rewrites import REWRITES
 from npu_gate.rewrites.base import Builder, Emitted, GraphView, Match, Rewrite
 
@@ -198,6 +198,10 @@ X = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
     (np.full((2, 3), "abc"), ["array x: dtype <U3 cannot be cast to the contract's float32 (inputs[0].dtype)",
                               "array x: shape [2, 3], expected [N, 1, 4, 6, 6] "
                               "(contract inputs[0].shape [1, 4, 6, 6], sample k in row k)"]),
+    (np.where(np.arange(288).reshape(2, 1, 4, 6, 6) % 3 == 0, np.nan, 0.0),
+     ["array x: 96 of 288 values are not finite as float32 (96 NaN, 0 infinite); samples must be finite"]),
+    (np.array([np.inf, -np.inf, 1e300, 0.5] * 36).reshape(1, 1, 4, 6, 6),
+     ["array x: 108 of 144 values are not finite as float32 (0 NaN, 108 infinite); samples must be finite"]),
 ])
 def test_samples_file_that_does_not_fit_the_inputs_stops_before_the_model(tmp_path, run_cli, array, problems):
     lines = _bad_samples_run(tmp_path, run_cli, [X], {"x": array})
@@ -380,6 +384,7 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     model = zoo.hardswish_by_hand()
     model.graph.node[0].input[1] = "conv1_w"  # same shapes, different weights: a wrong replacement
     model.graph.node[0].input[2] = "conv1_b"
+    model.graph.node[-1].output[0] = model.graph.output[0].name = "out"  # paired by position
     (tmp_path / "wrong.onnx").write_bytes(model.SerializeToString())
     good = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "mine.onnx"}))
     r = good.replacement
@@ -388,15 +393,49 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     assert [(v["where"], v["passed"]) for v in r["verification"]] == [("y", True)]
     assert "cpu_reference_replacement_s" in good.timings
     assert "### Replacement model" in markdown.render(good)
+    err = r["verification"][0]["max_abs_err"]
+    assert f"  replacement mine.onnx: verified, max abs err {err:.3g}; cpu nodes 1 → 0, npu partitions 2 → 1 " \
+           "(model → replacement)\n" in text.render(good)
     bad = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "wrong.onnx"}))
-    assert [v["passed"] for v in bad.replacement["verification"]] == [False]
-    assert [f.message.split(":")[0] for f in bad.findings if f.rule == "rewrite-mismatch"] == [
-        "replacement at output y"]
+    [v] = bad.replacement["verification"]
+    assert v["passed"] is False and v["max_abs_err"] > 0.01
+    assert [f.message for f in bad.findings if f.rule == "rewrite-mismatch"] == [
+        f"replacement at output y: max abs error {v['max_abs_err']:.3g}, max rel error {v['max_rel_err']:.3g} "
+        "(atol 0.0001, rtol 0.001); compared with replacement output out"]
+    assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
 
 
 def test_replacement_file_must_exist(tmp_path, run_cli):
     run = run_cli("check", contract(tmp_path, zoo.hardswish(), replacement={"onnx": "nope.onnx"}))
     assert run.code == 2 and "replacement.onnx: file 'nope.onnx' not found" in run.err
+
+
+def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_model(tmp_path, run_cli):
+    other = zoo.hardswish_by_hand()
+    other.graph.input[0].name = "images"
+    other.graph.node[0].input[0] = "images"
+    (tmp_path / "other.onnx").write_bytes(other.SerializeToString())
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "other.onnx"})
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")  # never read: the replacement stops the run first
+    run = run_cli("check", path, "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: replacement.onnx: other.onnx has input(s) images, the contract has x"]
+
+
+@pytest.mark.parametrize(("callable_", "problem"), [
+    ("nomod:agreement", "cannot import 'nomod': No module named 'nomod'"),
+    ("task_metric:nope", "'task_metric' has no callable 'nope'"),
+    ("task_metric:METRIC_NAME", "'task_metric' has no callable 'METRIC_NAME'"),
+])
+def test_metric_that_cannot_be_imported_stops_before_the_model(tmp_path, run_cli, callable_, problem):
+    (tmp_path / "task_metric.py").write_text(METRIC + "METRIC_NAME = 'not callable'\n")
+    path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                    metric={"callable": callable_})
+    (tmp_path / "model.onnx").write_bytes(b"not onnx")
+    run = run_cli("check", path, "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [f"npu-gate: error: {path}: metric.callable: {problem}"]
 
 
 HS_NET = '''
@@ -444,6 +483,25 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
     assert r["verification"][0]["max_abs_err"] < 1e-5
 
 
+@pytest.mark.torch
+def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    import shutil
+
+    from conftest import REPO
+
+    for name in ("seed_net.py", "npu-gate.json"):
+        shutil.copy(REPO / "examples" / "seed-hardswish" / name, tmp_path / name)
+    (tmp_path / "hs_net.py").write_text(HS_NET)
+    doc = json.loads((tmp_path / "npu-gate.json").read_text())
+    doc["replacement"] = {"torch": {"factory": "hs_net:nope", "exporter": "torchscript", "opset": 17}}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    run = run_cli("check", tmp_path / "npu-gate.json", "--no-cache")
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {tmp_path / 'npu-gate.json'}: replacement.torch.factory: 'hs_net' has no callable 'nope'"]
+
+
 def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
     waiver = {"rule": "unsupported-op", "op_type": "HardSwish", "reason": "ships on CPU in v1"}
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, waivers=[waiver]))
@@ -462,6 +520,27 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert row["constraints"] == ["hswish-rank"]
     assert row["strategy"] == "rewrite: decompose-hardswish (suggested, not applied)"
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
+
+
+@pytest.mark.parametrize("decide", ["prediction", "measured"])
+def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
+    """The fake compiler runs HardSwish on the NPU: when its placement decides, the predicted
+    fallback is neither "leave on CPU" nor a rewrite suggestion."""
+    probe = {"compiler": "fake", "target": "fake1", "decide": decide}
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE,
+                            target={"profile": "profile.json", "probe": probe}))
+    [row] = result.review
+    if decide == "prediction":
+        assert [s["rewrite"] for s in result.suggestions] == ["decompose-hardswish"]
+        assert (row["placement"], row["strategy"]) == ("cpu", "rewrite: decompose-hardswish (suggested, not applied)")
+        assert "  suggestion: rewrite decompose-hardswish at hswish (verified; see the report)" in text.render(result)
+    else:
+        assert result.suggestions == [] and "suggestions" not in result.stages
+        assert (row["node"], row["placement"], row["strategy"], row["rewrite"]) == (
+            "hswish", "cpu predicted, measured npu", "none needed: measured on the NPU", None)
+        assert "suggestion" not in text.render(result)
+        assert "| cpu predicted, measured npu | op HardSwish not in profile test-npu | none needed: measured on the " \
+               "NPU |" in " ".join(markdown.render(result).split())
 
 
 @pytest.mark.torch

@@ -6,6 +6,7 @@ The per-model body is ``markdown.render`` unchanged; this module only adds aroun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,12 +116,16 @@ def render_model(m: ModelReport) -> str:
 
 
 def render_report(models: list[ModelReport], *, failed: bool | None = None,
-                  fail_on: str = "errors") -> str:
-    """One model: its report. Several: a combined verdict, an overview, a section per model."""
+                  fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
+    """One model: its report. Several: a combined verdict, an overview, a section per model.
+    ``missing``: baseline models not in this run, named up front."""
     note = ""
     if failed is not None and fail_on != "errors":
         outcome = "fails" if failed else "passes"
         note = f"With `fail-on: {md(fail_on)}` this check **{outcome}**.\n\n"
+    if missing:
+        note += (f"In the baseline, not in this run: {', '.join(md_code(n) for n in missing)} (models are matched "
+                 "by name: a renamed model is listed here under its old name and is new under its new one).\n\n")
     if len(models) == 1:
         return note + render_model(models[0])
     verdict = combined_verdict(models)

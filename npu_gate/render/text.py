@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from npu_gate.render.escape import term
 from npu_gate.result import Finding, GateResult
 
@@ -60,11 +62,9 @@ def render(result: GateResult, headline_note: str = "") -> str:
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
         lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {err}, atol {c['atol']:g})")
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front
-        worst = max((v["max_abs_err"] or 0.0 for v in r["verification"]), default=None)
-        proof = ("not verified" if not r["verification"] else
-                 f"{'verified' if all(v['passed'] for v in r['verification']) else 'MISMATCH'}, "
-                 f"max abs err {worst:.3g}")
-        lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {proof}")
+        lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {_proof(r['verification'])}")
+    if result.replacement is not None:
+        lines.append(_replacement_line(result))
     for sug in result.suggestions:
         lines.append(f"  suggestion: rewrite {sug['rewrite']} at {term(sug['node'])} (verified; see the report)")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
@@ -77,6 +77,40 @@ def render(result: GateResult, headline_note: str = "") -> str:
     if waived:
         lines.append(f"  {waived} finding(s) waived")
     return "\n".join(lines) + "\n"
+
+
+def _proof(checks: list[dict[str, Any]]) -> str:
+    """``verified, max abs err E`` or ``MISMATCH, max abs err E`` (the problems of failed
+    checks that have no error figure, e.g. non-finite values, in parentheses)."""
+    if not checks:
+        return "not verified"
+    worst = max((v["max_abs_err"] for v in checks if v["max_abs_err"] is not None), default=None)
+    err = "" if worst is None else f", max abs err {worst:.3g}"
+    if all(v["passed"] for v in checks):
+        return f"verified{err}"
+    problems = sorted({v["problem"] for v in checks if not v["passed"] and v["max_abs_err"] is None
+                       and v.get("problem")})
+    return f"MISMATCH{err}" + (f" ({'; '.join(problems)})" if problems else "")
+
+
+def _replacement_line(result: GateResult) -> str:
+    r = result.replacement or {}
+    model = r.get("model", {})
+    name = term(model.get("path") if model.get("source") == "onnx" else model.get("factory"))
+    stage = result.stages.get("replacement", {})
+    if stage.get("status") == "failed":
+        return f"  replacement {name}: FAILED ({term(stage.get('reason'))})"
+    proof = _proof(r.get("verification", [])) if r.get("verification") else stage.get("reason", "not verified")
+    line = f"  replacement {name}: {proof}"
+    before, after = r.get("before"), r.get("after")
+    if before and after:
+        line += (f"; cpu nodes {_count(before['cpu_nodes'])} → {_count(after['cpu_nodes'])}, npu partitions "
+                 f"{_count(before['npu_partitions'])} → {_count(after['npu_partitions'])} (model → replacement)")
+    return line
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else str(value)
 
 
 def top_reasons(active: list[Finding]) -> list[Finding]:

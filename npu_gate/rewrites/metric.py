@@ -7,7 +7,6 @@ inputs. Each value is judged against ``threshold[name]`` = ``{"min": a, "max": b
 
 from __future__ import annotations
 
-import importlib
 import math
 import sys
 from pathlib import Path
@@ -16,19 +15,21 @@ from typing import Any
 import numpy as np
 
 from npu_gate.contract import Metric
+from npu_gate.user_code import import_callable
 
 
 def evaluate(
     metric: Metric, folder: Path, reference: list[dict[str, np.ndarray]],
     candidate: list[dict[str, np.ndarray]], samples: list[dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """{callable, values, checks, passed, error?}; never raises for the user's code."""
+    """{callable, values, checks, passed, error?}. What the metric raises or returns wrong is
+    ``error``; a metric that cannot be imported is bad input (checked before any model work,
+    see ``Rewriting``) and raises ModelError."""
     out: dict[str, Any] = {"callable": metric.callable, "values": {}, "checks": [], "passed": False}
-    module_name, attr = metric.callable.split(":")
+    fn = import_callable(metric.callable, folder, "metric.callable")
     added = str(folder.resolve())
-    sys.path.insert(0, added)
+    sys.path.insert(0, added)  # the metric may import its folder's modules when it runs
     try:
-        fn = getattr(importlib.import_module(module_name), attr)
         values = fn(reference, candidate, samples)
         if not isinstance(values, dict):
             raise TypeError(f"returned {type(values).__name__}, not a dict of name -> number")

@@ -39,7 +39,7 @@ def load(contract: Contract, spec: Replacement) -> Loaded:
 
     as_model = dataclasses.replace(contract, torch=spec.torch, onnx_path=None)
     info = {"source": "torch", "factory": spec.torch.factory, "exporter": spec.torch.exporter, "sha256": None}
-    module = exporter.build_module(as_model)
+    module = exporter.build_module(as_model, "replacement.torch")
     with tempfile.TemporaryDirectory(prefix="npu-gate-replacement-") as work:
         outcome = exporter.export(as_model, module, Path(work))
         if outcome.error or outcome.onnx_path is None:

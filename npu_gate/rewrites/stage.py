@@ -83,6 +83,7 @@ class Rewriting:
         self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
         samples_file = contract.numerics.samples_file
         self.file_rows = _read_npz(samples_file, contract.inputs) if samples_file is not None else []
+        _check_user_code(contract)
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
@@ -194,10 +195,8 @@ class Rewriting:
         for c in checks:
             if not c.passed:
                 where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
-                detail = c.problem or (f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
-                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
                 who = c.rewrite or ", ".join(check["applied"])
-                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {detail}",
+                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
                                                 node=c.node if c.kind == "region" else None))
         before_nodes = _by_output(before.nodes)
         after_nodes = _by_output(result.nodes)
@@ -251,9 +250,7 @@ class Rewriting:
         entry["verification"] = [c.to_dict() for c in checks]
         for c in checks:
             if not c.passed:
-                detail = c.problem or (f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} "
-                                       f"(atol {c.atol:g}, rtol {c.rtol:g})")
-                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {detail}"))
+                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {_mismatch(c)}"))
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 
@@ -266,7 +263,9 @@ class Rewriting:
         """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
         emitted nodes stay on CPU, the matches that do not; if numerics fail, each alone."""
         assert self.checked is not None
-        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes if n.placement == "cpu" and n.outputs}
+        on_npu = measured_on_npu(result)  # decide = measured: the compiler ran these, nothing to fix
+        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes
+               if n.placement == "cpu" and n.outputs and n.name not in on_npu}
         if not cpu:
             return  # nothing falls back: no suggestions section at all
         self._base = summary(result)
@@ -384,6 +383,7 @@ class Rewriting:
         for sug in result.suggestions:
             for node in sug["fixes"]:
                 suggested.setdefault(node, sug)
+        on_npu = measured_on_npu(result)
         for n in result.nodes:
             if n.placement != "cpu":
                 continue
@@ -392,9 +392,15 @@ class Rewriting:
             reason = "; ".join(n.reasons)
             s = suggested.get(n.name)
             waived = [f for f in mine if f.waived]
+            placement = "cpu"
+            # The compiler's placement decides (decide = measured) and it ran the node on the
+            # NPU: the prediction was wrong, there is nothing to leave on CPU or to rewrite.
             # A waiver is the team's recorded decision, so it wins over a suggestion (which
             # stays listed under Suggested rewrites).
-            if mine and len(waived) == len(mine):
+            if n.name in on_npu:
+                placement = f"cpu predicted, measured {on_npu[n.name]}"
+                strategy = "none needed: measured on the NPU"
+            elif mine and len(waived) == len(mine):
                 strategy = f"waiver: {waived[0].waiver_reason}"
             elif s is not None:
                 strategy = f"rewrite: {s['rewrite']} (suggested, not applied)"
@@ -405,7 +411,7 @@ class Rewriting:
             suggestion = s if strategy.startswith("rewrite") else None
             worst = None if suggestion is None else max(suggestion["verification"],
                                                         key=lambda v: v["max_abs_err"] or 0.0)
-            row = self._row(result, n.name, n.op_type, n.partition, placement="cpu", reason=reason,
+            row = self._row(result, n.name, n.op_type, n.partition, placement=placement, reason=reason,
                             constraints=constraints, strategy=strategy,
                             rewrite=None if suggestion is None else suggestion["rewrite"], verification=worst,
                             cpu=["cpu_reference_s"] + ([suggestion["timing"]] if suggestion else []))
@@ -437,6 +443,16 @@ class Rewriting:
         }
 
 
+def measured_on_npu(result: GateResult) -> dict[str, str]:
+    """Nodes the compiler ran on the NPU when its placement decides (``target.probe.decide``
+    measured and the build succeeded): name -> ``npu`` or ``npu (as OP)``. Empty otherwise."""
+    if "measured" not in result.summary:
+        return {}
+    nodes = result.stages.get("probe", {}).get("nodes", [])
+    return {n["name"]: "npu" + (f" (as {n['became']})" if n.get("became") else "")
+            for n in nodes if n.get("runs_on") == "npu"}
+
+
 def _better(base: dict[str, Any], after: dict[str, Any]) -> bool:
     fewer_cpu = after["cpu_nodes"] < base["cpu_nodes"] and _parts(after) <= _parts(base)
     fewer_parts = _parts(after) < _parts(base) and after["cpu_nodes"] <= base["cpu_nodes"]
@@ -449,6 +465,13 @@ def _parts(s: dict[str, Any]) -> int:
 
 def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
+
+
+def _mismatch(c: Check) -> str:
+    """A failed check's numbers against its tolerance, then its problem (if any)."""
+    numbers = None if c.max_abs_err is None else (
+        f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} (atol {c.atol:g}, rtol {c.rtol:g})")
+    return "; ".join(part for part in (numbers, c.problem) if part)
 
 
 def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
@@ -474,6 +497,30 @@ def _metric_message(metric: dict[str, Any]) -> str:
     bad = [c for c in metric["checks"] if not c["passed"]]
     return "task metric: " + "; ".join(
         f"{c['name']} = {c['value']} (min {c['min']}, max {c['max']})" for c in bad)
+
+
+def _check_user_code(contract: Contract) -> None:
+    """What the contract's replacement and metric name must be usable before any model work:
+    the metric and a torch replacement's factory import from the contract folder, a
+    replacement ONNX file takes exactly the contract's inputs (the samples are fed by name).
+    What the user's code raises when it runs stays a finding."""
+    from npu_gate.model_file import load_onnx
+    from npu_gate.user_code import import_callable
+
+    if contract.metric is not None:
+        import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
+    spec = contract.replacement
+    if spec is not None and spec.torch is not None:
+        import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
+    if spec is not None and spec.onnx_path is not None:
+        label = f"{contract.path}: replacement.onnx"
+        model, _ = load_onnx(spec.onnx_path, f"{label}: {spec.onnx_ref}", weights=False)
+        wanted = [i.name for i in contract.inputs]
+        weights = {t.name for t in model.graph.initializer}
+        found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
+        if sorted(found) != sorted(wanted):
+            raise ContractError(f"{label}: {spec.onnx_ref} has input(s) {', '.join(found) or 'none'}, "
+                                f"the contract has {', '.join(wanted)}")
 
 
 def _read_npz(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
@@ -506,6 +553,16 @@ def _array_problems(where: str, array: np.ndarray, spec: InputSpec, index: int) 
     if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
         problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
                         f"(inputs[{index}].dtype)")
+    elif np.issubdtype(np.dtype(spec.dtype), np.floating):
+        # NaN or infinity (also a float64 value beyond float16's range) would make every
+        # comparison on that sample meaningless: refuse them rather than report "error 0".
+        with np.errstate(over="ignore"):
+            values = array.astype(spec.dtype, copy=False)
+        bad = int(np.count_nonzero(~np.isfinite(values)))
+        if bad:
+            nan = int(np.count_nonzero(np.isnan(values)))
+            problems.append(f"{where}: {bad} of {values.size} values are not finite as {spec.dtype} "
+                            f"({nan} NaN, {bad - nan} infinite); samples must be finite")
     shape, expected = list(array.shape), list(spec.shape)
     contract_shape = f"contract inputs[{index}].shape {expected}"
     stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k

@@ -1,0 +1,45 @@
+"""Import the user's own code named in a contract as ``module:function`` (a torch factory,
+a task metric), with the contract folder first on sys.path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ModelError
+
+
+def import_callable(spec: str, folder: Path, label: str) -> Callable[..., Any]:
+    """The callable ``spec`` (``module:function``) names, imported from ``folder``; a module
+    that cannot be imported or has no such callable is a ModelError naming ``label``."""
+    module_name, attr = spec.split(":")
+    top = module_name.split(".")[0]
+    folder = folder.resolve()
+    # A module of the same name imported from another contract's folder must not be reused.
+    for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+        file = getattr(sys.modules[name], "__file__", None) or ""
+        if not Path(file).resolve().is_relative_to(folder):
+            del sys.modules[name]
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(f"{label}: cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:
+        raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}") from None
+    finally:
+        if sys.path and sys.path[0] == str(folder):
+            sys.path.pop(0)
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")
+    return found
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
