@@ -26,7 +26,8 @@ from typing import Any
 
 from npu_gate.github import workflow
 from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
-from npu_gate.github.comment import DEFAULT_AUTHOR, comment_body, fit, upsert
+from npu_gate.github.comment import DEFAULT_AUTHOR, close_open_blocks, comment_body, fit, strip_markers, upsert
+from npu_gate.github.untrusted import neutralise
 
 COMMENT_MODES = ("always", "on-change", "on-failure", "never")
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")
@@ -298,7 +299,12 @@ def _int(value: Any) -> int | None:
 
 
 def comment(env: Mapping[str, str] | None = None, out: Any = None) -> int:
-    """Post comment.md as the sticky comment. Always exits 0: commenting is best effort."""
+    """Post comment.md as the sticky comment. Always exits 0: commenting is best effort.
+
+    ``COMMENT_FILE`` (the ``comment-file`` input) is an untrusted artifact: its mentions,
+    references, links, images and HTML are neutralised. ``REPORT_FILE`` is this job's own
+    gate step's comment.md, posted as written.
+    """
     env = dict(os.environ if env is None else env)
     stream = out or sys.stdout
     mode = _env(env, "COMMENT", "always")
@@ -306,7 +312,8 @@ def comment(env: Mapping[str, str] | None = None, out: Any = None) -> int:
         return 0
     if mode not in COMMENT_MODES:
         mode = "always"
-    file = _env(env, "COMMENT_FILE")
+    untrusted = _env(env, "COMMENT_FILE")
+    file = untrusted or _env(env, "REPORT_FILE")
     if not file:
         workflow.warning("npu-gate: no comment file; PR comment skipped", stream)
         return 0
@@ -324,8 +331,10 @@ def comment(env: Mapping[str, str] | None = None, out: Any = None) -> int:
               or (mode == "on-failure" and (state.get("failed") or state.get("verdict") != "pass"))
               or (mode == "on-change" and state.get("changed", True)))
     try:
-        body = comment_body(path.read_text(encoding="utf-8"), _env(env, "COMMENT_ID"),
-                            where=_where(env))
+        text = path.read_text(encoding="utf-8")
+        if untrusted:
+            text = close_open_blocks(neutralise(strip_markers(text)).rstrip("\n"))
+        body = comment_body(text, _env(env, "COMMENT_ID"), where=_where(env))
         client = GitHubClient(token, env.get("GITHUB_REPOSITORY", ""),
                               env.get("GITHUB_API_URL") or DEFAULT_API_URL)
         _check_workflow_run(client, number, env)

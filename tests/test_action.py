@@ -51,7 +51,8 @@ class Runner:
 
     def comment(self, fake: FakeGitHub, token: str = WRITE_TOKEN, **inputs: str
                 ) -> tuple[dict[str, str], str]:
-        env = self.env(comment_file=str(self.root / "npu-gate-out" / "comment.md"), **inputs)
+        inputs.setdefault("report_file", str(self.root / "npu-gate-out" / "comment.md"))
+        env = self.env(**inputs)
         env |= {"GITHUB_API_URL": fake.url, "NPU_GATE_GITHUB_TOKEN": token}
         out = io.StringIO()
         assert action.comment(env, out) == 0
@@ -365,3 +366,27 @@ def test_the_comment_step_imports_only_the_standard_library(tmp_path: Path) -> N
                           text=True, env={"PYTHONPATH": str(repo), "PATH": os.environ["PATH"]},
                           check=True)
     assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_comment_file_is_untrusted_and_neutralised(runner: Runner, fake: FakeGitHub) -> None:
+    """Comment-only mode: the fork wrote comment.md; its text is posted, its links and mentions are not."""
+    art = runner.root / "art"
+    art.mkdir()
+    (art / "comment.md").write_text("# hi @octocat\n[x](https://evil.example) <img src=x>\n<details>\n"
+                                    "<!-- npu-gate:report id=other -->\n", encoding="utf-8")
+    (art / "state.json").write_text(json.dumps({"pr_number": PR}), encoding="utf-8")
+    posted, _ = runner.comment(fake, comment_file=str(art / "comment.md"), report_file="")
+    assert posted["comment-action"] == "created"
+    assert fake.comments[PR][0]["body"] == (
+        "# hi @\u2060octocat\n[x]\u2060(https:\u2060//evil.example) <\u2060img src=x>\n<details>\n"
+        "</details>\n\n<!-- npu-gate:report id=default -->\n")
+
+
+def test_the_gate_steps_own_comment_is_posted_as_written(runner: Runner, fake: FakeGitHub) -> None:
+    add_contract(runner.root, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    runner.gate(contracts="models/relu/npu-gate.json")
+    art = runner.root / "npu-gate-out"
+    (art / "comment.md").write_text("see [the docs](https://example.org)\n", encoding="utf-8")
+    runner.comment(fake)
+    assert fake.comments[PR][0]["body"] == (
+        "see [the docs](https://example.org)\n\n<!-- npu-gate:report id=default -->\n")
