@@ -53,18 +53,22 @@ def _where(env: Mapping[str, str]) -> str:
 
 # ---------------------------------------------------------------- gate step
 
-def find_contracts(spec: str) -> tuple[list[Path], list[str]]:
-    """Paths for the ``contracts`` input: paths or globs, separated by newlines or spaces."""
+def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
+    """Paths for the ``contracts`` input: paths or globs, separated by newlines or spaces.
+
+    Problems are keyed by what failed: a glob that matches nothing, or a path (given, or a
+    glob's match) that is no contract file or folder holding one.
+    """
     from npu_gate.contract import find_contract
     from npu_gate.errors import GateError
 
     paths: list[Path] = []
-    problems: list[str] = []
+    problems: dict[str, list[str]] = {}
     for pattern in spec.split():
         if _is_glob(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
             if not matches:
-                problems.append(f"contracts: no file matches {pattern!r}")
+                problems.setdefault(pattern, []).append(f"contracts: no file matches {pattern!r}")
             candidates = [Path(m) for m in matches]
         else:
             candidates = [Path(pattern)]
@@ -72,7 +76,7 @@ def find_contracts(spec: str) -> tuple[list[Path], list[str]]:
             try:
                 path = find_contract(str(c))
             except GateError as exc:
-                problems += exc.problems
+                problems.setdefault(str(c), []).extend(exc.problems)
                 continue
             if path not in paths:
                 paths.append(path)
@@ -114,12 +118,13 @@ def merge_models(spec: str) -> list[Any]:
         magic = _is_glob(pattern)
         matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
         if not matches:
-            models.append(ModelReport(pattern, problems=[f"merge: no file matches {pattern!r}"]))
+            models.append(ModelReport(pattern, problems=[f"merge: no file matches {pattern!r}"],
+                                      input_problem=True))
         for match in matches:
             try:
                 models += load_reports([Path(match)])
             except GateError as exc:
-                models.append(ModelReport(match, problems=exc.problems))
+                models.append(ModelReport(match, problems=exc.problems, input_problem=True))
     return models
 
 
@@ -220,8 +225,8 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     else:
         paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
         models = gate_models(paths, _env(env, "PROFILE"))
-        models += [ModelReport(_env(env, "CONTRACTS", "npu-gate.json"), problems=[p])
-                   for p in problems]
+        models += [ModelReport(name, problems=found, input_problem=True)
+                   for name, found in problems.items()]
     if baseline is not None:
         try:
             attach_baseline(models, baseline)
@@ -276,6 +281,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
         "npu-partitions": str(totals["npu_partitions"]),
         "new-findings": str(sum(len(c.new) for c in compared)) if compared else "",
         "artifacts-dir": str(artifacts),
+        "fail-on": fail_on,
     }, env)
     return 0
 

@@ -95,7 +95,7 @@ def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Ru
         "verdict": "fail", "failed": "true", "changed": "true",
         "result-json": str(art / "result.json"), "report-md": str(art / "report.md"),
         "comment-md": str(art / "comment.md"), "cpu-nodes": "1", "npu-partitions": "1",
-        "new-findings": "", "artifacts-dir": str(art),
+        "new-findings": "", "artifacts-dir": str(art), "fail-on": "errors",
     }
     result = json.loads((art / "result.json").read_text())
     validate_result(result)
@@ -248,7 +248,7 @@ def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
     assert merged["errors"] == [{"contract": "legs/junk.json", "problems": [
         "legs/junk.json: not an npu-gate result (run `npu-gate check --json`)"]}]
     report = (runner.root / "npu-gate-out" / "report.md").read_text()
-    assert report.startswith("# ⚠️ npu-gate: **ERROR** · 3 models\n")
+    assert report.startswith("# ⚠️ npu-gate: **ERROR** · 2 models, 1 input problem\n")
     assert "## ✅ npu-gate: **PASS** · a" in report
     assert "## ❌ npu-gate: **FAIL** · b" in report
     # results from other jobs carry no workspace path: annotations name no file
@@ -270,6 +270,27 @@ def test_working_directory_resolves_contracts_and_model_code(runner: Runner) -> 
     out, _ = runner.gate(working_directory="models/m", contracts="npu-gate.json")
     assert out["verdict"] == "pass"
     assert out["result-json"] == str(runner.root / "npu-gate-out" / "result.json")
+
+
+def test_each_failing_contracts_pattern_is_one_entry_not_a_model(runner: Runner) -> None:
+    add_contract(runner.root, "conv", conv_only(), [1, 3, 8, 8])
+    out, log = runner.gate(contracts="models/*/npu-gate.json\nmodels/nomatch*/npu-gate.json models/missing",
+                           fail_on="bogus")
+    assert out["verdict"] == "error"
+    assert out["fail-on"] == "errors"
+    assert "::warning::fail-on 'bogus' is not one of errors, regressions, never; using errors" in log
+    merged = json.loads((runner.root / "npu-gate-out" / "result.json").read_text())
+    validate_merged(merged)
+    assert [r["name"] for r in merged["results"]] == ["conv"]
+    assert merged["errors"] == [
+        {"contract": "models/nomatch*/npu-gate.json",
+         "problems": ["contracts: no file matches 'models/nomatch*/npu-gate.json'"]},
+        {"contract": "models/missing", "problems": [merged["errors"][1]["problems"][0]]}]
+    assert merged["errors"][1]["problems"][0].startswith("models/missing")
+    report = (runner.root / "npu-gate-out" / "report.md").read_text()
+    assert report.startswith("# ⚠️ npu-gate: **ERROR** · 1 model, 2 input problems\n")
+    assert "## ⚠️ npu-gate: **COULD NOT RUN** · models/nomatch&#42;/npu-gate.json\n" in report
+    assert "## ⚠️ npu-gate: **COULD NOT RUN** · models/missing\n" in report
 
 
 def test_no_matching_contract_is_an_error(runner: Runner) -> None:

@@ -86,6 +86,14 @@ def test_failing_gate_reports_comments_then_fails_last(tmp_path: Path, fake: Fak
     assert [c["user"]["login"] for c in fake.comments[PR]] == [BOT]
 
 
+def test_the_last_step_names_the_fail_on_value_used(tmp_path: Path, fake: FakeGitHub) -> None:
+    add_contract(tmp_path, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    run = _run(tmp_path, fake, contracts="models/relu", comment="never", **{"fail-on": "bogus"})
+    assert run.failed
+    assert run.step("Apply the verdict").stdout == (
+        "::error::npu-gate: verdict fail (fail-on: errors); the report is in the job summary\n")
+
+
 def test_passing_gate_and_read_only_token(tmp_path: Path, fake: FakeGitHub) -> None:
     add_contract(tmp_path, "conv", conv_only(), [1, 3, 8, 8])
     run = _run(tmp_path, fake, token=READ_TOKEN, contracts="models/*/npu-gate.json")

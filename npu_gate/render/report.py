@@ -30,6 +30,9 @@ class ModelReport:
     problems: list[str] = field(default_factory=list)
     comparison: Comparison | None = None
     file: str | None = None  # the contract file, when this run gated it (for annotations)
+    # a pattern of the action's contracts/merge input that named no contract: listed with its
+    # problems, but not counted as a model
+    input_problem: bool = False
     # its evidence bundle relative to the report's folder; None: not known (markdown.render)
     bundle_dir: str | None = None
 
@@ -142,6 +145,10 @@ def render_report(models: list[ModelReport], *, failed: bool | None = None,
     overview = tabulate(rows, headers=["model", "verdict", "CPU nodes", "NPU partitions",
                                        "boundary bytes", "new findings"],
                         tablefmt="github", disable_numparse=True)
-    head = (f"# {icon} npu-gate: **{verdict.upper()}** · {len(models)} models\n\n{note}"
+    problems = sum(1 for m in models if m.input_problem)
+    counted = f"{len(models) - problems} model{'s' if len(models) - problems != 1 else ''}"
+    if problems:
+        counted += f", {problems} input problem{'s' if problems != 1 else ''}"
+    head = (f"# {icon} npu-gate: **{verdict.upper()}** · {counted}\n\n{note}"
             f"{overview}\n")
     return head + "\n" + "\n".join(render_model(m) for m in models)
