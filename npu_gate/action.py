@@ -26,7 +26,15 @@ from typing import Any
 
 from npu_gate.github import workflow
 from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
-from npu_gate.github.comment import DEFAULT_AUTHOR, close_open_blocks, comment_body, fit, strip_markers, upsert
+from npu_gate.github.comment import (
+    DEFAULT_AUTHOR,
+    close_open_blocks,
+    comment_body,
+    fit,
+    strip_markers,
+    upsert,
+    without_timings,
+)
 from npu_gate.github.untrusted import neutralise
 
 COMMENT_MODES = ("always", "on-change", "on-failure", "never")
@@ -256,7 +264,8 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     report_md = artifacts / "report.md"
     report_md.write_text(report, encoding="utf-8")
     comment_md = artifacts / "comment.md"
-    comment_md.write_text(comment_body(report, comment_id, where=_where(env)), encoding="utf-8")
+    comment_md.write_text(comment_body(without_timings(report), comment_id, where=_where(env)),
+                          encoding="utf-8")
     changed = any(m.comparison is None or m.comparison.changed for m in models)
     pr = _pr_number(env)
     state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr}

@@ -104,7 +104,10 @@ def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Ru
     assert report.startswith("## ❌ npu-gate: **FAIL** · relu\n")
     assert runner.summary.read_text() == report
     comment = (art / "comment.md").read_text()
-    assert comment == report.rstrip("\n") + "\n\n<!-- npu-gate:report id=default -->\n"
+    assert "| load_s " in report
+    assert comment == report.partition("### Timings")[0] + (
+        "### Timings\n\nIn the job summary and `report.md`: they change on every run, so the comment "
+        "leaves them out.\n\n<!-- npu-gate:report id=default -->\n")
     assert ("::error file=models/relu/npu-gate.json,title=npu-gate error::relu: unsupported-op "
             "[relu0]: op Relu not in profile demo\n") in log
     assert json.loads((art / "state.json").read_text()) == {
@@ -139,6 +142,16 @@ def test_comment_created_then_updated(runner: Runner, fake: FakeGitHub) -> None:
     assert fake.comments[PR][0]["body"] == "LGTM"
     assert ours[0]["body"].startswith("## ❌ npu-gate: **FAIL** · relu")
     assert ours[0]["body"].endswith("<!-- npu-gate:report id=default -->\n")
+
+
+def test_an_unchanged_result_does_not_edit_the_comment(runner: Runner, fake: FakeGitHub) -> None:
+    add_contract(runner.root, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    runner.gate(contracts="models/relu/npu-gate.json")
+    runner.comment(fake)
+    runner.gate(contracts="models/relu/npu-gate.json")
+    second, _ = runner.comment(fake)
+    assert second["comment-action"] == "unchanged"
+    assert [method for method, _ in fake.calls] == ["GET", "POST", "GET"]
 
 
 def test_read_only_token_is_a_warning_and_never_printed(runner: Runner, fake: FakeGitHub) -> None:

@@ -32,6 +32,8 @@ DROP_ORDER = {
     "Findings": 5,
 }
 _RESERVE = 600  # room for the truncation note and closing tags
+TIMINGS_NOTE = ("### Timings\n\nIn the job summary and `report.md`: they change on every run, "
+                "so the comment leaves them out.\n\n")
 
 
 def marker(comment_id: str = "") -> str:
@@ -73,6 +75,12 @@ def _sections(markdown: str) -> list[_Section]:
             sections.append(_Section(title if droppable else None, ""))
         sections[-1].text += line
     return sections
+
+
+def without_timings(markdown: str) -> str:
+    """The report with each "### Timings" section replaced by a line saying where it is: the
+    timings change on every run, and the comment must not (an unchanged result is not re-posted)."""
+    return "".join(TIMINGS_NOTE if s.title == "Timings" else s.text for s in _sections(markdown))
 
 
 def close_open_blocks(text: str) -> str:
