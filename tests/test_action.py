@@ -179,6 +179,25 @@ def test_comment_modes(runner: Runner, fake: FakeGitHub, mode: str, verdict_mode
     assert fake.calls == ([] if mode == "never" else fake.calls)
 
 
+def test_never_leaves_an_existing_comment_as_it_is(runner: Runner, fake: FakeGitHub) -> None:
+    """Documented: `never` makes no API call (matrix legs must not overwrite the merged comment)."""
+    fake.add_comment(PR, "OLD FAIL REPORT <!-- npu-gate:report id=default -->", BOT)
+    add_contract(runner.root, "conv", conv_only(), [1, 3, 8, 8])
+    runner.gate(contracts="models/conv/npu-gate.json", comment="never")
+    posted, _ = runner.comment(fake, comment="never")
+    assert posted == {}
+    assert fake.calls == []
+    assert [c["body"] for c in fake.comments[PR]] == ["OLD FAIL REPORT <!-- npu-gate:report id=default -->"]
+
+
+def test_on_change_without_a_baseline_acts_like_always(runner: Runner, fake: FakeGitHub) -> None:
+    add_contract(runner.root, "conv", conv_only(), [1, 3, 8, 8])
+    out, _ = runner.gate(contracts="models/conv/npu-gate.json", comment="on-change")
+    assert out["changed"] == "true"
+    posted, _ = runner.comment(fake, comment="on-change")
+    assert posted["comment-action"] == "created"
+
+
 def test_on_change_creates_only_when_the_baseline_differs(runner: Runner, fake: FakeGitHub
                                                           ) -> None:
     add_contract(runner.root, "m", model_zoo.conv_relu(), [1, 3, 8, 8])
