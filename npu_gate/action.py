@@ -91,8 +91,9 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
     return paths, problems
 
 
-def gate_models(paths: Sequence[Path], profile: str) -> list[Any]:
-    """Gate every contract on its own: one that cannot run does not stop the others."""
+def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[Any]:
+    """Gate every contract on its own: one that cannot run does not stop the others.
+    ``profile`` (the input) is a built-in name or a path relative to ``workspace``."""
     from npu_gate.contract import load_contract
     from npu_gate.errors import GateError
     from npu_gate.pipeline import check_contract
@@ -104,7 +105,7 @@ def gate_models(paths: Sequence[Path], profile: str) -> list[Any]:
         try:
             contract = load_contract(path)
             if profile:
-                contract = replace(contract, profile=load_profile(profile, Path.cwd(),
+                contract = replace(contract, profile=load_profile(profile, workspace,
                                                                   where="profile input"))
             models.append(ModelReport(str(path), result=check_contract(contract), file=str(path)))
         except GateError as exc:
@@ -222,17 +223,19 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     if workdir and not Path(workdir).is_dir():
         workflow.command("error", f"working-directory {workdir!r} is not a folder", stream)
         return 1
-    if workdir:
-        os.chdir(workdir)
     baseline_input = _env(env, "BASELINE")
     baseline = (start / baseline_input).resolve() if baseline_input else None
 
+    # Paths in the inputs are relative to the workspace, except contracts: those are found,
+    # and their model code runs, in working-directory.
     models: list[ModelReport]
     if _env(env, "MERGE"):
         models = merge_models(_env(env, "MERGE"))
     else:
+        if workdir:
+            os.chdir(workdir)
         paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
-        models = gate_models(paths, _env(env, "PROFILE"))
+        models = gate_models(paths, _env(env, "PROFILE"), start)
         models += [ModelReport(name, problems=found, input_problem=True)
                    for name, found in problems.items()]
     if baseline is not None:

@@ -325,6 +325,25 @@ def test_each_failing_contracts_pattern_is_one_entry_not_a_model(runner: Runner)
     assert "## ⚠️ npu-gate: **COULD NOT RUN** · models/missing\n" in report
 
 
+def test_working_directory_moves_only_the_contracts(runner: Runner) -> None:
+    """One rule: contracts resolve in working-directory; profile, baseline, merge and
+    artifacts-dir in the workspace."""
+    add_contract(runner.root, "m", model_zoo.conv_relu(), [1, 3, 8, 8])
+    profile = json.loads((Path(action.__file__).parent / "profiles" / "demo.json").read_text())
+    profile["name"] = "demo-relu"
+    profile["ops"]["Relu"] = {}
+    (runner.root / "relu-ok.json").write_text(json.dumps(profile))
+    out, log = runner.gate(working_directory="models/m", contracts="npu-gate.json", profile="relu-ok.json")
+    assert out["verdict"] == "pass", log
+    (runner.root / "base.json").write_text((runner.root / "npu-gate-out" / "result.json").read_text())
+    out, log = runner.gate(working_directory="models/m", contracts="npu-gate.json", profile="relu-ok.json",
+                           baseline="base.json", artifacts_dir="out/m")
+    assert out["new-findings"] == "0", log
+    assert out["result-json"] == str(runner.root / "out" / "m" / "result.json")
+    out, log = runner.gate(working_directory="models/m", merge="out/*/result.json")
+    assert out["verdict"] == "pass", log
+
+
 def test_no_matching_contract_is_an_error(runner: Runner) -> None:
     out, log = runner.gate(contracts="nothing/*.json")
     assert out["verdict"] == "error"
