@@ -41,6 +41,7 @@ COMMENT_MODES = ("always", "on-change", "on-failure", "never")
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")
 STATE_FILE = "state.json"  # verdict, changed and PR number for the comment step
 SEVERITY_RANK = ("error", "warning")
+ANNOTATION_LEVELS = ("error", "warning", "notice")
 
 
 def _env(env: Mapping[str, str], name: str, default: str = "") -> str:
@@ -116,8 +117,12 @@ def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[An
     return models
 
 
-def merge_models(spec: str) -> list[Any]:
-    """Results of other jobs for the ``merge`` input: result JSONs or merged documents."""
+def merge_models(spec: str, workspace: Path) -> list[Any]:
+    """Results of other jobs for the ``merge`` input: result JSONs or merged documents.
+
+    A gate run's state.json next to one names each model's contract relative to the
+    workspace: the annotations point there.
+    """
     from npu_gate.errors import GateError
     from npu_gate.merge import load_reports
     from npu_gate.render.report import ModelReport
@@ -131,47 +136,69 @@ def merge_models(spec: str) -> list[Any]:
                                       input_problem=True))
         for match in matches:
             try:
-                models += load_reports([Path(match)])
+                loaded = load_reports([Path(match)])
             except GateError as exc:
                 models.append(ModelReport(match, problems=exc.problems, input_problem=True))
+                continue
+            files = _read_state(Path(match).parent).get("contracts")
+            for m in loaded:
+                file = files.get(m.name) if isinstance(files, dict) else None
+                m.file = str(workspace / file) if isinstance(file, str) and file else None
+            models += loaded
     return models
 
 
-def annotate(models: Sequence[Any], workspace: Path | None, out: Any = None) -> None:
-    """::error/::warning on each contract file, 10 per level (errors of the worst rules first)."""
+def annotate(models: Sequence[Any], workspace: Path, out: Any = None, fail_on: str = "errors") -> None:
+    """::error/::warning on each contract file, 10 per level (errors of the worst rules first).
+
+    Under a baseline, findings the baseline does not have come first; the ones it has say so,
+    and with ``fail-on: regressions`` (where they do not fail the step) they are notices.
+    """
+    from npu_gate.baseline import finding_key
     from npu_gate.rules import RULES
 
     order = {rule: i for i, rule in enumerate(RULES)}
-    items: dict[str, list[tuple[int, str | None, str]]] = {level: [] for level in SEVERITY_RANK}
+    items: dict[str, list[tuple[tuple[bool, int], str | None, str]]] = {
+        level: [] for level in ANNOTATION_LEVELS}
     for m in models:
         file = _relative(Path(m.file), workspace) if m.file else None
         if m.result is None:
             for p in m.problems:
-                items["error"].append((-1, file, f"npu-gate could not run: {p}"))
+                items["error"].append(((False, -1), file, f"npu-gate could not run: {p}"))
             continue
+        c = m.comparison
+        new = {finding_key(f) for f in c.new} if c is not None and c.found else None
         for f in m.result.active_findings():
-            if f.severity in items:
-                where = f" [{f.node}]" if f.node else ""
-                items[f.severity].append((order.get(f.rule, len(order)), file,
-                                          f"{m.result.name}: {f.rule}{where}: {f.message}"))
-    for level, found in items.items():
+            if f.severity not in SEVERITY_RANK:
+                continue
+            old = new is not None and finding_key(f.to_dict()) not in new
+            level = "notice" if old and fail_on == "regressions" else f.severity
+            where = f" [{f.node}]" if f.node else ""
+            message = f"{m.result.name}: {f.rule}{where}: {f.message}"
+            items[level].append(((old, order.get(f.rule, len(order))), file,
+                                 message + ("; already in the baseline" if old else "")))
+    for found in items.values():
         found.sort(key=lambda t: t[0])  # stable: keeps model and pipeline order within a rule
-        for _, file, message in found[: workflow.MAX_ANNOTATIONS]:
+    caps = dict.fromkeys(items, workflow.MAX_ANNOTATIONS)
+    if any(len(found) > workflow.MAX_ANNOTATIONS for found in items.values()):
+        caps["notice"] -= 1  # room for the note below
+    extra = []
+    for level, found in items.items():
+        for _, file, message in found[: caps[level]]:
             workflow.command(level, message, out, file=file, title=f"npu-gate {level}")
-        extra = len(found) - workflow.MAX_ANNOTATIONS
-        if extra > 0:
-            workflow.command("notice", f"npu-gate: {extra} more {level}s are not annotated "
-                             "(GitHub shows 10 per step); see the report.", out)
+        if len(found) > caps[level]:
+            extra.append(f"{len(found) - caps[level]} more {level}s")
+    if extra:
+        workflow.command("notice", f"npu-gate: {', '.join(extra)} are not annotated "
+                         "(GitHub shows 10 per step); see the report.", out)
 
 
-def _relative(path: Path, workspace: Path | None) -> str:
+def _relative(path: Path, workspace: Path) -> str:
     absolute = path.resolve()
-    if workspace is not None:
-        try:
-            return absolute.relative_to(workspace.resolve()).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
+    try:
+        return absolute.relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
 
 
 def _pr_number(env: Mapping[str, str]) -> int | None:
@@ -207,7 +234,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
         os.environ.pop(name, None)
     stream = out or sys.stdout
     start = Path.cwd()
-    workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else None
+    workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else start
     artifacts = (start / _env(env, "ARTIFACTS_DIR", "npu-gate-out")).resolve()
     artifacts.mkdir(parents=True, exist_ok=True)
     fail_on = _env(env, "FAIL_ON", "errors")
@@ -230,7 +257,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     # and their model code runs, in working-directory.
     models: list[ModelReport]
     if _env(env, "MERGE"):
-        models = merge_models(_env(env, "MERGE"))
+        models = merge_models(_env(env, "MERGE"), workspace)
     else:
         if workdir:
             os.chdir(workdir)
@@ -271,14 +298,16 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
                           encoding="utf-8")
     changed = any(m.comparison is None or m.comparison.changed for m in models)
     pr = _pr_number(env)
-    state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr}
+    contracts = {m.name: _relative(Path(m.file), workspace) for m in models if m.file}
+    state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr,
+             "contracts": contracts}
     (artifacts / STATE_FILE).write_text(json.dumps(state) + "\n", encoding="utf-8")
 
     summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
                   measure=lambda s: len(s.encode("utf-8")))
     workflow.append_summary(summary, env)
     stream.write(text_lines(models, fail_on))
-    annotate(models, workspace, stream)
+    annotate(models, workspace, stream, fail_on)
     totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
               for k in ("cpu_nodes", "npu_partitions")}
     compared = [m.comparison for m in models if m.comparison is not None]

@@ -111,7 +111,8 @@ def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Ru
     assert ("::error file=models/relu/npu-gate.json,title=npu-gate error::relu: unsupported-op "
             "[relu0]: op Relu not in profile demo\n") in log
     assert json.loads((art / "state.json").read_text()) == {
-        "verdict": "fail", "failed": True, "changed": True, "pr_number": PR}
+        "verdict": "fail", "failed": True, "changed": True, "pr_number": PR,
+        "contracts": {"relu": "models/relu/npu-gate.json"}}
 
 
 def test_the_gate_step_drops_token_variables(runner: Runner, monkeypatch: pytest.MonkeyPatch
@@ -283,10 +284,16 @@ def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
     assert report.startswith("# ⚠️ npu-gate: **ERROR** · 2 models, 1 input problem\n")
     assert "## ✅ npu-gate: **PASS** · a" in report
     assert "## ❌ npu-gate: **FAIL** · b" in report
-    # results from other jobs carry no workspace path: annotations name no file
-    assert "::error title=npu-gate error::b: unsupported-op [relu0]" in log
+    # each job's state.json names its contract relative to the workspace: annotations point there
+    assert "::error file=models/b/npu-gate.json,title=npu-gate error::b: unsupported-op [relu0]" in log
     assert ("::error title=npu-gate error::npu-gate could not run: legs/junk.json: not an "
             "npu-gate result") in log
+    assert json.loads((runner.root / "npu-gate-out" / "state.json").read_text())["contracts"] == {
+        "a": "models/a/npu-gate.json", "b": "models/b/npu-gate.json"}
+    # a result JSON copied without its state.json: no file to point at
+    (runner.root / "legs" / "b" / "state.json").unlink()
+    _, log = runner.gate(merge="legs/*/result.json")
+    assert "::error title=npu-gate error::b: unsupported-op [relu0]" in log
 
 
 def test_missing_working_directory_stops_the_step(runner: Runner) -> None:
@@ -397,6 +404,28 @@ def test_baseline_ratchet_fails_a_regression(runner: Runner) -> None:
     report = (runner.root / "npu-gate-out" / "report.md").read_text()
     assert ("**Regressed:** 1 new error finding; CPU nodes: 0 → 1; Boundary bytes: 0 → 1,024."
             ) in report
+
+
+def test_under_a_baseline_new_findings_are_annotated_first(runner: Runner) -> None:
+    """Old findings: after the new ones, marked, and notices when they cannot fail the step."""
+    add_contract(runner.root, "m", model_zoo.many_nodes(30), [1, 8, 16, 16])
+    runner.gate(contracts="models/m/npu-gate.json")
+    base = _baseline(runner, "main")
+    (runner.root / "models" / "m" / "model.onnx").write_bytes(model_zoo.many_nodes(33).SerializeToString())
+    out, log = runner.gate(contracts="models/m/npu-gate.json", baseline=base, fail_on="regressions")
+    new = int(out["new-findings"])
+    assert 0 < new < 10
+    levels = [(line.split(" ", 1)[0], line.endswith("; already in the baseline"))
+              for line in log.splitlines() if line.startswith("::")]
+    errors = [old for level, old in levels if level == "::error"]
+    notices = [old for level, old in levels if level == "::notice"]
+    assert errors == [False] * new
+    assert notices[:9] == [True] * 9
+    assert log.splitlines()[-1].startswith("::notice::npu-gate: ")
+    assert log.splitlines()[-1].endswith(" more notices are not annotated (GitHub shows 10 per step); see the report.")
+    _, log = runner.gate(contracts="models/m/npu-gate.json", baseline=base, fail_on="errors")
+    errors = [line.endswith("; already in the baseline") for line in log.splitlines() if line.startswith("::error ")]
+    assert errors == [False] * new + [True] * (10 - new)
 
 
 def test_missing_baseline_file_is_a_warning(runner: Runner) -> None:
