@@ -42,6 +42,7 @@ TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_G
 STATE_FILE = "state.json"  # verdict, changed and PR number for the comment step
 SEVERITY_RANK = ("error", "warning")
 ANNOTATION_LEVELS = ("error", "warning", "notice")
+RESULT_NAME = re.compile(r"[0-9]{2,}-[A-Za-z0-9._-]{1,80}\.json")  # results/ files: f"{i:02d}-{_safe(name)}.json"
 
 
 def _env(env: Mapping[str, str], name: str, default: str = "") -> str:
@@ -201,6 +202,18 @@ def _relative(path: Path, workspace: Path) -> str:
         return path.as_posix()
 
 
+def _clear_results(folder: Path) -> None:
+    """Remove the per-model results an earlier run wrote (NN-name.json, nothing else), so the
+    artifact holds only this run's models; the folder goes too when that empties it."""
+    if not folder.is_dir():
+        return
+    for path in folder.iterdir():
+        if RESULT_NAME.fullmatch(path.name) and path.is_file():
+            path.unlink()
+    if not any(folder.iterdir()):
+        folder.rmdir()
+
+
 def _pr_number(env: Mapping[str, str]) -> int | None:
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
@@ -279,6 +292,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     report = render_report(models, failed=failed, fail_on=fail_on)
     comment_id = _env(env, "COMMENT_ID")
     results_dir = artifacts / "results"
+    _clear_results(results_dir)  # after reading: a merge input may sit there
     results = [m.result for m in models if m.result is not None]
     result_json = artifacts / "result.json"
     if len(models) == 1 and results:

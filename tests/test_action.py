@@ -252,6 +252,20 @@ def test_glob_gates_many_models_into_one_report(runner: Runner) -> None:
     assert "## ❌ npu-gate: **FAIL** · b-relu" in report
 
 
+def test_results_of_an_earlier_run_are_cleared(runner: Runner) -> None:
+    add_contract(runner.root, "a-conv", conv_only(), [1, 3, 8, 8])
+    add_contract(runner.root, "b-relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    add_contract(runner.root, "c-conv", conv_only(), [1, 3, 8, 8])
+    runner.gate(contracts="models/*/npu-gate.json")
+    results = runner.root / "npu-gate-out" / "results"
+    (results / "notes.txt").write_text("mine")
+    runner.gate(contracts="models/a-conv models/c-conv")
+    assert sorted(p.name for p in results.iterdir()) == ["00-a-conv.json", "01-c-conv.json", "notes.txt"]
+    (results / "notes.txt").unlink()
+    runner.gate(contracts="models/b-relu")  # one model: result.json only, and no results/ left
+    assert not results.exists()
+
+
 def test_a_contract_that_cannot_run_is_an_error_verdict(runner: Runner) -> None:
     add_contract(runner.root, "ok", conv_only(), [1, 3, 8, 8])
     bad = runner.root / "models" / "bad"
