@@ -97,13 +97,14 @@ def test_act_runs_the_action_create_then_update(tmp_path: Path, fake: FakeGitHub
     home.mkdir()
 
     failing = _act(repo, home, fake, event)
-    assert failing.returncode == 1, failing.stdout[-3000:]
-    assert "::error::npu-gate: verdict fail (fail-on: errors)" in failing.stdout
+    assert failing.returncode == 1, failing.stdout[-3000:] + failing.stderr[-3000:]
+    # act's whole output on failure: this test once failed on a loaded machine without a trace
+    assert "::error::npu-gate: verdict fail (fail-on: errors)" in failing.stdout, failing.stdout + failing.stderr
     assert [c[0] for c in fake.calls] == ["GET", "POST"]
 
     _commit_model(repo, conv_only().SerializeToString())  # the PR fixes the model
     passing = _act(repo, home, fake, event)
-    assert passing.returncode == 0, passing.stdout[-3000:]
+    assert passing.returncode == 0, passing.stdout[-3000:] + passing.stderr[-3000:]
     assert [c[0] for c in fake.calls] == ["GET", "POST", "GET", "PATCH"]
     bodies = [(c["user"]["login"], c["body"].splitlines()[0]) for c in fake.comments[PR]]
     assert bodies == [("alice", "unrelated"), (BOT, "## ✅ npu-gate: **PASS** · relu")]
