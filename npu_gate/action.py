@@ -278,9 +278,10 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
         models = gate_models(paths, _env(env, "PROFILE"), start)
         models += [ModelReport(name, problems=found, input_problem=True)
                    for name, found in problems.items()]
+    missing: list[str] = []  # baseline models this run did not gate
     if baseline is not None:
         try:
-            attach_baseline(models, baseline)
+            missing = attach_baseline(models, baseline)
         except GateError as exc:
             for p in exc.problems:
                 workflow.warning(f"baseline not used: {p}", stream)
@@ -289,7 +290,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
 
     failed = should_fail(models, fail_on)
     verdict = combined_verdict(models)
-    report = render_report(models, failed=failed, fail_on=fail_on)
+    report = render_report(models, failed=failed, fail_on=fail_on, missing=missing)
     comment_id = _env(env, "COMMENT_ID")
     results_dir = artifacts / "results"
     _clear_results(results_dir)  # after reading: a merge input may sit there
@@ -320,7 +321,7 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
                   measure=lambda s: len(s.encode("utf-8")))
     workflow.append_summary(summary, env)
-    stream.write(text_lines(models, fail_on))
+    stream.write(text_lines(models, fail_on, missing))
     annotate(models, workspace, stream, fail_on)
     totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
               for k in ("cpu_nodes", "npu_partitions")}

@@ -406,6 +406,18 @@ def test_baseline_ratchet_passes_an_unchanged_failing_model(runner: Runner) -> N
             ) in report
 
 
+def test_baseline_models_missing_from_the_run_are_named(runner: Runner) -> None:
+    add_contract(runner.root, "m", conv_only(), [1, 3, 8, 8])
+    add_contract(runner.root, "gone", conv_only(), [1, 3, 8, 8])
+    runner.gate(contracts="models/m/npu-gate.json models/gone/npu-gate.json")
+    base = _baseline(runner, "main")
+    out, log = runner.gate(contracts="models/m/npu-gate.json", baseline=base, fail_on="regressions")
+    assert out["failed"] == "false"
+    assert "npu-gate: in the baseline, not in this run: gone\n" in log
+    report = (runner.root / "npu-gate-out" / "report.md").read_text()
+    assert "In the baseline, not in this run: <code>gone</code>" in report
+
+
 def test_baseline_ratchet_fails_a_regression(runner: Runner) -> None:
     add_contract(runner.root, "m", conv_only(), [1, 3, 8, 8])
     runner.gate(contracts="models/m/npu-gate.json")
