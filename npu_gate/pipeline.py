@@ -573,11 +573,11 @@ def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timing
     spec = contract.probe
     if spec is None or "node_count" not in result.summary:
         return
-    from npu_gate.probe import get_compiler
+    from npu_gate.probe import get_compiler, venv_for
     from npu_gate.probe.runner import probe
 
     compiler = get_compiler(spec.compiler)
-    venv = spec.venv if spec.venv is not None else Path.cwd() / f".venv-{compiler.name}"
+    venv = venv_for(spec.venv, compiler)
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), profile=contract.profile,
                      inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout)
     timings["probe_s"] = measured.timings["total_s"]

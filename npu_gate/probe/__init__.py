@@ -7,6 +7,7 @@ One compiler is one module here. ``COMPILERS`` maps the ``--compiler`` name to i
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import Compiler
@@ -23,3 +24,8 @@ def get_compiler(name: str) -> Compiler:
     module, _, cls = COMPILERS[name].partition(":")
     compiler: Compiler = getattr(import_module(module), cls)()
     return compiler
+
+
+def venv_for(venv: Path | None, compiler: Compiler) -> Path:
+    """The compiler venv a probe uses: the one given, else ``.venv-COMPILER`` in the working folder."""
+    return venv if venv is not None else Path.cwd() / f".venv-{compiler.name}"
