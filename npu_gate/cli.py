@@ -674,6 +674,8 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     record_path = out.with_name(out.stem + ".calibration.json")
+    # A typo in a profile named on the command line fails before the sweep runs.
+    against = load_profile(args.diff_against, Path.cwd(), where="--diff-against") if args.diff_against else None
     if args.from_record:
         record = calibrate.load_record(Path(args.from_record))
     else:
@@ -681,7 +683,7 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
 
         compiler = get_compiler(args.compiler)
         if args.extends:
-            load_profile(args.extends, Path.cwd(), where="--extends")  # a typo fails before the sweep runs
+            load_profile(args.extends, Path.cwd(), where="--extends")
         candidates = calibrate.candidates_from(
             load_profile(args.patterns_from, Path.cwd(), where="--patterns-from") if args.patterns_from else None)
         families = calibrate.SWEEPS[args.sweep]()
@@ -715,9 +717,8 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
           f"{t['processes']} compiler process(es))")
     print(f"wrote {out} ({len(doc['ops'])} ops, {len(doc.get('patterns', []))} patterns)"
           + (f" and {record_path}" if rewrite else ""))
-    if args.diff_against:
-        _write_profile_diff(load_profile(args.diff_against, Path.cwd(), where="--diff-against"),
-                            load_profile(str(out)), out.with_name(out.stem + ".diff.json"),
+    if against is not None:
+        _write_profile_diff(against, load_profile(str(out)), out.with_name(out.stem + ".diff.json"),
                             out.with_name(out.stem + ".diff.md"))
     return EXIT_PASS
 

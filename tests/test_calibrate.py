@@ -717,3 +717,19 @@ def test_calibrate_with_rknn_toolkit2(run_cli, tmp_path: Path) -> None:
         ("averagepool-k3-s1-pad1-include0", "cpu"), ("averagepool-k3-s1-pad1-include1", "npu"),
         ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
     load_profile(str(out))
+
+
+def test_a_diff_against_typo_fails_before_the_sweep(run_cli, tmp_path: Path, monkeypatch) -> None:
+    """It used to run the whole sweep and write the profile, then exit 2."""
+    import npu_gate.calibrate
+
+    def no_sweep(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(npu_gate.calibrate, "measure", no_sweep)
+    run = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                  "--out", tmp_path / "x" / "a.json", "--diff-against", "nosuch")
+    assert run.code == 2
+    assert run.err.startswith("npu-gate: error: --diff-against: unknown profile 'nosuch'")
+    assert run.out == ""
+    assert list(tmp_path.iterdir()) == []
