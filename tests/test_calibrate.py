@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -733,3 +734,18 @@ def test_a_diff_against_typo_fails_before_the_sweep(run_cli, tmp_path: Path, mon
     assert run.err.startswith("npu-gate: error: --diff-against: unknown profile 'nosuch'")
     assert run.out == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_diff_of_a_calibration_record_says_what_it_is(run_cli, tmp_path: Path) -> None:
+    """It used to print six schema errors ending with `extends: None is not of type 'string'`."""
+    record = profile_dir() / "rknn-rk3588.calibration.json"
+    run = run_cli("profile", "diff", record, "rknn-rk3588")
+    assert run.code == 2
+    profile = profile_dir() / "rknn-rk3588.json"
+    assert run.err == (f"npu-gate: error: {record}: this is a calibration record (written by npu-gate profile "
+                       f"calibrate), not a profile; the profile derived from it is {profile}\n")
+    alone = tmp_path / "r.json"
+    shutil.copy(record, alone)
+    run = run_cli("profile", "diff", "rknn-rk3588", alone)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {alone}: this is a calibration record (written by "
+                                      "npu-gate profile calibrate), not a profile\n")

@@ -16,7 +16,7 @@ from npu_gate.errors import GateError
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import ChildRun, clean_log
 from npu_gate.probe.fake import FakeCompiler
-from npu_gate.probe.report import markdown
+from npu_gate.probe.report import markdown, text
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
 from npu_gate.probe.runner import probe, replay
 from npu_gate.profile import load_profile
@@ -401,6 +401,15 @@ def test_crash_is_a_compiler_failed_verdict() -> None:
     assert summary["disagreements_by_cause"] == {"compiler failure": 2}
     assert [(d["node"], d["predicted"], d["actual"]) for d in summary["disagreements"]] == [
         ("conv1", "npu", None), ("resize", "cpu", None)]
+    # the prediction does not depend on the compiler: its partition counts stand (they were None)
+    assert (summary["predicted_npu_partitions"], summary["predicted_cpu_partitions"]) == (1, 1)
+
+
+def test_a_crashed_probe_reports_the_predicted_partitions_in_numbers() -> None:
+    folder = FIXTURES / "resize_cubic"
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    assert "  vs profile demo: 0/2 nodes agree (0%); predicted 1 npu / 1 cpu partitions\n" in text(result)
+    assert "| NPU / CPU partitions (profile demo)       | 1 / 1 " in markdown(result)
 
 
 def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:

@@ -247,18 +247,11 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     )
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
+    counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         result.nodes, result.segments = map_nodes(originals, predicted, output)
         result.ops = output.rows
-        counts: dict[str, int | None] = {}
-        predicted_adapters = None
-        if predicted_result:
-            counts = {"npu": predicted_result.summary.get("npu_partitions"),
-                      "cpu": predicted_result.summary.get("cpu_partitions")}
-            with_adapters = partitions_with_adapters(predicted_result)
-            if with_adapters is not None:
-                counts.update(npu_with_adapters=with_adapters[NPU], cpu_with_adapters=with_adapters[CPU])
-            predicted_adapters = predicted_result.rank_adapters
+        predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
         adapters = compare_adapters(predicted_adapters, edge_ops(originals, output))
         result.summary = agreement(result.nodes, result.segments, counts, added, adapters)
@@ -269,11 +262,23 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     else:
         result.nodes = [ProbeNode(name=n, op_type=t, predicted=predicted.get(n), actual=None) for n, t in originals]
         if predicted_result:
-            result.summary = agreement(result.nodes, [], {}, 0, None, failed=True)
+            result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _predicted_partitions(predicted_result: Any) -> dict[str, int | None]:
+    """npu/cpu partitions of the model's nodes, and with the predicted rank adapters when the profile has a rule."""
+    if not predicted_result:
+        return {}
+    counts: dict[str, int | None] = {"npu": predicted_result.summary.get("npu_partitions"),
+                                     "cpu": predicted_result.summary.get("cpu_partitions")}
+    with_adapters = partitions_with_adapters(predicted_result)
+    if with_adapters is not None:
+        counts.update(npu_with_adapters=with_adapters[NPU], cpu_with_adapters=with_adapters[CPU])
+    return counts
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:
