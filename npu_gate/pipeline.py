@@ -454,8 +454,8 @@ def _placement_findings(
         if not placement.op_supported:
             findings.append(_finding("unsupported-op", placement.reasons[0], node=name,
                                      op_type=key))
-        for f in placement.failures:
-            findings.append(_finding("op-constraint", f.message, node=name, op_type=key,
+        for f in placement.failures:  # which constraint failed, then how
+            findings.append(_finding("op-constraint", f"{f.constraint}: {f.message}", node=name, op_type=key,
                                      constraint=f.constraint, actual=f.actual, allowed=f.allowed,
                                      doc=f.doc, evidence=evidence))
         for f in placement.limit_failures:

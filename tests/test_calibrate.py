@@ -79,8 +79,9 @@ def test_a_hypothesis_that_predicts_every_point_is_written_citing_the_record() -
     [constraint] = entry["constraints"]
     assert constraint["id"] == "averagepool-pads-count-include-pad"
     assert constraint["doc"] == "cal.calibration.json#AveragePool"
-    assert constraint["message"] == ("AveragePool ran on CPU (or was not built) in calibration wherever this fails: "
-                                     "1 of 3 sweep points (cal.calibration.json#AveragePool)")
+    assert constraint["message"] == ("in calibration AveragePool ran on CPU (or was not built) at every sweep point "
+                                     "failing this constraint (1 of 3 points off the NPU; "
+                                     "cal.calibration.json#AveragePool)")
     assert derived.verdicts["AveragePool"]["verdict"] == "constrained"
     assert derived.verdicts["AveragePool"]["measured"] == [["averagepool-k3-s1-pad1-include0", "cpu"],
                                                            ["averagepool-k3-s1-pad1-include1", "npu"],
@@ -98,8 +99,8 @@ def test_a_hypothesis_message_follows_what_was_measured() -> None:
     entry = derive(_record([said], devices), [said]).ops["AveragePool"]
     assert entry is not None
     assert entry["constraints"][0]["message"] == (
-        "AveragePool ran on CPU (or was not built) in calibration wherever this fails: 1 of 3 sweep points "
-        "(cal.calibration.json#AveragePool); kernels other than 3 were not measured")
+        "in calibration AveragePool ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(1 of 3 points off the NPU; cal.calibration.json#AveragePool); kernels other than 3 were not measured")
 
 
 @pytest.mark.parametrize(("devices", "verdict", "written", "against"), [
@@ -287,12 +288,12 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
         == ["rknn-rk3588.calibration.json#Resize", "rknn-rk3588.calibration.json#Slice",
             "rknn-rk3588.calibration.json#Pad"]
     assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
-        "Slice ran on CPU (or was not built) in calibration wherever this fails: 3 of 8 sweep points "
-        "(rknn-rk3588.calibration.json#Slice)")
+        "in calibration Slice ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(3 of 8 points off the NPU; rknn-rk3588.calibration.json#Slice)")
 
 
-MEASURED = ("Resize ran on CPU (or was not built) in calibration wherever this fails: 21 of 93 sweep points "
-            "(rknn-rk3588.calibration.json#Resize)")
+MEASURED = ("in calibration Resize ran on CPU (or was not built) at every sweep point failing this constraint "
+            "(21 of 93 points off the NPU; rknn-rk3588.calibration.json#Resize)")
 RESIZE_MESSAGES = {
     "resize-mode-nearest-or-linear": MEASURED,
     "resize-linear-not-align-corners": f"{MEASURED}; linear align_corners was measured on the NPU only as an "
@@ -381,8 +382,22 @@ def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placemen
     assert {n.name: n.placement for n in result.nodes}["node0"] == placement
     found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
     assert found == failures
+    # the constraint, what failed, then the calibration's evidence
     messages = {f.constraint: f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
-    assert messages == {c: RESIZE_MESSAGES[c] for c, _ in failures}
+    assert {c: (m.startswith(f"{c}: "), m.endswith(f"; {RESIZE_MESSAGES[c]}")) for c, m in messages.items()} == {
+        c: (True, True) for c, _ in failures}
+
+
+def test_a_calibrated_constraint_finding_says_which_condition_failed(tmp_path: Path) -> None:
+    """Every Resize constraint of rknn-rk3588 used to give the same message: the calibration counts only."""
+    from profile_builders import resize
+
+    from npu_gate.pipeline import inspect_model
+
+    (tmp_path / "m.onnx").write_bytes(resize(mode="cubic").SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [f.message for f in result.findings if f.rule == "op-constraint"] == [
+        f"resize-mode-nearest-or-linear: attribute mode cubic not in {{nearest, linear}}; {MEASURED}"]
 
 
 @pytest.mark.torch
