@@ -578,8 +578,10 @@ def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timing
 
     compiler = get_compiler(spec.compiler)
     venv = venv_for(spec.venv, compiler)
+    given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), profile=contract.profile,
-                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout)
+                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout,
+                     venv_key=f"{contract.path}: target.probe.venv: {given}")
     timings["probe_s"] = measured.timings["total_s"]
     result.log.extend(f"probe: {line}" for line in measured.log)
     decides = spec.decide == "measured" and measured.built

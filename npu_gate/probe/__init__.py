@@ -1,7 +1,8 @@
 """Probes: put a real compiler in the loop and compare its placement with npu_gate's prediction.
 
 One compiler is one module here. ``COMPILERS`` maps the ``--compiler`` name to its class;
-``fake`` is a stand-in compiler for tests of the plug-in machinery.
+``fake`` is a stand-in compiler for tests of the plug-in machinery: it works by name, but
+``KNOWN`` (what messages offer users) leaves it out.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ COMPILERS = {
     "fake": "npu_gate.probe.fake:FakeCompiler",
 }
 
+KNOWN = sorted(name for name in COMPILERS if name != "fake")
+
 
 def get_compiler(name: str) -> Compiler:
     if name not in COMPILERS:
-        raise GateError(f"--compiler {name}: unknown compiler (known: {', '.join(sorted(COMPILERS))})")
+        raise GateError(f"--compiler {name}: unknown compiler (known: {', '.join(KNOWN)})")
     module, _, cls = COMPILERS[name].partition(":")
     compiler: Compiler = getattr(import_module(module), cls)()
     return compiler

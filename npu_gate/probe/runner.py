@@ -106,7 +106,7 @@ def status_of(run: ChildRun, output: CompilerOutput) -> tuple[str, str | None]:
     """ok / failed / crashed, with the error a reviewer should read."""
     stage = run.response.get("stage", "start")
     if run.timed_out:
-        return CRASHED, f"timed out after {run.seconds:.0f} s (stage: {stage})"
+        return CRASHED, f"timed out after {round(run.seconds, 1):g} s (stage: {stage})"
     if run.signal is not None:
         try:
             name = signal.Signals(run.signal).name
@@ -136,13 +136,19 @@ def probe(
     timeout: float | None = None,
     keep: Path | None = None,
     child: Any = None,
+    venv_key: str | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
 
     ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
+    ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
+    without it the error speaks of ``--venv``.
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
+    if not python.exists() and venv_key is not None:
+        raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
+                        f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
     if not python.exists():
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
@@ -180,6 +186,8 @@ def probe(
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     result = assemble(model.name, compiler, target, predicted, runs)
+    if result.compiler["version"] is None:  # it stopped before saying: the venv's installed one
+        result.compiler["version"] = compiler.installed_version(python.parent.parent)
     result.timings = {"predict_s": round(predicted_s, 3),
                       "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
                       "total_s": round(time.perf_counter() - start, 3), **result.timings}
