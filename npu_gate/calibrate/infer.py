@@ -150,7 +150,8 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
     doc = f"{record_name}#{op}"
     if all(npu):
         verdict["verdict"] = NPU
-        note = f"measured on the NPU at all {len(points)} sweep points ({families_text}; {doc})"
+        where = "at the one sweep point" if len(points) == 1 else f"at all {len(points)} sweep points"
+        note = f"measured on the NPU {where} ({families_text}; {doc})"
         if kept:
             note += f"; kept from the base, not contradicted by the points (the vendor's claim): " \
                     f"{', '.join(c['id'] for c in kept)}"
