@@ -5,7 +5,8 @@ bytes, or for a torch factory every file under the contract folder), the contrac
 bytes and path, the resolved profile, which waivers have expired, the versions of
 python/onnx/onnxruntime/torch/onnxscript (from package metadata, never by importing
 them), npu_gate's version and a digest of npu_gate's own installed files (``code_digest``:
-a new commit keeps the version string, so the version alone cannot tell two builds apart).
+a new commit keeps the version string, so the version alone cannot tell two builds apart),
+and for a ``target.probe`` contract the compiler venv it builds in (``probe_environment``).
 An entry holds what the CLI prints and writes (JSON, Markdown, terminal text, conversion
 log) and the exit code, so a hit needs none of onnx, onnxruntime, numpy or torch: this
 module imports the standard library only.
@@ -243,7 +244,29 @@ def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) ->
         code.append(contract.replacement.torch.factory)
     for ref in code:  # each module must live in the contract folder, whose files are then keyed
         parts["code"] = _code_fingerprint(ref, folder, exclude)
+    if contract.probe is not None:
+        parts["probe"] = probe_environment(contract.probe)
     return make_key(parts)
+
+
+def probe_environment(spec: Any) -> dict[str, Any]:
+    """What a ``target.probe`` verdict rests on besides the model and the contract: the compiler
+    venv (its resolved path and interpreter, and the ``npu-gate-probe.json`` that ``probe setup``
+    wrote) and the compiler package's installed version, read from the venv's files (nothing is
+    imported or run). Computed on every lookup, so a venv that is gone is never answered from the
+    cache: the run goes to the probe, which says what is missing (exit 2)."""
+    from npu_gate.probe import get_compiler, venv_for
+    from npu_gate.probe.setup_env import MANIFEST
+
+    compiler = get_compiler(spec.compiler)
+    venv = venv_for(spec.venv, compiler)
+    python = compiler.python(venv)
+    if not python.exists():
+        raise NotCacheable(f"target.probe: {python} does not exist")
+    manifest = venv / MANIFEST
+    return {"compiler": compiler.name, "venv": str(venv.resolve()), "python": str(python.resolve()),
+            "manifest": _sha256_file(manifest) if manifest.is_file() else None,
+            "installed": compiler.installed_version(venv)}
 
 
 def _code_fingerprint(callable_ref: str, folder: Path, exclude: Iterable[Path]) -> dict[str, str]:

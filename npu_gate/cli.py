@@ -157,7 +157,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     cal = psub.add_parser("calibrate", help="measure a profile with a real compiler over deliberate sweeps of "
                                             "single-op and pattern models")
     cal.add_argument("--compiler", default="rknn", help="compiler plug-in (default: rknn)")
-    cal.add_argument("--target", required=True, help="the compiler's target, e.g. rk3588")
+    cal.add_argument("--target", help="the compiler's target, e.g. rk3588 (with --from-record: the record's)")
     cal.add_argument("--out", required=True, metavar="PROFILE.json",
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
@@ -174,7 +174,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                           "OUT.diff.json and OUT.diff.md beside --out (OUT: its name without .json)")
     cal.add_argument("--from-record", metavar="RECORD",
                      help="derive the profile from an existing calibration record, without the compiler; "
-                          "when RECORD is the record beside --out, its verdicts are rewritten (points unchanged)")
+                          "the record is written beside --out with its verdicts derived again (points unchanged)")
     cal.add_argument("--no-batch", action="store_true",
                      help="one compiler process per point instead of one long-lived batch process")
     cal.add_argument("--keep-work", metavar="DIR", help="keep every point's model, log and compiler dumps in DIR")
@@ -684,14 +684,26 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     record_path = out.with_name(out.stem + ".calibration.json")
+    # A typo in a profile named on the command line fails before the sweep runs.
+    against = load_profile(args.diff_against, Path.cwd(), where="--diff-against") if args.diff_against else None
     if args.from_record:
         record = calibrate.load_record(Path(args.from_record))
+        measured_for = record["compiler"].get("target")
+        if args.target is not None and args.target != measured_for:
+            raise GateError(f"--target {args.target}: {args.from_record} was measured for {measured_for}")
+        # The profile and its record go together: the record is written beside --out, named after it.
+        beside = Path(args.from_record).resolve() == record_path.resolve()
+        record = {**record, "name": args.name or (record["name"] if beside else out.stem),
+                  "record_name": record_path.name}
     else:
+        if args.target is None:
+            raise GateError("--target: required to measure (the compiler's target, e.g. rk3588); "
+                            "only --from-record takes it from the record")
         from npu_gate.probe import get_compiler
 
         compiler = get_compiler(args.compiler)
         if args.extends:
-            load_profile(args.extends, Path.cwd(), where="--extends")  # a typo fails before the sweep runs
+            load_profile(args.extends, Path.cwd(), where="--extends")
         candidates = calibrate.candidates_from(
             load_profile(args.patterns_from, Path.cwd(), where="--patterns-from") if args.patterns_from else None)
         families = calibrate.SWEEPS[args.sweep]()
@@ -708,26 +720,26 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
             measured, name=args.name or out.stem, record_name=record_path.name, sweep=args.sweep,
             command=_calibrate_command(args), extends=args.extends, patterns_from=args.patterns_from,
             candidates=candidates)
-    doc, derived = calibrate.derive_profile(record)
+    doc, derived = calibrate.derive_profile(record, schema=calibrate.schema_reference(out))
     record["verdicts"] = derived.verdicts
     _write(str(out), json.dumps(doc, indent=2) + "\n")
-    # --from-record rewrites the record only when it is the one beside --out, and then only its
-    # verdicts (derived again): the points stay as measured.
-    rewrite = not args.from_record or Path(args.from_record).resolve() == record_path.resolve()
-    if rewrite:
-        _write(str(record_path), calibrate.record_json(record))
+    # --from-record derives the verdicts again and keeps the points as measured.
+    _write(str(record_path), calibrate.record_json(record))
     for key, v in derived.verdicts.items():
         if v["verdict"] in ("unexplained", "contradicted"):
             print(f"npu-gate: warning: {key}: {v['verdict']}; points against it: "
                   f"{', '.join(v.get('contradicted_by', []))}", file=sys.stderr)
     t = record["timings"]
-    print(f"{t['points']} points in {t['total_s']} s ({t['mode']}, median {t['median_point_s']} s per point, "
-          f"{t['processes']} compiler process(es))")
-    print(f"wrote {out} ({len(doc['ops'])} ops, {len(doc.get('patterns', []))} patterns)"
-          + (f" and {record_path}" if rewrite else ""))
-    if args.diff_against:
-        _write_profile_diff(load_profile(args.diff_against, Path.cwd(), where="--diff-against"),
-                            load_profile(str(out)), out.with_name(out.stem + ".diff.json"),
+    if args.from_record:
+        c = record["compiler"]
+        print(f"derived from {args.from_record}: {t['points']} points measured with {c.get('name')} "
+              f"{c.get('version')} {c.get('target')}; no compiler ran")
+    else:
+        print(f"{t['points']} points in {t['total_s']} s ({t['mode']}, median {t['median_point_s']} s per point, "
+              f"{t['processes']} compiler process(es))")
+    print(f"wrote {out} ({len(doc['ops'])} ops, {len(doc.get('patterns', []))} patterns) and {record_path}")
+    if against is not None:
+        _write_profile_diff(against, load_profile(str(out)), out.with_name(out.stem + ".diff.json"),
                             out.with_name(out.stem + ".diff.md"))
     return EXIT_PASS
 
@@ -745,13 +757,30 @@ def _calibrate_command(args: argparse.Namespace) -> str:
 def _write_profile_diff(a: object, b: object, json_path: Path | None, md_path: Path | None) -> dict[str, object]:
     from npu_gate.calibrate.diff import diff_profiles, render_markdown, render_text
 
-    d = diff_profiles(a, b)
+    d = diff_profiles(a, b, _measured_ops(b))
     sys.stdout.write(render_text(d))
     if json_path is not None:
         _write(str(json_path), json.dumps(d, indent=2) + "\n")
     if md_path is not None:
         _write(str(md_path), render_markdown(d))
     return d
+
+
+def _measured_ops(profile: Any) -> set[str] | None:
+    """The ops the calibration record beside a calibrated profile that extends nothing measured
+    (None otherwise, or when there is no readable record)."""
+    if profile.evidence != "measured" or profile.extends:
+        return None
+    origin = Path(_origin(profile))
+    if profile.origin == "builtin":
+        from npu_gate.resources import profile_dir
+
+        origin = profile_dir() / origin.name
+    try:
+        record = json.loads(origin.with_name(origin.stem + ".calibration.json").read_text(encoding="utf-8"))
+        return set(record["verdicts"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _origin(profile: object) -> str:

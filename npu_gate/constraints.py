@@ -197,11 +197,13 @@ def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:
 
 def _failure(c: dict[str, Any], subject: str, actual: Any, allowed: Any, text: str) -> Failure:
     template = c.get("message")
-    if template:
-        # str.replace, not str.format: a profile must not reach into Python objects.
+    message = f"{subject} {text}".strip()
+    if template and ("{actual}" in template or "{allowed}" in template):
+        # The profile words the failure itself. str.replace, not str.format: a profile must
+        # not reach into Python objects.
         message = template.replace("{actual}", _show(actual)).replace("{allowed}", _show(allowed))
-    else:
-        message = f"{subject} {text}".strip()
+    elif template:  # an explanation (a calibrated profile's evidence): after what failed
+        message = f"{message}; {template}"
     return Failure(
         constraint=c["id"], message=message, actual=actual, allowed=allowed, doc=c.get("doc")
     )

@@ -298,11 +298,11 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
         named.add(name)
     probe = doc["target"].get("probe")
     if probe is not None:
-        from npu_gate.probe import COMPILERS
+        from npu_gate.probe import COMPILERS, KNOWN
 
         if probe["compiler"] not in COMPILERS:
             problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
-                            f"(known: {', '.join(sorted(COMPILERS))})")
+                            f"(known: {', '.join(KNOWN)})")
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

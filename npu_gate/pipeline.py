@@ -454,8 +454,8 @@ def _placement_findings(
         if not placement.op_supported:
             findings.append(_finding("unsupported-op", placement.reasons[0], node=name,
                                      op_type=key))
-        for f in placement.failures:
-            findings.append(_finding("op-constraint", f.message, node=name, op_type=key,
+        for f in placement.failures:  # which constraint failed, then how
+            findings.append(_finding("op-constraint", f"{f.constraint}: {f.message}", node=name, op_type=key,
                                      constraint=f.constraint, actual=f.actual, allowed=f.allowed,
                                      doc=f.doc, evidence=evidence))
         for f in placement.limit_failures:
@@ -573,13 +573,15 @@ def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timing
     spec = contract.probe
     if spec is None or "node_count" not in result.summary:
         return
-    from npu_gate.probe import get_compiler
+    from npu_gate.probe import get_compiler, venv_for
     from npu_gate.probe.runner import probe
 
     compiler = get_compiler(spec.compiler)
-    venv = spec.venv if spec.venv is not None else Path.cwd() / f".venv-{compiler.name}"
+    venv = venv_for(spec.venv, compiler)
+    given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), profile=contract.profile,
-                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout)
+                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout,
+                     venv_key=f"{contract.path}: target.probe.venv: {given}")
     timings["probe_s"] = measured.timings["total_s"]
     result.log.extend(f"probe: {line}" for line in measured.log)
     decides = spec.decide == "measured" and measured.built

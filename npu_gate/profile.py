@@ -166,12 +166,24 @@ def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> d
         doc = read_document(path, label)
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
+    if isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("calibration-"):
+        raise ProfileError(_record_not_profile(path, label))
     # Built-in profiles are validated by the test suite; skipping jsonschema here keeps
     # `npu-gate inspect` lean. User profiles are always validated.
     problems = [] if builtin else schema_problems(doc, "profile", label)
     if problems:
         raise ProfileError(*problems)
     return doc  # type: ignore[no-any-return]
+
+
+def _record_not_profile(path: Path, label: str) -> str:
+    """A calibration record given where a profile belongs: name the profile beside it, if any."""
+    text = f"{label}: this is a calibration record (written by npu-gate profile calibrate), not a profile"
+    if path.name.endswith(".calibration.json"):
+        profile = path.with_name(path.name[:-len(".calibration.json")] + ".json")
+        if profile.is_file():
+            return f"{text}; the profile derived from it is {profile}"
+    return text
 
 
 def semantic_problems(

@@ -210,15 +210,16 @@ def test_every_failed_constraint_is_reported_with_its_value(tmp_path):
     found = [(f.rule, f.node, f.constraint, f.actual, f.allowed, f.message) for f in result.findings]
     assert found == [
         ("op-constraint", "conv0", "conv-kernel", [3, 3], {"max": 1},
-         "attribute kernel_shape [3, 3] is above the maximum 1"),
-        ("op-constraint", "conv0", "conv-stride", [1, 1], [2], "attribute strides [1, 1] not in {2}"),
+         "conv-kernel: attribute kernel_shape [3, 3] is above the maximum 1"),
+        ("op-constraint", "conv0", "conv-stride", [1, 1], [2], "conv-stride: attribute strides [1, 1] not in {2}"),
         ("op-constraint", "conv0", "conv-x-dtype", "float32", ["float16"],
-         "input 0 dtype float32 not in [float16]"),
+         "conv-x-dtype: input 0 dtype float32 not in [float16]"),
         ("op-constraint", "conv0", "conv-channels", 4, {"multiple_of": 16},
-         "input 1 dim 0 = 4 is not a multiple of 16"),
+         "conv-channels: input 1 dim 0 = 4 is not a multiple of 16"),
     ]
     assert placements(result) == {"conv0": "cpu", "relu0": "npu"}
-    assert result.nodes[0].reasons == [f[5] for f in found]
+    # the node's reasons say what failed; its findings name the constraint first
+    assert [f"{f[2]}: {r}" for f, r in zip(found, result.nodes[0].reasons, strict=True)] == [f[5] for f in found]
 
 
 def test_constraint_message_template(tmp_path):
@@ -226,7 +227,15 @@ def test_constraint_message_template(tmp_path):
                                      "in": [2], "message": "stride {actual} not in {allowed}"}]},
            "Relu": {}}
     result = inspect(tmp_path, model_zoo.conv_relu(), ops)
-    assert result.findings[0].message == "stride [1, 1] not in [2]"
+    assert result.findings[0].message == "conv-stride: stride [1, 1] not in [2]"
+
+
+def test_a_message_without_placeholders_explains_the_failure_it_follows(tmp_path):
+    """A calibrated profile's evidence used to replace what failed: every Resize constraint read the same."""
+    ops = {"Conv": {"constraints": [{"id": "conv-stride", "attribute": "strides", "each": True, "in": [2],
+                                     "message": "measured on CPU at stride 1"}]}, "Relu": {}}
+    result = inspect(tmp_path, model_zoo.conv_relu(), ops)
+    assert result.findings[0].message == "conv-stride: attribute strides [1, 1] not in {2}; measured on CPU at stride 1"
 
 
 def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, save_model, write_contract):

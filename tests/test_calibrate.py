@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,9 @@ def test_a_hypothesis_that_predicts_every_point_is_written_citing_the_record() -
     [constraint] = entry["constraints"]
     assert constraint["id"] == "averagepool-pads-count-include-pad"
     assert constraint["doc"] == "cal.calibration.json#AveragePool"
-    assert constraint["message"] == ("AveragePool ran on CPU (or was not built) in calibration wherever this fails: "
-                                     "1 of 3 sweep points (cal.calibration.json#AveragePool)")
+    assert constraint["message"] == ("in calibration AveragePool ran on CPU (or was not built) at every sweep point "
+                                     "failing this constraint (1 of 3 points off the NPU; "
+                                     "cal.calibration.json#AveragePool)")
     assert derived.verdicts["AveragePool"]["verdict"] == "constrained"
     assert derived.verdicts["AveragePool"]["measured"] == [["averagepool-k3-s1-pad1-include0", "cpu"],
                                                            ["averagepool-k3-s1-pad1-include1", "npu"],
@@ -97,8 +99,8 @@ def test_a_hypothesis_message_follows_what_was_measured() -> None:
     entry = derive(_record([said], devices), [said]).ops["AveragePool"]
     assert entry is not None
     assert entry["constraints"][0]["message"] == (
-        "AveragePool ran on CPU (or was not built) in calibration wherever this fails: 1 of 3 sweep points "
-        "(cal.calibration.json#AveragePool); kernels other than 3 were not measured")
+        "in calibration AveragePool ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(1 of 3 points off the NPU; cal.calibration.json#AveragePool); kernels other than 3 were not measured")
 
 
 @pytest.mark.parametrize(("devices", "verdict", "written", "against"), [
@@ -286,12 +288,12 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
         == ["rknn-rk3588.calibration.json#Resize", "rknn-rk3588.calibration.json#Slice",
             "rknn-rk3588.calibration.json#Pad"]
     assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
-        "Slice ran on CPU (or was not built) in calibration wherever this fails: 3 of 8 sweep points "
-        "(rknn-rk3588.calibration.json#Slice)")
+        "in calibration Slice ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(3 of 8 points off the NPU; rknn-rk3588.calibration.json#Slice)")
 
 
-MEASURED = ("Resize ran on CPU (or was not built) in calibration wherever this fails: 21 of 93 sweep points "
-            "(rknn-rk3588.calibration.json#Resize)")
+MEASURED = ("in calibration Resize ran on CPU (or was not built) at every sweep point failing this constraint "
+            "(21 of 93 points off the NPU; rknn-rk3588.calibration.json#Resize)")
 RESIZE_MESSAGES = {
     "resize-mode-nearest-or-linear": MEASURED,
     "resize-linear-not-align-corners": f"{MEASURED}; linear align_corners was measured on the NPU only as an "
@@ -380,8 +382,22 @@ def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placemen
     assert {n.name: n.placement for n in result.nodes}["node0"] == placement
     found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
     assert found == failures
+    # the constraint, what failed, then the calibration's evidence
     messages = {f.constraint: f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
-    assert messages == {c: RESIZE_MESSAGES[c] for c, _ in failures}
+    assert {c: (m.startswith(f"{c}: "), m.endswith(f"; {RESIZE_MESSAGES[c]}")) for c, m in messages.items()} == {
+        c: (True, True) for c, _ in failures}
+
+
+def test_a_calibrated_constraint_finding_says_which_condition_failed(tmp_path: Path) -> None:
+    """Every Resize constraint of rknn-rk3588 used to give the same message: the calibration counts only."""
+    from profile_builders import resize
+
+    from npu_gate.pipeline import inspect_model
+
+    (tmp_path / "m.onnx").write_bytes(resize(mode="cubic").SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [f.message for f in result.findings if f.rule == "op-constraint"] == [
+        f"resize-mode-nearest-or-linear: attribute mode cubic not in {{nearest, linear}}; {MEASURED}"]
 
 
 @pytest.mark.torch
@@ -433,8 +449,11 @@ def test_from_record_beside_out_rewrites_only_the_verdicts(run_cli, tmp_path: Pa
     assert run.out.endswith(f"wrote {tmp_path / 'rknn-rk3588.json'} (65 ops, 5 patterns) and {path}\n")
     assert path.read_text(encoding="utf-8") == (profile_dir() / "rknn-rk3588.calibration.json").read_text(
         encoding="utf-8")
-    assert (tmp_path / "rknn-rk3588.json").read_text(encoding="utf-8") == (
-        profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8")
+    # the same profile; its $schema is left out, the bundled schemas not being under the current folder
+    builtin = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))
+    assert builtin["$schema"] == "../../schemas/profile.schema.json"
+    del builtin["$schema"]
+    assert json.loads((tmp_path / "rknn-rk3588.json").read_text(encoding="utf-8")) == builtin
 
 
 def test_without_value_tests_the_three_ops_stay_unexplained() -> None:
@@ -555,11 +574,49 @@ def test_calibrate_on_the_fake_compiler(run_cli, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "fake-cal.diff.json").read_text(encoding="utf-8"))["ops_added"] == [
         "AveragePool", "Relu", "Transpose"]
     assert (tmp_path / "fake-cal.diff.md").is_file()
-    again = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
-                    "--out", tmp_path / "again.json", "--from-record", tmp_path / "fake-cal.calibration.json")
-    assert again.code == 0, again.err
-    assert json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))["ops"] == doc["ops"]
-    assert not (tmp_path / "again.calibration.json").exists()  # a record elsewhere is read, never written
+    assert "$schema" not in doc  # the bundled schema is not under the current folder with tmp_path
+
+
+def test_from_record_into_another_folder_writes_the_record_beside_the_profile(run_cli, tmp_path: Path) -> None:
+    """It wrote no record there, and the profile cited the record of the first folder; it also
+    wanted --target and printed compile timings, though no compiler runs."""
+    first = tmp_path / "fake-cal.json"
+    assert run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                   "--out", first).code == 0
+    source = tmp_path / "fake-cal.calibration.json"
+    other = tmp_path / "y" / "again.json"
+    run = run_cli("profile", "calibrate", "--out", other, "--from-record", source)
+    assert run.code == 0, run.err
+    assert run.out == (f"derived from {source}: 7 points measured with fake-compiler 0.1 fake1; no compiler ran\n"
+                       f"wrote {other} (3 ops, 0 patterns) and {tmp_path / 'y' / 'again.calibration.json'}\n")
+    derived = json.loads(other.read_text(encoding="utf-8"))
+    record = json.loads((tmp_path / "y" / "again.calibration.json").read_text(encoding="utf-8"))
+    assert (derived["name"], record["name"], record["record_name"]) == ("again", "again", "again.calibration.json")
+    assert record["points"] == json.loads(source.read_text(encoding="utf-8"))["points"]
+    assert derived["ops"]["Relu"]["note"] == ("measured on the NPU at the one sweep point "
+                                              "(relu; again.calibration.json#Relu)")
+    assert "fake-cal.calibration.json" not in derived["description"] + derived["source"]
+    wrong = run_cli("profile", "calibrate", "--target", "rk3588", "--out", other, "--from-record", source)
+    assert (wrong.code, wrong.err) == (2, f"npu-gate: error: --target rk3588: {source} was measured for fake1\n")
+    none = run_cli("profile", "calibrate", "--out", tmp_path / "z.json")
+    assert none.code == 2
+    assert none.err.startswith("npu-gate: error: --target: required to measure")
+
+
+def test_schema_reference_is_relative_to_out_when_both_are_in_the_current_folder(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    import npu_gate.resources
+    from npu_gate.calibrate import schema_reference
+
+    (tmp_path / "checkout" / "schemas").mkdir(parents=True)
+    monkeypatch.setattr(npu_gate.resources, "schema_dir", lambda: tmp_path / "checkout" / "schemas")
+    monkeypatch.chdir(tmp_path / "checkout")
+    assert schema_reference(Path("cal/p.json")) == "../schemas/profile.schema.json"
+    assert schema_reference(Path("p.json")) == "schemas/profile.schema.json"
+    assert schema_reference(tmp_path / "elsewhere" / "p.json") is None
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert schema_reference(Path("p.json")) is None  # the schema is not under the current folder
 
 
 def test_a_crash_and_a_hang_cost_their_point_and_the_sweep_goes_on(tmp_path: Path) -> None:
@@ -717,3 +774,55 @@ def test_calibrate_with_rknn_toolkit2(run_cli, tmp_path: Path) -> None:
         ("averagepool-k3-s1-pad1-include0", "cpu"), ("averagepool-k3-s1-pad1-include1", "npu"),
         ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
     load_profile(str(out))
+
+
+def test_a_diff_against_typo_fails_before_the_sweep(run_cli, tmp_path: Path, monkeypatch) -> None:
+    """It used to run the whole sweep and write the profile, then exit 2."""
+    import npu_gate.calibrate
+
+    def no_sweep(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(npu_gate.calibrate, "measure", no_sweep)
+    run = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                  "--out", tmp_path / "x" / "a.json", "--diff-against", "nosuch")
+    assert run.code == 2
+    assert run.err.startswith("npu-gate: error: --diff-against: unknown profile 'nosuch'")
+    assert run.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_diff_of_a_calibration_record_says_what_it_is(run_cli, tmp_path: Path) -> None:
+    """It used to print six schema errors ending with `extends: None is not of type 'string'`."""
+    record = profile_dir() / "rknn-rk3588.calibration.json"
+    run = run_cli("profile", "diff", record, "rknn-rk3588")
+    assert run.code == 2
+    profile = profile_dir() / "rknn-rk3588.json"
+    assert run.err == (f"npu-gate: error: {record}: this is a calibration record (written by npu-gate profile "
+                       f"calibrate), not a profile; the profile derived from it is {profile}\n")
+    alone = tmp_path / "r.json"
+    shutil.copy(record, alone)
+    run = run_cli("profile", "diff", "rknn-rk3588", alone)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {alone}: this is a calibration record (written by "
+                                      "npu-gate profile calibrate), not a profile\n")
+
+
+def test_profile_diff_says_not_measured_for_ops_a_calibration_without_a_base_never_measured(
+        run_cli, tmp_path: Path) -> None:
+    """Erf was measured off the NPU (removed); Add was never in the sweep: it used to be "removed" too."""
+    out = tmp_path / "cal.json"
+    assert run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                   "--out", out).code == 0
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"name": "a", "description": "d", "source": "s", "evidence": "illustrative",
+                             "ops": {"Add": {}, "Erf": {}, "Relu": {}}}), encoding="utf-8")
+    run = run_cli("profile", "diff", a, out, "--json", tmp_path / "d.json")
+    assert run.code == 1
+    assert run.out == ("profile diff: a (3 ops) -> cal (3 ops)\n"
+                       "  ops cal adds (2): AveragePool, Transpose\n"
+                       "  ops cal removes (1; a runs them on the NPU): Erf\n"
+                       "  ops not in cal, not measured by its calibration (1; a runs them on the NPU): Add\n")
+    doc = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))
+    assert (doc["ops_removed"], doc["ops_not_measured"]) == (["Erf"], ["Add"])
+    (tmp_path / "cal.calibration.json").unlink()  # without its record, what was measured is not known
+    assert "  ops cal removes (2; a runs them on the NPU): Add, Erf\n" in run_cli("profile", "diff", a, out).out

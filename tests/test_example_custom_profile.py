@@ -36,13 +36,13 @@ def test_report_lists_all_three_conv_failures(
         if f.get("node") == "conv0"
     ]
     assert conv == [
-        ("conv-stride", [3, 3], [1, 2], "stride [3, 3] not in {1, 2}"),
-        ("conv-square-kernel", [3, 5], "all elements equal", "kernel [3, 5] is not square"),
+        ("conv-stride", [3, 3], [1, 2], "conv-stride: stride [3, 3] not in {1, 2}"),
+        ("conv-square-kernel", [3, 5], "all elements equal", "conv-square-kernel: kernel [3, 5] is not square"),
         (
             "conv-group",
             2,
             [1, 16],
-            "group 2: dense (1) or depthwise (input channels) only, allowed [1, 16]",
+            "conv-group: group 2: dense (1) or depthwise (input channels) only, allowed [1, 16]",
         ),
     ]
     assert [

@@ -128,5 +128,6 @@ def test_value_tests_read_small_external_tensors_only(run_cli, tmp_path: Path) -
     assert placed == {
         64: ("npu", 0, []),
         65: ("cpu", 1, [("add-b-zero", "value not known",
-                         "input 1 value not known (only scalars and 1-D constants of up to 64 elements are read)")]),
+                         "add-b-zero: input 1 value not known (only scalars and 1-D constants of up to 64 "
+                         "elements are read)")]),
     }

@@ -140,9 +140,10 @@ def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_pat
     run = run_cli("check", contract, "--today", "2026-12-02")
     assert run.code == 1
     assert run.out.splitlines()[3:] == [
-        "  error op-constraint [conv0]: stride [3, 3] not in {1, 2}",
-        "  error op-constraint [conv0]: kernel [3, 5] is not square",
-        "  error op-constraint [conv0]: group 2: dense (1) or depthwise (input channels) only, allowed [1, 16]",
+        "  error op-constraint [conv0]: conv-stride: stride [3, 3] not in {1, 2}",
+        "  error op-constraint [conv0]: conv-square-kernel: kernel [3, 5] is not square",
+        "  error op-constraint [conv0]: conv-group: group 2: dense (1) or depthwise (input channels) only, "
+        "allowed [1, 16]",
         "  error unsupported-op [resize0]: op Resize not in profile team-npu",
         "  warning waiver-expired: waivers[0] (rule=op-constraint, node=conv0) expired on 2020-01-01 and no longer "
         "waives",

@@ -4,6 +4,7 @@ log parsing and node mapping on logs captured from real RKNN-Toolkit2 runs (fixt
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from npu_gate.errors import GateError
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import ChildRun, clean_log
 from npu_gate.probe.fake import FakeCompiler
-from npu_gate.probe.report import markdown
+from npu_gate.probe.report import markdown, text
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
 from npu_gate.probe.runner import probe, replay
 from npu_gate.profile import load_profile
@@ -401,6 +402,15 @@ def test_crash_is_a_compiler_failed_verdict() -> None:
     assert summary["disagreements_by_cause"] == {"compiler failure": 2}
     assert [(d["node"], d["predicted"], d["actual"]) for d in summary["disagreements"]] == [
         ("conv1", "npu", None), ("resize", "cpu", None)]
+    # the prediction does not depend on the compiler: its partition counts stand (they were None)
+    assert (summary["predicted_npu_partitions"], summary["predicted_cpu_partitions"]) == (1, 1)
+
+
+def test_a_crashed_probe_reports_the_predicted_partitions_in_numbers() -> None:
+    folder = FIXTURES / "resize_cubic"
+    result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
+    assert "  vs profile demo: 0/2 nodes agree (0%); predicted 1 npu / 1 cpu partitions\n" in text(result)
+    assert "| NPU / CPU partitions (profile demo)       | 1 / 1 " in markdown(result)
 
 
 def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
@@ -500,7 +510,7 @@ def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> Non
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: fake, rknn)"),
+    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: rknn)"),  # the test stand-in is not offered
     (["--inputs", "x:1,0,3"], "--inputs x:1,0,3: expected NAME:DIMS with positive dims"),
     (["--compiler", "fake", "--target", "rk1"],
      "--target rk1: fake-compiler refused the configuration: config: unknown target rk1"),
@@ -643,3 +653,31 @@ def test_probe_schema_checks_the_adapter_comparison() -> None:
     errors = sorted(e.message for e in Draft202012Validator(load_schema("probe")).iter_errors(doc))
     assert errors == ["'2' is not of type 'integer', 'null'", "'agree' is a required property",
                       "'edge' is not one of ['input', 'output']"]
+
+
+def test_a_timeout_under_a_second_is_printed_as_it_was() -> None:
+    """`--timeout 0.3` used to say `timed out after 0 s`."""
+    from npu_gate.probe.base import CompilerOutput
+    from npu_gate.probe.runner import status_of
+
+    def timed_out(seconds: float) -> tuple[str, str | None]:
+        return status_of(ChildRun(returncode=None, log=[], response={"stage": "import"}, seconds=seconds,
+                                  timed_out=True), CompilerOutput())
+
+    assert timed_out(0.31) == ("crashed", "timed out after 0.3 s (stage: import)")
+    assert timed_out(600.04) == ("crashed", "timed out after 600 s (stage: import)")
+
+
+def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_model, tmp_path: Path) -> None:
+    """It showed as `rknn-toolkit2 ? rk3588`: the version is read from the venv's .dist-info instead."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)  # a Python without the toolkit: the import fails
+    (venv / "lib" / "python3.11" / "site-packages" / "rknn_toolkit2-2.5.0.dist-info").mkdir(parents=True)
+    compiler = RknnCompiler()
+    assert compiler.installed_version(venv) == "2.5.0"
+    result = probe(save_model(model_zoo.conv_relu()), compiler, "rk3588", compiler.python(venv),
+                   profile=load_profile("demo"))
+    assert (result.status, result.error) == ("failed", "import: No module named 'rknn'")
+    assert result.compiler["version"] == "2.5.0"
+    assert text(result).splitlines()[0] == "npu-gate probe: model.onnx: rknn-toolkit2 2.5.0 rk3588: FAILED"

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import validate_result
@@ -88,13 +91,23 @@ def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) 
 def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
-    assert "target.probe.compiler: unknown compiler 'hisi' (known: fake, rknn)" in run.err
+    assert "target.probe.compiler: unknown compiler 'hisi' (known: rknn)" in run.err
 
 
-def test_missing_compiler_venv_stops_the_check(contract, run_cli) -> None:
-    run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"}))
+def test_missing_compiler_venv_stops_the_check(contract, run_cli, tmp_path, monkeypatch) -> None:
+    """The message names the contract and its key; `check` has no --venv to suggest."""
+    path = contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"})
+    run = run_cli("check", path)
     assert run.code == 2
-    assert "no-such-venv/bin/python: no rknn-toolkit2 environment there" in run.err
+    venv = tmp_path / "no-such-venv"
+    assert run.err == (f"npu-gate: error: {path}: target.probe.venv: {venv}: no rknn-toolkit2 environment there "
+                       f"(no {venv}/bin/python); create it with `npu-gate probe setup rknn {venv}`\n")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588"}))
+    assert run.code == 2
+    assert run.err.startswith(f"npu-gate: error: {path}: target.probe.venv: not given, so .venv-rknn in the "
+                              "current folder: no rknn-toolkit2 environment there "
+                              f"(no {tmp_path}/.venv-rknn/bin/python)")
 
 
 def test_the_probe_builds_the_rewritten_graph_the_gate_checks(contract) -> None:
@@ -161,3 +174,55 @@ def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, m
            "(match) |" in report
     assert "| Rank adapters | predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), " \
            "Reshape y (output, cpu): agree |" in report
+
+
+# --- the result cache and the compiler venv -------------------------------------------------
+
+CACHED = "result from cache (key "
+
+
+def _rknn_venv(folder, version: str = "2.5.0"):
+    """The files the cache key reads from an rknn venv (nothing in it is run)."""
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").symlink_to(sys.executable)
+    (folder / "npu-gate-probe.json").write_text('{"compiler": "rknn", "complete": true}\n')
+    (folder / "lib" / "python3.11" / "site-packages" / f"rknn_toolkit2-{version}.dist-info").mkdir(parents=True)
+    return folder
+
+
+def test_the_cache_key_covers_the_compiler_venv(contract, tmp_path) -> None:
+    from npu_gate import cache
+
+    venv = _rknn_venv(tmp_path / "venv-rknn")
+    loaded = load_contract(contract({"compiler": "rknn", "target": "rk3588", "venv": "venv-rknn"}))
+    assert cache.probe_environment(loaded.probe) == {
+        "compiler": "rknn", "venv": str(venv.resolve()), "python": str(Path(sys.executable).resolve()),
+        "manifest": cache._sha256_file(venv / "npu-gate-probe.json"), "installed": "2.5.0"}
+    keys = [cache.contract_key(loaded, TODAY)]
+    (venv / "npu-gate-probe.json").write_text('{"compiler": "rknn", "complete": true, "torch": "real"}\n')
+    keys.append(cache.contract_key(loaded, TODAY))
+    dist = venv / "lib" / "python3.11" / "site-packages"
+    (dist / "rknn_toolkit2-2.5.0.dist-info").rename(dist / "rknn_toolkit2-2.6.0.dist-info")
+    keys.append(cache.contract_key(loaded, TODAY))
+    assert len(set(keys)) == 3
+    assert cache.contract_key(loaded, TODAY) == keys[-1]
+    shutil.rmtree(venv)
+    with pytest.raises(cache.NotCacheable, match=r"target.probe: .*venv-rknn/bin/python does not exist"):
+        cache.contract_key(loaded, TODAY)
+
+
+def test_a_cached_probe_verdict_is_not_replayed_once_the_venv_is_gone(contract, run_cli, tmp_path,
+                                                                      monkeypatch) -> None:
+    """The walkthrough's case: the venv removed, `check` still passed from the cache."""
+    monkeypatch.setattr(FakeCompiler, "python", lambda self, venv: venv / "bin" / "python")
+    (tmp_path / "venv-fake" / "bin").mkdir(parents=True)
+    (tmp_path / "venv-fake" / "bin" / "python").symlink_to(sys.executable)
+    path = contract({"compiler": "fake", "target": "fake1", "venv": "venv-fake", "decide": "measured"})
+    first, second = run_cli("check", path), run_cli("check", path)
+    assert (first.code, second.code) == (0, 0)
+    assert CACHED not in first.out and CACHED in second.out
+    shutil.rmtree(tmp_path / "venv-fake")
+    gone = run_cli("check", path)
+    assert gone.code == 2
+    assert CACHED not in gone.out
+    assert "venv-fake/bin/python" in gone.err

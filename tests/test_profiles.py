@@ -333,12 +333,12 @@ def test_docs_outside_the_repository_name_the_record_without_a_broken_link(
         assert broken_links(page, tmp_path) == [], page.name
         assert all(re.match(r"https?://", target) for target in links(page)), page.name
     text = (tmp_path / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
-    assert ("1 of 12 sweep points (rknn-rk3588.calibration.json#Add)” "
+    assert ("(1 of 12 points off the NPU; rknn-rk3588.calibration.json#Add)” "
             "(`npu_gate/profiles/rknn-rk3588.calibration.json#Add`)<br>") in text
     assert run_cli("profile", "docs", "--check").code == 0
     # in the repository the same reference is a link to the record
     repo_page = (REPO / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
-    assert ("(rknn-rk3588.calibration.json#Add)” "
+    assert ("; rknn-rk3588.calibration.json#Add)” "
             "([doc](../../npu_gate/profiles/rknn-rk3588.calibration.json))") in repo_page
 
 
@@ -388,7 +388,7 @@ def test_report_links_constraint_docs_and_groups_by_reason(tmp_path: Path) -> No
     finding = next(f for f in result.findings if f.rule == "op-constraint")
     assert (finding.doc, finding.evidence) == ("https://example.com/a(b)", "illustrative")
     report = markdown.render(result)
-    assert ("| attribute group 2 not in &#123;4&#125; ([doc](https://example.com/a%28b%29)) |"
+    assert ("| conv-group: attribute group 2 not in &#123;4&#125; ([doc](https://example.com/a%28b%29)) |"
             in report.replace("  ", ""))
     assert ("<code>Conv</code> <code>conv-group</code>: allowed &#91;4&#93; "
             "([doc](https://example.com/a%28b%29))") in report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -588,4 +589,24 @@ def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
         assert result.suggestions[0]["metric"]["passed"] is True
     else:
         [rejected] = result.stages["suggestions"]["rejected"]
-        assert rejected["reason"].startswith("task metric: max_diff = 0.000")
+        assert re.fullmatch(r"task metric: max_diff 0\.000\d+ > max 1e-05", rejected["reason"])
+
+
+def test_task_metric_messages_give_the_failed_bound_in_words() -> None:
+    """They used to print Python's None: `max_err = 2.98e-08 (min None, max 1e-12)`."""
+    from npu_gate.rewrites.stage import _metric_message
+
+    def message(checks: list[dict], values: dict) -> str:
+        return _metric_message({"values": values, "checks": [{"passed": False, "min": None, "max": None, **c}
+                                                             for c in checks], "passed": False})
+
+    values = {"max_err": 2.9802322387695312e-08, "n": 4.0}
+    assert message([{"name": "max_err", "value": values["max_err"], "max": 1e-12}], values) == \
+        "task metric: max_err 2.98e-08 > max 1e-12"
+    assert message([{"name": "top1", "value": None, "min": 0.9}], values) == \
+        "task metric: the metric returned no value 'top1' (it returned max_err, n)"
+    assert message([{"name": "top1", "value": 0.89999, "min": 0.9}, {"name": "n", "value": float("nan"), "max": 9}],
+                   {"top1": 0.89999, "n": float("nan")}) == \
+        "task metric: top1 0.89999 < min 0.9; n is nan, not a finite number"
+    assert message([{"name": "top1", "value": None, "min": 0.9}], {}) == \
+        "task metric: the metric returned no value 'top1' (it returned nothing)"

@@ -144,17 +144,36 @@ def load_record(path: Path) -> dict[str, Any]:
     return record  # type: ignore[no-any-return]
 
 
-def derive_profile(record: dict[str, Any], families: list[Family] | None = None) -> tuple[dict[str, Any], Any]:
+def derive_profile(record: dict[str, Any], families: list[Family] | None = None,
+                   schema: str | None = "../../schemas/profile.schema.json") -> tuple[dict[str, Any], Any]:
     """(the profile document, the derivation with its verdicts) from a record, without the compiler."""
     from npu_gate.calibrate.infer import derive
     from npu_gate.profile import load_profile
 
     base = load_profile(record["extends"], where="extends") if record.get("extends") else None
     derived = derive(record, families if families is not None else SWEEPS[record["sweep"]](), base)
-    return profile_document(derived, record, base), derived
+    return profile_document(derived, record, base, schema), derived
 
 
-def profile_document(derived: Any, record: dict[str, Any], base: Any = None) -> dict[str, Any]:
+def schema_reference(out: Path) -> str | None:
+    """``$schema`` for a profile written to ``out``: the bundled schema's path relative to ``out``'s
+    folder when both are inside the current folder (a checkout, as for the built-in profiles); else
+    None (a path into an installed package is no use in a repository)."""
+    import os
+
+    from npu_gate.resources import schema_dir
+
+    schema = (schema_dir() / "profile.schema.json").resolve()
+    cwd, folder = Path.cwd().resolve(), out.parent.resolve()
+    if not (schema.is_relative_to(cwd) and folder.is_relative_to(cwd)):
+        return None
+    return Path(os.path.relpath(schema, folder)).as_posix()
+
+
+def profile_document(derived: Any, record: dict[str, Any], base: Any = None,
+                     schema: str | None = "../../schemas/profile.schema.json") -> dict[str, Any]:
+    """The profile file's document; ``schema``: its ``$schema`` path (relative to the file), or None
+    to leave the key out."""
     c = record["compiler"]
     evidence = f"{c.get('name')} {c.get('version')} {c.get('target')}"
     extends = record.get("extends")
@@ -173,8 +192,8 @@ def profile_document(derived: Any, record: dict[str, Any], base: Any = None) -> 
                  f"measured: ops the sweep did not cover, constraints an op note says were kept from the base")
         text += (f", and the ops whose points the constraint vocabulary could not explain "
                  f"({', '.join(unexplained)})." if unexplained else ".")
-    doc: dict[str, Any] = {
-        "$schema": "../../schemas/profile.schema.json",
+    doc: dict[str, Any] = {} if schema is None else {"$schema": schema}
+    doc |= {
         "name": record["name"],
         "description": text,
         "source": f"`{record['command']}`; points, placements and per-op verdicts in {record['record_name']}",

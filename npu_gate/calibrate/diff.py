@@ -2,7 +2,9 @@
 
 Ops B adds (A does not run them), ops B removes (A runs them, B does not: for a calibrated B,
 measured off the NPU while A claims them), ops both run under different constraints
-(compared without messages and doc links), fusion patterns and the rank-adapter rule.
+(compared without messages and doc links), fusion patterns and the rank-adapter rule. A
+calibrated B that extends nothing does not hold the ops its sweep never measured: given the
+ops its record measured, those are "not measured" rather than removed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ def _claims(constraints: list[dict[str, Any]]) -> list[str]:
                   for c in constraints)
 
 
-def diff_profiles(a: Any, b: Any) -> dict[str, Any]:
+def diff_profiles(a: Any, b: Any, measured: set[str] | None = None) -> dict[str, Any]:
+    """``measured``: the ops B's calibration record measured, for a calibrated B that extends nothing."""
     changed = []
     for op in sorted(set(a.ops) & set(b.ops)):
         ca, cb = a.ops[op].get("constraints", []), b.ops[op].get("constraints", [])
@@ -36,14 +39,16 @@ def diff_profiles(a: Any, b: Any) -> dict[str, Any]:
         "a": {"name": a.name, "evidence": a.evidence, "ops": len(a.ops)},
         "b": {"name": b.name, "evidence": b.evidence, "ops": len(b.ops)},
         "ops_added": sorted(set(b.ops) - set(a.ops)),
-        "ops_removed": sorted(set(a.ops) - set(b.ops)),
+        "ops_removed": sorted(op for op in set(a.ops) - set(b.ops) if measured is None or op in measured),
+        "ops_not_measured": sorted(op for op in set(a.ops) - set(b.ops) if measured is not None and op not in measured),
         "ops_constrained_differently": changed,
         "patterns_added": sorted(pb - pa),
         "patterns_removed": sorted(pa - pb),
         "rank_adapters": None if ra == rb else {"a": ra, "b": rb},
     }
-    out["identical"] = not any(out[k] for k in ("ops_added", "ops_removed", "ops_constrained_differently",
-                                                "patterns_added", "patterns_removed", "rank_adapters"))
+    out["identical"] = not any(out[k] for k in ("ops_added", "ops_removed", "ops_not_measured",
+                                                "ops_constrained_differently", "patterns_added", "patterns_removed",
+                                                "rank_adapters"))
     return out
 
 
@@ -64,6 +69,9 @@ def _lines(d: dict[str, Any], bullet: str, name: Callable[[object], str], text: 
     if d["ops_removed"]:
         lines.append(f"{bullet}ops {b} removes ({len(d['ops_removed'])}; {a} runs them on the NPU): "
                      f"{names(d['ops_removed'])}")
+    if d.get("ops_not_measured"):
+        lines.append(f"{bullet}ops not in {b}, not measured by its calibration ({len(d['ops_not_measured'])}; "
+                     f"{a} runs them on the NPU): {names(d['ops_not_measured'])}")
     if d["ops_constrained_differently"]:
         lines.append(f"{bullet}ops constrained differently ({len(d['ops_constrained_differently'])}):")
         for c in d["ops_constrained_differently"]:

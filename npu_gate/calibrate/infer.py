@@ -9,8 +9,9 @@ could not build, crashed or failed, counts as "not on the NPU"):
 - mixed: the hypotheses of the families that are not all on the NPU are written when,
   together, they predict every point of the op (pass exactly where the compiler ran it on
   the NPU); otherwise the op is ``unexplained`` and not written, so the base's claim stands.
-  A written constraint's message says on how many points the op was off the NPU, then the
-  hypothesis's own message if it has one (what the sweep did not measure).
+  A written constraint's message (which a finding shows after what failed) says that the op
+  was off the NPU wherever the constraint fails and at how many points, then the hypothesis's
+  own message if it has one (what the sweep did not measure).
 
 A candidate fusion pattern (from the profile named by ``--patterns-from``) is carried when
 every point it matches was fused by the compiler (one compiler op holds the work of every
@@ -149,7 +150,8 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
     doc = f"{record_name}#{op}"
     if all(npu):
         verdict["verdict"] = NPU
-        note = f"measured on the NPU at all {len(points)} sweep points ({families_text}; {doc})"
+        where = "at the one sweep point" if len(points) == 1 else f"at all {len(points)} sweep points"
+        note = f"measured on the NPU {where} ({families_text}; {doc})"
         if kept:
             note += f"; kept from the base, not contradicted by the points (the vendor's claim): " \
                     f"{', '.join(c['id'] for c in kept)}"
@@ -172,8 +174,8 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
         return None, verdict
     verdict["verdict"] = "constrained"
     verdict["constraints"] = sorted(ids)
-    counted = f"{op} ran on CPU (or was not built) in calibration wherever this fails: " \
-              f"{sum(1 for y in npu if not y)} of {len(points)} sweep points ({doc})"
+    counted = f"in calibration {op} ran on CPU (or was not built) at every sweep point failing this constraint " \
+              f"({sum(1 for y in npu if not y)} of {len(points)} points off the NPU; {doc})"
     # a hypothesis's own message says what it does not cover (what was not measured)
     written = [{**c, "message": f"{counted}; {c['message']}" if c.get("message") else counted, "doc": doc}
                for c in needed]

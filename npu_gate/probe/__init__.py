@@ -1,12 +1,14 @@
 """Probes: put a real compiler in the loop and compare its placement with npu_gate's prediction.
 
 One compiler is one module here. ``COMPILERS`` maps the ``--compiler`` name to its class;
-``fake`` is a stand-in compiler for tests of the plug-in machinery.
+``fake`` is a stand-in compiler for tests of the plug-in machinery: it works by name, but
+``KNOWN`` (what messages offer users) leaves it out.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import Compiler
@@ -16,10 +18,17 @@ COMPILERS = {
     "fake": "npu_gate.probe.fake:FakeCompiler",
 }
 
+KNOWN = sorted(name for name in COMPILERS if name != "fake")
+
 
 def get_compiler(name: str) -> Compiler:
     if name not in COMPILERS:
-        raise GateError(f"--compiler {name}: unknown compiler (known: {', '.join(sorted(COMPILERS))})")
+        raise GateError(f"--compiler {name}: unknown compiler (known: {', '.join(KNOWN)})")
     module, _, cls = COMPILERS[name].partition(":")
     compiler: Compiler = getattr(import_module(module), cls)()
     return compiler
+
+
+def venv_for(venv: Path | None, compiler: Compiler) -> Path:
+    """The compiler venv a probe uses: the one given, else ``.venv-COMPILER`` in the working folder."""
+    return venv if venv is not None else Path.cwd() / f".venv-{compiler.name}"

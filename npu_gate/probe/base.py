@@ -166,6 +166,13 @@ class Compiler(ABC):
     def python(self, venv: Path) -> Path:
         return venv / "bin" / "python"
 
+    def installed_version(self, venv: Path) -> str | None:
+        """The compiler package's version in ``venv``, from its ``.dist-info`` folder name (nothing
+        is imported or run); None when it is not installed there."""
+        dist = re.sub(r"[-_.]+", "_", self.product).lower()
+        found = sorted(venv.glob(f"lib/python*/site-packages/{dist}-*.dist-info"))
+        return found[-1].name[len(dist) + 1:-len(".dist-info")] if found else None
+
     def request(self, model: Path, target: str, inputs: dict[str, list[int]],
                 options: dict[str, Any]) -> dict[str, Any]:
         """The JSON handed to the driver script."""

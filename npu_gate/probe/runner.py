@@ -106,7 +106,7 @@ def status_of(run: ChildRun, output: CompilerOutput) -> tuple[str, str | None]:
     """ok / failed / crashed, with the error a reviewer should read."""
     stage = run.response.get("stage", "start")
     if run.timed_out:
-        return CRASHED, f"timed out after {run.seconds:.0f} s (stage: {stage})"
+        return CRASHED, f"timed out after {round(run.seconds, 1):g} s (stage: {stage})"
     if run.signal is not None:
         try:
             name = signal.Signals(run.signal).name
@@ -136,13 +136,19 @@ def probe(
     timeout: float | None = None,
     keep: Path | None = None,
     child: Any = None,
+    venv_key: str | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
 
     ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
+    ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
+    without it the error speaks of ``--venv``.
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
+    if not python.exists() and venv_key is not None:
+        raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
+                        f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
     if not python.exists():
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
@@ -180,6 +186,8 @@ def probe(
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     result = assemble(model.name, compiler, target, predicted, runs)
+    if result.compiler["version"] is None:  # it stopped before saying: the venv's installed one
+        result.compiler["version"] = compiler.installed_version(python.parent.parent)
     result.timings = {"predict_s": round(predicted_s, 3),
                       "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
                       "total_s": round(time.perf_counter() - start, 3), **result.timings}
@@ -247,18 +255,11 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     )
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
+    counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         result.nodes, result.segments = map_nodes(originals, predicted, output)
         result.ops = output.rows
-        counts: dict[str, int | None] = {}
-        predicted_adapters = None
-        if predicted_result:
-            counts = {"npu": predicted_result.summary.get("npu_partitions"),
-                      "cpu": predicted_result.summary.get("cpu_partitions")}
-            with_adapters = partitions_with_adapters(predicted_result)
-            if with_adapters is not None:
-                counts.update(npu_with_adapters=with_adapters[NPU], cpu_with_adapters=with_adapters[CPU])
-            predicted_adapters = predicted_result.rank_adapters
+        predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
         adapters = compare_adapters(predicted_adapters, edge_ops(originals, output))
         result.summary = agreement(result.nodes, result.segments, counts, added, adapters)
@@ -269,11 +270,23 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     else:
         result.nodes = [ProbeNode(name=n, op_type=t, predicted=predicted.get(n), actual=None) for n, t in originals]
         if predicted_result:
-            result.summary = agreement(result.nodes, [], {}, 0, None, failed=True)
+            result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _predicted_partitions(predicted_result: Any) -> dict[str, int | None]:
+    """npu/cpu partitions of the model's nodes, and with the predicted rank adapters when the profile has a rule."""
+    if not predicted_result:
+        return {}
+    counts: dict[str, int | None] = {"npu": predicted_result.summary.get("npu_partitions"),
+                                     "cpu": predicted_result.summary.get("cpu_partitions")}
+    with_adapters = partitions_with_adapters(predicted_result)
+    if with_adapters is not None:
+        counts.update(npu_with_adapters=with_adapters[NPU], cpu_with_adapters=with_adapters[CPU])
+    return counts
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:

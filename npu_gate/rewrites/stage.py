@@ -13,6 +13,7 @@ CPU reference. Device figures come only from the user's measurement file.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -495,8 +496,30 @@ def _metric_message(metric: dict[str, Any]) -> str:
     if "error" in metric:
         return f"task metric could not be computed: {metric['error']}"
     bad = [c for c in metric["checks"] if not c["passed"]]
-    return "task metric: " + "; ".join(
-        f"{c['name']} = {c['value']} (min {c['min']}, max {c['max']})" for c in bad)
+    return "task metric: " + "; ".join(_failed_check(c, list(metric["values"])) for c in bad)
+
+
+def _failed_check(check: dict[str, Any], returned: list[str]) -> str:
+    """Why one threshold failed: ``max_err 2.98e-08 > max 1e-12``, or the value is missing or not finite."""
+    name, value = check["name"], check["value"]
+    if value is None:
+        return f"the metric returned no value {name!r} (it returned {', '.join(returned) or 'nothing'})"
+    if not math.isfinite(value):
+        return f"{name} is {value}, not a finite number"
+    if check["min"] is not None and value < check["min"]:
+        shown, bound = _distinct(value, check["min"])
+        return f"{name} {shown} < min {bound}"
+    shown, bound = _distinct(value, check["max"])
+    return f"{name} {shown} > max {bound}"
+
+
+def _distinct(value: float, bound: float) -> tuple[str, str]:
+    """Both numbers short, with as many digits as it takes to tell them apart."""
+    for digits in range(3, 18):
+        a, b = f"{value:.{digits}g}", f"{bound:.{digits}g}"
+        if a != b:
+            return a, b
+    return repr(value), repr(bound)
 
 
 def _check_user_code(contract: Contract) -> None:
