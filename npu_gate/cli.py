@@ -178,7 +178,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     cal.add_argument("--no-batch", action="store_true",
                      help="one compiler process per point instead of one long-lived batch process")
     cal.add_argument("--keep-work", metavar="DIR", help="keep every point's model, log and compiler dumps in DIR")
-    cal.add_argument("--timeout", type=float, help="seconds per point (default: the plug-in's)")
+    cal.add_argument("--timeout", type=_seconds, help="seconds per point (default: the plug-in's)")
     pdiff = psub.add_parser("diff", help="what profile B claims differently from profile A")
     pdiff.add_argument("a", metavar="A", help="built-in name or profile file")
     pdiff.add_argument("b", metavar="B", help="built-in name or profile file")

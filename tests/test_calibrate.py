@@ -826,3 +826,13 @@ def test_profile_diff_says_not_measured_for_ops_a_calibration_without_a_base_nev
     assert (doc["ops_removed"], doc["ops_not_measured"]) == (["Erf"], ["Add"])
     (tmp_path / "cal.calibration.json").unlink()  # without its record, what was measured is not known
     assert "  ops cal removes (2; a runs them on the NPU): Add, Erf\n" in run_cli("profile", "diff", a, out).out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_calibrate_timeout_must_be_a_positive_number(run_cli, tmp_path: Path, capsys, value: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                "--out", tmp_path / "a.json", "--timeout", value)
+    assert stopped.value.code == 2
+    assert f"argument --timeout: {value!r} is not a positive number of seconds" in capsys.readouterr().err
+    assert not (tmp_path / "a.json").exists()

@@ -411,6 +411,12 @@ def test_a_crashed_probe_reports_the_predicted_partitions_in_numbers() -> None:
     result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))
     assert "  vs profile demo: 0/2 nodes agree (0%); predicted 1 npu / 1 cpu partitions\n" in text(result)
     assert "| NPU / CPU partitions (profile demo)       | 1 / 1 " in markdown(result)
+    # nothing was built: no "0 npu / 0 cpu segments ... (differ)" comparison
+    no_segments = ("no segments to compare: the compiler built nothing (predicted partitions of the model's "
+                   "nodes (the profile has no rank_adapters rule): 1 npu / 1 cpu)")
+    assert f"  {no_segments}\n" in text(result)
+    assert "differ" not in text(result) + markdown(result)
+    assert "  2 nodes: 0 npu, 0 cpu" in text(result)
 
 
 def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:

@@ -22,13 +22,14 @@ def text(result: ProbeResult) -> str:
     s = result.summary
     if s:
         a = s["actual"]
-        lines.append(f"  {s['nodes']} nodes: {a['npu']} npu, {a['cpu']} cpu, {a['split']} split, {a['fused']} fused, "
+        nodes = f"{s['nodes']} node" + ("" if s["nodes"] == 1 else "s")
+        lines.append(f"  {nodes}: {a['npu']} npu, {a['cpu']} cpu, {a['split']} split, {a['fused']} fused, "
                      f"{a['folded']} folded; {s['npu_segments']} npu / {s['cpu_segments']} cpu segments")
         if s["agreement_rate"] is not None:
             lines.append(f"  vs profile {term(result.predicted_with.get('profile'))}: {s['agree']}/{s['compared']} "
                          f"nodes agree ({s['agreement_rate']:.0%}); predicted {s['predicted_npu_partitions']} npu / "
                          f"{s['predicted_cpu_partitions']} cpu partitions")
-            lines.append(f"  {compared_partitions(s)}")
+            lines.append(f"  {compared_partitions(s, result.built)}")
         if adapter_line := adapters_text(s, term):
             lines.append(f"  {adapter_line}")
     for f in result.findings:
@@ -67,7 +68,8 @@ def markdown(result: ProbeResult) -> str:
         parts.append(tabulate(rows, headers=["", c["name"] + " " + md(c.get("version") or "?") + " " + md(c["target"])],
                               tablefmt="github", disable_numparse=True))
         if s["agreement_rate"] is not None:
-            parts.append(compared_partitions(s)[0].upper() + compared_partitions(s)[1:] + ".")
+            compared = compared_partitions(s, result.built)
+            parts.append(compared[0].upper() + compared[1:] + ".")
         if adapter_line := adapters_text(s, md):
             parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
@@ -97,14 +99,19 @@ def _with_adapters_row(s: dict[str, Any]) -> list[list[str]]:
              f"{s['predicted_npu_partitions_with_adapters']} / {s['predicted_cpu_partitions_with_adapters']}"]]
 
 
-def compared_partitions(s: dict[str, Any]) -> str:
-    """Which predicted partition counts stand against the compiler's segments, and whether they match."""
+def compared_partitions(s: dict[str, Any], built: bool = True) -> str:
+    """Which predicted partition counts stand against the compiler's segments, and whether they match
+    (``built`` False: the compiler built nothing, so there are no segments to compare)."""
     if s.get("predicted_npu_partitions_with_adapters") is not None:
         which = "predicted partitions with the rank adapters"
         npu, cpu = s["predicted_npu_partitions_with_adapters"], s["predicted_cpu_partitions_with_adapters"]
     else:
         which = "predicted partitions of the model's nodes (the profile has no rank_adapters rule)"
         npu, cpu = s["predicted_npu_partitions"], s["predicted_cpu_partitions"]
+    if s.get("built") is False:
+        return f"no segments to compare: the compiler built nothing ({which}: {npu} npu / {cpu} cpu)"
+    if not built:
+        return f"no segments to compare: the compiler built nothing ({which}: {npu} npu / {cpu} cpu)"
     match = "match" if (npu, cpu) == (s["npu_segments"], s["cpu_segments"]) else "differ"
     return (f"segments vs {which}: {s['npu_segments']} npu / {s['cpu_segments']} cpu vs "
             f"{npu} npu / {cpu} cpu ({match})")

@@ -54,7 +54,7 @@ def render(result: GateResult, headline_note: str = "") -> str:
 
         ps = probe.get("summary") or {}
         if ps.get("agreement_rate") is not None:
-            lines.append(f"    {compared_partitions(ps)}")
+            lines.append(f"    {compared_partitions(ps, probe.get('status') == 'ok')}")
         if adapter_line := adapters_text(ps, term):
             lines.append(f"    {adapter_line}")
     for c in result.numerics:
