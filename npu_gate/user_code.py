@@ -18,11 +18,14 @@ def import_callable(spec: str, folder: Path, label: str) -> Callable[..., Any]:
     module_name, attr = spec.split(":")
     top = module_name.split(".")[0]
     folder = folder.resolve()
-    # A module of the same name imported from another contract's folder must not be reused.
-    for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-        file = getattr(sys.modules[name], "__file__", None) or ""
-        if not Path(file).resolve().is_relative_to(folder):
-            del sys.modules[name]
+    # When the folder has the module, one of the same name imported earlier (from another
+    # contract's folder) must not be reused. A module the folder does not have is an installed
+    # package (torchvision:..., timm:...): it is imported as usual, never evicted and reloaded.
+    if (folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file():
+        for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+            file = getattr(sys.modules[name], "__file__", None) or ""
+            if not Path(file).resolve().is_relative_to(folder):
+                del sys.modules[name]
     sys.path.insert(0, str(folder))
     try:
         module = importlib.import_module(module_name)
