@@ -1,20 +1,32 @@
 """Predicted vs actual on a handful of small exported nets: npu_gate's profile vs RKNN-Toolkit2.
 
     python bench/probe_agreement.py [--venv .venv-rknn] [--profile demo] [--out DIR]
+    python bench/probe_agreement.py --torchvision [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
 probes it with the real toolkit (rk3588) and prints one Markdown row per net: nodes, how the
 compiler placed them, its NPU/CPU segments against the profile's partitions, and the share of
 nodes where prediction and compiler agree. Needs torch here and `npu-gate probe setup rknn`.
+
+`--torchvision` does the same for real torchvision architectures (random init, `weights=None`:
+nothing is downloaded) at small input sizes, builds each once and compares the build with all
+three built-in RKNN profiles, then lists every disagreement. It needs torchvision in this
+environment, which npu_gate itself never does: `pip install --no-deps torchvision==0.28.0 pillow`
+(the torchvision release built for torch 2.13.0).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import torch
 from torch import nn
@@ -26,7 +38,7 @@ sys.path.insert(0, str(ROOT / "examples" / "seed-hardswish"))
 from seed_net import SeedNet  # noqa: E402
 
 from npu_gate.probe import get_compiler  # noqa: E402
-from npu_gate.probe.runner import probe  # noqa: E402
+from npu_gate.probe.runner import probe, replay  # noqa: E402
 from npu_gate.profile import load_profile  # noqa: E402
 
 
@@ -116,18 +128,93 @@ def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
                       opset_version=17, dynamo=False)
 
 
+PROFILES = ("rknn-toolkit2-v2.1", "rknn-rk3588-fused", "rknn-rk3588")
+
+
+class SegmentationOut(nn.Module):
+    """torchvision's segmentation models return a dict: export its "out" tensor."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.model(x)["out"]
+        return out
+
+
+def import_torchvision() -> ModuleType:
+    """torchvision, imported here only: it is this bench's dependency, never npu_gate's.
+
+    PyPI's torchvision wheel links its C++ ops (nms, roi_align, ...: detection ops) against the
+    CUDA build of torch. Under a CPU-only torch (2.13.0+cpu) they cannot load, and torchvision
+    0.28.0 then fails at import, registering a fake kernel for an op that does not exist. When the
+    ops do not load, this declares the schemas of the two ops it registers that way, so the
+    pure-Python models import; none of the models here calls a torchvision C++ op.
+    """
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or spec.origin is None:
+        sys.exit("--torchvision needs torchvision in this environment (the bench's own dependency, not npu_gate's): "
+                 "pip install --no-deps torchvision==0.28.0 pillow  (the torchvision release for torch 2.13.0)")
+    extension = next(Path(spec.origin).parent.glob("_C.*"), None)
+    try:
+        if extension is None:
+            raise OSError("no _C extension")
+        torch.ops.load_library(str(extension))
+    except OSError:
+        lib = torch.library.Library("torchvision", "DEF")
+        for op in ("nms", "qnms"):
+            lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        _KEEP.append(lib)
+    import torchvision
+
+    return torchvision
+
+
+_KEEP: list[Any] = []  # a torch.library.Library undefines its ops when it is garbage-collected
+
+
+def torchvision_nets(tv: ModuleType) -> dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]]:
+    """Real architectures, random init (``weights=None``: nothing is downloaded), small inputs."""
+    m = tv.models
+    return {
+        "resnet18": (lambda: m.resnet18(weights=None), (1, 3, 64, 64)),
+        "mobilenet_v3_small": (lambda: m.mobilenet_v3_small(weights=None), (1, 3, 64, 64)),
+        "efficientnet_b0": (lambda: m.efficientnet_b0(weights=None), (1, 3, 64, 64)),
+        "shufflenet_v2_x0_5": (lambda: m.shufflenet_v2_x0_5(weights=None), (1, 3, 64, 64)),
+        "regnet_x_400mf": (lambda: m.regnet_x_400mf(weights=None), (1, 3, 64, 64)),
+        "lraspp_mobilenet_v3_large": (
+            lambda: SegmentationOut(m.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)),
+            (1, 3, 64, 64)),
+        "tiny ViT (2 layers, d 32)": (lambda: tiny_vit(m), (1, 3, 32, 32)),
+    }
+
+
+def tiny_vit(models: ModuleType) -> nn.Module:
+    """torchvision's VisionTransformer with small dims. Its init zeroes the classifier head, and
+    the toolkit folds a Gemm with all-zero weights into a constant and then refuses the model
+    ("All outputs ['y'] of model are constants"): the head gets random weights instead."""
+    vit: nn.Module = models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                              mlp_dim=64, num_classes=10)
+    nn.init.normal_(vit.heads.head.weight, std=0.02)
+    return vit
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--venv", default=str(ROOT / ".venv-rknn"))
     parser.add_argument("--profile", default="demo")
+    parser.add_argument("--torchvision", action="store_true",
+                        help=f"torchvision architectures against {', '.join(PROFILES)} (--profile is ignored)")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     args = parser.parse_args()
+    bench = run_torchvision if args.torchvision else run
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        run(Path(args.venv), args.profile, Path(args.out))
+        bench(Path(args.venv), args.profile, Path(args.out))
     else:
         with tempfile.TemporaryDirectory(prefix="npu-gate-agreement-") as out:
-            run(Path(args.venv), args.profile, Path(out))
+            bench(Path(args.venv), args.profile, Path(out))
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
@@ -150,6 +237,82 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
         print(f"| {name} | {s['nodes']} | {a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / {a['folded']} | "
               f"{s['npu_segments']} / {s['cpu_segments']} | {s['predicted_npu_partitions']} / "
               f"{s['predicted_cpu_partitions']} | {s['agree']}/{s['compared']} ({s['agreement_rate']:.0%}) |")
+
+
+def run_torchvision(venv: Path, _profile: str, out: Path) -> None:
+    tv = import_torchvision()
+    compiler = get_compiler("rknn")
+    profiles = [load_profile(name) for name in PROFILES]
+    start = time.perf_counter()
+    rows: list[str] = []
+    groups: dict[tuple[Any, ...], list[str]] = {}  # (net, op, predicted, actual, became, cause, profiles) -> nodes
+    failures: list[str] = []
+    version = None
+    for name, (build, shape) in torchvision_nets(tv).items():
+        net_start = time.perf_counter()
+        slug = name.split()[0].lower()
+        path = out / f"{slug}.onnx"
+        torch.manual_seed(0)
+        export(build(), shape, path)
+        work = out / f"{slug}.work"
+        results = [probe(path, compiler, "rk3588", compiler.python(venv), profile=profiles[0], keep=work)]
+        results += [replay(path, compiler, "rk3588", work, profile) for profile in profiles[1:]]
+        seconds = time.perf_counter() - net_start
+        version = version or results[0].compiler["version"]
+        for profile_name, result in zip(PROFILES, results, strict=True):
+            doc = json.dumps(result.to_dict(), indent=2)
+            path.with_suffix(f".{profile_name}.probe.json").write_text(doc, encoding="utf-8")
+        if results[0].status != "ok":
+            failures.append(f"- {name}: the compiler {results[0].status}: {results[0].error}")
+        else:
+            _group_disagreements(name, results, groups)
+        rows.append(_torchvision_row(name, shape, results, seconds))
+    print(f"rknn-toolkit2 {version}, rk3588, torch {torch.__version__}, torchvision {tv.__version__}, "
+          f"opset 17 torchscript exporter, random init; {time.perf_counter() - start:.0f} s in all\n")
+    print("| net | input | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
+          + " | ".join(f"`{p}` partitions, agreement" for p in PROFILES) + " | s |")
+    print("| --- | --- | ---: | --- | --- | " + " | ".join("---" for _ in PROFILES) + " | ---: |")
+    print("\n".join(rows))
+    print("\nDisagreements (nodes of one kind: predicted, by which profiles -> what the compiler did; cause):")
+    for (net, op_type, predicted, actual, became, cause, names), nodes in groups.items():
+        example = f"{nodes[0]}" if len(nodes) == 1 else f"{len(nodes)} nodes, e.g. {nodes[0]}"
+        print(f"- {net}: {op_type} ({example}): {predicted} by {', '.join(names)} -> {actual}"
+              f"{f' as {became}' if became else ''}; {cause}")
+    print("\n".join(failures))
+
+
+def _group_disagreements(net: str, results: list[Any], groups: dict[tuple[Any, ...], list[str]]) -> None:
+    """One entry per kind of disagreement: the same op, predictions, outcome and cause, over the profiles."""
+    by_node: dict[str, dict[str, Any]] = {}
+    for profile_name, result in zip(PROFILES, results, strict=True):
+        for d in result.summary["disagreements"]:
+            entry = by_node.setdefault(d["node"], {**d, "predicted": {}})
+            entry["predicted"][profile_name] = d["predicted"]
+    for node, d in by_node.items():
+        predicted = sorted(set(d["predicted"].values()))
+        names = tuple(d["predicted"]) if len(predicted) == 1 else tuple(f"{p} ({v})" for p, v in d["predicted"].items())
+        key = (net, d["op_type"], "/".join(predicted), d["actual"], d["became"], d["cause"], names)
+        groups.setdefault(key, []).append(node)
+
+
+def _torchvision_row(name: str, shape: tuple[int, ...], results: list[Any], seconds: float) -> str:
+    first, size = results[0], "x".join(map(str, shape))
+    s = first.summary or {}
+    if first.status != "ok":
+        actual = f"{first.status} | "
+    else:
+        a = s["actual"]
+        actual = f"{a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / {a['folded']} | " \
+            f"{s['npu_segments']} / {s['cpu_segments']}"
+    cells = []
+    for result in results:
+        r = result.summary
+        npu = r["predicted_npu_partitions_with_adapters"]
+        cpu = r["predicted_cpu_partitions_with_adapters"]
+        if npu is None:
+            npu, cpu = r["predicted_npu_partitions"], r["predicted_cpu_partitions"]
+        cells.append(f"{npu} / {cpu}, {r['agree']}/{r['compared']} ({r['agreement_rate']:.0%})")
+    return f"| {name} | {size} | {len(first.nodes)} | {actual} | " + " | ".join(cells) + f" | {seconds:.0f} |"
 
 
 if __name__ == "__main__":

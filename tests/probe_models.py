@@ -23,6 +23,8 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
   not multiples of 8: the rank adapters the compiler adds at the graph input and output.
 - ``resize_odd_dims``: a linear Resize x2 (sizes) of a 33x33 input: the Resize runs on the NPU
   behind a Conv the compiler inserts, whose op-table row has no FullName.
+- ``unnamed_nodes``: Conv, Relu (both without a name), Conv: the toolkit names an unnamed node
+  after its first output (``a`` for the first Conv, whose row becomes ``ConvRelu``).
 """
 
 from __future__ import annotations
@@ -205,6 +207,15 @@ def resize_odd_dims() -> onnx.ModelProto:
     return _model("resize_odd_dims", nodes, inits, [_x("x", [1, 16, 33, 33])], [_x("y", [1, 16, 66, 66])])
 
 
+def unnamed_nodes() -> onnx.ModelProto:
+    nodes = [helper.make_node("Conv", ["x", "conv_a.w", "conv_a.b"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             _conv("conv_b", "r", "y")]
+    inits = [_w("conv_a.w", 8, 3, 3, 3), _w("conv_a.b", 8, seed=1), _w("conv_b.w", 8, 8, 3, 3, seed=2),
+             _w("conv_b.b", 8, seed=3)]
+    return _model("unnamed_nodes", nodes, inits, [_x("x", [1, 3, 16, 16])], [_x("y", [1, 8, 16, 16])])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
@@ -220,4 +231,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "attention": attention,
     "rank2_odd_dims": rank2_odd_dims,
     "resize_odd_dims": resize_odd_dims,
+    "unnamed_nodes": unnamed_nodes,
 }

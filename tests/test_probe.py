@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
 PROBE_1_1_SUMMARY_KEYS = ("adapters", "predicted_npu_partitions_with_adapters",
                           "predicted_cpu_partitions_with_adapters")
-PROBE_1_1_FIXTURES = ("resize_odd_dims",)  # captured after probe-1.1
+PROBE_1_1_FIXTURES = ("resize_odd_dims", "unnamed_nodes")  # captured after probe-1.1
 
 
 def _raw(name: str, attempt: int = 1) -> str:
@@ -237,6 +237,31 @@ def test_resize_behind_an_inserted_conv_runs_on_the_npu() -> None:
     assert doc["summary"]["compiler_added_ops"] == 1
     assert doc["segments"] == [{"index": 0, "device": "npu", "rows": [1, 2], "ops": ["Conv", "Resize"],
                                 "nodes": ["resize"]}]
+
+
+def test_unnamed_nodes_map_to_the_rows_named_after_their_outputs() -> None:
+    """The toolkit names an unnamed node after its first output: the row "a" is the unnamed Conv
+    (npu_gate's Conv#0) with the unnamed Relu fused in, not an op the compiler added from no node."""
+    doc = _replay("unnamed_nodes")
+    assert _actuals(doc) == {"Conv#0": ("npu", "npu", "ConvRelu"), "Relu#1": ("cpu", "fused", "ConvRelu"),
+                             "conv_b": ("npu", "npu", None)}
+    assert [(r["id"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        (1, "a", ["Conv#0", "Relu#1"]), (2, "conv_b", ["conv_b"])]
+    assert doc["summary"]["compiler_added_ops"] == 0
+    assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [("npu", ["Conv#0", "Relu#1", "conv_b"])]
+
+
+def test_an_unnamed_nodes_output_name_is_not_used_when_another_node_has_that_name() -> None:
+    from types import SimpleNamespace
+
+    from npu_gate.probe.runner import _graph_names
+
+    def node(name: str, original_name: str | None, output: str) -> SimpleNamespace:
+        return SimpleNamespace(name=name, original_name=original_name, outputs=[{"name": output}])
+
+    result = SimpleNamespace(nodes=[node("Relu#0", "", "r"), node("Conv#1", "", "conv"), node("conv", None, "y")])
+    assert _graph_names(RknnCompiler(), result) == {"Relu#0": "r"}
+    assert _graph_names(FAKE, result) == {}
 
 
 def test_late_fused_op_named_after_its_conv() -> None:

@@ -77,6 +77,14 @@ def test_resize_behind_a_conv_the_compiler_inserts(run_cli, save_model, tmp_path
     assert doc["summary"]["compiler_added_ops"] == 1
 
 
+def test_unnamed_nodes_are_mapped_by_their_output_names(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "unnamed_nodes")
+    assert code == 0 and doc["status"] == "ok"
+    assert [(n["name"], n["actual"], n["became"]) for n in doc["nodes"]] == [
+        ("Conv#0", "npu", "ConvRelu"), ("Relu#1", "fused", "ConvRelu"), ("conv_b", "npu", None)]
+    assert doc["summary"]["compiler_added_ops"] == 0
+
+
 def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
     save_model(probe_models.seed_hardswish())
     doc = {"model": {"onnx": "model.onnx"},

@@ -187,6 +187,14 @@ class Compiler(ABC):
         """Options for one retry after a failure, or None. Default: never retry."""
         return None
 
+    def graph_name(self, name: str, original_name: str | None, outputs: list[str]) -> str:
+        """The name the compiler's graph, log and op table give an original node.
+
+        ``name`` is npu_gate's name for it, ``original_name`` the model's own when that differs
+        ("" for an unnamed node), ``outputs`` its output tensors. Default: npu_gate's name.
+        """
+        return name
+
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

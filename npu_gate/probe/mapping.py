@@ -66,14 +66,21 @@ def map_nodes(
     originals: Sequence[tuple[str, str]],
     predicted: dict[str, str],
     output: CompilerOutput,
+    graph_names: dict[str, str] | None = None,
 ) -> tuple[list[ProbeNode], list[Segment]]:
     """Per original node (name, op_type) its actual placement; the op table's segments.
 
     Fills ``OpRow.sources`` for every row (original nodes whose work the row does).
+    ``graph_names``: original nodes the compiler knows under another name (``Compiler.graph_name``:
+    RKNN names an unnamed node after its output), npu_gate's name -> the compiler's.
     """
     names = [name for name, _ in originals]
     position = {name: i for i, name in enumerate(names)}
-    alive, via = lineage(names, output)
+    ours = {theirs: name for name, theirs in (graph_names or {}).items()}
+    alive, via = lineage([(graph_names or {}).get(name, name) for name in names], output)
+    if ours:
+        alive = {node: {ours.get(s, s) for s in sources} for node, sources in alive.items()}
+        via = {ours.get(name, name): rules for name, rules in via.items()}
     compute_rows = [r for r in output.rows if not r.io]
     row_of: dict[str, OpRow] = {}
     rows_of_source: dict[str, list[OpRow]] = {}

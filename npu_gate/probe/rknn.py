@@ -66,6 +66,12 @@ class RknnCompiler(Compiler):
         out.final_graph, out.final_consumers, out.final_ops, out.final_io = final_graph(work)
         return out
 
+    def graph_name(self, name: str, original_name: str | None, outputs: list[str]) -> str:
+        """The toolkit names an unnamed node after its first output (fixture ``gemm_unnamed``)."""
+        if original_name == "" and outputs and outputs[0]:
+            return outputs[0]
+        return name
+
     def retry_options(self, output: CompilerOutput, options: dict[str, Any]) -> dict[str, Any] | None:
         rule = output.retry_rule
         if rule is None or rule in options.get("disable_rules", []):

@@ -257,11 +257,13 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
-        result.nodes, result.segments = map_nodes(originals, predicted, output)
+        graph_names = _graph_names(compiler, predicted_result)
+        result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names)
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
-        adapters = compare_adapters(predicted_adapters, edge_ops(originals, output))
+        renamed = [(graph_names[name], op_type) for name, op_type in originals if name in graph_names]
+        adapters = compare_adapters(predicted_adapters, edge_ops(originals + renamed, output))
         result.summary = agreement(result.nodes, result.segments, counts, added, adapters)
         if len(attempts) > 1:  # built, but only with a rule disabled: the default build failed
             result.findings.append({"rule": "compiler-failed", "severity": "warning",
@@ -275,6 +277,19 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _graph_names(compiler: Compiler, predicted_result: Any) -> dict[str, str]:
+    """Original nodes the compiler names differently (an unnamed node), unless that name is taken."""
+    if not predicted_result:
+        return {}
+    taken = {n.name for n in predicted_result.nodes}
+    out = {}
+    for n in predicted_result.nodes:
+        theirs = compiler.graph_name(n.name, n.original_name, [o["name"] for o in n.outputs])
+        if theirs != n.name and theirs not in taken:
+            out[n.name] = theirs
+    return out
 
 
 def _predicted_partitions(predicted_result: Any) -> dict[str, int | None]:
