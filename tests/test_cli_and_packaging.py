@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import model_zoo
 import pytest
@@ -36,12 +39,55 @@ def test_schemas_load_and_are_valid():
 
 
 def test_every_schema_is_listed_and_ships_in_the_wheel():
-    """The wheel force-includes schemas/ as npu_gate/schemas; load_schema knows each file by name."""
+    """The wheel maps schemas/ to npu_gate/schemas; load_schema knows each file by name."""
     files = sorted(p.name for p in (REPO / "schemas").glob("*.json"))
     assert files == sorted(f"{name}.schema.json" for name in SCHEMA_NAMES)
     assert "calibration.schema.json" in files
     wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
-    assert wheel["force-include"] == {"schemas": "npu_gate/schemas"}
+    assert wheel["sources"] == {"schemas": "npu_gate/schemas"}
+
+
+def _source_tree(tmp_path: Path) -> Path:
+    """What the wheel is built from, copied without caches, with files a working tree may
+    hold beside the package's own: a scratch model onnxruntime saved, notes, a stray script."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md", ".gitignore"):
+        shutil.copy2(REPO / name, tree / name)
+    for name in ("npu_gate", "schemas"):
+        shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in (".", "npu_gate", "npu_gate/profiles", "schemas"):
+        (tree / folder / "sym_shape_infer_temp.onnx").write_bytes(b"scratch")
+        (tree / folder / "notes.txt").write_text("scratch")
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_x.py").write_text("")
+    return tree
+
+
+def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path):
+    """Built from a working tree with stray files in it, the wheel still holds exactly the
+    package's modules, the built-in profiles with their calibration records and the schemas."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    wheel = next(WheelBuilder(str(_source_tree(tmp_path))).build(directory=str(tmp_path / "dist")))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        meta = archive.read(f"npu_gate-{npu_gate.__version__}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"npu_gate-{npu_gate.__version__}.dist-info/entry_points.txt").decode()
+    package = {p.relative_to(REPO).as_posix() for p in (REPO / "npu_gate").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    package |= {f"npu_gate/profiles/{p.name}" for p in (REPO / "npu_gate" / "profiles").glob("*.json")}
+    package |= {f"npu_gate/schemas/{name}.schema.json" for name in SCHEMA_NAMES}
+    assert "npu_gate/profiles/rknn-rk3588.calibration.json" in package
+    assert {n for n in names if not n.startswith("npu_gate-")} == package
+    # The base install is the ONNX-only one: torch only with the [torch] extra.
+    requires = [line.split(": ", 1)[1] for line in meta.splitlines() if line.startswith("Requires-Dist: ")]
+    assert [r for r in requires if "extra ==" not in r] == [
+        "jsonschema>=4.18", "numpy>=1.24", "onnx>=1.16", "onnxruntime>=1.18", "orjson>=3.9", "sympy>=1.12",
+        "tabulate>=0.9"]
+    assert {"onnxscript>=0.3; extra == 'torch'", "torch>=2.4; extra == 'torch'"} <= set(requires)
+    assert f"Version: {npu_gate.__version__}" in meta.splitlines()
+    assert entry_points.split() == ["[console_scripts]", "npu-gate", "=", "npu_gate.cli:main"]
 
 
 def test_rule_ids_are_kebab_case_documented_and_not_retired():
