@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -88,6 +89,21 @@ def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path):
     assert {"onnxscript>=0.3; extra == 'torch'", "torch>=2.4; extra == 'torch'"} <= set(requires)
     assert f"Version: {npu_gate.__version__}" in meta.splitlines()
     assert entry_points.split() == ["[console_scripts]", "npu-gate", "=", "npu_gate.cli:main"]
+
+
+def test_the_sdist_holds_what_its_tests_read(tmp_path):
+    """The sdist ships the test suite, so also the root files the tests read: the action, the
+    hook manifest and the benches."""
+    from hatchling.builders.sdist import SdistBuilder
+
+    sdist = next(SdistBuilder(str(REPO)).build(directory=str(tmp_path)))
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    assert {n.split("/")[0] for n in names} == {
+        ".gitignore", ".pre-commit-hooks.yaml", "CHANGELOG.md", "PKG-INFO", "README.md", "action.yml", "bench",
+        "docs", "examples", "npu_gate", "pyproject.toml", "schemas", "tests"}
+    assert {"bench/bench_inspect.py", "bench/README.md", "tests/conftest.py", "schemas/result.schema.json",
+            "examples/seed-hardswish/npu-gate.json"} <= names
 
 
 def test_rule_ids_are_kebab_case_documented_and_not_retired():
