@@ -84,14 +84,17 @@ def staged(folder: Path) -> Iterator[Path]:
     parent = folder.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
+        # mkdtemp's folder is private (0700); the bundle gets the permissions any new folder gets.
+        stage = scratch / "bundle"
+        stage.mkdir()
     except OSError as exc:
         raise GateError(f"{folder}: cannot create: {exc.strerror}") from None
     try:
         yield stage
         _publish(stage, folder)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)  # gone already when published
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _publish(stage: Path, folder: Path) -> None:
