@@ -82,6 +82,7 @@ def staged(folder: Path) -> Iterator[Path]:
     (the run could not run: exit 2), it is removed and ``folder`` is left as it was."""
     check_target(folder)
     parent = folder.resolve().parent
+    created = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
     try:
         parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
@@ -89,12 +90,26 @@ def staged(folder: Path) -> Iterator[Path]:
         stage = scratch / "bundle"
         stage.mkdir()
     except OSError as exc:
+        _remove_empty(created)
         raise GateError(f"{folder}: cannot create: {exc.strerror}") from None
+    published = False
     try:
         yield stage
         _publish(stage, folder)
+        published = True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if not published:
+            _remove_empty(created)  # a run that could not run leaves no folder behind
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a run created, deepest first, while they are empty."""
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:
+            return
 
 
 def _publish(stage: Path, folder: Path) -> None:
