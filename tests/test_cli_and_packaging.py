@@ -175,6 +175,25 @@ def test_inspect_never_imports_torch_or_onnxruntime(tmp_path, save_model):
     assert out.strip() == "1 []"
 
 
+def test_without_torch_a_torch_contract_stops_the_check_before_any_model_runs(
+    tmp_path, monkeypatch, run_cli, save_model, write_contract
+):
+    """The ONNX-only install (no [torch] extra): whatever the order of the contracts, the
+    torch one is named with the extra to install, exit 2, and no contract runs."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as without the extra
+    monkeypatch.chdir(tmp_path)
+    save_model(model_zoo.conv_relu())
+    onnx_contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                                    "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]},
+                                   "npu-gate.onnx.json")
+    torch_contract = REPO / "examples" / "seed-hardswish" / "npu-gate.json"
+    message = f"npu-gate: error: {torch_contract}: model.torch needs PyTorch: pip install 'npu-gate[torch]'\n"
+    for args in ([onnx_contract, torch_contract], [torch_contract, onnx_contract], [torch_contract, "--bundle"]):
+        run = run_cli("check", *args, "--no-cache")
+        assert (run.code, run.out, run.err) == (2, "", message), args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "npu-gate.onnx.json"]  # no npu-gate-out/
+
+
 def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
     path = save_model(model_zoo.conv_relu())
 
