@@ -670,7 +670,10 @@ def _profile(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
         else:
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=".", page=False))
+            # A built-in's files (its calibration record) are inside the installed package, not
+            # under the current folder: named as text. A profile file's resolve from here.
+            page_dir = None if p.origin == "builtin" else "."
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
