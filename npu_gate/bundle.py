@@ -82,16 +82,34 @@ def staged(folder: Path) -> Iterator[Path]:
     (the run could not run: exit 2), it is removed and ``folder`` is left as it was."""
     check_target(folder)
     parent = folder.resolve().parent
+    created = [p for p in (parent, *parent.parents) if not p.exists()]  # deepest first
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.resolve().name}.", suffix=".partial", dir=parent))
+        # mkdtemp's folder is private (0700); the bundle gets the permissions any new folder gets.
+        stage = scratch / "bundle"
+        stage.mkdir()
     except OSError as exc:
+        _remove_empty(created)
         raise GateError(f"{folder}: cannot create: {exc.strerror}") from None
+    published = False
     try:
         yield stage
         _publish(stage, folder)
+        published = True
     finally:
-        shutil.rmtree(stage, ignore_errors=True)  # gone already when published
+        shutil.rmtree(scratch, ignore_errors=True)
+        if not published:
+            _remove_empty(created)  # a run that could not run leaves no folder behind
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a run created, deepest first, while they are empty."""
+    for path in folders:
+        try:
+            path.rmdir()
+        except OSError:
+            return
 
 
 def _publish(stage: Path, folder: Path) -> None:

@@ -304,6 +304,7 @@ def _check(args: argparse.Namespace) -> int:
     # cache: its lookup skips the onnx-based profile lint, which a miss then runs in full.
     cacheable = not _uncached_run(args)
     contracts = [_load_contract(p, cheap=cacheable) for p in paths]
+    _require_torch(contracts)
     baseline = _baseline(args)
     if args.device_timings:
         import dataclasses
@@ -330,6 +331,23 @@ def _check(args: argparse.Namespace) -> int:
 
         sys.stdout.write(absent_line(missing))
     return worst
+
+
+def _require_torch(contracts: list[Contract]) -> None:
+    """Without PyTorch (the ONNX-only install), a contract with a torch model could not run:
+    say so for each one before any model runs, as for any other contract that cannot run."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        return
+    problems = []
+    for c in contracts:
+        if c.torch is not None:
+            problems.append(f"{c.path}: model.torch needs PyTorch: pip install 'npu-gate[torch]'")
+        if c.replacement is not None and c.replacement.torch is not None:
+            problems.append(f"{c.path}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'")
+    if problems:
+        raise GateError(*problems)
 
 
 def _uncached_run(args: argparse.Namespace) -> bool:
@@ -652,7 +670,10 @@ def _profile(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
         else:
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=".", page=False))
+            # A built-in's files (its calibration record) are inside the installed package, not
+            # under the current folder: named as text. A profile file's resolve from here.
+            page_dir = None if p.origin == "builtin" else "."
+            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False))
         return EXIT_PASS
     out = Path(args.out)
     stale = []

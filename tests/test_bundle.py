@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,32 @@ def test_a_run_that_cannot_run_keeps_the_previous_bundle(tmp_path: Path, run_cli
     fresh = tmp_path / "fresh"
     assert run_cli("check", contract, "--out", fresh, "-q").code == 2
     assert not fresh.exists()  # no empty folder left behind
+
+
+def test_a_run_that_cannot_run_leaves_no_folder_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    contract = _conv_relu_contract(tmp_path / "c")
+    (tmp_path / "c" / "model.onnx").write_bytes(b"not onnx")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("check", contract, "--out", "new/deeper/out", "-q").code == 2
+    assert run_cli("inspect", tmp_path / "c" / "model.onnx", "--out", "new/out", "-q").code == 2
+    assert run_cli("check", contract, "--bundle", "-q").code == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]  # no new/, no npu-gate-out/
+
+
+def test_the_bundle_folder_gets_the_usual_permissions(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
+    """Not the private 0700 of the temporary folder it was staged in: a CI artifact step or a
+    container's host user reads the bundle as they read the files in it."""
+    contract = _conv_relu_contract(tmp_path / "c")
+    old = os.umask(0o022)
+    try:
+        assert run_cli("check", contract, "--out", tmp_path / "out", "-q").code == 0
+        assert run_cli("inspect", tmp_path / "c" / "model.onnx", "--out", tmp_path / "iout", "-q").code == 1
+    finally:
+        os.umask(old)
+    for folder in ("out", "iout", "iout/minimal"):  # demo has no Relu: inspect writes a minimal model
+        assert stat.S_IMODE((tmp_path / folder).stat().st_mode) == 0o755, folder
 
 
 def test_two_contracts_with_one_bundle_folder_are_refused_before_running(

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tarfile
+import zipfile
+from pathlib import Path
 
 import model_zoo
 import pytest
@@ -36,12 +40,70 @@ def test_schemas_load_and_are_valid():
 
 
 def test_every_schema_is_listed_and_ships_in_the_wheel():
-    """The wheel force-includes schemas/ as npu_gate/schemas; load_schema knows each file by name."""
+    """The wheel maps schemas/ to npu_gate/schemas; load_schema knows each file by name."""
     files = sorted(p.name for p in (REPO / "schemas").glob("*.json"))
     assert files == sorted(f"{name}.schema.json" for name in SCHEMA_NAMES)
     assert "calibration.schema.json" in files
     wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
-    assert wheel["force-include"] == {"schemas": "npu_gate/schemas"}
+    assert wheel["sources"] == {"schemas": "npu_gate/schemas"}
+
+
+def _source_tree(tmp_path: Path) -> Path:
+    """What the wheel is built from, copied without caches, with files a working tree may
+    hold beside the package's own: a scratch model onnxruntime saved, notes, a stray script."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md", ".gitignore"):
+        shutil.copy2(REPO / name, tree / name)
+    for name in ("npu_gate", "schemas"):
+        shutil.copytree(REPO / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in (".", "npu_gate", "npu_gate/profiles", "schemas"):
+        (tree / folder / "sym_shape_infer_temp.onnx").write_bytes(b"scratch")
+        (tree / folder / "notes.txt").write_text("scratch")
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_x.py").write_text("")
+    return tree
+
+
+def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path):
+    """Built from a working tree with stray files in it, the wheel still holds exactly the
+    package's modules, the built-in profiles with their calibration records and the schemas."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    wheel = next(WheelBuilder(str(_source_tree(tmp_path))).build(directory=str(tmp_path / "dist")))
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        meta = archive.read(f"npu_gate-{npu_gate.__version__}.dist-info/METADATA").decode()
+        entry_points = archive.read(f"npu_gate-{npu_gate.__version__}.dist-info/entry_points.txt").decode()
+    package = {p.relative_to(REPO).as_posix() for p in (REPO / "npu_gate").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    package |= {f"npu_gate/profiles/{p.name}" for p in (REPO / "npu_gate" / "profiles").glob("*.json")}
+    package |= {f"npu_gate/schemas/{name}.schema.json" for name in SCHEMA_NAMES}
+    assert "npu_gate/profiles/rknn-rk3588.calibration.json" in package
+    assert {n for n in names if not n.startswith("npu_gate-")} == package
+    # The base install is the ONNX-only one: torch only with the [torch] extra.
+    requires = [line.split(": ", 1)[1] for line in meta.splitlines() if line.startswith("Requires-Dist: ")]
+    assert [r for r in requires if "extra ==" not in r] == [
+        "jsonschema>=4.18", "numpy>=1.24", "onnx>=1.16", "onnxruntime>=1.18", "orjson>=3.9", "sympy>=1.12",
+        "tabulate>=0.9"]
+    assert {"onnxscript>=0.3; extra == 'torch'", "torch>=2.4; extra == 'torch'"} <= set(requires)
+    assert f"Version: {npu_gate.__version__}" in meta.splitlines()
+    assert entry_points.split() == ["[console_scripts]", "npu-gate", "=", "npu_gate.cli:main"]
+
+
+def test_the_sdist_holds_what_its_tests_read(tmp_path):
+    """The sdist ships the test suite, so also the root files the tests read: the action, the
+    hook manifest and the benches."""
+    from hatchling.builders.sdist import SdistBuilder
+
+    sdist = next(SdistBuilder(str(REPO)).build(directory=str(tmp_path)))
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    assert {n.split("/")[0] for n in names} == {
+        ".gitignore", ".pre-commit-hooks.yaml", "CHANGELOG.md", "PKG-INFO", "README.md", "action.yml", "bench",
+        "docs", "examples", "npu_gate", "pyproject.toml", "schemas", "tests"}
+    assert {"bench/bench_inspect.py", "bench/README.md", "tests/conftest.py", "schemas/result.schema.json",
+            "examples/seed-hardswish/npu-gate.json"} <= names
 
 
 def test_rule_ids_are_kebab_case_documented_and_not_retired():
@@ -111,6 +173,25 @@ def test_inspect_never_imports_torch_or_onnxruntime(tmp_path, save_model):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO).stdout
     assert out.strip() == "1 []"
+
+
+def test_without_torch_a_torch_contract_stops_the_check_before_any_model_runs(
+    tmp_path, monkeypatch, run_cli, save_model, write_contract
+):
+    """The ONNX-only install (no [torch] extra): whatever the order of the contracts, the
+    torch one is named with the extra to install, exit 2, and no contract runs."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as without the extra
+    monkeypatch.chdir(tmp_path)
+    save_model(model_zoo.conv_relu())
+    onnx_contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                                    "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]},
+                                   "npu-gate.onnx.json")
+    torch_contract = REPO / "examples" / "seed-hardswish" / "npu-gate.json"
+    message = f"npu-gate: error: {torch_contract}: model.torch needs PyTorch: pip install 'npu-gate[torch]'\n"
+    for args in ([onnx_contract, torch_contract], [torch_contract, onnx_contract], [torch_contract, "--bundle"]):
+        run = run_cli("check", *args, "--no-cache")
+        assert (run.code, run.out, run.err) == (2, "", message), args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "npu-gate.onnx.json"]  # no npu-gate-out/
 
 
 def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):

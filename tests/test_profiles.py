@@ -417,6 +417,18 @@ def test_profile_show_prints_no_generated_file_comment(run_cli: Run) -> None:
     assert shown.splitlines() == [line for i, line in enumerate(page.splitlines()) if i not in (2, 3)]
 
 
+def test_profile_show_names_a_builtins_calibration_record_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Run
+) -> None:
+    """Outside npu_gate's checkout (an installed wheel), npu_gate/profiles/ is not under the
+    current folder: a link there would be broken, the file's place in the package is named."""
+    monkeypatch.chdir(tmp_path)
+    shown = run_cli("profile", "show", "rknn-rk3588").out
+    assert "](npu_gate/profiles/" not in shown
+    assert ("(6 of 13 points off the NPU; rknn-rk3588.calibration.json#ConvTranspose)” "
+            "(`npu_gate/profiles/rknn-rk3588.calibration.json#ConvTranspose`)<br>") in shown
+
+
 def test_value_tests_in_words(run_cli: Run) -> None:
     """The built-in calibrated profile's value constraints, as explain and the docs page say them."""
     words = {i: run_cli("explain", f"rknn-rk3588:{i}").out.splitlines()[2]
