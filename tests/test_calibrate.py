@@ -871,3 +871,19 @@ def test_calibrate_timeout_must_be_a_positive_number(run_cli, tmp_path: Path, ca
     assert stopped.value.code == 2
     assert f"argument --timeout: {value!r} is not a positive number of seconds" in capsys.readouterr().err
     assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.rknn
+def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> None:
+    """The 31 Reshape points built again on the real compiler place the measured node as the
+    checked-in record says (the shuffle triplet's Reshapes folded, [1,576] and [1,2,8,2,2] on CPU)."""
+    if not (RKNN_VENV / "npu-gate-probe.json").exists():
+        pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
+    from npu_gate.calibrate.sweeps import reshape_families
+    from npu_gate.probe import get_compiler
+
+    compiler = get_compiler("rknn")
+    measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), reshape_families(), keep=tmp_path)
+    got = [[p["point"], p["device"]] for p in measured["points"]]
+    assert got == _builtin_record()["verdicts"]["Reshape"]["measured"]
+    assert sum(device == "npu" for _, device in got) == 15
