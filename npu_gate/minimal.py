@@ -9,12 +9,14 @@ type, constraint id) appears again.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 from onnx import ModelProto, TypeProto, ValueInfoProto, helper
 
@@ -117,11 +119,17 @@ def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
         from onnx import numpy_helper
         from onnx.reference import ReferenceEvaluator
 
-        values: list[Any] = []
-        if needed:
-            sub = submodel(model, folded, needed, name="folding")
-            values = list(ReferenceEvaluator(sub).run(None, {}))
-        computed = [numpy_helper.from_array(v, name=n) for n, v in zip(needed, values, strict=True)]
+        # Shape/Size of a runtime tensor fold because its shape is static: their values come
+        # from the inferred types and feed the evaluation (the tensor itself is never computed).
+        known = _shape_values(model, folded)
+        evaluated = {i for i in folded if not set(graph.node[i].output) & known.keys()}
+        to_evaluate = [n for n in needed if n not in known]
+        values: dict[str, Any] = {n: known[n] for n in needed if n in known}
+        if to_evaluate:
+            sub = submodel(model, evaluated, to_evaluate, name="folding")
+            feeds = {v.name: known[v.name] for v in sub.graph.input if v.name in known}
+            values.update(zip(to_evaluate, ReferenceEvaluator(sub).run(None, feeds), strict=True))
+        computed = [numpy_helper.from_array(np.asarray(values[n]), name=n) for n in needed]
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}".splitlines()[0]
         return model, f"folded nodes kept: the reference evaluator failed ({why})"
@@ -145,6 +153,35 @@ def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
     del out.graph.value_info[:]
     out.graph.value_info.extend(kept_info)
     return out, f"{len(folded)} folded nodes replaced by {len(computed)} initializers"
+
+
+def _shape_values(model: ModelProto, folded: set[int]) -> dict[str, Any]:
+    """The values of folded Shape/Size nodes that read a tensor no folded node makes (a
+    runtime tensor whose shape is static), from its inferred type."""
+    graph = model.graph
+    made = {o for i in folded for o in graph.node[i].output}
+    types = _types(model)
+    out: dict[str, Any] = {}
+    for i in sorted(folded):
+        node = graph.node[i]
+        if node.op_type not in ("Shape", "Size") or node.domain not in ("", "ai.onnx") or node.input[0] in made:
+            continue
+        type_proto = types.get(node.input[0])
+        if type_proto is None or not type_proto.tensor_type.HasField("shape"):
+            continue  # rank unknown
+        dims: list[int | None] = [int(d.dim_value) if d.HasField("dim_value") else None
+                                  for d in type_proto.tensor_type.shape.dim]
+        if node.op_type == "Size":
+            static = [d for d in dims if d is not None]
+            if len(static) == len(dims):
+                out[node.output[0]] = np.array(math.prod(static), dtype=np.int64)
+            continue
+        attrs = {a.name: a.i for a in node.attribute}
+        start, end = attrs.get("start", 0), attrs.get("end", len(dims))
+        piece = dims[slice(start, end)]  # negative and out-of-range bounds clamp as Shape's do
+        if None not in piece:
+            out[node.output[0]] = np.array(piece, dtype=np.int64)
+    return out
 
 
 # ---------------------------------------------------------------- minimal models

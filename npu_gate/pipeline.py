@@ -296,6 +296,12 @@ def _analyze(
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
     folded, constants = fold(facts, order, facts.initializers)
+    if stage is not None and stage["resolved"] < stage["unknown"]:  # dims still unknown
+        refolded = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+        if refolded is not None:
+            result.stages["folded_shapes"] = refolded
+            if refolded["resolved"]:  # shapes now known may let more Shape nodes fold
+                folded, constants = fold(facts, order, facts.initializers)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:
         model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)

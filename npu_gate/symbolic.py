@@ -60,6 +60,13 @@ def refine(
         return [], _error_text(exc)
     if inferred is None:
         return [], "symbolic shape inference returned no model"
+    return _merge_known(inferred, facts, names, symbols), stopped
+
+
+def _merge_known(
+    inferred: ModelProto, facts: GraphFacts, names: list[str], symbols: dict[str, list[str]]
+) -> list[str]:
+    """Merge ``inferred``'s shapes for ``names`` into ``facts.tensors``; the names improved."""
     theirs = {
         v.name: tensor_info_from_type(v.name, v.type)
         for v in (*inferred.graph.value_info, *inferred.graph.output)
@@ -74,7 +81,30 @@ def refine(
         if merged is not None:
             facts.tensors[name] = merged
             improved.append(name)
-    return improved, stopped
+    return improved
+
+
+def refine_by_folding(
+    model: ModelProto, facts: GraphFacts, folded: set[int], symbols: dict[str, list[str]]
+) -> dict[str, Any] | None:
+    """ONNX shape inference again, on the graph a compiler sees: folded nodes replaced by their
+    values. ONNX's data propagation stops at some ops (``Mod`` in the index arithmetic of every
+    torchscript attention block), leaving a Reshape's output unknown although its shape folds.
+    The ``folded_shapes`` stage entry, or None when nothing was unknown or nothing folded."""
+    unknown = unknown_tensors(facts, symbols)
+    if not unknown or not folded:
+        return None
+    from npu_gate.minimal import folded_model
+
+    replaced, note = folded_model(model, folded)
+    if replaced is model:
+        return {"status": "failed", "reason": note, "unknown": len(unknown), "resolved": 0}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(replaced, data_prop=True)
+    except Exception as exc:
+        return {"status": "failed", "reason": _error_text(exc), "unknown": len(unknown), "resolved": 0}
+    improved = _merge_known(inferred, facts, unknown, symbols)
+    return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
 
 
 _PARTIAL_MODEL = "sym_shape_infer_temp.onnx"  # where onnxruntime saves what it had when it stops early

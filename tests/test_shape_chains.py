@@ -672,3 +672,49 @@ def test_symbolic_inference_that_learns_nothing_fails(run_cli, save_model, tmp_p
         "unknown": 1,
         "resolved": 0,
     }
+
+
+def reshape_through_mod() -> onnx.ModelProto:
+    """A static Reshape whose shape goes through Mod, as in the index arithmetic of a
+    torchscript-exported attention block: ONNX's data propagation stops at the Mod."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+        helper.make_node("Mod", ["five", "four"], ["one"], name="mod0"),
+        helper.make_node("Shape", ["r"], ["r_shape"], name="shape0"),
+        helper.make_node("Slice", ["r_shape", "zero", "one"], ["lead"], name="slice0"),
+        helper.make_node("Concat", ["lead", "minus_one"], ["target"], name="concat0", axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["y"], name="reshape0"),
+        helper.make_node("Relu", ["y"], ["out"], name="relu1"),
+    ]
+    return _model(
+        nodes,
+        [helper.make_tensor_value_info("x", _F, [2, 3, 4])],
+        [helper.make_tensor_value_info("out", _F, [None, None])],
+        [_i64("five", [5]), _i64("four", [4]), _i64("zero", [0]), _i64("minus_one", [-1])],
+    )
+
+
+def test_shapes_onnx_cannot_propagate_come_from_the_folded_graph(run_cli, save_model, tmp_path) -> None:
+    # Every static nn.MultiheadAttention exported with torchscript used to fail the gate with
+    # dynamic-shape errors: its Reshape's shape folds, but ONNX left the output unknown.
+    code, doc = _inspect(run_cli, save_model, reshape_through_mod(), tmp_path)
+    assert code == 1  # profile demo has no Relu or Reshape; no dynamic-shape finding
+    # unknown: the Slice and Concat outputs (folded: never reach a compiler), reshape0, relu1
+    assert doc["stages"]["folded_shapes"] == {"status": "ok", "unknown": 4, "resolved": 2}
+    shapes = {n["name"]: n["outputs"][0]["shape"] for n in doc["nodes"]}
+    assert (shapes["reshape0"], shapes["relu1"]) == ([2, 12], [2, 12])
+    assert [f["rule"] for f in doc["findings"]] == ["unsupported-op"] * 3
+    assert [n["placement"] for n in doc["nodes"]] == ["cpu", "folded", "folded", "folded", "folded", "cpu", "cpu"]
+
+
+def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_path) -> None:
+    """folded.onnx: Shape of a computed tensor with a static shape is replaced by its value
+    (the reference evaluator never has that tensor), so the whole chain folds."""
+    path = save_model(reshape_through_mod())
+    assert run_cli("inspect", path, "--out", tmp_path / "bundle", "-q").code == 1
+    log = (tmp_path / "bundle" / "conversion.log").read_text()
+    assert "folding: 4 folded nodes replaced by 1 initializers" in log
+    folded = onnx.load(str(tmp_path / "bundle" / "folded.onnx"))
+    assert [n.op_type for n in folded.graph.node] == ["Relu", "Reshape", "Relu"]
+    target = next(t for t in folded.graph.initializer if t.name == "target")
+    assert numpy_helper.to_array(target).tolist() == [2, -1]
