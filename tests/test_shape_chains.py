@@ -718,3 +718,29 @@ def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_pat
     assert [n.op_type for n in folded.graph.node] == ["Relu", "Reshape", "Relu"]
     target = next(t for t in folded.graph.initializer if t.name == "target")
     assert numpy_helper.to_array(target).tolist() == [2, -1]
+
+
+def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
+    """Weight arithmetic that folds (here W * 2, 4096 elements) is not evaluated to re-infer shapes."""
+    from npu_gate import symbolic
+    from npu_gate.pipeline import Artifacts, inspect_model
+    from npu_gate.profile import load_profile
+
+    model = reshape_through_mod()
+    graph = model.graph
+    graph.initializer.extend([numpy_helper.from_array(np.ones((64, 64), np.float32), name="w"),
+                              numpy_helper.from_array(np.array(2, np.float32), name="two")])
+    graph.node.insert(0, helper.make_node("Mul", ["w", "two"], ["w2"], name="scale_w"))
+    graph.node.append(helper.make_node("Add", ["z", "w2"], ["z2"], name="add_w"))
+    graph.input.append(helper.make_tensor_value_info("z", _F, [64, 64]))
+    graph.output.append(helper.make_tensor_value_info("z2", _F, [64, 64]))
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    art = Artifacts(tmp_path)
+    result = inspect_model(path, load_profile("demo"), keep=art)
+    assert art.facts is not None
+    names = {i: n.name for i, n in enumerate(art.facts.nodes)}
+    assert sorted(names[i] for i in art.folded) == ["concat0", "mod0", "scale_w", "shape0", "slice0"]
+    assert sorted(names[i] for i in symbolic._shape_like_folding(art.facts, art.folded)) == [
+        "concat0", "mod0", "shape0", "slice0"]
+    assert result.stages["folded_shapes"]["status"] == "ok"
