@@ -102,6 +102,25 @@ def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     assert "Torch IR graph at exception" in (tmp_path / "log.txt").read_text()
 
 
+def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
+    # Exported under no_grad, eval-mode MultiheadAttention took PyTorch's fast path
+    # (aten::_native_multi_head_attention), which torchscript cannot export: export-failed.
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.attn(x, x, x, need_weights=False)[0]\n\n"
+        "def build():\n    return Net()\n"),
+        inputs=[{"name": "x", "shape": [1, 5, 8], "dtype": "float32"}], target={"profile": "rknn-rk3588"})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert (run.code, doc["stages"]["export"]["status"], doc["findings"]) == (0, "ok", [])
+    assert doc["numerics"][0]["passed"] is True
+    assert doc["ops"]["MatMul"] >= 2
+
+
 def test_numeric_mismatch_is_caught(tmp_path, run_cli):
     # Tracing bakes in the branch taken for the export sample; other samples take the other one.
     _write_factory(tmp_path, (
