@@ -7,6 +7,7 @@ of it may spill onto the user's terminal unstructured. It goes into the conversi
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import logging
 import os
@@ -47,6 +48,7 @@ def capture_output() -> Iterator[Captured]:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
+            _flush_c_stdio()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
@@ -58,3 +60,10 @@ def capture_output() -> Iterator[Captured]:
                 captured.lines.extend(line.rstrip() for line in text.splitlines() if line.strip())
             for w in caught:
                 captured.lines.append(f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})")
+
+
+def _flush_c_stdio() -> None:
+    """Flush C's stdio buffers (C++ std::cout shares them): torch's C++ messages sit there
+    when stdout is not a terminal and would otherwise reach the real stdout at exit."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # no C library handle (Windows)
+        ctypes.CDLL(None).fflush(None)

@@ -59,7 +59,7 @@ def build_module(contract: Contract, key: str = "model.torch") -> Any:
 
 
 def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
-    """Export with the contract's inputs (seeded, eval mode, no grad); never raises for
+    """Export with the contract's inputs (seeded, eval mode); never raises for
     exporter failures: those become ``error`` (an ``export-failed`` finding)."""
     import torch
 
@@ -73,15 +73,17 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
     with capture_output() as captured:
         try:
             torch.manual_seed(contract.numerics.seed)
-            with torch.no_grad():
-                torch.onnx.export(
-                    module,
-                    args,
-                    str(path),
-                    opset_version=spec.opset,
-                    dynamo=spec.exporter == "dynamo",
-                    input_names=[i.name for i in contract.inputs],
-                )
+            # Grad stays on, as with a plain torch.onnx.export: under no_grad, modules take
+            # PyTorch's inference fast paths (MultiheadAttention's _native_multi_head_attention),
+            # which torchscript cannot export.
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                opset_version=spec.opset,
+                dynamo=spec.exporter == "dynamo",
+                input_names=[i.name for i in contract.inputs],
+            )
             outcome.onnx_path = path
         except Exception as exc:
             outcome.error = one_line(exc)

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import onnx
 from onnx import ModelProto, TypeProto, ValueInfoProto, helper
+from onnx.external_data_helper import load_external_data_for_tensor
 
 from npu_gate.graph import GraphFacts, outer_scope_names
+from npu_gate.model_file import external_tensors
 from npu_gate.profile import Profile
 from npu_gate.result import Finding
 
@@ -292,6 +294,14 @@ def _same(finding: Finding, failure: Failure) -> bool:
     return failure.rule == "onnx-checker" or finding.op_type == failure.op_type
 
 
+def _read_weights(model: ModelProto, folder: Path) -> None:
+    """Read the external data of ``model``'s tensors (locations relative to ``folder``) into the model."""
+    for tensor in external_tensors(model.graph):
+        load_external_data_for_tensor(tensor, str(folder))
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-.")[:80] or "node"
 
@@ -308,7 +318,9 @@ def write_minimal(
     """Write one minimal model per distinct failure into ``folder`` and re-check each.
 
     Returns JSON-ready entries (``path`` relative to ``base``, the bundle) and the number
-    of distinct failures found (more than the entries when MAX_MODELS cut the list)."""
+    of distinct failures found (more than the entries when MAX_MODELS cut the list).
+    Weights ``model`` left on disk are read from ``base``, which holds the model's external
+    data files, so that each minimal model stands alone in ``folder``."""
     from npu_gate.pipeline import inspect_model  # the pipeline imports nothing from here
 
     failures = distinct_failures(findings, facts, model)
@@ -318,6 +330,7 @@ def write_minimal(
     for k, failure in enumerate(failures[:MAX_MODELS], start=1):
         keep = {failure.node} | _constant_feeders(failure.node, model, folded)
         sub = submodel(model, keep, name=f"minimal_{k}")
+        _read_weights(sub, base)
         path = folder / f"{k:02d}-{_slug(failure.label())}.onnx"
         path.write_bytes(sub.SerializeToString())
         recheck = inspect_model(path, profile)

@@ -308,7 +308,7 @@ def _analyze(
         shape_chains.mark_fixed_by_contract(chains, model_view)
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
-    values = shape_values.ConstantValues(inferred.graph, facts.nodes, facts.tensors)  # read only if a test asks
+    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded)  # read only if a test asks
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from onnx import GraphProto, TensorProto, numpy_helper
+from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
 from npu_gate.graph import NodeFacts, TensorInfo
 from npu_gate.placement import shape_extent
@@ -226,25 +226,51 @@ def _reduce(op: str, data: Value, node: NodeFacts) -> Value | None:
 class ConstantValues:
     """Values of small constant tensors for value constraints (constraints.py): scalars and 1-D
     tensors of up to 64 elements, from initializers in memory, Constant nodes and what shape
-    arithmetic folds from them. Nothing is read until a profile's value test asks (most
-    profiles never do): inspect on a big graph pays only for building this object."""
+    arithmetic folds from them, else (outputs of the ``folded`` nodes) from the folded model.
+    Nothing is read until a profile's value test asks (most profiles never do): inspect on a
+    big graph pays only for building this object."""
 
-    def __init__(self, graph: GraphProto, nodes: list[NodeFacts], tensors: dict[str, TensorInfo]) -> None:
-        self._graph = graph
+    def __init__(
+        self,
+        model: ModelProto,
+        nodes: list[NodeFacts],
+        tensors: dict[str, TensorInfo],
+        folded: set[int] | None = None,
+    ) -> None:
+        self._model = model
         self._nodes = nodes
         self._tensors = tensors
+        self._folded = folded or set()
+        self._made_by: dict[str, int] = {}
         self._evaluator: Evaluator | None = None
+        self._folded_values: dict[str, Value] | None = None
 
     def __call__(self, name: str) -> Value | None:
         """(rank, elements) of ``name``, or None when its value is not known here."""
         if self._evaluator is None:
-            made_by = {out: n.index for n in self._nodes for out in n.outputs if out}
-            self._evaluator = Evaluator(self._nodes, made_by, self._tensors, initializer_values(self._graph))
+            self._made_by = {out: n.index for n in self._nodes for out in n.outputs if out}
+            consts = initializer_values(self._model.graph)
+            self._evaluator = Evaluator(self._nodes, self._made_by, self._tensors, consts)
         value = self._evaluator.value(name)
+        if value is None:
+            value = self._folded_value(name)
         if value is None or any(isinstance(e, frozenset) for e in value[1]):
             return None  # not evaluable, or it depends on a symbolic dim
         # float32 values to 7 significant digits, as attributes show them (0.1, not 0.10000000149)
         return value[0], [float(f"{e:.7g}") if isinstance(e, float) else e for e in value[1]]
+
+    def _folded_value(self, name: str) -> Value | None:
+        """The value of a folded node's output beyond what shape arithmetic reads (torchscript
+        computes ``Pad``'s pads through 2-D Reshape/Slice/Transpose): from the folded model,
+        built once, when a value test first asks for one."""
+        if self._made_by.get(name) not in self._folded:
+            return None
+        if self._folded_values is None:
+            from npu_gate.minimal import folded_model  # minimal imports the analysis modules
+
+            replaced, _ = folded_model(self._model, self._folded)
+            self._folded_values = initializer_values(replaced.graph) if replaced is not self._model else {}
+        return self._folded_values.get(name)
 
 
 def dependencies(values: list[Value | None]) -> list[Prov] | None:

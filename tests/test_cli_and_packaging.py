@@ -246,3 +246,19 @@ def test_rewrite_names_match_the_catalog():
     from npu_gate.rewrites import REWRITES
 
     assert tuple(REWRITES) == REWRITE_NAMES
+
+
+def test_captured_c_stdio_output_stays_out_of_a_buffered_stdout() -> None:
+    # Not a terminal and no PYTHONUNBUFFERED: C's stdout is block-buffered, and what C code
+    # printed during the capture once reached the real stdout at exit, after the capture.
+    code = (
+        "import ctypes\n"
+        "from npu_gate.capture import capture_output\n"
+        "with capture_output() as got:\n"
+        "    ctypes.CDLL(None).printf(b'from C\\n')\n"
+        "print('captured:', got.lines)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO, env=env).stdout
+    assert out == "captured: ['from C']\n"

@@ -131,3 +131,19 @@ def test_value_tests_read_small_external_tensors_only(run_cli, tmp_path: Path) -
                          "add-b-zero: input 1 value not known (only scalars and 1-D constants of up to 64 "
                          "elements are read)")]),
     }
+
+
+def test_bundle_minimal_model_carries_its_external_weights(run_cli, tmp_path: Path) -> None:
+    # The failing MatMul reads a weight left in model.onnx.data: its minimal model, one folder
+    # down in the bundle, holds the weight itself (it once pointed at a data file beside it: exit 2).
+    path = model_zoo.external_data(tmp_path / "m")
+    bundle = tmp_path / "bundle"
+    run = run_cli("inspect", path, "--out", bundle, "-q")
+    assert (run.code, run.err) == (1, "")
+    doc = json.loads((bundle / "result.json").read_text())
+    [entry] = doc["minimal"]["models"]
+    assert (entry["path"], entry["verified"]) == ("minimal/01-unsupported-op-MatMul.onnx", True)
+    minimal = onnx.load_model(str(bundle / entry["path"]), load_external_data=False)
+    [w] = minimal.graph.initializer
+    assert (w.name, w.data_location, len(w.raw_data)) == ("w", TensorProto.DEFAULT, 64 * 64 * 4)
+    assert sorted(p.name for p in (bundle / "minimal").iterdir()) == ["01-unsupported-op-MatMul.onnx"]

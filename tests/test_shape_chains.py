@@ -555,6 +555,50 @@ def test_shape_values_evaluator() -> None:
     assert shape_values.dependencies([ev.value("nhw"), None]) is None
 
 
+def torchscript_pad(torch_pads: list[int], out_shape: list[int]) -> onnx.ModelProto:
+    """F.pad(x, torch_pads, mode="reflect") as torchscript exports it: the ONNX pads come out of
+    ConstantOfShape, Concat, a 2-D Reshape, a reversing Slice, Transpose, Reshape and Cast."""
+    n = len(torch_pads)
+    nodes = [
+        helper.make_node("ConstantOfShape", ["zeros_len"], ["zeros"], name="zeros0",
+                         value=numpy_helper.from_array(np.array([0], dtype=np.int64))),
+        helper.make_node("Concat", ["torch_pads", "zeros"], ["all"], name="concat0", axis=0),
+        helper.make_node("Reshape", ["all", "pairs"], ["rows"], name="reshape0"),
+        helper.make_node("Slice", ["rows", "minus1", "very_negative", "axis0", "minus1"], ["rev"], name="slice0"),
+        helper.make_node("Transpose", ["rev"], ["cols"], name="transpose0", perm=[1, 0]),
+        helper.make_node("Reshape", ["cols", "minus1"], ["flat"], name="reshape1"),
+        helper.make_node("Cast", ["flat"], ["pads"], name="cast0", to=_I),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad0", mode="reflect"),
+    ]
+    inits = [_i64("zeros_len", [8 - n]), _i64("torch_pads", torch_pads), _i64("pairs", [-1, 2]),
+             _i64("minus1", [-1]), _i64("very_negative", [-(2**63)]), _i64("axis0", [0])]
+    return _model(nodes, [helper.make_tensor_value_info("x", _F, [1, 4, 8, 8])],
+                  [helper.make_tensor_value_info("y", _F, out_shape)], inits)
+
+
+def test_value_constraints_read_what_folding_computes(tmp_path: Path) -> None:
+    # The pads chain folds, but shape arithmetic does not read 2-D tensors: the value test once
+    # said "value not known" and put every torchscript F.pad on the CPU under rknn-rk3588.
+    from npu_gate.pipeline import inspect_model
+    from npu_gate.profile import load_profile
+
+    profile = load_profile("rknn-rk3588")
+    placements = {}
+    for label, torch_pads, out_shape in (("hw", [1, 2, 1, 2], [1, 4, 11, 11]),
+                                         ("ch", [0, 0, 1, 1, 1, 1], [1, 6, 10, 8])):
+        path = tmp_path / f"{label}.onnx"
+        path.write_bytes(torchscript_pad(torch_pads, out_shape).SerializeToString())
+        result = inspect_model(path, profile)
+        placements[label] = [(n.name, n.placement) for n in result.nodes if n.placement != "folded"]
+        if label == "ch":
+            [finding] = result.findings
+            assert (finding.rule, finding.node, finding.actual) == (
+                "op-constraint", "pad0", [1, 2])  # C and H padded: a value read, not "not known"
+        else:
+            assert result.findings == []
+    assert placements == {"hw": [("pad0", "npu")], "ch": [("pad0", "cpu")]}
+
+
 def test_symbolic_inference_unavailable_keeps_onnx_shapes(
     run_cli, save_model, tmp_path, monkeypatch
 ) -> None:

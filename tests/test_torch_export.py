@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +81,44 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
     assert doc["stages"]["export"]["status"] == "failed"
     assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "export failed"}
     assert "Traceback" in (tmp_path / "log.txt").read_text()
+
+
+def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
+    # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
+    # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
+    # reached the terminal at exit, even with -q.
+    _write_factory(tmp_path, (
+        "def build():\n    return nn.AdaptiveAvgPool2d(3)\n"),
+        inputs=[{"name": "x", "shape": [1, 2, 4, 4], "dtype": "float32"}])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    run = subprocess.run([sys.executable, "-m", "npu_gate", "check", str(tmp_path), "--no-cache", "-q",
+                          "--json", str(tmp_path / "r.json"), "--log", str(tmp_path / "log.txt")],
+                         capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (1, "", "")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    [finding] = doc["findings"]
+    assert finding["rule"] == "export-failed"
+    assert "output size that are not factor of input size" in finding["message"]
+    assert "Torch IR graph at exception" in (tmp_path / "log.txt").read_text()
+
+
+def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
+    # Exported under no_grad, eval-mode MultiheadAttention took PyTorch's fast path
+    # (aten::_native_multi_head_attention), which torchscript cannot export: export-failed.
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.attn(x, x, x, need_weights=False)[0]\n\n"
+        "def build():\n    return Net()\n"),
+        inputs=[{"name": "x", "shape": [1, 5, 8], "dtype": "float32"}], target={"profile": "rknn-rk3588"})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert (run.code, doc["stages"]["export"]["status"], doc["findings"]) == (0, "ok", [])
+    assert doc["numerics"][0]["passed"] is True
+    assert doc["ops"]["MatMul"] >= 2
 
 
 def test_numeric_mismatch_is_caught(tmp_path, run_cli):
