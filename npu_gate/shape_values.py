@@ -10,6 +10,7 @@ scalars and 1-D tensors and the ops shape arithmetic uses are evaluated; anythin
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
@@ -268,9 +269,34 @@ class ConstantValues:
         if self._folded_values is None:
             from npu_gate.minimal import folded_model  # minimal imports the analysis modules
 
-            replaced, _ = folded_model(self._model, self._folded)
+            shape_like = shape_like_folding(self._nodes, self._tensors, self._folded)
+            replaced, _ = folded_model(self._model, shape_like)
             self._folded_values = initializer_values(replaced.graph) if replaced is not self._model else {}
         return self._folded_values.get(name)
+
+
+SMALL_VALUE = 64  # elements: shape-like values (Reshape shapes, Slice starts, pads); weights are larger
+
+
+def shape_like_folding(nodes: list[NodeFacts], tensors: Mapping[str, TensorInfo], folded: set[int]) -> set[int]:
+    """The folded nodes that compute small or unknown-size values a kept node reads (and the
+    folded nodes those read): the shape-like values. Folded weight arithmetic is left out, so
+    nothing waits for a large constant to be evaluated."""
+    producer = {o: i for i in folded for o in nodes[i].outputs if o}
+    stack = [producer[name] for node in nodes if node.index not in folded
+             for name in node.inputs if name in producer and _small_or_unknown(tensors.get(name))]
+    closure: set[int] = set()
+    while stack:
+        i = stack.pop()
+        if i not in closure:
+            closure.add(i)
+            stack.extend(producer[name] for name in nodes[i].inputs if name in producer)
+    return closure
+
+
+def _small_or_unknown(info: TensorInfo | None) -> bool:
+    elements = info.elements if info is not None else None
+    return elements is None or elements <= SMALL_VALUE
 
 
 def dependencies(values: list[Value | None]) -> list[Prov] | None:

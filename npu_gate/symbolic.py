@@ -26,6 +26,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
+from npu_gate import shape_values
 from npu_gate.graph import Dim, GraphFacts, TensorInfo, tensor_info_from_type
 from npu_gate.shape_chains import origin_of
 
@@ -84,30 +85,6 @@ def _merge_known(
     return improved
 
 
-SMALL = 64  # elements: shape-like values (Reshape shapes, Slice starts); weights are larger
-
-
-def _shape_like_folding(facts: GraphFacts, folded: set[int]) -> set[int]:
-    """The folded nodes that compute small or unknown-size values a kept node reads (and the
-    folded nodes those read): the shape-like values. Folded weight arithmetic is left alone,
-    so inference never waits for a large constant to be evaluated."""
-    producer = {o: i for i in folded for o in facts.nodes[i].outputs if o}
-    stack = [producer[name] for node in facts.nodes if node.index not in folded
-             for name in node.inputs if name in producer and _small_or_unknown(facts.tensors.get(name))]
-    closure: set[int] = set()
-    while stack:
-        i = stack.pop()
-        if i not in closure:
-            closure.add(i)
-            stack.extend(producer[name] for name in facts.nodes[i].inputs if name in producer)
-    return closure
-
-
-def _small_or_unknown(info: TensorInfo | None) -> bool:
-    elements = info.elements if info is not None else None
-    return elements is None or elements <= SMALL
-
-
 def refine_by_folding(
     model: ModelProto, facts: GraphFacts, folded: set[int], symbols: dict[str, list[str]]
 ) -> dict[str, Any] | None:
@@ -116,7 +93,7 @@ def refine_by_folding(
     torchscript attention block), leaving a Reshape's output unknown although its shape folds.
     The ``folded_shapes`` stage entry, or None when nothing was unknown or nothing folded."""
     unknown = unknown_tensors(facts, symbols)
-    shape_like = _shape_like_folding(facts, folded)
+    shape_like = shape_values.shape_like_folding(facts.nodes, facts.tensors, folded)
     if not unknown or not shape_like:
         return None
     from npu_gate.minimal import folded_model

@@ -766,7 +766,7 @@ def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_pat
 
 def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
     """Weight arithmetic that folds (here W * 2, 4096 elements) is not evaluated to re-infer shapes."""
-    from npu_gate import symbolic
+    from npu_gate import shape_values
     from npu_gate.pipeline import Artifacts, inspect_model
     from npu_gate.profile import load_profile
 
@@ -785,6 +785,7 @@ def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
     assert art.facts is not None
     names = {i: n.name for i, n in enumerate(art.facts.nodes)}
     assert sorted(names[i] for i in art.folded) == ["concat0", "mod0", "scale_w", "shape0", "slice0"]
-    assert sorted(names[i] for i in symbolic._shape_like_folding(art.facts, art.folded)) == [
+    shape_like = shape_values.shape_like_folding(art.facts.nodes, art.facts.tensors, art.folded)
+    assert sorted(names[i] for i in shape_like) == [
         "concat0", "mod0", "shape0", "slice0"]
     assert result.stages["folded_shapes"]["status"] == "ok"
