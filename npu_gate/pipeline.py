@@ -289,19 +289,9 @@ def _analyze(
             actual=opset_limit.actual, allowed=opset_limit.allowed, doc=opset_limit.doc,
             evidence=settings.profile.evidence))
     symbols = shape_chains.input_symbols(model_inputs)
-    stage = symbolic.refine_stage(inferred, facts, symbols)
-    if stage is not None:
-        result.stages["symbolic_shapes"] = stage
-
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
-    folded, constants = fold(facts, order, facts.initializers)
-    if stage is not None and stage["resolved"] < stage["unknown"]:  # dims still unknown
-        refolded = symbolic.refine_by_folding(inferred, facts, folded, symbols)
-        if refolded is not None:
-            result.stages["folded_shapes"] = refolded
-            if refolded["resolved"]:  # shapes now known may let more Shape nodes fold
-                folded, constants = fold(facts, order, facts.initializers)
+    folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:
         model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)
@@ -372,6 +362,36 @@ def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputS
     used = facts.tensors.get(info.name, info)
     return {"name": info.name, "shape": used.shape, "dtype": used.dtype, "static": info.static,
             "model_shape": info.shape, "declared": info.name in declared}
+
+
+def _fold_refining_shapes(
+    inferred: onnx.ModelProto, facts: GraphFacts, order: list[int], symbols: dict[str, list[str]],
+    stages: dict[str, Any],
+) -> tuple[set[int], set[str]]:
+    """Fold constants, filling the dims ONNX left unknown on the way (``facts.tensors``).
+
+    Cheapest first: ONNX inference again on the folded graph (``stages.folded_shapes``), then
+    onnxruntime's symbolic inference for what is still unknown (``stages.symbolic_shapes``;
+    loading it and sympy costs ~0.5 s). A dim either makes known may let more Shape nodes fold.
+    """
+    folded, constants = fold(facts, order, facts.initializers)
+    by_folding = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+    if by_folding is not None:
+        stages["folded_shapes"] = by_folding
+        if by_folding["resolved"]:
+            folded, constants = fold(facts, order, facts.initializers)
+    by_symbols = symbolic.refine_stage(inferred, facts, symbols, folded)
+    if by_symbols is not None:
+        stages["symbolic_shapes"] = by_symbols
+        if by_symbols["resolved"]:
+            folded, constants = fold(facts, order, facts.initializers)
+            again = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+            if again is not None and again["resolved"]:
+                first = stages.get("folded_shapes", again)
+                stages["folded_shapes"] = {"status": "ok", "unknown": first["unknown"],
+                                           "resolved": first["resolved"] + again["resolved"]}
+                folded, constants = fold(facts, order, facts.initializers)
+    return folded, constants
 
 
 def _input_findings(

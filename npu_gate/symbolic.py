@@ -18,7 +18,7 @@ import importlib.util
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,11 +35,15 @@ def _unknown(dim: Dim, symbols: dict[str, list[str]]) -> bool:
     return dim is None or (isinstance(dim, str) and dim not in symbols)
 
 
-def unknown_tensors(facts: GraphFacts, symbols: dict[str, list[str]]) -> list[str]:
+def unknown_tensors(
+    facts: GraphFacts, symbols: dict[str, list[str]], skip: Collection[int] = ()
+) -> list[str]:
     """Node outputs whose rank is unknown or that have a dim that is neither static nor an
-    input's symbolic dim."""
+    input's symbolic dim; the outputs of nodes in ``skip`` (indices) aside."""
     out = []
     for node in facts.nodes:
+        if node.index in skip:
+            continue
         for name in node.outputs:
             info = facts.tensors.get(name) if name else None
             if name and (info is None or not info.static) and (
@@ -195,11 +199,12 @@ def _merge(
 
 
 def refine_stage(
-    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]]
+    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]], folded: Collection[int] = ()
 ) -> dict[str, Any] | None:
     """Refine ``facts`` only where ONNX left unknown dims; the ``symbolic_shapes`` stage
-    entry, or None when nothing was unknown (onnxruntime not even imported)."""
-    unknown = unknown_tensors(facts, symbols)
+    entry, or None when nothing was unknown (onnxruntime not even imported). Outputs of
+    ``folded`` nodes are not looked for: they never reach a compiler, and their values are known."""
+    unknown = unknown_tensors(facts, symbols, folded)
     if not unknown:
         return None
     improved, reason = refine(model, facts, unknown, symbols)
