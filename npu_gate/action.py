@@ -129,6 +129,7 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
     from npu_gate.render.report import ModelReport
 
     models: list[ModelReport] = []
+    seen: dict[str, str] = {}  # result name -> the file it came from: results are matched by name
     for pattern in spec.split():
         magic = _is_glob(pattern)
         matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
@@ -143,9 +144,16 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
                 continue
             files = _read_state(Path(match).parent).get("contracts")
             for m in loaded:
+                if m.result is not None and m.name in seen:
+                    models.append(ModelReport(match, input_problem=True, problems=[
+                        f"{match}: result {m.name!r} is also in {seen[m.name]}: merge each model once "
+                        "(results are matched by name, as the baseline does)"]))
+                    continue
+                if m.result is not None:
+                    seen[m.name] = match
                 file = files.get(m.name) if isinstance(files, dict) else None
                 m.file = str(workspace / file) if isinstance(file, str) and file else None
-            models += loaded
+                models.append(m)
     return models
 
 

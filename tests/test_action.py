@@ -310,6 +310,23 @@ def test_merge_mode_combines_other_jobs_results(runner: Runner) -> None:
     assert "::error title=npu-gate error::b: unsupported-op [relu0]" in log
 
 
+def test_merge_mode_refuses_the_same_model_from_two_files(runner: Runner) -> None:
+    # results are matched by name (baseline, annotations): a model merged twice would count twice
+    add_contract(runner.root, "a", conv_only(), [1, 3, 8, 8])
+    add_contract(runner.root, "b", model_zoo.conv_relu(), [1, 3, 8, 8])
+    runner.gate(contracts="models/a/npu-gate.json", artifacts_dir="legs/one")
+    runner.gate(contracts="models/a/npu-gate.json models/b/npu-gate.json", artifacts_dir="legs/two")
+    out, log = runner.gate(merge="legs/one/result.json legs/two/result.json")
+    assert out["verdict"] == "error"
+    merged = json.loads((runner.root / "npu-gate-out" / "result.json").read_text())
+    validate_merged(merged)
+    assert [r["name"] for r in merged["results"]] == ["a", "b"]
+    assert merged["errors"] == [{"contract": "legs/two/result.json", "problems": [
+        "legs/two/result.json: result 'a' is also in legs/one/result.json: merge each model once "
+        "(results are matched by name, as the baseline does)"]}]
+    assert "::error title=npu-gate error::npu-gate could not run: legs/two/result.json: result 'a'" in log
+
+
 def test_missing_working_directory_stops_the_step(runner: Runner) -> None:
     runner.monkeypatch.chdir(runner.root)
     env = runner.env(working_directory="nope")
