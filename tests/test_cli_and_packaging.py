@@ -13,12 +13,16 @@ from pathlib import Path
 
 import model_zoo
 import pytest
-import tomllib
 from conftest import REPO, validate_result
 
 import npu_gate
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 from npu_gate.rules import RETIRED, RULES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the package supports 3.10, where tomllib is the tomli backport
+    import tomli as tomllib
 
 ISSUE_RULE_IDS = {"onnx-checker", "shape-inference", "dynamic-input", "dynamic-shape", "unsupported-op",
                   "op-constraint", "numeric-mismatch", "export-failed", "gate-exceeded", "contract-invalid"}

@@ -697,6 +697,9 @@ def test_a_timeout_under_a_second_is_printed_as_it_was() -> None:
 
     assert timed_out(0.31) == ("crashed", "timed out after 0.3 s (stage: import)")
     assert timed_out(600.04) == ("crashed", "timed out after 600 s (stage: import)")
+    # the limit it was killed at, not the time the kill took on a busy machine (was "2.9 s" for 2)
+    late = ChildRun(returncode=None, log=[], response={"stage": "load"}, seconds=2.9, timed_out=True, timeout=2)
+    assert status_of(late, CompilerOutput()) == ("crashed", "timed out after 2 s (stage: load)")
 
 
 def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_model, tmp_path: Path) -> None:

@@ -139,6 +139,7 @@ class ChildRun:
     response: dict[str, Any]
     seconds: float
     timed_out: bool = False
+    timeout: float | None = None  # the limit it was killed at (seconds may be a little more)
 
     @property
     def signal(self) -> int | None:

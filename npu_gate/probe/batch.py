@@ -82,14 +82,14 @@ class BatchChild:
         answer = self._wait(self._control, start + self.timeout)
         seconds = time.perf_counter() - start
         if answer == "done":
-            return read_run(work, 0, seconds, False)
+            return read_run(work, 0, seconds)
         if answer == "timeout":
             kill_group(proc)
             self._stop()
-            return read_run(work, None, seconds, True)
+            return read_run(work, None, seconds, self.timeout)
         returncode = proc.wait()
         self._stop()
-        return read_run(work, returncode, seconds, False)
+        return read_run(work, returncode, seconds)
 
     @staticmethod
     def _wait(fd: int, deadline: float) -> str:

@@ -59,7 +59,7 @@ def write_request(work: Path, request: dict[str, Any]) -> tuple[Path, Path, Path
     return request_path, response_path, log_path
 
 
-def read_run(work: Path, returncode: int | None, seconds: float, timed_out: bool) -> ChildRun:
+def read_run(work: Path, returncode: int | None, seconds: float, timeout: float | None = None) -> ChildRun:
     """A finished run from its work folder: the cleaned log and the driver's response."""
     raw = (work / "compiler.log").read_bytes().decode("utf-8", errors="replace") \
         if (work / "compiler.log").exists() else ""
@@ -68,7 +68,7 @@ def read_run(work: Path, returncode: int | None, seconds: float, timed_out: bool
     except (OSError, ValueError):
         response = {}
     return ChildRun(returncode=returncode, log=clean_log(raw), response=response, seconds=seconds,
-                    timed_out=timed_out)
+                    timed_out=timeout is not None, timeout=timeout)
 
 
 def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: Path, timeout: float) -> ChildRun:
@@ -93,7 +93,7 @@ def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: P
         except BaseException:  # Ctrl-C: the child is in its own session and would not get it
             kill_group(proc)
             raise
-    return read_run(work, returncode, time.perf_counter() - start, timed_out)
+    return read_run(work, returncode, time.perf_counter() - start, timeout if timed_out else None)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -106,7 +106,8 @@ def status_of(run: ChildRun, output: CompilerOutput) -> tuple[str, str | None]:
     """ok / failed / crashed, with the error a reviewer should read."""
     stage = run.response.get("stage", "start")
     if run.timed_out:
-        return CRASHED, f"timed out after {round(run.seconds, 1):g} s (stage: {stage})"
+        limit = run.timeout if run.timeout is not None else run.seconds
+        return CRASHED, f"timed out after {round(limit, 1):g} s (stage: {stage})"
     if run.signal is not None:
         try:
             name = signal.Signals(run.signal).name
