@@ -151,7 +151,10 @@ RULES: dict[str, Rule] = {
             "ONNX Runtime output differs from PyTorch beyond atol/rtol.",
             "The exported graph was run with onnxruntime (CPU) on seeded samples drawn from the "
             "contract's input ranges and compared with the eager module. An element passes when "
-            "|onnx - torch| <= atol + rtol * |torch|.",
+            "|onnx - torch| <= atol + rtol * |torch|. NaN never passes, on either side; an "
+            "infinity passes only where both sides hold the same one (the result then counts them). "
+            "Outputs are compared in order: the ONNX model's outputs against the module's returned "
+            "tensors, tuples, lists and dict values flattened in order.",
         ),
         Rule(
             "numerics-failed",

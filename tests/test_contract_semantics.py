@@ -4,8 +4,10 @@ samples, the numeric comparison, waivers, input order and shapes, YAML contracts
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from npu_gate.contract import InputSpec
+from npu_gate.numerics import compare_output
 from npu_gate.samples import make_samples
 
 
@@ -16,3 +18,39 @@ def test_bool_and_integer_samples_stay_in_the_range():
     assert sample["t"].all() and not sample["f"].any()
     assert sample["u"].min() >= 250 and sample["u"].dtype == np.uint8
     assert set(sample["i"].tolist()) == {1}
+
+
+def _f32(*values: float) -> np.ndarray:
+    return np.array(values, np.float32)
+
+
+@pytest.mark.parametrize(("got", "ref", "atol", "rtol", "passed"), [
+    (1.25, 1.0, 0.125, 0.125, True),   # |diff| 0.25 == atol + rtol * |ref| 0.25: the limit passes
+    (1.25, 1.0, 0.125, 0.0625, False),  # limit 0.1875
+    (1.0, 1.3, 0.0, 0.25, True),  # rtol scales the reference (second) side: limit 0.325 >= 0.3
+    (1.3, 1.0, 0.0, 0.25, False),  # limit 0.25 < 0.3
+    (0.125, 0.0, 0.125, 1.0, True),  # a zero reference: atol alone
+])
+def test_tolerance_is_atol_plus_rtol_times_the_reference(got, ref, atol, rtol, passed):
+    c = compare_output("y", [(_f32(got), _f32(ref))], atol, rtol)
+    assert (c.passed, c.problem) == (passed, None)
+
+
+def test_nan_never_matches_and_the_problem_says_where():
+    """NaN on both sides in the same places used to read "non-finite values differ"."""
+    same = _f32(np.nan, 1.0)
+    c = compare_output("y", [(_f32(1.0, 1.0), _f32(1.0, 1.0)), (same, same.copy())], 1.0, 1.0)
+    assert not c.passed
+    assert c.problem == "NaN on sample(s) 1: 1 of 2 values, 1 in the reference; NaN never counts as a match"
+    c = compare_output("y", [(_f32(1.0, 1.0), _f32(np.nan, np.nan))], 1.0, 1.0)
+    assert c.problem == "NaN on sample(s) 0: 0 of 2 values, 2 in the reference; NaN never counts as a match"
+
+
+def test_infinities_pass_only_when_equal_and_are_counted():
+    inf = _f32(np.inf, -np.inf, 2.0)
+    c = compare_output("y", [(inf, inf.copy()), (inf, inf.copy())], 1e-4, 1e-3)
+    assert (c.passed, c.max_abs_err, c.problem) == (True, 0.0, "4 infinite values, the same on both sides")
+    c = compare_output("y", [(inf, _f32(np.inf, np.inf, 2.0))], 1e-4, 1e-3)
+    assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
+    c = compare_output("y", [(_f32(3.0), _f32(np.inf))], 1e-4, 1e-3)
+    assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
