@@ -3,12 +3,23 @@ samples, the numeric comparison, waivers, input order and shapes, YAML contracts
 
 from __future__ import annotations
 
+import datetime as dt
+
+import model_zoo
 import numpy as np
 import pytest
+from conftest import validate_result
 
-from npu_gate.contract import InputSpec
+from npu_gate.contract import InputSpec, load_contract
 from npu_gate.numerics import compare_output
+from npu_gate.pipeline import check_contract
 from npu_gate.samples import make_samples
+
+
+def _conv_relu_contract(**extra: object) -> dict:
+    """model_zoo.conv_relu under demo: Relu (relu0) is not in the profile."""
+    return {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+            "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}], **extra}
 
 
 def test_bool_and_integer_samples_stay_in_the_range():
@@ -54,3 +65,27 @@ def test_infinities_pass_only_when_equal_and_are_counted():
     assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
     c = compare_output("y", [(_f32(3.0), _f32(np.inf))], 1e-4, 1e-3)
     assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
+
+
+def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model, write_contract):
+    """The first matching waiver waives; a later one that matches the same finding is used
+    too (it used to be reported as "matched no finding"), and an expired one is reported
+    as expired whether or not another waiver covers the finding."""
+    save_model(model_zoo.conv_relu())
+    doc = _conv_relu_contract(waivers=[
+        {"rule": "unsupported-op", "node": "relu0", "op_type": "Conv", "reason": "op differs"},
+        {"rule": "unsupported-op", "node": "relu0", "op_type": "Relu", "reason": "both", "expires": "2027-01-10"},
+        {"rule": "unsupported-op", "reason": "rule only"},
+        {"rule": "unsupported-op", "node": "relu0", "reason": "yesterday", "expires": "2027-01-09"},
+        {"rule": "onnx-checker", "reason": "nothing to match"},
+    ])
+    result = check_contract(load_contract(write_contract(doc)), today=dt.date(2027, 1, 10))
+    validate_result(result.to_dict())
+    assert [(f.rule, f.waived, f.waiver_reason, f.message) for f in result.findings] == [
+        ("unsupported-op", True, "both", "op Relu not in profile demo"),
+        ("waiver-unused", False, None, "waivers[0] (rule=unsupported-op, node=relu0, op_type=Conv) matched no finding"),
+        ("waiver-expired", False, None,
+         "waivers[3] (rule=unsupported-op, node=relu0) expired on 2027-01-09 and no longer waives"),
+        ("waiver-unused", False, None, "waivers[4] (rule=onnx-checker) matched no finding"),
+    ]
+    assert result.verdict == "pass"
