@@ -89,3 +89,23 @@ def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model, write_con
         ("waiver-unused", False, None, "waivers[4] (rule=onnx-checker) matched no finding"),
     ]
     assert result.verdict == "pass"
+
+
+def test_yaml_contract_with_an_unquoted_expiry_date(save_model, tmp_path, run_cli):
+    """YAML reads `2027-01-10` as a date; the contract wants the text JSON has (it was
+    refused: "datetime.date(2027, 1, 10) is not of type 'string'")."""
+    pytest.importorskip("yaml")
+    save_model(model_zoo.conv_relu())
+    path = tmp_path / "npu-gate.yaml"
+    path.write_text(
+        "name: yaml contract\n"
+        "model: {onnx: model.onnx}\n"
+        "inputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
+        "target: {profile: demo}\n"
+        "waivers: [{rule: unsupported-op, op_type: Relu, reason: tracked, expires: 2027-01-10}]\n",
+        encoding="utf-8",
+    )
+    contract = load_contract(path)
+    assert [w.expires for w in contract.waivers] == [dt.date(2027, 1, 10)]
+    run = run_cli("check", path, "--today", "2027-01-11", "-q", "--no-cache")
+    assert (run.code, run.err) == (1, "")
