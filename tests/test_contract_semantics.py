@@ -109,3 +109,36 @@ def test_yaml_contract_with_an_unquoted_expiry_date(save_model, tmp_path, run_cl
     assert [w.expires for w in contract.waivers] == [dt.date(2027, 1, 10)]
     run = run_cli("check", path, "--today", "2027-01-11", "-q", "--no-cache")
     assert (run.code, run.err) == (1, "")
+
+
+TWO_INPUTS = """import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x, mask):
+        return x * mask + x
+
+
+def build():
+    return Net()
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("names", "code", "err"), [
+    (["mask", "x"], 2, "inputs[0].name: 'mask' is a parameter of forward(x, mask), which takes the contract's "
+                       "inputs by position: inputs[0] would feed 'x'; declare the inputs in forward()'s order"),
+    (["x", "mask"], 0, ""),
+    (["images", "weights"], 0, ""),  # names forward() does not use are free
+])
+def test_torch_inputs_declared_out_of_forward_order(tmp_path, write_contract, run_cli, names, code, err):
+    """The swapped contract used to pass: the exported graph computed forward(mask, x)."""
+    pytest.importorskip("torch")
+    (tmp_path / "sem_two_inputs.py").write_text(TWO_INPUTS, encoding="utf-8")
+    shapes = {names[0]: [1, 3, 4, 4], names[1]: [1, 3, 4, 4]}
+    doc = {"model": {"torch": {"factory": "sem_two_inputs:build", "exporter": "torchscript", "opset": 17}},
+           "target": {"profile": "demo"}, "numerics": {"samples": 1},
+           "inputs": [{"name": n, "shape": shapes[n], "dtype": "float32"} for n in names]}
+    path = write_contract(doc)
+    run = run_cli("check", path, "-q", "--no-cache")
+    assert (run.code, run.err) == (code, f"npu-gate: error: {path}: {err}\n" if err else "")
