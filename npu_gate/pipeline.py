@@ -261,7 +261,10 @@ def _analyze(
     result.findings.extend(input_findings)
 
     checker_errors = graphlib.run_checker(model, external=bool(unread))
-    fixable = {i.name: declared[i.name].shape for i in model_inputs
+    # The contract fixes the dims the model leaves open; a static dim it contradicts stays the
+    # model's (an input-mismatch finding): the model could not run with the contract's.
+    fixable = {i.name: [m if isinstance(m, int) else c for m, c in zip(i.shape, declared[i.name].shape, strict=True)]
+               for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
     # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
     # later which shape chains fold only because of the contract.

@@ -142,3 +142,21 @@ def test_torch_inputs_declared_out_of_forward_order(tmp_path, write_contract, ru
     path = write_contract(doc)
     run = run_cli("check", path, "-q", "--no-cache")
     assert (run.code, run.err) == (code, f"npu-gate: error: {path}: {err}\n" if err else "")
+
+
+def test_a_contract_shape_that_contradicts_a_static_model_dim_is_not_applied(save_model, write_contract):
+    """The model's own static dims stay: writing the contract's [1, 3, 9, 8] into the model
+    made its full check fail ("onnx-checker" on a valid model) and the shapes after it
+    unknown. The contradiction is one input-mismatch finding; a symbolic dim still takes
+    the contract's value."""
+    save_model(model_zoo.conv_relu())
+    doc = _conv_relu_contract()
+    doc["inputs"][0]["shape"] = [1, 3, 9, 8]
+    result = check_contract(load_contract(write_contract(doc)))
+    validate_result(result.to_dict())
+    assert [(f.rule, f.node, f.message) for f in result.findings] == [
+        ("input-mismatch", None, "input x: contract shape [1, 3, 9, 8], model shape [1, 3, 8, 8]"),
+        ("unsupported-op", "relu0", "op Relu not in profile demo"),
+    ]
+    assert result.inputs[0]["shape"] == [1, 3, 8, 8]
+    assert result.summary["boundary_bytes"] == 1 * 4 * 8 * 8 * 4  # conv_out, float32
