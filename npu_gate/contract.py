@@ -21,6 +21,7 @@ from npu_gate.rules import RULES
 from npu_gate.validation import read_valid_document
 
 CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
+UNWAIVABLE = ("waiver-expired", "waiver-unused")  # reported after the waivers are applied
 FLOAT_DTYPES = ("float32", "float16")
 # The values each input dtype holds (numpy's iinfo/finfo, without importing numpy here).
 DTYPE_BOUNDS: dict[str, tuple[float, float]] = {
@@ -327,10 +328,13 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:
-            known = ", ".join(r.id for r in RULES.values() if r.finding)
+            known = ", ".join(r.id for r in RULES.values() if r.finding and r.id not in UNWAIVABLE)
             problems.append(
                 f"{label}: waivers[{i}].rule: unknown rule {waiver['rule']!r} (known: {known})"
             )
+        elif rule.id in UNWAIVABLE:
+            problems.append(f"{label}: waivers[{i}].rule: {rule.id} findings are about the waivers "
+                            "themselves and cannot be waived")
         if "expires" in waiver:
             try:
                 dt.date.fromisoformat(waiver["expires"])

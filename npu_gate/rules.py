@@ -250,7 +250,8 @@ def rules_markdown() -> str:
         "`gates.allow_dynamic_shapes` change what fails the gate, not the id.",
         "",
         "Waivers (`waivers[]` in the contract: `rule`, and optionally `node` and `op_type`) mark "
-        "the findings they match as waived. " + NODE_NAMES,
+        "the findings they match as waived (the first waiver that matches and has not expired gives the "
+        "reason; `waiver-expired` and `waiver-unused` cannot be waived). " + NODE_NAMES,
         "",
         "| id | severity | summary |",
         "| --- | --- | --- |",

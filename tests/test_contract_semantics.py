@@ -160,3 +160,19 @@ def test_a_contract_shape_that_contradicts_a_static_model_dim_is_not_applied(sav
     ]
     assert result.inputs[0]["shape"] == [1, 3, 8, 8]
     assert result.summary["boundary_bytes"] == 1 * 4 * 8 * 8 * 4  # conv_out, float32
+
+
+def test_waiver_findings_cannot_be_waived(save_model, write_contract, run_cli):
+    """They are reported after the waivers are applied: such a waiver could only ever be
+    reported as unused itself."""
+    save_model(model_zoo.conv_relu())
+    path = write_contract(_conv_relu_contract(waivers=[{"rule": "waiver-unused", "reason": "noise"},
+                                                       {"rule": "waiver-expired", "reason": "noise"}]))
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: waivers[0].rule: waiver-unused findings are about the waivers themselves "
+        "and cannot be waived",
+        f"npu-gate: error: {path}: waivers[1].rule: waiver-expired findings are about the waivers themselves "
+        "and cannot be waived",
+    ]
