@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,14 @@ from npu_gate.rules import RULES
 from npu_gate.validation import read_valid_document
 
 CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
+UNWAIVABLE = ("waiver-expired", "waiver-unused")  # reported after the waivers are applied
 FLOAT_DTYPES = ("float32", "float16")
+# The values each input dtype holds (numpy's iinfo/finfo, without importing numpy here).
+DTYPE_BOUNDS: dict[str, tuple[float, float]] = {
+    "float32": (-3.4028234663852886e38, 3.4028234663852886e38), "float16": (-65504.0, 65504.0),
+    "int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1),
+    "bool": (0, 1),
+}
 
 
 @dataclass(frozen=True)
@@ -269,6 +277,18 @@ def _input_spec(doc: dict[str, Any]) -> InputSpec:
     return InputSpec(doc["name"], list(doc["shape"]), doc["dtype"], doc.get("layout"), (lo, hi))
 
 
+def _range_problems(dtype: str, lo: float, hi: float) -> list[str]:
+    """What keeps numerics samples of ``dtype`` from being drawn from [lo, hi]: values the
+    dtype cannot hold would wrap around (integers) or become infinite (floats)."""
+    low, high = DTYPE_BOUNDS[dtype]
+    if lo < low or hi > high:
+        return [f"[{lo}, {hi}] is outside what {dtype} holds, [{low:g}, {high:g}]" if dtype in FLOAT_DTYPES
+                else f"[{lo}, {hi}] is outside what {dtype} holds, [{low}, {high}]"]
+    if dtype not in FLOAT_DTYPES and math.ceil(lo) > math.floor(hi):
+        return [f"[{lo}, {hi}] holds no whole number, so no {dtype} value to sample"]
+    return []
+
+
 def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     problems = []
     seen: set[str] = set()
@@ -279,6 +299,8 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
         if "range" in spec and spec["range"][0] > spec["range"][1]:
             lo, hi = spec["range"]
             problems.append(f"{label}: inputs[{i}].range: low {lo} is above high {hi}")
+        elif "range" in spec:
+            problems.extend(f"{label}: inputs[{i}].range: {p}" for p in _range_problems(spec["dtype"], *spec["range"]))
         layout = spec.get("layout")
         if layout is not None and len(layout) != len(spec["shape"]):
             problems.append(
@@ -306,10 +328,13 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:
-            known = ", ".join(r.id for r in RULES.values() if r.finding)
+            known = ", ".join(r.id for r in RULES.values() if r.finding and r.id not in UNWAIVABLE)
             problems.append(
                 f"{label}: waivers[{i}].rule: unknown rule {waiver['rule']!r} (known: {known})"
             )
+        elif rule.id in UNWAIVABLE:
+            problems.append(f"{label}: waivers[{i}].rule: {rule.id} findings are about the waivers "
+                            "themselves and cannot be waived")
         if "expires" in waiver:
             try:
                 dt.date.fromisoformat(waiver["expires"])

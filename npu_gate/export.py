@@ -55,7 +55,31 @@ def build_module(contract: Contract, key: str = "model.torch") -> Any:
             f"{label}: {contract.torch.factory}() returned {type(module).__name__}, "
             "not a torch.nn.Module"
         )
+    order = _order_problem(module, contract)
+    if order:
+        raise ModelError(f"{contract.path}: {order}")
     return module.eval()
+
+
+def _order_problem(module: Any, contract: Contract) -> str | None:
+    """The contract's inputs go to forward() by position: an input named like one of
+    forward()'s parameters but declared at another position would silently feed the wrong
+    one (other names are free: ``images`` for ``forward(self, x)``)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a C extension)
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [p.name for p in parameters if p.kind in positional]
+    for i, spec in enumerate(contract.inputs):
+        if spec.name in names and names.index(spec.name) != i:
+            goes_to = repr(names[i]) if i < len(names) else f"position {i}"
+            return (f"inputs[{i}].name: {spec.name!r} is a parameter of forward({', '.join(names)}), which "
+                    f"takes the contract's inputs by position: inputs[{i}] would feed {goes_to}; declare "
+                    "the inputs in forward()'s order")
+    return None
 
 
 def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:

@@ -131,23 +131,27 @@ def _flatten(value: Any) -> list[Any]:
 def compare_output(
     name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float
 ) -> OutputComparison:
+    """Compare ``got`` with the reference ``ref`` on each sample: an element passes when
+    |got - ref| <= atol + rtol * |ref|. NaN never passes; infinities pass only where both
+    sides hold the same one, and a passing comparison then says how many there were."""
+    count = len(pairs)
+    arrays = []
+    for got, ref in pairs:
+        if ref is None:
+            return OutputComparison(name, None, None, atol, rtol, False, count,
+                                    "PyTorch returned fewer outputs than the ONNX model")
+        if got.shape != ref.shape:
+            return OutputComparison(name, None, None, atol, rtol, False, count,
+                                    f"shape {list(got.shape)} vs PyTorch {list(ref.shape)}")
+        arrays.append((got.astype(np.float64), ref.astype(np.float64)))
+    problem = _non_finite_problem(arrays)
+    if problem:
+        return OutputComparison(name, None, None, atol, rtol, False, count, problem)
     max_abs = 0.0
     max_rel = 0.0
     passed = True
-    for got, ref in pairs:
-        if ref is None:
-            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
-                                    "PyTorch returned fewer outputs than the ONNX model")
-        if got.shape != ref.shape:
-            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
-                                    f"shape {list(got.shape)} vs PyTorch {list(ref.shape)}")
-        a = got.astype(np.float64)
-        b = ref.astype(np.float64)
-        finite = np.isfinite(a) == np.isfinite(b)
-        if not finite.all() or not np.array_equal(a[~np.isfinite(a)], b[~np.isfinite(b)]):
-            return OutputComparison(name, None, None, atol, rtol, False, len(pairs),
-                                    "non-finite values differ")
-        mask = np.isfinite(b)
+    for a, b in arrays:
+        mask = np.isfinite(b)  # the infinities are equal on both sides (checked above)
         diff = np.abs(a[mask] - b[mask])
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
@@ -157,7 +161,26 @@ def compare_output(
                 rel = diff[nonzero] / np.abs(b[mask][nonzero])
                 max_rel = max(max_rel, float(rel.max()))
             passed = passed and bool(np.all(diff <= atol + rtol * np.abs(b[mask])))
-    return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, len(pairs))
+    infinite = sum(int(np.count_nonzero(np.isinf(b))) for _, b in arrays)
+    note = f"{infinite} infinite values, the same on both sides" if infinite else None
+    return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, count, note)
+
+
+def _non_finite_problem(arrays: list[tuple[np.ndarray, np.ndarray]]) -> str | None:
+    """Why non-finite values fail the comparison: NaN on either side, or infinities that
+    differ (the samples named from 0); None when there is no such value."""
+    nan = [k for k, (a, b) in enumerate(arrays) if np.isnan(a).any() or np.isnan(b).any()]
+    if nan:
+        got = sum(int(np.count_nonzero(np.isnan(arrays[k][0]))) for k in nan)
+        ref = sum(int(np.count_nonzero(np.isnan(arrays[k][1]))) for k in nan)
+        size = sum(arrays[k][0].size for k in nan)
+        return (f"NaN on sample(s) {', '.join(map(str, nan))}: {got} of {size} values, "
+                f"{ref} in the reference; NaN never counts as a match")
+    differ = [k for k, (a, b) in enumerate(arrays)
+              if not np.array_equal(a[np.isinf(a) | np.isinf(b)], b[np.isinf(a) | np.isinf(b)])]
+    if differ:
+        return f"infinite values differ from the reference on sample(s) {', '.join(map(str, differ))}"
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

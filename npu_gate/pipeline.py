@@ -261,7 +261,10 @@ def _analyze(
     result.findings.extend(input_findings)
 
     checker_errors = graphlib.run_checker(model, external=bool(unread))
-    fixable = {i.name: declared[i.name].shape for i in model_inputs
+    # The contract fixes the dims the model leaves open; a static dim it contradicts stays the
+    # model's (an input-mismatch finding): the model could not run with the contract's.
+    fixable = {i.name: [m if isinstance(m, int) else c for m, c in zip(i.shape, declared[i.name].shape, strict=True)]
+               for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
     # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
     # later which shape chains fold only because of the contract.
@@ -549,21 +552,19 @@ def _finish(result: GateResult, settings: Settings) -> None:
             what = "unknown (shapes not static)" if actual is None else actual
             result.findings.append(_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}"))
 
-    used: set[int] = set()
+    used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     for finding in result.findings:
-        for i, waiver in enumerate(settings.waivers):
-            if _matches(waiver, finding):
-                used.add(i)
-                if waiver.expires is not None and waiver.expires < settings.today:
-                    continue
-                finding.waived = True
-                finding.waiver_reason = waiver.reason
-                break
+        matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding)]
+        used.update(matching)
+        live = [i for i in matching if not _expired(settings.waivers[i], settings.today)]
+        if live:
+            finding.waived = True
+            finding.waiver_reason = settings.waivers[live[0]].reason
     for i, waiver in enumerate(settings.waivers):
         where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items() if k in ("rule", "node", "op_type"))
-        if waiver.expires is not None and waiver.expires < settings.today:
+        if _expired(waiver, settings.today):
             result.findings.append(_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
-                                            f"{waiver.expires.isoformat()} and no longer waives"))
+                                            f"{waiver.expires} and no longer waives"))
         elif i not in used:
             hint = _not_unique_hint(waiver, result.nodes)
             result.findings.append(_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}"))
@@ -584,6 +585,10 @@ def _not_unique_hint(waiver: Waiver, nodes: list[NodeResult], most: int = 10) ->
         return ""
     shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
     return f": node '{waiver.node}' is not unique in the model: use {shown}"
+
+
+def _expired(waiver: Waiver, today: dt.date) -> bool:
+    return waiver.expires is not None and waiver.expires < today
 
 
 def _matches(waiver: Waiver, finding: Finding) -> bool:

@@ -151,7 +151,10 @@ RULES: dict[str, Rule] = {
             "ONNX Runtime output differs from PyTorch beyond atol/rtol.",
             "The exported graph was run with onnxruntime (CPU) on seeded samples drawn from the "
             "contract's input ranges and compared with the eager module. An element passes when "
-            "|onnx - torch| <= atol + rtol * |torch|.",
+            "|onnx - torch| <= atol + rtol * |torch|. NaN never passes, on either side; an "
+            "infinity passes only where both sides hold the same one (the result then counts them). "
+            "Outputs are compared in order: the ONNX model's outputs against the module's returned "
+            "tensors, tuples, lists and dict values flattened in order.",
         ),
         Rule(
             "numerics-failed",
@@ -247,7 +250,8 @@ def rules_markdown() -> str:
         "`gates.allow_dynamic_shapes` change what fails the gate, not the id.",
         "",
         "Waivers (`waivers[]` in the contract: `rule`, and optionally `node` and `op_type`) mark "
-        "the findings they match as waived. " + NODE_NAMES,
+        "the findings they match as waived (the first waiver that matches and has not expired gives the "
+        "reason; `waiver-expired` and `waiver-unused` cannot be waived). " + NODE_NAMES,
         "",
         "| id | severity | summary |",
         "| --- | --- | --- |",

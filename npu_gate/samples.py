@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from npu_gate.contract import InputSpec
@@ -15,12 +17,14 @@ def make_samples(inputs: list[InputSpec], count: int, seed: int) -> list[dict[st
         sample: dict[str, np.ndarray] = {}
         for spec in inputs:
             lo, hi = spec.range
-            if spec.dtype == "bool":
-                sample[spec.name] = rng.random(spec.shape) < 0.5
-            elif spec.dtype.startswith("float"):
+            if spec.dtype.startswith("float"):
                 sample[spec.name] = rng.uniform(lo, hi, size=spec.shape).astype(spec.dtype)
-            else:  # integers: inclusive range
-                ints = rng.integers(int(np.ceil(lo)), int(np.floor(hi)) + 1, size=spec.shape)
+                continue
+            low, high = math.ceil(lo), math.floor(hi)  # whole numbers, inclusive
+            if spec.dtype == "bool" and (low, high) == (0, 1):
+                sample[spec.name] = rng.random(spec.shape) < 0.5
+            else:
+                ints = rng.integers(low, high, size=spec.shape, endpoint=True, dtype=np.int64)
                 sample[spec.name] = ints.astype(spec.dtype)
         out.append(sample)
     return out

@@ -44,13 +44,29 @@ def read_document(path: Path, label: str) -> Any:
                 f"{label}: YAML contracts need PyYAML (pip install 'npu-gate[yaml]')"
             ) from None
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_yaml_loader(yaml))  # a SafeLoader: plain data only
         except yaml.YAMLError as exc:
             raise ValueError(f"{label}: invalid YAML: {str(exc).splitlines()[0]}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+
+
+@cache
+def _yaml_loader(yaml: Any) -> Any:
+    """PyYAML's SafeLoader, except that dates stay strings: an unquoted ``expires:
+    2027-03-01`` is the same text as in JSON, not a date object the schema rejects."""
+    timestamp = "tag:yaml.org,2002:timestamp"
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc, name-defined]
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != timestamp]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return Loader
 
 
 def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:

@@ -101,6 +101,30 @@ def test_semantic_input_errors(contract_dir, write_contract, run_cli):
     assert "inputs[1].layout: 'NCHW' has 4 letters but the shape has rank 1" in run.err
 
 
+def test_range_the_dtype_cannot_hold(contract_dir, write_contract, run_cli):
+    """Samples are drawn from the range: values the dtype cannot hold would wrap around
+    (uint8 300 is 44) or become infinite (float16), and an integer range without a whole
+    number has nothing to draw (it was an internal error)."""
+    doc = _base()
+    doc["inputs"] += [
+        {"name": "u", "shape": [1], "dtype": "uint8", "range": [-5, 300]},
+        {"name": "h", "shape": [1], "dtype": "float16", "range": [0, 100000]},
+        {"name": "i", "shape": [1], "dtype": "int64", "range": [0.5, 0.7]},
+        {"name": "b", "shape": [1], "dtype": "bool", "range": [5, 9]},
+        {"name": "ok8", "shape": [1], "dtype": "int8", "range": [-128, 127]},
+        {"name": "okb", "shape": [1], "dtype": "bool", "range": [1, 1]},
+    ]
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: inputs[1].range: [-5, 300] is outside what uint8 holds, [0, 255]",
+        f"npu-gate: error: {path}: inputs[2].range: [0, 100000] is outside what float16 holds, [-65504, 65504]",
+        f"npu-gate: error: {path}: inputs[3].range: [0.5, 0.7] holds no whole number, so no int64 value to sample",
+        f"npu-gate: error: {path}: inputs[4].range: [5, 9] is outside what bool holds, [0, 1]",
+    ]
+
+
 def test_no_contract_in_folder(tmp_path, run_cli):
     run = run_cli("check", tmp_path)
     assert run.code == 2

@@ -60,7 +60,8 @@ def render(result: GateResult, headline_note: str = "") -> str:
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
-        lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {err}, atol {c['atol']:g})")
+        note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding
+        lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {err}, atol {c['atol']:g}{note})")
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front
         lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {_proof(r['verification'])}")
     if result.replacement is not None:
