@@ -307,6 +307,10 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                 f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
                 f"but the shape has rank {len(spec['shape'])}"
             )
+        if layout is not None and len(set(layout)) != len(layout):
+            again = sorted({c for c in layout if layout.count(c) > 1})
+            problems.append(f"{label}: inputs[{i}].layout: {layout!r} names {', '.join(again)} more than once: "
+                            "each letter is one dimension")
     from npu_gate.rewrite_names import REWRITE_NAMES  # the catalog itself imports onnx
 
     named: set[str] = set()

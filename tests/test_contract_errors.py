@@ -101,6 +101,14 @@ def test_semantic_input_errors(contract_dir, write_contract, run_cli):
     assert "inputs[1].layout: 'NCHW' has 4 letters but the shape has rank 1" in run.err
 
 
+def test_a_layout_letter_twice_is_refused(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["layout"] = "NCHH"  # layout constraints look dims up by letter
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "inputs[0].layout: 'NCHH' names H more than once: each letter is one dimension" in run.err
+
+
 def test_range_the_dtype_cannot_hold(contract_dir, write_contract, run_cli):
     """Samples are drawn from the range: values the dtype cannot hold would wrap around
     (uint8 300 is 44) or become infinite (float16), and an integer range without a whole
