@@ -14,8 +14,8 @@ from typing import Any
 from tabulate import tabulate
 
 from npu_gate.render import rewrites_md
-from npu_gate.render.escape import md, md_code
 from npu_gate.render.cells import node_names, size
+from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
 MAX_ROWS = 200  # per table; the JSON result always has everything
@@ -73,6 +73,9 @@ def _verdict(result: GateResult) -> str:
         f"Static prediction against profile `{p['name']}` ({p['evidence']}): "
         "not a device compatibility result.",
     ]
+    if result.rewrites:  # the verdict is not about the exported graph as it is
+        names = ", ".join(f"`{r['name']}`" for r in result.rewrites)
+        lines += ["", f"Gated after the contract's rewrites ({names}): see Rewrites applied."]
     if tail:
         lines += ["", f"Findings: {tail}."]
     return "\n".join(lines)
