@@ -3,6 +3,8 @@ names as how many and the first few."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from npu_gate.render.escape import md_code
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
@@ -26,7 +28,7 @@ def size(value: int | None, *, signed: bool = False) -> str:
     return f"{text} ({sign}{f'{scaled:.1f}'.removesuffix('.0')} {unit})"
 
 
-def node_names(nodes: list[str | None]) -> str:
+def node_names(nodes: Sequence[str | None]) -> str:
     """The node cell of a row that stands for several findings or nodes: one name, or how many
     and the first MAX_NAMES of them."""
     names = [md_code(n) for n in nodes if n]
