@@ -141,3 +141,16 @@ def test_sizes_show_the_exact_bytes_and_a_unit():
         "unknown", "0", "1,023", "1,024 (1 KiB)", "1,536 (1.5 KiB)", "12,288 (12 KiB)", "1,048,575 (1 MiB)",
         "5,368,709,120 (5 GiB)"]
     assert size(32_768, signed=True) == "+32,768 (+32 KiB)" and size(-512, signed=True) == "-512"
+
+
+def test_summary_says_whether_the_compared_outputs_matched():
+    """The numerics stage's "ok" means it ran; the summary row also says how the outputs compared."""
+    from npu_gate.result import GateResult
+
+    result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
+                        versions={}, model={}, stages={"numerics": {"status": "ok"}})
+    check = {"max_abs_err": 0.01, "max_rel_err": 7.9, "atol": 1e-4, "rtol": 1e-3, "samples": 2, "problem": None}
+    result.numerics = [{"output": "a", "passed": False, **check}, {"output": "b", "passed": True, **check}]
+    assert "| Stage: numerics | ok, **1 of 2 outputs outside tolerance** |" in markdown.render(result)
+    result.numerics = result.numerics[1:]
+    assert "| Stage: numerics | ok, 1 output within tolerance |" in markdown.render(result)

@@ -118,6 +118,10 @@ def _summary(result: GateResult) -> str:
     for stage, info in result.stages.items():
         status = info.get("status", "")
         reason = f": {md(info['reason'])}" if info.get("reason") else ""
+        if stage == "numerics" and result.numerics:  # "ok" says it ran, not that outputs matched
+            failed = sum(1 for c in result.numerics if not c["passed"])
+            reason += (f", **{failed} of {len(result.numerics)} outputs outside tolerance**" if failed
+                       else f", {_count(len(result.numerics), 'output')} within tolerance")
         rows.append([f"Stage: {stage}", f"{status}{reason}"])
     return "### Summary\n\n" + _table(["", ""], rows)
 
