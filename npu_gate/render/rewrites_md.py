@@ -32,12 +32,11 @@ def _num(value: float | None) -> str:
 def _figures(before: dict[str, Any], after: dict[str, Any]) -> list[list[str]]:
     labels = [("node_count", "nodes"), ("cpu_nodes", "CPU nodes"), ("npu_partitions", "NPU partitions"),
               ("cpu_partitions", "CPU partitions"), ("boundary_bytes", "boundary bytes")]
-    def cell(value: int | None, key: str) -> str:
-        if key == "boundary_bytes" or value is None:
-            return size(value)
-        return f"{value:,}"
+    return [[label, _figure(before.get(k), k), _figure(after.get(k), k)] for k, label in labels]
 
-    return [[label, cell(before.get(k), k), cell(after.get(k), k)] for k, label in labels]
+
+def _figure(value: int | None, key: str) -> str:
+    return size(value) if key == "boundary_bytes" or value is None else f"{value:,}"
 
 
 def _check_rows(checks: list[dict[str, Any]]) -> list[list[str]]:
