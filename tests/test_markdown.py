@@ -154,3 +154,24 @@ def test_summary_says_whether_the_compared_outputs_matched():
     assert "| Stage: numerics | ok, **1 of 2 outputs outside tolerance** |" in markdown.render(result)
     result.numerics = result.numerics[1:]
     assert "| Stage: numerics | ok, 1 output within tolerance |" in markdown.render(result)
+
+
+def test_many_partitions_are_folded_away(save_model, write_contract):
+    """Past 20 partitions their tables would push Numerics and Gates out of sight: folded, like the census."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    nodes = []
+    for i in range(11):  # Add on the NPU, Relu on the CPU: 22 partitions, 21 tensors crossing
+        nodes += [helper.make_node("Add", [f"r{i - 1}" if i else "x", "one"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}" if i < 10 else "y"], name=f"relu{i}")]
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=[one])
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    report = markdown.render(check_contract(load_contract(write_contract(doc))))
+    assert "### Partitions" not in report
+    folded = report.split("<details><summary>Partitions (11 cpu, 11 npu; 21 tensors crossing them)</summary>\n\n")[1]
+    assert folded.startswith("| id   | device   | nodes   | which")
+    table_end = folded.index("| 21   | cpu      | 1       | <code>relu10</code>")
+    assert folded.index("\n\n</details>\n\n### Numerics") > table_end

@@ -19,6 +19,7 @@ from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
 MAX_ROWS = 200  # per table; the JSON result always has everything
+FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
 
 def render(result: GateResult, bundle_dir: str | None = "") -> str:
@@ -229,13 +230,18 @@ def _partitions(result: GateResult) -> str:
         if len(p.nodes) > 12:
             names += f" and {len(p.nodes) - 12} more"
         rows.append([str(p.id), p.device, str(len(p.nodes)), names])
-    text = "### Partitions\n\n" + _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
+    text = _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
     if result.boundaries:
         brows = [[md_code(b.tensor), size(b.bytes), f"{b.source} → {b.target}"]
                  for b in result.boundaries[:MAX_ROWS]]
         text += "\n\nTensors crossing partitions (each costs a copy and a sync):\n\n"
         text += _table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
-    return text
+    if len(result.partitions) <= FOLD_PARTITIONS:
+        return "### Partitions\n\n" + text
+    devices = Counter(p.device for p in result.partitions)  # too long to read past: folded, like the census
+    count = ", ".join(f"{n} {device}" for device, n in sorted(devices.items()))
+    return (f"<details><summary>Partitions ({count}; {_count(len(result.boundaries), 'tensor')} crossing them)"
+            f"</summary>\n\n{text}\n\n</details>")
 
 
 def _numerics(result: GateResult) -> str:
