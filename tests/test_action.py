@@ -247,7 +247,8 @@ def test_glob_gates_many_models_into_one_report(runner: Runner) -> None:
                                                                    "01-b-relu.json"]
     report = (art / "report.md").read_text()
     assert report.startswith("# ❌ npu-gate: **FAIL** · 2 models\n")
-    assert "| a-conv  | pass      | 0           | 1                | 0                |" in report
+    assert ("| a-conv  | pass      | <code>demo</code> (illustrative) | 0           | 1                | 0"
+            in report)
     assert "## ✅ npu-gate: **PASS** · a-conv" in report
     assert "## ❌ npu-gate: **FAIL** · b-relu" in report
 

@@ -59,6 +59,20 @@ def test_compare_counts_new_and_fixed_as_multisets_and_ignores_waived() -> None:
     assert c.changed
 
 
+def test_new_findings_sharing_a_message_are_one_row() -> None:
+    from npu_gate.render.report import render_baseline
+
+    after = _doc("m", [_finding("unsupported-op", "op Relu not in profile demo", f"r{i}") for i in range(7)]
+                 + [_finding("gate-exceeded", "max_cpu_nodes: 7 exceeds the limit 0")], cpu=7, boundary=3 * 1024)
+    text = render_baseline(compare(after, _doc("m", [])))
+    rows = text.split("New findings:\n\n")[1].splitlines()[2:]
+    assert [[c.strip() for c in row.split("|")[1:-1]] for row in rows] == [
+        ["error", "`unsupported-op`", "7 nodes: " + ", ".join(f"<code>r{i}</code>" for i in range(5)) + " and 2 more",
+         "op Relu not in profile demo"],
+        ["error", "`gate-exceeded`", "", "max&#95;cpu&#95;nodes: 7 exceeds the limit 0"]]
+    assert "| Boundary bytes        | 0          | 3,072 (3 KiB) | +3,072 (+3 KiB) |" in text
+
+
 def test_a_model_missing_from_the_baseline_is_new() -> None:
     c = compare(_doc("new", [_finding("unsupported-op", "x", "a")]), None)
     assert not c.found

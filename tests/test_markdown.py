@@ -110,3 +110,68 @@ def test_terminal_numerics_line_names_the_output():
                         versions={}, model={})
     result.numerics = [{"output": "13", "passed": True, "max_abs_err": 2e-7, "atol": 1e-4}]
     assert "\n  numerics (output 13): ok (max abs err 2e-07, atol 0.0001)\n" in text.render(result)
+
+
+def test_findings_at_many_nodes_are_one_row_and_the_verdict_names_the_rules(save_model, write_contract):
+    """300 nodes failing for one reason are one row naming the first few, so the gate's own
+    errors stay in sight; the verdict line says which rules failed."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", [f"t{i}" if i else "x"], [f"t{i + 1}" if i < 11 else "y"], name=f"r{i}")
+             for i in range(12)]
+    save_model(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]))
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"}, "gates": {"max_cpu_nodes": 0},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    report = markdown.render(check_contract(load_contract(write_contract(doc))))
+    assert "\n\nFindings: 13 errors (12 `unsupported-op`, 1 `gate-exceeded`).\n\n" in report
+    findings = report.split("### Findings\n\n")[1].split("\n\n")[0].splitlines()[2:]
+    names = "12 nodes: " + ", ".join(f"<code>r{i}</code>" for i in range(5)) + " and 7 more"
+    assert [[c.strip() for c in row.split("|")[1:-1]] for row in findings] == [
+        ["error", "`unsupported-op`", names, "op Relu not in profile demo"],
+        ["error", "`gate-exceeded`", "", "max&#95;cpu&#95;nodes: 12 exceeds the limit 0"],
+    ]
+    review = report.split("### Review\n\n")[1].split("\n\n")[1].splitlines()[2:]
+    assert len(review) == 1 and review[0].startswith(f"| {names} | Relu ")
+
+
+def test_sizes_show_the_exact_bytes_and_a_unit():
+    from npu_gate.render.cells import size
+
+    assert [size(v) for v in (None, 0, 1023, 1024, 1536, 12_288, 1_048_575, 5 * 2**30)] == [
+        "unknown", "0", "1,023", "1,024 (1 KiB)", "1,536 (1.5 KiB)", "12,288 (12 KiB)", "1,048,575 (1 MiB)",
+        "5,368,709,120 (5 GiB)"]
+    assert size(32_768, signed=True) == "+32,768 (+32 KiB)" and size(-512, signed=True) == "-512"
+
+
+def test_summary_says_whether_the_compared_outputs_matched():
+    """The numerics stage's "ok" means it ran; the summary row also says how the outputs compared."""
+    from npu_gate.result import GateResult
+
+    result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
+                        versions={}, model={}, stages={"numerics": {"status": "ok"}})
+    check = {"max_abs_err": 0.01, "max_rel_err": 7.9, "atol": 1e-4, "rtol": 1e-3, "samples": 2, "problem": None}
+    result.numerics = [{"output": "a", "passed": False, **check}, {"output": "b", "passed": True, **check}]
+    assert "| Stage: numerics | ok, **1 of 2 outputs outside tolerance** |" in markdown.render(result)
+    result.numerics = result.numerics[1:]
+    assert "| Stage: numerics | ok, 1 output within tolerance |" in markdown.render(result)
+
+
+def test_many_partitions_are_folded_away(save_model, write_contract):
+    """Past 20 partitions their tables would push Numerics and Gates out of sight: folded, like the census."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])
+    nodes = []
+    for i in range(11):  # Add on the NPU, Relu on the CPU: 22 partitions, 21 tensors crossing
+        nodes += [helper.make_node("Add", [f"r{i - 1}" if i else "x", "one"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}" if i < 10 else "y"], name=f"relu{i}")]
+    graph = helper.make_graph(nodes, "g", [x], [y], initializer=[one])
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    report = markdown.render(check_contract(load_contract(write_contract(doc))))
+    assert "### Partitions" not in report
+    folded = report.split("<details><summary>Partitions (11 cpu, 11 npu; 21 tensors crossing them)</summary>\n\n")[1]
+    assert folded.startswith("| id   | device   | nodes   | which")
+    table_end = folded.index("| 21   | cpu      | 1       | <code>relu10</code>")
+    assert folded.index("\n\n</details>\n\n### Numerics") > table_end

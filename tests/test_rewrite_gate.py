@@ -73,6 +73,9 @@ def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path):
     report = markdown.render(result)
     assert "### Rewrites applied" in report and "**`decompose-hardswish`** (exact)" in report
     assert "region <code>hswish</code> → <code>h</code>" in report
+    # The first lines say the verdict is about the rewritten graph, not the model as given.
+    assert report.split("\n\n")[2] == ("Gated after the contract's rewrites (`decompose-hardswish`): "
+                                        "see Rewrites applied.")
 
 
 def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path):

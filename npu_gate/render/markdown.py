@@ -14,10 +14,12 @@ from typing import Any
 from tabulate import tabulate
 
 from npu_gate.render import rewrites_md
+from npu_gate.render.cells import node_names, size
 from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
 MAX_ROWS = 200  # per table; the JSON result always has everything
+FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
 
 def render(result: GateResult, bundle_dir: str | None = "") -> str:
@@ -59,15 +61,11 @@ def _table(headers: list[str], rows: list[list[Any]], total: int | None = None) 
     return text
 
 
-def _bytes(value: int | None) -> str:
-    return "unknown" if value is None else f"{value:,}"
-
-
 def _verdict(result: GateResult) -> str:
     icon = "✅" if result.passed else "❌"
     p = result.profile
     counts = result.summary.get("findings", {})
-    tail = ", ".join(_count(counts[k], k) for k in ("error", "warning") if counts.get(k))
+    tail = ", ".join(_count(counts[k], k) + _rules(result, k) for k in ("error", "warning") if counts.get(k))
     if counts.get("waived"):
         tail += (", " if tail else "") + f"{counts['waived']} waived"
     lines = [
@@ -76,6 +74,9 @@ def _verdict(result: GateResult) -> str:
         f"Static prediction against profile `{p['name']}` ({p['evidence']}): "
         "not a device compatibility result.",
     ]
+    if result.rewrites:  # the verdict is not about the exported graph as it is
+        names = ", ".join(f"`{r['name']}`" for r in result.rewrites)
+        lines += ["", f"Gated after the contract's rewrites ({names}): see Rewrites applied."]
     if tail:
         lines += ["", f"Findings: {tail}."]
     return "\n".join(lines)
@@ -83,6 +84,14 @@ def _verdict(result: GateResult) -> str:
 
 def _count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _rules(result: GateResult, severity: str) -> str:
+    """The rules behind the active findings of ``severity``, most frequent first: the why at a glance."""
+    rules = Counter(f.rule for f in result.findings if f.severity == severity and not f.waived)
+    if len(rules) == 1:
+        return f" (`{next(iter(rules))}`)"
+    return " (" + ", ".join(f"{n} `{rule}`" for rule, n in rules.most_common()) + ")" if rules else ""
 
 
 def _summary(result: GateResult) -> str:
@@ -104,12 +113,16 @@ def _summary(result: GateResult) -> str:
               if "nodes_after_folding" in s else []),
             ["NPU partitions", str(s["npu_partitions"])],
             ["CPU partitions", str(s["cpu_partitions"])],
-            ["Boundary bytes", _bytes(s["boundary_bytes"])],
+            ["Boundary bytes", size(s["boundary_bytes"])],
             ["Dynamic inputs", ", ".join(md_code(n) for n in s["dynamic_inputs"]) or "none"],
         ]
     for stage, info in result.stages.items():
         status = info.get("status", "")
         reason = f": {md(info['reason'])}" if info.get("reason") else ""
+        if stage == "numerics" and result.numerics:  # "ok" says it ran, not that outputs matched
+            failed = sum(1 for c in result.numerics if not c["passed"])
+            reason += (f", **{failed} of {len(result.numerics)} outputs outside tolerance**" if failed
+                       else f", {_count(len(result.numerics), 'output')} within tolerance")
         rows.append([f"Stage: {stage}", f"{status}{reason}"])
     return "### Summary\n\n" + _table(["", ""], rows)
 
@@ -118,15 +131,19 @@ def _findings(result: GateResult) -> str:
     if not result.findings:
         return "### Findings\n\nNone."
     order = {"error": 0, "warning": 1, "info": 2}
-    rows = []
     ordered = sorted(result.findings, key=lambda f: (f.waived, order.get(f.severity, 3)))
-    for f in ordered[:MAX_ROWS]:
+    groups: dict[tuple[Any, ...], list[Any]] = {}  # the same message at many nodes is one row
+    for f in ordered:
+        groups.setdefault((f.waived, f.waiver_reason, f.severity, f.rule, f.message, f.doc), []).append(f)
+    rows = []
+    for same in list(groups.values())[:MAX_ROWS]:
+        f = same[0]
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
         message = md(f.message)
         if f.doc and f.doc.startswith(("https://", "http://")):
             message += f" ([doc]({_url(f.doc)}))"
-        rows.append([severity, f"`{f.rule}`", md_code(f.node) if f.node else "", message])
-    return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows, total=len(ordered))
+        rows.append([severity, f"`{f.rule}`", node_names([g.node for g in same]), message])
+    return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows, total=len(groups))
 
 
 def _cpu_fallback(result: GateResult) -> str:
@@ -174,7 +191,7 @@ def _cpu_fallback(result: GateResult) -> str:
         rows.append((total, len(names), group["label"], which))
     rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
     table = _table(["reason", "nodes", "which (actual value)", "boundary bytes"],
-                   [[label, str(n), which, f"{total:,}"] for total, n, label, which in rows])
+                   [[label, str(n), which, size(total)] for total, n, label, which in rows])
     return ("### CPU fallback\n\nGrouped by reason, most costly first (bytes crossing partitions "
             "at these nodes, then node count).\n\n" + table)
 
@@ -213,13 +230,18 @@ def _partitions(result: GateResult) -> str:
         if len(p.nodes) > 12:
             names += f" and {len(p.nodes) - 12} more"
         rows.append([str(p.id), p.device, str(len(p.nodes)), names])
-    text = "### Partitions\n\n" + _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
+    text = _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
     if result.boundaries:
-        brows = [[md_code(b.tensor), _bytes(b.bytes), f"{b.source} → {b.target}"]
+        brows = [[md_code(b.tensor), size(b.bytes), f"{b.source} → {b.target}"]
                  for b in result.boundaries[:MAX_ROWS]]
         text += "\n\nTensors crossing partitions (each costs a copy and a sync):\n\n"
         text += _table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
-    return text
+    if len(result.partitions) <= FOLD_PARTITIONS:
+        return "### Partitions\n\n" + text
+    devices = Counter(p.device for p in result.partitions)  # too long to read past: folded, like the census
+    count = ", ".join(f"{n} {device}" for device, n in sorted(devices.items()))
+    return (f"<details><summary>Partitions ({count}; {_count(len(result.boundaries), 'tensor')} crossing them)"
+            f"</summary>\n\n{text}\n\n</details>")
 
 
 def _numerics(result: GateResult) -> str:
@@ -243,14 +265,22 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
+def _figure(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
 def _gates(result: GateResult) -> str:
     if not result.gates:
         return ""
+    # a gate-exceeded finding's message starts with its gate's name (pipeline.py)
+    waived = {f.message.split(":", 1)[0] for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
-        limit = "no limit" if g.limit is None else f"{g.limit:,}"
-        actual = "unknown" if g.actual is None else f"{g.actual:,}"
-        rows.append([g.name, limit, actual, "pass" if g.passed else "**fail**"])
+        number = size if g.name == "max_boundary_bytes" else _figure
+        limit = "no limit" if g.limit is None else number(g.limit)
+        actual = number(g.actual)
+        outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"
+        rows.append([g.name, limit, actual, outcome])
     return "### Gates\n\n" + _table(["gate", "limit", "actual", "result"], rows)
 
 

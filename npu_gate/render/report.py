@@ -12,8 +12,9 @@ from typing import Any
 
 from tabulate import tabulate
 
-from npu_gate.baseline import Comparison
+from npu_gate.baseline import Comparison, Metric
 from npu_gate.render import markdown
+from npu_gate.render.cells import node_names, size
 from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
@@ -70,13 +71,24 @@ def _change(before: Any, after: Any) -> str:
 
 
 def _finding_rows(findings: list[dict[str, Any]]) -> str:
-    rows = [[f.get("severity", ""), f"`{f['rule']}`", md_code(f["node"]) if f.get("node") else "",
-             md(f.get("message", ""))] for f in findings[:MAX_DELTA_ROWS]]
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}  # the same message at many nodes is one row
+    for f in findings:
+        groups.setdefault((f.get("severity", ""), f["rule"], f.get("message", "")), []).append(f)
+    rows = [[severity, f"`{rule}`", node_names([f.get("node") for f in same]), md(message)]
+            for (severity, rule, message), same in list(groups.items())[:MAX_DELTA_ROWS]]
     text = tabulate(rows, headers=["severity", "rule", "node", "message"], tablefmt="github",
                     disable_numparse=True)
-    if len(findings) > MAX_DELTA_ROWS:
-        text += f"\n\n_{len(findings) - MAX_DELTA_ROWS} more in the JSON result._"
+    if len(groups) > MAX_DELTA_ROWS:
+        text += f"\n\n_{len(groups) - MAX_DELTA_ROWS} more rows in the JSON result._"
     return text
+
+
+def _metric_row(m: Metric) -> list[str]:
+    if m.key != "boundary_bytes":
+        return [m.label, _num(m.before), _num(m.after), _change(m.before, m.after)]
+    before, after = (None if v is None else int(v) for v in (m.before, m.after))
+    change = "" if before is None or after is None else "=" if before == after else size(after - before, signed=True)
+    return [m.label, size(before), size(after), change]
 
 
 def render_baseline(c: Comparison) -> str:
@@ -91,7 +103,7 @@ def render_baseline(c: Comparison) -> str:
     # regression lines are built from our labels and numbers only: no model text to escape
     head += (" **Regressed:** " + "; ".join(regressions) + "." if regressions
              else " No regression.")
-    rows = [[m.label, _num(m.before), _num(m.after), _change(m.before, m.after)] for m in c.metrics]
+    rows = [_metric_row(m) for m in c.metrics]
     rows.append(["Max abs numeric error", _num(c.error_before), _num(c.error_after),
                  _change(c.error_before, c.error_after)])
     parts = ["### Baseline", head,
@@ -111,9 +123,9 @@ def render_model(m: ModelReport) -> str:
         return "\n".join(lines) + "\n"
     text = markdown.render(m.result, m.bundle_dir)
     if m.comparison is not None:
-        # After the summary table: deltas are what a reviewer of a ratcheted model reads first.
+        # Right after the verdict: what this PR changed is what a reviewer reads first.
         section = render_baseline(m.comparison) + "\n\n"
-        at = text.find("### Findings")
+        at = text.find("### Summary")
         text = text[:at] + section + text[at:] if at >= 0 else text + "\n" + section
     return text
 
@@ -136,15 +148,18 @@ def render_report(models: list[ModelReport], *, failed: bool | None = None,
     rows = []
     for m in models:
         if m.result is None:
-            rows.append([md(m.name), m.verdict, "", "", "", ""])
+            rows.append([md(m.name), m.verdict, "", "", "", "", ""])
             continue
         s = m.result.summary
         new = "" if m.comparison is None else str(len(m.comparison.new))
-        rows.append([md(m.name), m.verdict, _num(s.get("cpu_nodes")), _num(s.get("npu_partitions")),
-                     _num(s.get("boundary_bytes")), new])
-    overview = tabulate(rows, headers=["model", "verdict", "CPU nodes", "NPU partitions",
+        profile = f"{md_code(m.result.profile.get('name'))} ({md(m.result.profile.get('evidence'))})"
+        rows.append([md(m.name), m.verdict, profile, _num(s.get("cpu_nodes")), _num(s.get("npu_partitions")),
+                     size(s.get("boundary_bytes")), new])
+    overview = tabulate(rows, headers=["model", "verdict", "profile", "CPU nodes", "NPU partitions",
                                        "boundary bytes", "new findings"],
                         tablefmt="github", disable_numparse=True)
+    overview += ("\n\nCPU nodes, partitions and boundary bytes are static predictions against each model's "
+                 "profile, not device results.")
     problems = sum(1 for m in models if m.input_problem)
     counted = f"{len(models) - problems} model{'s' if len(models) - problems != 1 else ''}"
     if problems:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from npu_gate.render.cells import node_names, size
 from npu_gate.render.escape import md, md_code
 from npu_gate.result import GateResult
 
@@ -31,8 +32,11 @@ def _num(value: float | None) -> str:
 def _figures(before: dict[str, Any], after: dict[str, Any]) -> list[list[str]]:
     labels = [("node_count", "nodes"), ("cpu_nodes", "CPU nodes"), ("npu_partitions", "NPU partitions"),
               ("cpu_partitions", "CPU partitions"), ("boundary_bytes", "boundary bytes")]
-    return [[label, "unknown" if before.get(k) is None else f"{before[k]:,}",
-             "unknown" if after.get(k) is None else f"{after[k]:,}"] for k, label in labels]
+    return [[label, _figure(before.get(k), k), _figure(after.get(k), k)] for k, label in labels]
+
+
+def _figure(value: int | None, key: str) -> str:
+    return size(value) if key == "boundary_bytes" or value is None else f"{value:,}"
 
 
 def _check_rows(checks: list[dict[str, Any]]) -> list[list[str]]:
@@ -144,7 +148,7 @@ def suggestions(result: GateResult) -> str:
 def review(result: GateResult) -> str:
     if not result.review:
         return ""
-    rows = []
+    groups: dict[tuple[str, ...], list[str]] = {}  # nodes alike in every other column share a row
     for r in result.review:
         reason = md(r["reason"])
         if r.get("constraints"):
@@ -161,9 +165,11 @@ def review(result: GateResult) -> str:
         dev = lat["device"]
         device = ("device: not measured" if dev is None
                   else f"device: {dev['ms']:g} ms ({dev['scope']} {md_code(dev['key'])})")
-        rows.append([md_code(r["node"]), md(r["op_type"]), md(r["placement"]), reason, md(r["strategy"]),
-                     verification, f"{cpu}; {device}"])
-    text = "### Review\n\nOne row per CPU-fallback or rewritten node.\n\n" + _table(
+        key = (md(r["op_type"]), md(r["placement"]), reason, md(r["strategy"]), verification, f"{cpu}; {device}")
+        groups.setdefault(key, []).append(r["node"])
+    rows = [[node_names(nodes), *key] for key, nodes in groups.items()]
+    text = ("### Review\n\nEach CPU-fallback or rewritten node; nodes alike in every other column "
+            "share a row.\n\n") + _table(
         ["node", "op", "placement", "failed constraint / reason", "strategy", "numerical verification", "latency"],
         rows)
     if result.device_timings is not None:
