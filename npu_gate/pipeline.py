@@ -111,6 +111,7 @@ def check_contract(
             keep.model_path = copy_model(contract.onnx_path, keep.folder)
         model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
+        rewriting.load_weights(contract.onnx_path.resolve().parent, result)
         if contract.probe is not None:
             with tempfile.TemporaryDirectory(prefix="npu-gate-probe-") as work:
                 _probe_stage(contract, rewriting.compiled_path(contract.onnx_path, Path(work)), result, timings)
@@ -158,6 +159,8 @@ def _check_torch(
         if rewriting is not None:
             model = rewriting.prepare(model, result)
         _analyze(model, settings, result, keep)
+        if rewriting is not None:  # now: the exported model's folder is temporary
+            rewriting.load_weights(outcome.onnx_path.parent, result)
         if spec.compare_exporters:
             result.exporter_comparison = _other_exporter(contract, module, settings, Path(work),
                                                          result, timings)

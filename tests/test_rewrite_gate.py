@@ -21,6 +21,7 @@ ELEMENTWISE = {"Conv": {}, "Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "ReduceM
 
 
 def contract(tmp_path, model, ops=None, profile="demo", **extra):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
     if ops is not None:
         doc = {"name": "test-npu", "description": "test", "source": "tests", "evidence": "illustrative", "ops": ops}
@@ -89,6 +90,32 @@ def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path):
     assert (row["node"], row["strategy"]) == ("hswish", "rewrite: decompose-hardswish (suggested, not applied)")
     assert row["verification"]["passed"] is True
     assert "add `\"rewrites\": [\"decompose-hardswish\"]` to the contract" in markdown.render(result)
+
+
+def _with_external_weights(path):
+    """Move the contract's model weights into model.onnx.data, as the dynamo exporter writes them."""
+    import onnx
+
+    folder = path.parent
+    model = onnx.load(str(folder / "model.onnx"))
+    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx.data", size_threshold=0)
+    assert (folder / "model.onnx.data").stat().st_size > 0
+    return path
+
+
+def test_suggestions_and_rewrites_read_external_weights(tmp_path):
+    # Analysis leaves the weights on disk; suggestions and the proof of applied rewrites run the
+    # model with onnxruntime and failed on every dynamo export ("External data path validation failed").
+    result = check(_with_external_weights(contract(tmp_path / "a", zoo.hardswish(), ELEMENTWISE)))
+    assert result.stages["suggestions"]["status"] == "ok"
+    [s] = result.suggestions
+    assert (s["rewrite"], s["node"]) == ("decompose-hardswish", "hswish")
+    path = contract(tmp_path / "b", zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"])
+    result = check(_with_external_weights(path))
+    assert result.stages["rewrites"]["status"] == "ok"
+    [entry] = result.rewrites
+    assert [(v["where"], v["passed"]) for v in entry["verification"]] == [("y", True), ("h", True)]
 
 
 def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path):

@@ -107,6 +107,26 @@ class Rewriting:
         self.checked = rewritten
         return rewritten
 
+    def load_weights(self, folder: Path, result: GateResult) -> None:
+        """Read the external weights that analysis left on disk (``load_onnx(weights=False)``)
+        into the models ``evaluate`` will run with onnxruntime, from the model's ``folder``.
+        Called while that folder exists (an export's is temporary), and only when ``evaluate``
+        will run them: rewrites applied, a replacement, or CPU-fallback nodes to suggest for."""
+        if self.checked is None or self.original is None or "node_count" not in result.summary:
+            return
+        samples = self.contract.numerics.samples or self.contract.numerics.samples_file is not None
+        runs = (bool(self.applied) or self.contract.replacement is not None
+                or (samples and any(n.placement == "cpu" for n in result.nodes)))
+        if not runs:
+            return
+        from onnx.external_data_helper import load_external_data_for_model
+
+        from npu_gate.model_file import external_tensors
+
+        for model in {id(m): m for m in (self.original, self.checked)}.values():
+            if external_tensors(model.graph):  # locations were checked when the model was loaded
+                load_external_data_for_model(model, str(folder))
+
     def numerics_path(self, exported: Path, work: Path) -> Path:
         """The file PyTorch is compared with: the rewritten graph when rewrites were applied."""
         if not self.applied or self.checked is None:
