@@ -145,6 +145,21 @@ def test_unknown_detail_sections_are_dropped_but_summary_kept() -> None:
     assert "left out Extra, Something new." in body
 
 
+def test_advice_of_every_model_goes_before_any_models_cpu_fallback() -> None:
+    # Suggested rewrites and CPU fallback used to share a rank: the last model lost its CPU
+    # fallback reasons while the first kept its suggestions.
+    def model(m: int) -> str:
+        return (f"## ❌ npu-gate: **FAIL** · model{m}\n\n### Summary\n\n| s | 1 |\n\n"
+                "### CPU fallback\n\n" + f"| reason {m} |\n" * 200 + "\n"
+                "### Suggested rewrites\n\n" + f"| rewrite {m} |\n" * 400 + "\n"
+                "### Findings\n\n" + f"| error {m} |\n" * 50 + "\n")
+    report = "\n".join(model(m) for m in range(3))
+    body = fit(report, 12_000, where="x")
+    assert body.count("### CPU fallback") == 3 and body.count("### Findings") == 3
+    assert "### Suggested rewrites" not in body
+    assert "left out Suggested rewrites (×3)." in body
+
+
 def test_fit_leaves_short_reports_alone() -> None:
     assert fit("short", 100, tail="|m") == "short|m"
 

@@ -17,16 +17,23 @@ COMMENT_LIMIT = 65_536  # characters; GitHub answers 422 "body is too long" abov
 DEFAULT_AUTHOR = "github-actions[bot]"  # the login behind GITHUB_TOKEN
 _MARKER_RE = re.compile(r"<!-- npu-gate:report id=[^>]*-->")
 
-# Which sections go first when a report is too long (lower = dropped earlier); other "###"
-# sections and <details> blocks rank DEFAULT_RANK. Never dropped: the "#"/"##" verdict
-# headings with their text, and the KEEP sections.
+# Which sections go first when a report is too long (lower = dropped earlier; in a rank, the
+# last model's first). What explains the verdict goes last: the findings, then the CPU-fallback
+# reasons, gates and numerics; detail and advice before them. Other "###" sections and
+# <details> blocks rank DEFAULT_RANK. Never dropped: the "#"/"##" verdict headings with their
+# text, and the KEEP sections.
 KEEP = frozenset({"Summary", "Baseline"})
 DEFAULT_RANK = 3
 DROP_ORDER = {
     "Timings": 0,
-    "Op census and shapes": 1,
-    "Partitions": 2,
-    "CPU fallback": 3,
+    # detail a reviewer can read in the full report
+    "Op census and shapes": 1, "Op census": 1, "Placement by op": 1, "Fused patterns": 1,
+    "Shape chains": 1, "Exporter comparison": 1, "How the graphs differ": 1,
+    # advice and the graph's structure
+    "Partitions": 2, "Suggested rewrites": 2, "Replacement model": 2, "Task metric": 2,
+    "Minimal failing models": 2, "Nodes": 2, "Changed nodes": 2, "Placement changes": 2,
+    # rank 3: Review, Rewrites applied, Real compiler, Dynamic dims, Shape computation
+    "CPU fallback": 4,
     "Gates": 4,
     "Numerics": 4,
     "Findings": 5,
