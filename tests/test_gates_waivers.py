@@ -129,6 +129,28 @@ def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings():
     assert summary_reasons(0, 2) == ["  warning waiver-expired: w0", "  warning waiver-expired: w1"]
 
 
+def test_terminal_summary_gives_one_line_per_message():
+    """300 CPU Relus used to take the five lines and hide the gate's own errors in "... 297 more"."""
+    from npu_gate.render import text
+    from npu_gate.result import Finding, GateResult
+
+    findings = [Finding("unsupported-op", "error", "op Relu not in profile demo", node=f"relu{i}") for i in range(150)]
+    findings += [Finding("unsupported-op", "error", "op Sigmoid not in profile demo", node="sig0")]
+    findings += [Finding("gate-exceeded", "error", f"gate {i} exceeded") for i in range(4)]
+    findings += [Finding("dynamic-shape", "warning", "unknown dims") for _ in range(2)]
+    result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
+                        versions={}, model={}, findings=findings)
+    assert text.render(result).splitlines()[2:] == [
+        "  error unsupported-op ×150 [relu0, relu1, relu2 and 147 more]: op Relu not in profile demo",
+        "  error unsupported-op [sig0]: op Sigmoid not in profile demo",
+        "  error gate-exceeded: gate 0 exceeded",
+        "  error gate-exceeded: gate 1 exceeded",
+        "  warning dynamic-shape ×2: unknown dims",
+        "  ... 2 more (--markdown PATH lists them)"]
+    findings.append(Finding("gate-exceeded", "error", "gate 3 exceeded"))  # a second finding of one reason
+    assert text.render(result).splitlines()[-1] == "  ... 2 more reasons (3 findings) (--markdown PATH lists them)"
+
+
 def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_path):
     """examples/custom-profile has six errors; an expired waiver adds a warning that the
     terminal used to cut (it listed the first five findings in their order)."""

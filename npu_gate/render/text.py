@@ -69,11 +69,15 @@ def render(result: GateResult, headline_note: str = "") -> str:
     for sug in result.suggestions:
         lines.append(f"  suggestion: rewrite {sug['rewrite']} at {term(sug['node'])} (verified; see the report)")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
-    for f in top_reasons(active):
-        where = f" [{term(f.node)}]" if f.node else ""
-        lines.append(f"  {f.severity} {f.rule}{where}: {term(f.message)}")
-    if len(active) > MAX_REASONS:  # the same text whatever the command: the cache replays it
-        lines.append(f"  ... {len(active) - MAX_REASONS} more (--markdown PATH lists them)")
+    reasons = _same_message(active)
+    for same in top_reasons(reasons):
+        f = same[0]
+        lines.append(f"  {f.severity} {f.rule}{_where(same)}: {term(f.message)}")
+    if len(reasons) > MAX_REASONS:  # the same text whatever the command: the cache replays it
+        left = len(reasons) - MAX_REASONS
+        findings = len(active) - sum(len(r) for r in top_reasons(reasons))
+        count = f"{left} more" if left == findings else f"{left} more reasons ({findings} findings)"
+        lines.append(f"  ... {count} (--markdown PATH lists them)")
     waived = sum(1 for f in result.findings if f.waived)
     if waived:
         lines.append(f"  {waived} finding(s) waived")
@@ -114,11 +118,32 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
-def top_reasons(active: list[Finding]) -> list[Finding]:
-    """At most MAX_REASONS findings: errors first, then warnings, each kind in its own order.
-    When both kinds are there, the warnings keep at least one line: a `waiver-expired`
-    warning must not be the one left out."""
-    errors = [f for f in active if f.severity == "error"]
-    warnings = [f for f in active if f.severity != "error"]
+MAX_NODES = 3  # node names on one line of findings that share a message
+
+
+def _same_message(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings grouped by severity, rule and message, in order of first appearance: 300 CPU
+    Relus are one line, not 300 that push a `gate-exceeded` error out of sight."""
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.severity, f.rule, f.message), []).append(f)
+    return list(groups.values())
+
+
+def _where(same: list[Finding]) -> str:
+    nodes = [term(f.node) for f in same if f.node]
+    if not nodes:
+        return f" ×{len(same)}" if len(same) > 1 else ""
+    shown = ", ".join(nodes[:MAX_NODES])
+    more = f" and {len(nodes) - MAX_NODES} more" if len(nodes) > MAX_NODES else ""
+    return (f" ×{len(same)}" if len(same) > 1 else "") + f" [{shown}{more}]"
+
+
+def top_reasons(reasons: list[list[Finding]]) -> list[list[Finding]]:
+    """At most MAX_REASONS lines (groups of findings that share a message): errors first, then
+    warnings, each kind in its own order. When both kinds are there, the warnings keep at least
+    one line: a `waiver-expired` warning must not be the one left out."""
+    errors = [r for r in reasons if r[0].severity == "error"]
+    warnings = [r for r in reasons if r[0].severity != "error"]
     shown_errors = min(len(errors), MAX_REASONS - min(len(warnings), 1))
     return errors[:shown_errors] + warnings[:MAX_REASONS - shown_errors]
