@@ -1,0 +1,51 @@
+"""Hostile or malformed ONNX input: a finding or a one-line error (exit 2), never an internal error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import model_zoo
+import numpy as np
+import onnx
+from conftest import validate_result
+from onnx import TensorProto, helper
+
+
+def _add_constant(constant: TensorProto) -> onnx.ModelProto:
+    """y = x + c, ``c`` a small initializer: the kind a profile's fusion patterns read."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", constant.name], ["y"], name="add0")],
+        "add_constant",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=[constant],
+    )
+    return model_zoo._model(graph)
+
+
+def test_unreadable_small_initializer_is_a_checker_finding(run_cli, save_model, tmp_path: Path) -> None:
+    """raw_data shorter than the dims need: numpy cannot read it, the pattern matcher skips it."""
+    short = TensorProto(name="c", data_type=TensorProto.FLOAT, dims=[1, 4], raw_data=b"\0\0\0")
+    path = save_model(_add_constant(short))
+    run = run_cli("inspect", path, "--profile", "rknn-rk3588", "--json", tmp_path / "r.json", "-q")
+    assert (run.code, run.err) == (1, "")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    checker = [f["message"] for f in doc["findings"] if f["rule"] == "onnx-checker"]
+    assert checker == ["TensorProto (tensor name: c) raw_data size (3 bytes) is too small for the declared "
+                       "shape and type (16 bytes required)."]
+
+
+def test_string_constant_that_is_not_utf8_is_skipped(run_cli, save_model) -> None:
+    """numpy_helper cannot decode a STRING tensor holding invalid UTF-8: the matcher skips it."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["s"], ["y"], name="id0")],
+        "string_constant",
+        [],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+        initializer=[helper.make_tensor("s", TensorProto.STRING, [2], [b"ok", b"\xff\xfe"])],
+    )
+    run = run_cli("inspect", save_model(model_zoo._model(graph)), "--profile", "rknn-rk3588")
+    assert (run.code, run.err) == (0, "")
+    assert "1 node: 0 npu, 0 cpu, 1 folded" in run.out
