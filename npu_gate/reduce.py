@@ -243,13 +243,14 @@ class Reducer:
         try:
             import onnxruntime as ort
 
+            from npu_gate.numerics import session_options
+
             probe = ModelProto()
             probe.CopyFrom(self.model)
             types = {v.name: v for v in (*self.model.graph.value_info, *self.model.graph.output)}
             del probe.graph.output[:]
             probe.graph.output.extend(types.get(n) or onnx.ValueInfoProto(name=n) for n in wanted)
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
+            options = session_options()
             session = ort.InferenceSession(
                 probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
             )

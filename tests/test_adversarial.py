@@ -49,3 +49,30 @@ def test_string_constant_that_is_not_utf8_is_skipped(run_cli, save_model) -> Non
     run = run_cli("inspect", save_model(model_zoo._model(graph)), "--profile", "rknn-rk3588")
     assert (run.code, run.err) == (0, "")
     assert "1 node: 0 npu, 0 cpu, 1 folded" in run.out
+
+
+def test_onnxruntime_log_never_prints_model_text(capfd, write_contract, tmp_path: Path) -> None:
+    """onnxruntime logs a failing node's name raw to stderr (the C++ side, not sys.stderr):
+    a name holding terminal escape sequences would reach the user's terminal. Its log is off;
+    the failure is reported by the stage that ran it."""
+    from npu_gate.cli import main
+
+    name = "tile\x1b]0;title\x07\x1b[2J"
+    graph = helper.make_graph(
+        [helper.make_node("Tile", ["x", "repeats"], ["y"], name=name)],
+        "tile_too_big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[model_zoo._init("repeats", np.array([2**30, 2**30], np.int64))],
+    )
+    (tmp_path / "model.onnx").write_bytes(model_zoo._model(graph).SerializeToString())
+    contract = write_contract({"model": {"onnx": "model.onnx"},
+                               "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+                               "target": {"profile": "demo"}})
+    code = main(["check", str(contract), "--no-cache", "--cache-dir", str(tmp_path / "cache"),
+                 "--json", str(tmp_path / "r.json"), "-q"])
+    assert code == 1
+    assert capfd.readouterr().err == ""
+    stage = json.loads((tmp_path / "r.json").read_text())["stages"]["suggestions"]
+    assert stage["status"] == "failed"
+    assert "while running Tile node" in stage["reason"]

@@ -73,8 +73,9 @@ def with_outputs(model: onnx.ModelProto, tensors: list[str]) -> onnx.ModelProto:
 def session(model: onnx.ModelProto, optimize: bool = False) -> Any:
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    from npu_gate.numerics import session_options
+
+    options = session_options()
     options.intra_op_num_threads = 1  # deterministic and fair on a shared CI runner
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
