@@ -76,3 +76,20 @@ def test_onnxruntime_log_never_prints_model_text(capfd, write_contract, tmp_path
     stage = json.loads((tmp_path / "r.json").read_text())["stages"]["suggestions"]
     assert stage["status"] == "failed"
     assert "while running Tile node" in stage["reason"]
+
+
+def test_contract_input_too_big_to_sample_is_a_contract_error(run_cli, save_model, write_contract) -> None:
+    """Dims near 2**62 (copied from a model's declared shapes): numpy cannot draw the samples."""
+    save_model(model_zoo.conv_relu())
+    doc = {"model": {"onnx": "model.onnx"},
+           "inputs": [{"name": "x", "shape": [2**62, 2**62, 4], "dtype": "float32"}],
+           "target": {"profile": "demo"}}
+    contract = write_contract(doc)
+    run = run_cli("check", contract, "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {contract}: inputs[0].shape: one sample is "
+                       f"{2**128:,} bytes, more than the 2,147,483,648 npu-gate draws per input "
+                       "(numerics.samples 0 draws none)\n")
+    doc["numerics"] = {"samples": 0}
+    run = run_cli("validate", write_contract(doc))
+    assert (run.code, run.err) == (0, "")
