@@ -93,3 +93,34 @@ def test_contract_input_too_big_to_sample_is_a_contract_error(run_cli, save_mode
     doc["numerics"] = {"samples": 0}
     run = run_cli("validate", write_contract(doc))
     assert (run.code, run.err) == (0, "")
+
+
+def _external_entry(path: Path, key: str, value: str) -> None:
+    model = onnx.load_model(str(path), load_external_data=False)
+    tensor = model.graph.initializer[0]
+    entries = {e.key: e for e in tensor.external_data}
+    if key not in entries:
+        entries[key] = tensor.external_data.add(key=key)
+    entries[key].value = value
+    path.write_bytes(model.SerializeToString())
+
+
+def test_external_data_that_does_not_fit_its_file_is_refused(run_cli, tmp_path: Path) -> None:
+    """Weights are not read for analysis, so a truncated data file or a bad offset/length used to
+    pass unnoticed (exit 0); they are checked against the file's size without reading it."""
+    path = model_zoo.external_data(tmp_path)  # w: float32 [64, 64] = 16384 bytes
+    data = tmp_path / "model.onnx.data"
+    data.write_bytes(data.read_bytes()[:1000])
+    run = run_cli("inspect", path, "-q")
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}: tensor 'w': external data file "
+                                      "'model.onnx.data' is 1000 bytes, the tensor needs bytes 0 to 16384\n")
+    data.write_bytes(bytes(16384))
+    for key, value, problem in (("length", "8", "length 8 bytes, but dims [64, 64] need 16384 bytes"),
+                                ("length", "-1", "length -1 is negative"),
+                                ("offset", "0x10", "offset '0x10' is not an integer")):
+        model_zoo.external_data(tmp_path)
+        _external_entry(path, key, value)
+        run = run_cli("inspect", path, "-q")
+        assert (run.code, run.err) == (2, f"npu-gate: error: {path}: tensor 'w': external data {problem}\n")
+    model_zoo.external_data(tmp_path)
+    assert run_cli("inspect", path, "-q").code == 1
