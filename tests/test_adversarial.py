@@ -124,3 +124,18 @@ def test_external_data_that_does_not_fit_its_file_is_refused(run_cli, tmp_path: 
         assert (run.code, run.err) == (2, f"npu-gate: error: {path}: tensor 'w': external data {problem}\n")
     model_zoo.external_data(tmp_path)
     assert run_cli("inspect", path, "-q").code == 1
+
+
+def test_dims_near_2_to_the_63_print_no_warning(run_cli, save_model, recwarn) -> None:
+    """A Reshape to [2**62, 2**62]: onnxruntime's symbolic inference overflows a numpy product,
+    whose RuntimeWarning used to reach the terminal; the checker finding names the overflow."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape0")],
+        "reshape_huge",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[model_zoo._init("shape", np.array([2**62, 2**62], np.int64))],
+    )
+    run = run_cli("inspect", save_model(model_zoo._model(graph)), "-q")
+    assert (run.code, run.err) == (1, "")
+    assert [str(w.message) for w in recwarn] == []
