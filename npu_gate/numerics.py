@@ -5,6 +5,7 @@ Imports torch and onnxruntime lazily: this module only runs for torch contracts.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,28 @@ def session_options() -> Any:
     return options
 
 
+RUN_SECONDS = 60.0  # one onnxruntime run is stopped after this long (a Loop that never ends)
+
+
+def run_limited(session: Any, names: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
+    """``session.run``, stopped with an error after ``RUN_SECONDS``: a model's Loop trip count
+    (2**62, a condition that stays true) must not hang the gate."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    timer = threading.Timer(RUN_SECONDS, lambda: setattr(options, "terminate", True))
+    timer.daemon = True
+    timer.start()
+    try:
+        return list(session.run(names, feed, options))
+    except Exception:
+        if options.terminate:
+            raise TimeoutError(f"run stopped after {RUN_SECONDS:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+
+
 def run_session(
     session: Any, samples: list[dict[str, np.ndarray]], missing: str
 ) -> tuple[list[str], list[list[np.ndarray]]]:
@@ -111,7 +134,7 @@ def run_session(
         absent = [n for n in wanted if n not in sample]
         if absent:
             raise ValueError(f"model input(s) {absent} {missing}")
-        results.append([np.asarray(v) for v in session.run(names, {n: sample[n] for n in wanted})])
+        results.append([np.asarray(v) for v in run_limited(session, names, {n: sample[n] for n in wanted})])
     return names, results
 
 

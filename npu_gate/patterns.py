@@ -17,6 +17,7 @@ patterns are tried in profile order, roots in graph order.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,10 +60,9 @@ def constant_values(model: ModelProto) -> dict[str, np.ndarray]:
     from onnx import TensorProto, numpy_helper
 
     def read(tensor: TensorProto, name: str) -> None:
-        try:
+        # skipped: malformed data (the onnx-checker finding says so) or a dtype numpy cannot hold
+        with contextlib.suppress(Exception):
             values[name] = numpy_helper.to_array(tensor)
-        except Exception:
-            pass  # malformed data (the onnx-checker finding says so) or a dtype numpy cannot hold
 
     values: dict[str, np.ndarray] = {}
     for init in model.graph.initializer:

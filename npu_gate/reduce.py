@@ -243,7 +243,7 @@ class Reducer:
         try:
             import onnxruntime as ort
 
-            from npu_gate.numerics import session_options
+            from npu_gate.numerics import run_limited, session_options
 
             probe = ModelProto()
             probe.CopyFrom(self.model)
@@ -257,7 +257,7 @@ class Reducer:
             feeds = [i.name for i in session.get_inputs()]
             rows: list[list[np.ndarray]] = [[] for _ in wanted]
             for k in range(self.samples):
-                values = session.run(wanted, {n: self.given[n][k] for n in feeds})
+                values = run_limited(session, wanted, {n: self.given[n][k] for n in feeds})
                 for row, value in zip(rows, values, strict=True):
                     row.append(np.asarray(value))
             for name, row in zip(wanted, rows, strict=True):

@@ -139,3 +139,38 @@ def test_dims_near_2_to_the_63_print_no_warning(run_cli, save_model, recwarn) ->
     run = run_cli("inspect", save_model(model_zoo._model(graph)), "-q")
     assert (run.code, run.err) == (1, "")
     assert [str(w.message) for w in recwarn] == []
+
+
+def test_a_loop_that_never_ends_stops_the_run_not_the_gate(run_cli, write_contract, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    """Loop with trip count 2**62 and a condition that stays true: onnxruntime would run it for
+    ever in the suggestions stage; the run is stopped and the stage says so."""
+    from npu_gate import numerics
+
+    monkeypatch.setattr(numerics, "RUN_SECONDS", 0.5)
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Relu", ["v_in"], ["v_out"], name="step")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1, 4])],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "x"], ["y"], name="loop0", body=body)],
+        "endless_loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=[model_zoo._init("trips", np.array(2**62, np.int64))],
+    )
+    (tmp_path / "model.onnx").write_bytes(model_zoo._model(graph).SerializeToString())
+    contract = write_contract({"model": {"onnx": "model.onnx"},
+                               "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+                               "target": {"profile": "demo"}})
+    run = run_cli("check", contract, "--no-cache", "--cache-dir", tmp_path / "cache",
+                  "--json", tmp_path / "r.json", "-q")
+    assert (run.code, run.err) == (1, "")
+    stages = json.loads((tmp_path / "r.json").read_text())["stages"]
+    assert stages["suggestions"] == {"status": "failed", "reason": "onnxruntime: TimeoutError: run stopped after 0.5 s"}
