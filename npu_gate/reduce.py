@@ -33,6 +33,7 @@ same values in every step.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 import tempfile
@@ -49,6 +50,7 @@ from onnx import ModelProto
 
 from npu_gate import graph as graphlib
 from npu_gate.bundle import write_npz
+from npu_gate.contract import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError
 from npu_gate.minimal import submodel
 from npu_gate.model_file import load_onnx
@@ -307,9 +309,14 @@ def _generated(value: onnx.ValueInfoProto, samples: int, seed: int) -> np.ndarra
     """Seeded values for one graph input: the same tensor name gives the same values."""
     info = graphlib.tensor_info_from_type(value.name, value.type)
     shape = [d if isinstance(d, int) and d >= 0 else 1 for d in (info.shape or [])]
-    dtype = (
-        np.dtype(info.dtype) if info.dtype and info.dtype not in ("string", "bfloat16") else None
-    )
+    try:
+        dtype = np.dtype(info.dtype) if info.dtype and info.dtype not in ("string", "bfloat16") else None
+    except TypeError:  # float8, float4...: numpy has no such type; float32 values like string/bfloat16
+        dtype = None
+    size = math.prod(shape) * (dtype or np.dtype(np.float32)).itemsize
+    if size > MAX_SAMPLE_BYTES:
+        raise GateError(f"--check {{inputs}}: tensor {value.name!r}: one sample of shape {shape} is {size:,} bytes, "
+                        f"more than the {MAX_SAMPLE_BYTES:,} generated per tensor; pass --inputs")
     rows = []
     for k in range(samples):
         rng = np.random.default_rng([seed, k, zlib.crc32(value.name.encode("utf-8"))])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import model_zoo
@@ -174,3 +176,27 @@ def test_a_loop_that_never_ends_stops_the_run_not_the_gate(run_cli, write_contra
     assert (run.code, run.err) == (1, "")
     stages = json.loads((tmp_path / "r.json").read_text())["stages"]
     assert stages["suggestions"] == {"status": "failed", "reason": "onnxruntime: TimeoutError: run stopped after 0.5 s"}
+
+
+def _identity(dtype: int, shape: list[int]) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"], name="id0")],
+        "identity",
+        [helper.make_tensor_value_info("x", dtype, shape)],
+        [helper.make_tensor_value_info("y", dtype, shape)],
+    )
+    return model_zoo._model(graph, opset=21, ir_version=10)
+
+
+def test_reduce_inputs_numpy_cannot_hold(run_cli, save_model, tmp_path: Path) -> None:
+    """{inputs} for a float8 input: float32 values, as for bfloat16; for dims near 2**62: a
+    one-line error, not numpy's 'array is too big'."""
+    check = shlex.join([sys.executable, "-c", "import sys; sys.exit(1)", "{model}", "{inputs}"])
+    run = run_cli("reduce", save_model(_identity(TensorProto.FLOAT8E4M3FN, [1, 4])), "--check", check,
+                  "--out", tmp_path / "r.onnx", "-q")
+    assert (run.code, run.err) == (0, "")
+    run = run_cli("reduce", save_model(_identity(TensorProto.FLOAT, [2**62, 4]), "huge.onnx"), "--check", check,
+                  "--out", tmp_path / "r2.onnx", "-q")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: --check {{inputs}}: tensor 'x': one sample of shape [{2**62}, 4] is "
+                       f"{2**66:,} bytes, more than the 2,147,483,648 generated per tensor; pass --inputs\n")
