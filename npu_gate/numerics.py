@@ -5,8 +5,10 @@ Imports torch and onnxruntime lazily: this module only runs for torch contracts.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,9 +104,10 @@ def session_options() -> Any:
 RUN_SECONDS = 60.0  # one onnxruntime run is stopped after this long (a Loop that never ends)
 
 
-def run_limited(session: Any, names: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
-    """``session.run``, stopped with an error after ``RUN_SECONDS``: a model's Loop trip count
-    (2**62, a condition that stays true) must not hang the gate."""
+@contextlib.contextmanager
+def time_limit() -> Iterator[Any]:
+    """RunOptions for one onnxruntime run, stopped with an error after ``RUN_SECONDS``: a model's
+    Loop trip count (2**62, a condition that stays true) must not hang the gate."""
     import onnxruntime as ort
 
     options = ort.RunOptions()
@@ -112,13 +115,19 @@ def run_limited(session: Any, names: list[str] | None, feed: dict[str, np.ndarra
     timer.daemon = True
     timer.start()
     try:
-        return list(session.run(names, feed, options))
+        yield options
     except Exception:
         if options.terminate:
             raise TimeoutError(f"run stopped after {RUN_SECONDS:g} s") from None
         raise
     finally:
         timer.cancel()
+
+
+def run_limited(session: Any, names: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
+    """``session.run`` under ``time_limit``."""
+    with time_limit() as options:
+        return list(session.run(names, feed, options))
 
 
 def run_session(
