@@ -27,6 +27,8 @@ def load_onnx(
     (their dims stay known): graph analysis never needs weight values.
     """
     label = label or str(path)
+    if path.exists() and not path.is_file():  # a folder, /dev/zero, a FIFO: never read to the end
+        raise ModelError(f"{label}: not a regular file")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

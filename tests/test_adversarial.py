@@ -200,3 +200,14 @@ def test_reduce_inputs_numpy_cannot_hold(run_cli, save_model, tmp_path: Path) ->
     assert (run.code, run.out) == (2, "")
     assert run.err == (f"npu-gate: error: --check {{inputs}}: tensor 'x': one sample of shape [{2**62}, 4] is "
                        f"{2**66:,} bytes, more than the 2,147,483,648 generated per tensor; pass --inputs\n")
+
+
+def test_a_model_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: Path) -> None:
+    """/dev/zero would be read until memory runs out, a FIFO until a writer comes."""
+    import os
+
+    fifo = tmp_path / "model.onnx"
+    os.mkfifo(fifo)
+    for path in (tmp_path, fifo, Path("/dev/zero")):
+        run = run_cli("inspect", path, "-q")
+        assert (run.code, run.err) == (2, f"npu-gate: error: {path}: not a regular file\n")
