@@ -101,7 +101,7 @@ def session_options() -> Any:
     return options
 
 
-RUN_SECONDS = 60.0  # one onnxruntime run is stopped after this long (a Loop that never ends)
+RUN_SECONDS = 30.0  # one onnxruntime run is stopped after this long (a Loop that never ends)
 
 
 @contextlib.contextmanager
