@@ -29,6 +29,8 @@ DTYPE_BOUNDS: dict[str, tuple[float, float]] = {
     "int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1),
     "bool": (0, 1),
 }
+DTYPE_BYTES = {"float32": 4, "float16": 2, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
+MAX_SAMPLE_BYTES = 2**31  # one seeded sample of one input: drawn in memory with numpy
 
 
 @dataclass(frozen=True)
@@ -292,10 +294,15 @@ def _range_problems(dtype: str, lo: float, hi: float) -> list[str]:
 def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     problems = []
     seen: set[str] = set()
+    sampled = doc.get("numerics", {}).get("samples", Numerics.samples) > 0
     for i, spec in enumerate(doc["inputs"]):
         if spec["name"] in seen:
             problems.append(f"{label}: inputs[{i}].name: duplicate input {spec['name']!r}")
         seen.add(spec["name"])
+        size = math.prod(spec["shape"]) * DTYPE_BYTES[spec["dtype"]]
+        if sampled and size > MAX_SAMPLE_BYTES:
+            problems.append(f"{label}: inputs[{i}].shape: one sample is {size:,} bytes, more than the "
+                            f"{MAX_SAMPLE_BYTES:,} npu-gate draws per input (numerics.samples 0 draws none)")
         if "range" in spec and spec["range"][0] > spec["range"][1]:
             lo, hi = spec["range"]
             problems.append(f"{label}: inputs[{i}].range: low {lo} is above high {hi}")

@@ -27,6 +27,8 @@ def load_onnx(
     (their dims stay known): graph analysis never needs weight values.
     """
     label = label or str(path)
+    if path.exists() and not path.is_file():  # a folder, /dev/zero, a FIFO: never read to the end
+        raise ModelError(f"{label}: not a regular file")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -83,6 +85,8 @@ def _load_external_data(
             )
         elif not target.is_file():
             problems.append(f"{label}: tensor {tensor.name!r}: external data file {location!r} not found")
+        elif problem := _extent_problem(tensor, entries, target):
+            problems.append(f"{label}: tensor {tensor.name!r}: external data {problem}")
     if problems:
         raise ModelError(*problems)
     try:
@@ -101,6 +105,39 @@ def _load_external_data(
                 del tensor.external_data[:]
     except Exception as exc:
         raise ModelError(f"{label}: cannot read external data: {exc}") from None
+
+
+# Element types packed below one byte, or of variable size: their byte count is not dims x itemsize.
+_NOT_WHOLE_BYTES = {TensorProto.STRING, *(getattr(TensorProto, name, -1) for name in
+                    ("UINT4", "INT4", "FLOAT4E2M1", "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"))}
+
+
+def _extent_problem(tensor: TensorProto, entries: dict[str, str], target: Path) -> str | None:
+    """What is wrong with a tensor's ``offset``/``length`` in its data file (None: it fits).
+    Checked without reading the file: weights that are never read must still be there."""
+    numbers: dict[str, int] = {}
+    for key in ("offset", "length"):
+        if key in entries:
+            try:
+                numbers[key] = int(entries[key])
+            except ValueError:
+                return f"{key} {entries[key]!r} is not an integer"
+            if numbers[key] < 0:
+                return f"{key} {numbers[key]} is negative"
+    offset, length = numbers.get("offset", 0), numbers.get("length")
+    need = None
+    if tensor.data_type not in _NOT_WHOLE_BYTES:
+        try:
+            need = math.prod(tensor.dims) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        except Exception:
+            need = None  # unknown element type: the onnx-checker finding names it
+    if length is not None and need is not None and length != need:
+        return f"length {length} bytes, but dims {list(tensor.dims)} need {need} bytes"
+    end = offset + (length if length is not None else need or 0)
+    size = target.stat().st_size
+    if end > size:
+        return f"file {entries['location']!r} is {size} bytes, the tensor needs bytes {offset} to {end}"
+    return None
 
 
 def external_data_files(path: Path) -> list[str]:

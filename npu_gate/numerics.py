@@ -5,7 +5,10 @@ Imports torch and onnxruntime lazily: this module only runs for torch contracts.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,12 +83,51 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
 def _run_onnxruntime(path: Path, samples: list[dict[str, np.ndarray]]) -> tuple[list[list[np.ndarray]], list[str]]:
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options = session_options()
     options.intra_op_num_threads = 1  # deterministic and fair on a 2-core CI runner
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names, results = run_session(session, samples, "are not declared in the contract")
     return results, names
+
+
+def session_options() -> Any:
+    """onnxruntime session options with its own log off: the log quotes node names from the
+    model unescaped (terminal escape sequences included) straight to stderr. Every failure
+    still raises, and the caller reports it escaped."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4  # fatal only
+    return options
+
+
+RUN_SECONDS = 30.0  # one onnxruntime run is stopped after this long (a Loop that never ends)
+
+
+@contextlib.contextmanager
+def time_limit() -> Iterator[Any]:
+    """RunOptions for one onnxruntime run, stopped with an error after ``RUN_SECONDS``: a model's
+    Loop trip count (2**62, a condition that stays true) must not hang the gate."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    timer = threading.Timer(RUN_SECONDS, lambda: setattr(options, "terminate", True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield options
+    except Exception:
+        if options.terminate:
+            raise TimeoutError(f"run stopped after {RUN_SECONDS:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+
+
+def run_limited(session: Any, names: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
+    """``session.run`` under ``time_limit``."""
+    with time_limit() as options:
+        return list(session.run(names, feed, options))
 
 
 def run_session(
@@ -101,7 +143,7 @@ def run_session(
         absent = [n for n in wanted if n not in sample]
         if absent:
             raise ValueError(f"model input(s) {absent} {missing}")
-        results.append([np.asarray(v) for v in session.run(names, {n: sample[n] for n in wanted})])
+        results.append([np.asarray(v) for v in run_limited(session, names, {n: sample[n] for n in wanted})])
     return names, results
 
 

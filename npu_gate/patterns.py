@@ -17,6 +17,7 @@ patterns are tried in profile order, roots in graph order.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,17 +59,22 @@ def constant_values(model: ModelProto) -> dict[str, np.ndarray]:
     """Values of the small constants of the main graph: initializers and Constant nodes."""
     from onnx import TensorProto, numpy_helper
 
+    def read(tensor: TensorProto, name: str) -> None:
+        # skipped: malformed data (the onnx-checker finding says so) or a dtype numpy cannot hold
+        with contextlib.suppress(Exception):
+            values[name] = numpy_helper.to_array(tensor)
+
     values: dict[str, np.ndarray] = {}
     for init in model.graph.initializer:
         external = init.data_location == TensorProto.EXTERNAL
         if not external and math.prod(init.dims) <= _MAX_CONST_ELEMENTS:
-            values[init.name] = numpy_helper.to_array(init)
+            read(init, init.name)
     for node in model.graph.node:
         if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or not node.output:
             continue
         for attr in node.attribute:
             if attr.name == "value" and math.prod(attr.t.dims) <= _MAX_CONST_ELEMENTS:
-                values[node.output[0]] = numpy_helper.to_array(attr.t)
+                read(attr.t, node.output[0])
             elif attr.name in ("value_float", "value_int"):
                 import numpy
 

@@ -33,6 +33,7 @@ same values in every step.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import subprocess
 import tempfile
@@ -49,6 +50,7 @@ from onnx import ModelProto
 
 from npu_gate import graph as graphlib
 from npu_gate.bundle import write_npz
+from npu_gate.contract import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError
 from npu_gate.minimal import submodel
 from npu_gate.model_file import load_onnx
@@ -243,20 +245,21 @@ class Reducer:
         try:
             import onnxruntime as ort
 
+            from npu_gate.numerics import run_limited, session_options
+
             probe = ModelProto()
             probe.CopyFrom(self.model)
             types = {v.name: v for v in (*self.model.graph.value_info, *self.model.graph.output)}
             del probe.graph.output[:]
             probe.graph.output.extend(types.get(n) or onnx.ValueInfoProto(name=n) for n in wanted)
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
+            options = session_options()
             session = ort.InferenceSession(
                 probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
             )
             feeds = [i.name for i in session.get_inputs()]
             rows: list[list[np.ndarray]] = [[] for _ in wanted]
             for k in range(self.samples):
-                values = session.run(wanted, {n: self.given[n][k] for n in feeds})
+                values = run_limited(session, wanted, {n: self.given[n][k] for n in feeds})
                 for row, value in zip(rows, values, strict=True):
                     row.append(np.asarray(value))
             for name, row in zip(wanted, rows, strict=True):
@@ -306,9 +309,14 @@ def _generated(value: onnx.ValueInfoProto, samples: int, seed: int) -> np.ndarra
     """Seeded values for one graph input: the same tensor name gives the same values."""
     info = graphlib.tensor_info_from_type(value.name, value.type)
     shape = [d if isinstance(d, int) and d >= 0 else 1 for d in (info.shape or [])]
-    dtype = (
-        np.dtype(info.dtype) if info.dtype and info.dtype not in ("string", "bfloat16") else None
-    )
+    try:
+        dtype = np.dtype(info.dtype) if info.dtype and info.dtype not in ("string", "bfloat16") else None
+    except TypeError:  # float8, float4...: numpy has no such type; float32 values like string/bfloat16
+        dtype = None
+    size = math.prod(shape) * (dtype or np.dtype(np.float32)).itemsize
+    if size > MAX_SAMPLE_BYTES:
+        raise GateError(f"--check {{inputs}}: tensor {value.name!r}: one sample of shape {shape} is {size:,} bytes, "
+                        f"more than the {MAX_SAMPLE_BYTES:,} generated per tensor; pass --inputs")
     rows = []
     for k in range(samples):
         rng = np.random.default_rng([seed, k, zlib.crc32(value.name.encode("utf-8"))])

@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -124,7 +125,9 @@ def _symbolic_inference(model: ModelProto) -> tuple[ModelProto | None, str | Non
     folder, and the shapes it did infer before stopping are still used.
     """
     inference = _ort_symbolic_module().SymbolicShapeInference
-    with tempfile.TemporaryDirectory(prefix="npu-gate-symbolic-") as scratch, _working_folder(scratch):
+    with (tempfile.TemporaryDirectory(prefix="npu-gate-symbolic-") as scratch, _working_folder(scratch),
+          warnings.catch_warnings()):
+        warnings.simplefilter("ignore")  # numpy overflow on dims near 2**63: noise in the user's terminal
         try:
             return inference.infer_shapes(model, auto_merge=True), None
         except Exception as exc:

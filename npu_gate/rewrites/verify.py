@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from npu_gate.numerics import compare_output
+from npu_gate.numerics import compare_output, run_limited, session_options, time_limit
 from npu_gate.rewrites import Applied
 from npu_gate.rewrites.base import GraphView
 
@@ -73,8 +73,7 @@ def with_outputs(model: onnx.ModelProto, tensors: list[str]) -> onnx.ModelProto:
 def session(model: onnx.ModelProto, optimize: bool = False) -> Any:
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    options = session_options()
     options.intra_op_num_threads = 1  # deterministic and fair on a shared CI runner
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -145,7 +144,7 @@ def verify(
     for a, model, feeds in regions:
         tol = tolerances.get(a.rewrite, default)
         sess = session(model)
-        pairs = [(np.asarray(sess.run([a.output], {t: value(k, t) for t in feeds})[0]), value(k, a.output))
+        pairs = [(np.asarray(run_limited(sess, [a.output], {t: value(k, t) for t in feeds})[0]), value(k, a.output))
                  for k in range(len(samples))]
         c = compare_output(a.output, pairs, tol[0], tol[1])  # type: ignore[arg-type]
         checks.append(Check(a.output, "region", a.anchor, a.rewrite, c.max_abs_err, c.max_rel_err, tol[0], tol[1],
@@ -161,10 +160,11 @@ def cpu_latency(model: onnx.ModelProto, sample: dict[str, np.ndarray], runs: int
     sess = session(model, optimize=True)
     feed = {i.name: sample[i.name] for i in sess.get_inputs()}
     for _ in range(warmup):
-        sess.run(None, feed)
+        run_limited(sess, None, feed)
     times = []
     for _ in range(runs):
-        start = time.perf_counter()
-        sess.run(None, feed)
-        times.append(time.perf_counter() - start)
+        with time_limit() as options:  # its timer starts outside the timed run
+            start = time.perf_counter()
+            sess.run(None, feed, options)
+            times.append(time.perf_counter() - start)
     return statistics.median(times)
