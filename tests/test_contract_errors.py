@@ -90,6 +90,14 @@ def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract, run_cli)
     assert "waivers[1].expires: '2026-02-30' is not a date" in run.err
 
 
+def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["waivers"] = [{"rule": "unsupported-op", "reason": "y", "expires": "next week"}]
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert run.err.endswith("waivers[0].expires: 'next week': expected a date, YYYY-MM-DD (e.g. 2027-03-01)\n")
+
+
 def test_semantic_input_errors(contract_dir, write_contract, run_cli):
     doc = _base()
     doc["inputs"].append({"name": "x", "shape": [1], "dtype": "int64", "range": [5, 1],
