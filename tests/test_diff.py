@@ -10,6 +10,7 @@ import model_zoo
 import onnx
 from onnx import helper
 
+from npu_gate.render import diff_md
 from npu_gate.resources import load_schema
 
 
@@ -70,6 +71,9 @@ def test_attribute_and_shape_change(run_cli, tmp_path: Path) -> None:
     assert doc["ops"] == {}
     bytes_metric = next(m for m in doc["metrics"] if m["metric"] == "boundary_bytes")
     assert bytes_metric == {"metric": "boundary_bytes", "a": 1024, "b": 576, "delta": -448}
+    markdown = diff_md.render(doc)
+    assert "| boundary_bytes       | 1,024 (1 KiB) | 576 | -448    |" in markdown
+    assert "  boundary_bytes: 1,024 (1 KiB) -> 576\n" in diff_md.render_text(doc)
 
 
 def test_model_against_contract_shows_folding(run_cli, write_contract, tmp_path: Path) -> None:

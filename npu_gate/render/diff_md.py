@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from npu_gate.render.cells import size
 from npu_gate.render.escape import md, md_code, term
 from npu_gate.render.markdown import _short as markdown_short
 from npu_gate.render.markdown import _table
@@ -44,7 +45,8 @@ def render_text(d: dict[str, Any]) -> str:
         return lines[0] + ": no differences\n"
     for m in d["metrics"]:
         if m["a"] != m["b"]:
-            lines.append(f"  {m['metric']}: {_v(m['a'])} -> {_v(m['b'])}")
+            show = size if m["metric"] == "boundary_bytes" else _v
+            lines.append(f"  {m['metric']}: {show(m['a'])} -> {show(m['b'])}")
     for op, c in d["ops"].items():
         lines.append(f"  op {term(op)}: {c['a']} -> {c['b']}")
     lines.append(
@@ -84,8 +86,13 @@ def _metrics(d: dict[str, Any]) -> str:
     for m in d["metrics"]:
         if m["a"] is None and m["b"] is None:
             continue
-        delta = "" if m["delta"] is None else f"{m['delta']:+,}" if m["delta"] else "="
-        rows.append([m["metric"], _v(m["a"]), _v(m["b"]), delta])
+        if m["metric"] == "boundary_bytes":  # bytes read better with their unit beside them
+            a, b = size(m["a"]), size(m["b"])
+            delta = "" if m["delta"] is None else size(m["delta"], signed=True) if m["delta"] else "="
+        else:
+            a, b = _v(m["a"]), _v(m["b"])
+            delta = "" if m["delta"] is None else f"{m['delta']:+,}" if m["delta"] else "="
+        rows.append([m["metric"], a, b, delta])
     return "### Summary\n\n" + _table(["", "A", "B", "delta"], rows)
 
 
