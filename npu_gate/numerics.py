@@ -178,6 +178,7 @@ def compare_output(
     sides hold the same one, and a passing comparison then says how many there were."""
     count = len(pairs)
     arrays = []
+    diffs: list[np.ndarray | None] = []  # exact |got - ref| of integer outputs
     for got, ref in pairs:
         if ref is None:
             return OutputComparison(name, None, None, atol, rtol, False, count,
@@ -186,15 +187,16 @@ def compare_output(
             return OutputComparison(name, None, None, atol, rtol, False, count,
                                     f"shape {list(got.shape)} vs PyTorch {list(ref.shape)}")
         arrays.append((got.astype(np.float64), ref.astype(np.float64)))
+        diffs.append(_integer_diff(got, ref) if _integers(got, ref) else None)
     problem = _non_finite_problem(arrays)
     if problem:
         return OutputComparison(name, None, None, atol, rtol, False, count, problem)
     max_abs = 0.0
     max_rel = 0.0
     passed = True
-    for a, b in arrays:
+    for (a, b), exact in zip(arrays, diffs, strict=True):
         mask = np.isfinite(b)  # the infinities are equal on both sides (checked above)
-        diff = np.abs(a[mask] - b[mask])
+        diff = exact if exact is not None else np.abs(a[mask] - b[mask])
         if diff.size:
             max_abs = max(max_abs, float(diff.max()))
             # relative error where the reference is non-zero; zeros are covered by abs error
@@ -206,6 +208,22 @@ def compare_output(
     infinite = sum(int(np.count_nonzero(np.isinf(b))) for _, b in arrays)
     note = f"{infinite} infinite values, the same on both sides" if infinite else None
     return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, count, note)
+
+
+def _integers(got: np.ndarray, ref: np.ndarray) -> bool:
+    return bool(np.issubdtype(got.dtype, np.integer) and np.issubdtype(ref.dtype, np.integer))
+
+
+def _integer_diff(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| of integer outputs, flat, without float64 rounding: int64 values past 2**53
+    (ids, hashes, offsets) that differ by 1 would round to equal. Differing elements are
+    subtracted as Python ints; each is at least 1 once stored as float64."""
+    diff = np.zeros(got.size, dtype=np.float64)
+    unequal = (got != ref).ravel()
+    if unequal.any():
+        exact = [abs(int(x) - int(y)) for x, y in zip(got.ravel()[unequal], ref.ravel()[unequal], strict=True)]
+        diff[unequal] = exact
+    return diff
 
 
 def _non_finite_problem(arrays: list[tuple[np.ndarray, np.ndarray]]) -> str | None:

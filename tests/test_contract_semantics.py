@@ -67,6 +67,19 @@ def test_infinities_pass_only_when_equal_and_are_counted():
     assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
 
 
+def test_integer_outputs_past_2_53_are_compared_exactly():
+    """As float64, 2**53 + 1 and 2**53 are the same number: an int64 id off by one passed."""
+    big = 2**53
+    got = np.array([[big + 1, 7], [-3, 2**62]], dtype=np.int64)
+    ref = np.array([[big, 7], [-3, 2**62]], dtype=np.int64)
+    c = compare_output("ids", [(got, ref)], 0.0, 0.0)
+    assert (c.passed, c.max_abs_err, c.problem) == (False, 1.0, None)
+    c = compare_output("ids", [(ref, ref.copy()), (ref, ref.copy())], 0.0, 0.0)
+    assert (c.passed, c.max_abs_err, c.max_rel_err) == (True, 0.0, 0.0)
+    c = compare_output("ids", [(np.array([5], np.int64), np.array([3], np.int32))], 2.0, 0.0)
+    assert (c.passed, c.max_abs_err) == (True, 2.0)  # the tolerance still applies to integers
+
+
 def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model, write_contract):
     """The first matching waiver waives; a later one that matches the same finding is used
     too (it used to be reported as "matched no finding"), and an expired one is reported
