@@ -76,8 +76,15 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
         for k in range(len(samples)):
             ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
             pairs.append((ort_outputs[k][index], ref))
-        comparisons.append(compare_output(name, pairs, spec.atol, spec.rtol))
+        comparisons.append(compare_output(output_label(names, index), pairs, spec.atol, spec.rtol))
     return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines, samples)
+
+
+def output_label(names: list[str], index: int) -> str:
+    """The name a comparison row goes by: a graph may list one tensor as several outputs (a
+    torchscript export of ``return y, y``), and those rows need telling apart."""
+    name = names[index]
+    return f"{name} (output {index + 1})" if names.count(name) > 1 else name
 
 
 def _run_onnxruntime(path: Path, samples: list[dict[str, np.ndarray]]) -> tuple[list[list[np.ndarray]], list[str]]:

@@ -152,3 +152,19 @@ def test_samples_zero_skips_numerics(tmp_path, run_cli):
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["numerics"] == []
     assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "numerics.samples is 0"}
+
+
+def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
+    # torchscript lists the tensor of `return y, y` as two graph outputs of one name ("2"):
+    # the numerics table showed two identical rows.
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        y = x * 2\n"
+        "        return y, y\n\n"
+        "def build():\n    return Net()\n"))
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    validate_result(doc)
+    assert run.code == 0
+    assert [(n["output"], n["passed"]) for n in doc["numerics"]] == [("2 (output 1)", True), ("2 (output 2)", True)]
