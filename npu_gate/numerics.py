@@ -71,7 +71,7 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
             return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
     comparisons = []
-    for index, name in enumerate(names):
+    for index in range(len(names)):
         pairs = []
         for k in range(len(samples)):
             ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
