@@ -103,6 +103,9 @@ def session_options() -> Any:
     still raises, and the caller reports it escaped."""
     import onnxruntime as ort
 
+    # Older onnxruntime (1.23) logs some run errors (an allocation overflow) through the
+    # process-wide default logger, which the session's level does not reach.
+    ort.set_default_logger_severity(4)
     options = ort.SessionOptions()
     options.log_severity_level = 4  # fatal only
     return options
@@ -118,6 +121,7 @@ def time_limit() -> Iterator[Any]:
     import onnxruntime as ort
 
     options = ort.RunOptions()
+    options.log_severity_level = 4  # fatal only, as in session_options
     timer = threading.Timer(RUN_SECONDS, lambda: setattr(options, "terminate", True))
     timer.daemon = True
     timer.start()
