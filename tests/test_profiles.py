@@ -116,6 +116,27 @@ def test_schema_errors_and_onnx_name_typos_in_one_run(tmp_path: Path, run_cli: R
                      "`extends`) run once the schema errors are fixed\n")
 
 
+def test_a_broken_extends_does_not_hide_onnx_name_typos(tmp_path: Path, run_cli: Run) -> None:
+    """The op types and attribute names do not depend on the base: a base that cannot be
+    loaded is reported together with them (and the warnings), not instead of them."""
+    path = _write(tmp_path, {"extends": "nope", "ops": {
+        "Cnov": {"constraints": []},
+        "Conv": {"constraints": [{"id": "s", "attribute": "stride", "in": [1]}]},
+        "com.vendor::MyNpuOp": {"constraints": []}}})
+    r = run_cli("profile", "check", path)
+    assert r.code == 1
+    assert r.err.splitlines() == [
+        f"npu-gate: warning: {path}: ops.com.vendor::MyNpuOp: domain com.vendor is not described by "
+        "onnx.defs; op type and attribute names not checked",
+        f"npu-gate: error: {path}: extends: unknown profile 'nope' (built-in: "
+        f"{', '.join(builtin_profile_names())}; or a path to a .json file)",
+        f"npu-gate: error: {path}: ops.Cnov: unknown op type 'Cnov' in domain ai.onnx (did you mean 'Conv'?)",
+        f"npu-gate: error: {path}: ops.Conv.constraints[0].attribute: Conv has no attribute 'stride' "
+        "(did you mean 'strides'?); its attributes: auto_pad, dilations, group, kernel_shape, pads, strides",
+    ]
+    assert r.out == f"{path}: 3 error(s)\n"
+
+
 @pytest.mark.parametrize("doc", [
     {"ops": ["Conv"]},
     {"ops": {"Conv": 3, "Relu": {"constraints": {"id": "x"}}}},
