@@ -86,27 +86,28 @@ def _tensor_failures(limits: Mapping[str, Any], subject: str, t: TensorInfo) -> 
     if "max_rank" in limits:
         rank = None if t.shape is None else len(t.shape)
         if rank is None or rank > limits["max_rank"]:
+            # An unknown value fails (it cannot be shown to hold) but is not "above" the limit.
+            shown_rank = f"rank {rank} above" if rank is not None else "rank unknown (shape not inferred), limit"
             out.append(
                 _fail(
                     "max_rank",
-                    f"{subject} rank {rank if rank is not None else UNKNOWN} "
-                    f"above {limits['max_rank']}",
+                    f"{subject} {shown_rank} {limits['max_rank']}",
                     rank if rank is not None else UNKNOWN,
                     limits["max_rank"],
                     limits,
                 )
             )
-    for key, value, what in (
-        ("max_tensor_elements", t.elements, "elements"),
-        ("max_tensor_bytes", t.nbytes, "bytes"),
+    for key, value, what, unknown in (
+        ("max_tensor_elements", t.elements, "elements", "element count unknown (shape not static)"),
+        ("max_tensor_bytes", t.nbytes, "bytes", "byte size unknown (shape or dtype not static)"),
     ):
         if key in limits and (value is None or value > limits[key]):
-            shown = UNKNOWN if value is None else value
+            text = f"{unknown}, limit" if value is None else f"has {value} {what}, above"
             out.append(
                 _fail(
                     key,
-                    f"{subject} has {shown} {what}, above {limits[key]}",
-                    shown,
+                    f"{subject} {text} {limits[key]}",
+                    UNKNOWN if value is None else value,
                     limits[key],
                     limits,
                 )
