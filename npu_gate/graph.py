@@ -297,7 +297,7 @@ def collect(
     _make_names_unique(nodes)
     for node in nodes:
         if node.op_type in _IMPLIED_ATTRIBUTE_OPS:
-            _fill_implied_attributes(node, tensors)
+            _fill_implied_attributes(node, tensors, opset)
     for node in nodes:
         if node.op_type == "Constant" and node.outputs and node.outputs[0] not in tensors:
             value = _constant_value_info(graph.node[node.index])
@@ -335,11 +335,12 @@ _POOLS = ("MaxPool", "AveragePool", "LpPool")
 _IMPLIED_ATTRIBUTE_OPS = frozenset((*_CONV_WEIGHT_INPUT, *_POOLS))
 
 
-def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) -> None:
+def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo], opset: int = 0) -> None:
     """Defaults the ONNX spec states in prose but the op schema does not encode.
 
     Conv's strides, dilations and pads default to 1, 1 and 0 per spatial axis, and its
-    kernel_shape is the weight's spatial shape; pools likewise for strides and pads.
+    kernel_shape is the weight's spatial shape; pools likewise for strides and pads, and
+    for dilations where the op has them at ``opset`` (AveragePool 19, LpPool 18).
     """
     if node.domain != "":
         return
@@ -358,7 +359,9 @@ def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo]) ->
     if spatial is None:
         return
     implied: dict[str, list[int]] = {"strides": [1] * spatial, "pads": [0] * (2 * spatial)}
-    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool"):
+    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool") or (
+        node.op_type in _POOLS and "dilations" in getattr(op_schema(node.op_type, "", opset), "attributes", {})
+    ):
         implied["dilations"] = [1] * spatial
     if node.op_type == "ConvTranspose":
         implied["output_padding"] = [0] * spatial

@@ -74,7 +74,7 @@ def _walk(
             graphlib._make_names_unique(nodes)
             folded: list[bool] = []
             for node, sub_proto in zip(nodes, sub.node, strict=True):
-                graphlib._fill_implied_attributes(node, tensors)
+                graphlib._fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
                 if node.op_type == "Constant" and node.domain == "":
                     value = graphlib._constant_value_info(sub_proto)
                     if value is not None and node.outputs and node.outputs[0] not in tensors:
