@@ -154,6 +154,8 @@ def _side(doc: dict[str, Any], label: str) -> dict[str, Any]:
         "exporter": model.get("exporter"),
         "opset": model.get("opset"),
         "profile": doc.get("profile", {}).get("name"),
+        # What the placements rest on (illustrative, vendor-documentation, measured), as every report shows it.
+        "evidence": doc.get("profile", {}).get("evidence"),
     }
 
 

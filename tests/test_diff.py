@@ -76,6 +76,22 @@ def test_attribute_and_shape_change(run_cli, tmp_path: Path) -> None:
     assert "  boundary_bytes: 1,024 (1 KiB) -> 576\n" in diff_md.render_text(doc)
 
 
+def test_sides_show_the_profile_evidence(run_cli, tmp_path: Path) -> None:
+    """Placements are predictions resting on the profile's evidence: the diff shows it, as every
+    report that uses a profile does (JSON `a.evidence`, Markdown `demo (illustrative)`)."""
+    a = _save(model_zoo.conv_relu(), tmp_path / "a.onnx")
+    b = _save(model_zoo.conv_relu(), tmp_path / "b.onnx")
+    out, md_out = tmp_path / "d.json", tmp_path / "d.md"
+    assert run_cli("diff", a, b, "--profile", "ort-nnapi", "--json", out, "-q").code == 0
+    doc = json.loads(out.read_text())
+    validate_diff(doc)
+    assert (doc["a"]["profile"], doc["a"]["evidence"]) == ("ort-nnapi", "vendor-documentation")
+    result = tmp_path / "b.json"  # B: a result JSON under ort-nnapi, A: the model under demo
+    run_cli("inspect", b, "--profile", "ort-nnapi", "--json", result, "-q")
+    assert run_cli("diff", a, result, "--markdown", md_out, "-q").code == 1
+    assert "| profile | demo (illustrative) | ort-nnapi (vendor-documentation) |" in md_out.read_text()
+
+
 def test_model_against_contract_shows_folding(run_cli, write_contract, tmp_path: Path) -> None:
     model = _save(model_zoo.dynamic_reshape_chain(), tmp_path / "model.onnx")
     contract = write_contract(

@@ -75,10 +75,16 @@ def _sides(a: dict[str, Any], b: dict[str, Any]) -> str:
     rows = [
         ["source", source(a), source(b)],
         ["opset", _v(a["opset"]), _v(b["opset"])],
-        ["profile", md(a["profile"] or "?"), md(b["profile"] or "?")],
+        ["profile", _profile(a), _profile(b)],
         ["verdict", md(a["verdict"] or "?"), md(b["verdict"] or "?")],
     ]
     return _table(["", "A", "B"], rows)
+
+
+def _profile(side: dict[str, Any]) -> str:
+    """The profile's name and the evidence its placements rest on, as every report shows it."""
+    text = md(side["profile"] or "?")
+    return f"{text} ({md(side['evidence'])})" if side.get("evidence") else text
 
 
 def _metrics(d: dict[str, Any]) -> str:
