@@ -166,7 +166,7 @@ def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> d
         doc = read_document(path, label)
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
-    if isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("calibration-"):
+    if is_calibration_record(doc):
         raise ProfileError(_record_not_profile(path, label))
     # Built-in profiles are validated by the test suite; skipping jsonschema here keeps
     # `npu-gate inspect` lean. User profiles are always validated.
@@ -174,6 +174,10 @@ def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> d
     if problems:
         raise ProfileError(*problems)
     return doc  # type: ignore[no-any-return]
+
+
+def is_calibration_record(doc: Any) -> bool:
+    return isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("calibration-")
 
 
 def _record_not_profile(path: Path, label: str) -> str:

@@ -181,7 +181,7 @@ def check_file(path: Path) -> FileCheck:
     wherever it can be read; the semantics and the base wait for a valid file (``deferred``).
     Raises ProfileError only when the file cannot be read."""
     from npu_gate.errors import ProfileError
-    from npu_gate.profile import load_profile, semantic_problems
+    from npu_gate.profile import _record_not_profile, is_calibration_record, load_profile, semantic_problems
     from npu_gate.validation import read_document, schema_problems
 
     label = str(path)
@@ -189,6 +189,8 @@ def check_file(path: Path) -> FileCheck:
         doc = read_document(path, label)
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
+    if is_calibration_record(doc):  # say what it is, not the profile schema's errors about it
+        return FileCheck([_record_not_profile(path, label)], [])
     errors = schema_problems(doc, "profile", label)
     if errors:
         lint, warnings = onnx_problems(doc, label) if isinstance(doc, dict) else ([], [])

@@ -842,6 +842,21 @@ def test_profile_diff_of_a_calibration_record_says_what_it_is(run_cli, tmp_path:
                                       "npu-gate profile calibrate), not a profile\n")
 
 
+def test_profile_check_of_a_calibration_record_says_what_it_is(run_cli, tmp_path: Path) -> None:
+    """It used to print five schema errors (`'description' is a required property`, ...)."""
+    record = profile_dir() / "rknn-rk3588.calibration.json"
+    run = run_cli("profile", "check", record)
+    assert (run.code, run.out) == (1, f"{record}: 1 error(s)\n")
+    profile = profile_dir() / "rknn-rk3588.json"
+    assert run.err == (f"npu-gate: error: {record}: this is a calibration record (written by npu-gate profile "
+                       f"calibrate), not a profile; the profile derived from it is {profile}\n")
+    alone = tmp_path / "r.json"
+    shutil.copy(record, alone)
+    run = run_cli("profile", "check", alone)
+    assert (run.code, run.err) == (1, f"npu-gate: error: {alone}: this is a calibration record (written by "
+                                      "npu-gate profile calibrate), not a profile\n")
+
+
 def test_profile_diff_says_not_measured_for_ops_a_calibration_without_a_base_never_measured(
         run_cli, tmp_path: Path) -> None:
     """Erf was measured off the NPU (removed); Add was never in the sweep: it used to be "removed" too."""
