@@ -79,7 +79,8 @@ def _walk(
                     value = graphlib._constant_value_info(sub_proto)
                     if value is not None and node.outputs and node.outputs[0] not in tensors:
                         tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
-                folded.append(foldable(node, constants))
+                # with the tensors: Shape/Size of a static tensor folds here as in the shape chains
+                folded.append(foldable(node, constants, tensors))
                 if folded[-1]:
                     constants.update(n for n in node.outputs if n)
             frozen = frozenset(constants)

@@ -344,6 +344,19 @@ def test_chain_inside_loop_body(run_cli, save_model, tmp_path) -> None:
     )
 
 
+def test_a_chain_that_folds_in_a_loop_body_is_placed_folded(run_cli, save_model, tmp_path) -> None:
+    """The body's Shape of a static tensor folds for placement as it does for the chain: its
+    nodes used to be CPU fallback (`op Shape not in profile demo`) under a chain that folds."""
+    _, doc = _inspect(run_cli, save_model, loop_with_chain([2, 3, 4]), tmp_path)
+    placed = {n["name"]: (n["placement"], n["reasons"]) for n in doc["nodes"]}
+    chain = next(c for c in doc["shape_chains"] if c["consumer"] == "body_reshape")
+    assert chain["status"] == "folds"
+    assert {name: placed[f"loop0/body/{name}"] for name in chain["nodes"]} == {
+        name: ("folded", []) for name in chain["nodes"]
+    }
+    assert not [f for f in doc["findings"] if f.get("node", "").startswith("loop0/body/body_shape")]
+
+
 def test_allow_dynamic_shapes_makes_it_a_warning(
     run_cli, save_model, write_contract, tmp_path
 ) -> None:
