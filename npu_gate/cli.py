@@ -615,15 +615,23 @@ def _merge(args: argparse.Namespace) -> int:
     return exit_code(models, args.fail_on)
 def _explain_constraint(ref: str) -> int:
     from npu_gate.limits import LIMIT_IDS
-    from npu_gate.profile_docs import LIMIT_WORDS, explain_constraint, find_constraints
+    from npu_gate.profile import load_profile
+    from npu_gate.profile_docs import LIMIT_WORDS, describe_limit, explain_constraint, find_constraints
 
     limit = {v: k for k, v in LIMIT_IDS.items()}.get(ref.rsplit(":", 1)[-1])
-    if limit is not None:
+    # PROFILE:limit-... is that profile's limit: one it does not set is unknown there, as a
+    # constraint id it does not have is (a profile name that is not one is an error).
+    scoped = load_profile(ref.rsplit(":", 1)[0], where="explain") if limit and ":" in ref else None
+    if limit is not None and (scoped is None or limit in scoped.limits):
+        effect = ("A model whose opset is outside it gets one finding without a node: the target's converter is "
+                  "expected to refuse the model." if limit == "opset" else
+                  "A node that breaks it runs on CPU; the finding names the tensor, the value seen and the limit.")
         print(f"{ref} (profile limit `limits.{limit}`, rule profile-limit)\n\n"
-              f"Limits {LIMIT_WORDS[limit]} for every op of a profile. A node that breaks it runs "
-              "on CPU; the finding names the tensor, the value seen and the limit.")
+              f"Limits {LIMIT_WORDS[limit]} for every op of a profile. {effect}")
+        if scoped is not None:
+            print(f"\nIn profile {scoped.name} ({scoped.evidence}): {describe_limit(limit, scoped.limits[limit])}.")
         return EXIT_PASS
-    found = find_constraints(ref)
+    found = [] if limit is not None else find_constraints(ref)
     if not found:
         raise GateError(f"{ref}: unknown rule or constraint id (see `npu-gate rules` and "
                         "`npu-gate profile show NAME`)")

@@ -322,6 +322,30 @@ def test_explain_constraint_ids(run_cli: Run) -> None:
     assert run_cli("explain", "profile-limit").out.startswith("profile-limit (error)")
 
 
+def test_explain_a_profile_limit_of_one_profile(run_cli: Run) -> None:
+    """PROFILE:limit-... is that profile's limit, with its value; one the profile does not set is
+    unknown there (it used to print the generic text for any prefix, even a profile that is not one)."""
+    r = run_cli("explain", "rknn-toolkit2-v2.1:limit-opset")
+    assert (r.code, r.out.splitlines()) == (0, [
+        "rknn-toolkit2-v2.1:limit-opset (profile limit `limits.opset`, rule profile-limit)",
+        "",
+        "Limits model opset (default domain) for every op of a profile. A model whose opset is outside it gets one "
+        "finding without a node: the target's converter is expected to refuse the model.",
+        "",
+        "In profile rknn-toolkit2-v2.1 (vendor-documentation): model opset (default domain): at most 19.",
+    ])
+    team = REPO / "examples" / "custom-profile" / "team-npu.json"
+    assert run_cli("explain", f"{team}:limit-dtypes").out.endswith(
+        "A node that breaks it runs on CPU; the finding names the tensor, the value seen and the limit.\n\n"
+        "In profile team-npu (illustrative): dtypes of runtime tensors: {float32, float16, int8, uint8}.\n")
+    r = run_cli("explain", "demo:limit-opset")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == ("npu-gate: error: demo:limit-opset: unknown rule or constraint id (see `npu-gate rules` and "
+                     "`npu-gate profile show NAME`)\n")
+    r = run_cli("explain", "nope:limit-dtypes")
+    assert (r.code, r.err.startswith("npu-gate: error: explain: unknown profile 'nope'")) == (2, True)
+
+
 def test_generated_docs_are_up_to_date(run_cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     r = run_cli("profile", "docs", "--check")
