@@ -330,7 +330,7 @@ def _constant_value_info(node: onnx.NodeProto) -> tuple[str | None, list[Dim]] |
     return None
 
 
-_CONV_WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3}
+_CONV_WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "ConvInteger": 1, "QLinearConv": 3, "DeformConv": 1}
 _POOLS = ("MaxPool", "AveragePool", "LpPool")
 _IMPLIED_ATTRIBUTE_OPS = frozenset((*_CONV_WEIGHT_INPUT, *_POOLS))
 
@@ -359,7 +359,7 @@ def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo], op
     if spatial is None:
         return
     implied: dict[str, list[int]] = {"strides": [1] * spatial, "pads": [0] * (2 * spatial)}
-    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool") or (
+    if node.op_type in ("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "DeformConv", "MaxPool") or (
         node.op_type in _POOLS and "dilations" in getattr(op_schema(node.op_type, "", opset), "attributes", {})
     ):
         implied["dilations"] = [1] * spatial

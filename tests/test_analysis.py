@@ -197,6 +197,29 @@ def test_conv_spatial_defaults_are_filled(tmp_path):
     assert "kernel_shape" in conv.defaulted_attributes
 
 
+def test_deform_conv_spatial_defaults_are_filled(tmp_path):
+    """DeformConv (opset 19) states Conv's defaults in prose too: kernel from the weight, strides
+    and dilations 1, pads 0. A constraint on them used to fail: `is absent and has no default`."""
+    weight = numpy_helper.from_array(np.ones([8, 4, 3, 3], np.float32), "w")
+    offset = helper.make_tensor_value_info("offset", TensorProto.FLOAT, [1, 18, 6, 6])
+    node = helper.make_node("DeformConv", ["x", "w", "offset"], ["y"], name="dconv0")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8]), offset],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    ops = {"DeformConv": {"constraints": [
+        {"id": "k", "attribute": "kernel_shape", "each": True, "max": 3},
+        {"id": "s", "attribute": "strides", "each": True, "in": [1]},
+        {"id": "d", "attribute": "dilations", "each": True, "in": [1]},
+        {"id": "p", "attribute": "pads", "each": True, "max": {"ref": {"attribute": "kernel_shape"}, "add": -1}},
+    ]}}
+    dconv = inspect(tmp_path, model, ops).nodes[0]
+    assert (dconv.placement, dconv.reasons) == ("npu", [])
+    assert {k: dconv.attributes[k] for k in ("kernel_shape", "strides", "dilations", "pads")} == {
+        "kernel_shape": [3, 3], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0]}
+    assert dconv.defaulted_attributes == ["dilations", "group", "kernel_shape", "offset_group", "pads", "strides"]
+
+
 def test_every_failed_constraint_is_reported_with_its_value(tmp_path):
     ops = {"Conv": {"constraints": [
         {"id": "conv-kernel", "attribute": "kernel_shape", "each": True, "max": 1},
