@@ -953,14 +953,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _check_onnx(args: argparse.Namespace) -> int:
-    """Gate ONNX files: with every contract that names one, else with --profile, else skip."""
-    from npu_gate.contract import load_contract
+    """Gate ONNX files: with every contract that names one, else with --profile, else skip.
 
+    Like `check`, contracts and --profile load without the onnx-based profile lint, so a
+    cache hit imports no onnx or numpy; a miss reloads them with the full check."""
     profile = None
     if args.profile:
-        from npu_gate.profile import load_profile
-
-        profile = load_profile(args.profile, Path.cwd(), where="--profile")
+        profile = _load_profile_option(args.profile, cheap=True)
     worst = EXIT_PASS
     seen: set[Path] = set()
     for name in args.files:
@@ -971,7 +970,7 @@ def _check_onnx(args: argparse.Namespace) -> int:
         seen.update(contracts)
         if contracts:
             for path in contracts:
-                worst = max(worst, _check_cached(load_contract(path), args))
+                worst = max(worst, _check_cached(_load_contract(path, cheap=True), args))
         elif profile is not None:
             worst = max(worst, _inspect_cached(model, profile, args))
         elif not args.quiet:
@@ -980,13 +979,26 @@ def _check_onnx(args: argparse.Namespace) -> int:
     return worst
 
 
+def _load_profile_option(ref: str, *, cheap: bool) -> Any:
+    from npu_gate.errors import ProfileError
+    from npu_gate.profile import load_profile
+
+    try:
+        return load_profile(ref, Path.cwd(), where="--profile", check_onnx=not cheap)
+    except ProfileError:
+        if cheap:
+            load_profile(ref, Path.cwd(), where="--profile")  # the full check: every problem
+        raise
+
+
 def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
     from npu_gate import cache
 
     def run() -> tuple[Any, list[Any] | None]:
         from npu_gate.pipeline import inspect_model
 
-        return inspect_model(model, profile), cache.onnx_dependencies(model)
+        full = _load_profile_option(args.profile, cheap=False)  # the lint the lookup skipped
+        return inspect_model(model, full), cache.onnx_dependencies(model)
 
     return _cached(args, str(model), lambda: cache.inspect_key(model, profile), run)
 
