@@ -328,6 +328,32 @@ def test_merge_mode_refuses_the_same_model_from_two_files(runner: Runner) -> Non
     assert "::error title=npu-gate error::npu-gate could not run: legs/two/result.json: result 'a'" in log
 
 
+def test_two_contracts_of_one_name_are_refused_not_compared_with_one_baseline_entry(
+        runner: Runner) -> None:
+    """Two contracts named alike (default name: the folder's, `v1` here) were both gated and
+    both compared with the baseline's one `v1`: a regression of one hid behind the other,
+    state.json kept one contract, and result.json could not be merged or used as a baseline."""
+    for team, model in (("a", conv_only()), ("b", model_zoo.conv_relu())):
+        contract = add_contract(runner.root / team, "v1", model, [1, 3, 8, 8])
+        doc = json.loads(contract.read_text())
+        del doc["name"]
+        contract.write_text(json.dumps(doc))
+    out, log = runner.gate(contracts="*/models/v1/npu-gate.json")
+    assert out["verdict"] == "error"
+    assert out["failed"] == "true"
+    merged = json.loads((runner.root / "npu-gate-out" / "result.json").read_text())
+    validate_merged(merged)
+    assert [r["name"] for r in merged["results"]] == ["v1"]
+    assert merged["errors"] == [{"contract": "b/models/v1/npu-gate.json", "problems": [
+        "b/models/v1/npu-gate.json: name 'v1' is also a/models/v1/npu-gate.json's: give one of "
+        "the contracts another \"name\" (models are matched by name)"]}]
+    assert ("::error file=b/models/v1/npu-gate.json,title=npu-gate error::npu-gate could not run: "
+            "b/models/v1/npu-gate.json: name 'v1'") in log
+    state = json.loads((runner.root / "npu-gate-out" / "state.json").read_text())
+    assert state["contracts"] == {"v1": "a/models/v1/npu-gate.json",
+                                  "b/models/v1/npu-gate.json": "b/models/v1/npu-gate.json"}
+
+
 def test_missing_working_directory_stops_the_step(runner: Runner) -> None:
     runner.monkeypatch.chdir(runner.root)
     env = runner.env(working_directory="nope")
