@@ -227,7 +227,8 @@ def distinct_failures(
             else:
                 failures[key] = Failure(f.rule, f.op_type, f.constraint, i, f.node or "")
         elif f.rule == "onnx-checker":
-            blamed = _checker_node(f.message, model)
+            # The full check's finding names its node (its message has no "Name: ... OpType:")
+            blamed = index_of[f.node] if f.node in index_of else _checker_node(f.message, model)
             if blamed is not None:
                 node = facts.nodes[blamed]
                 key = (f.rule, node.name, None)

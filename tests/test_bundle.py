@@ -622,6 +622,51 @@ def test_minimal_model_checker_error(tmp_path: Path) -> None:
     assert [n.name for n in models[0].graph.node] == ["foo"]
 
 
+def test_minimal_model_full_check_error(tmp_path: Path) -> None:
+    """The full check's strict shape inference names its node as `(op_type:Add, node name:
+    add)`, not in onnx.checker's `Name: ... OpType:` form: that finding used to get no
+    minimal model although it names its node."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Add", ["r", "w"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+        initializer=[onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model,
+        [{"name": "x", "shape": [1, 3], "dtype": "float32"}],
+        {"Relu": {}, "Add": {}},
+    )
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [(f["message"], f.get("node")) for f in result["findings"] if f["rule"] == "onnx-checker"] == [
+        ("full check: [ShapeInferenceError] Inference error(s): (op_type:Add, node name: add): "
+         "[ShapeInferenceError] Incompatible dimensions", "add"),
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal["models"][0] == {
+        "rule": "onnx-checker",
+        "op_type": "Add",
+        "constraint": None,
+        "node": "add",
+        "occurrences": 1,
+        "path": "minimal/01-onnx-checker-Add.onnx",
+        "nodes": 1,
+        "verified": True,
+    }
+    assert [n.name for n in models[0].graph.node] == ["add"]
+    assert [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+            for i in models[0].graph.input] == [("r", [1, 3])]
+
+
 def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     inputs = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
     a = _onnx_contract(tmp_path / "a", model_zoo.conv_relu(), inputs, {"Conv": {}, "Relu": {}})
