@@ -168,6 +168,23 @@ def test_read_only_token_is_a_warning_and_never_printed(runner: Runner, fake: Fa
     assert PR not in fake.comments
 
 
+@pytest.mark.parametrize("listing", [{"message": "Moved"}, [{"id": 1, "body": "x"}, 5]],
+                         ids=["object", "not-comments"])
+def test_a_listing_that_is_not_comments_is_a_warning_not_a_crash(runner: Runner, fake: FakeGitHub,
+                                                                  listing: object) -> None:
+    """A 200 whose JSON is not a list of comments (a proxy's answer) raised AttributeError:
+    the comment step failed, and with it a job whose gate passed."""
+    add_contract(runner.root, "conv", conv_only(), [1, 3, 8, 8])
+    runner.gate(contracts="models/conv/npu-gate.json")
+    fake.listing = listing
+    out, log = runner.comment(fake)
+    assert log == (f"::warning::npu-gate: could not post the PR comment: GET {fake.url}/repos/octo/models/"
+                   f"issues/{PR}/comments?per_page=100: the response is not a list of comments. The job "
+                   "summary and the artifacts still carry the report.\n")
+    assert out == {}
+    assert PR not in fake.comments
+
+
 @pytest.mark.parametrize(("mode", "verdict_model", "created"), [
     ("never", "relu", False), ("on-failure", "conv", False), ("on-failure", "relu", True)])
 def test_comment_modes(runner: Runner, fake: FakeGitHub, mode: str, verdict_model: str,
