@@ -88,7 +88,7 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
             except GateError as exc:
                 problems.setdefault(str(c), []).extend(exc.problems)
                 continue
-            if path not in paths:
+            if path.resolve() not in {p.resolve() for p in paths}:  # one file, two spellings
                 paths.append(path)
     return paths, problems
 

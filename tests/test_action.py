@@ -369,6 +369,9 @@ def test_two_contracts_of_one_name_are_refused_not_compared_with_one_baseline_en
     state = json.loads((runner.root / "npu-gate-out" / "state.json").read_text())
     assert state["contracts"] == {"v1": "a/models/v1/npu-gate.json",
                                   "b/models/v1/npu-gate.json": "b/models/v1/npu-gate.json"}
+    # one contract spelled two ways is one model, not a clash with itself
+    out, _ = runner.gate(contracts=f"a/models/v1 {runner.root}/a/models/v1/npu-gate.json")
+    assert out["verdict"] == "pass"
 
 
 def test_missing_working_directory_stops_the_step(runner: Runner) -> None:
