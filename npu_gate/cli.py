@@ -306,6 +306,8 @@ def _check(args: argparse.Namespace) -> int:
     contracts = [_load_contract(p, cheap=cacheable) for p in paths]
     _require_torch(contracts)
     baseline = _baseline(args)
+    if baseline is not None:
+        _refuse_shared_names(contracts)
     if args.device_timings:
         import dataclasses
 
@@ -331,6 +333,20 @@ def _check(args: argparse.Namespace) -> int:
 
         sys.stdout.write(absent_line(missing))
     return worst
+
+
+def _refuse_shared_names(contracts: list[Contract]) -> None:
+    """The baseline matches models by name: two contracts of one name would both be compared
+    with its one result of that name (a new model's errors then read as no regression)."""
+    first: dict[str, Contract] = {}
+    problems = []
+    for c in contracts:
+        other = first.setdefault(c.name, c)
+        if Path(other.path).resolve() != Path(c.path).resolve():
+            problems.append(f"{c.path}: name {c.name!r} is also {other.path}'s: give one of the contracts "
+                            "another \"name\" (--baseline matches models by name)")
+    if problems:
+        raise GateError(*problems)
 
 
 def _require_torch(contracts: list[Contract]) -> None:
