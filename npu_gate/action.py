@@ -88,7 +88,7 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
             except GateError as exc:
                 problems.setdefault(str(c), []).extend(exc.problems)
                 continue
-            if path not in paths:
+            if path.resolve() not in {p.resolve() for p in paths}:  # one file, two spellings
                 paths.append(path)
     return paths, problems
 
@@ -103,9 +103,16 @@ def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[An
     from npu_gate.render.report import ModelReport
 
     models = []
+    names: dict[str, Path] = {}  # contract name -> its file
     for path in paths:
         try:
             contract = load_contract(path)
+            # The baseline, merge and state.json match models by name: two of one name would
+            # be compared with the same baseline entry, and this run's result.json refused.
+            other = names.setdefault(contract.name, path)
+            if other != path:
+                raise GateError(f"{path}: name {contract.name!r} is also {other}'s: give one of "
+                                "the contracts another \"name\" (models are matched by name)")
             if profile:
                 contract = replace(contract, profile=load_profile(profile, workspace,
                                                                   where="profile input"))

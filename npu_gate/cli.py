@@ -306,6 +306,8 @@ def _check(args: argparse.Namespace) -> int:
     contracts = [_load_contract(p, cheap=cacheable) for p in paths]
     _require_torch(contracts)
     baseline = _baseline(args)
+    if baseline is not None:
+        _refuse_shared_names(contracts)
     if args.device_timings:
         import dataclasses
 
@@ -331,6 +333,20 @@ def _check(args: argparse.Namespace) -> int:
 
         sys.stdout.write(absent_line(missing))
     return worst
+
+
+def _refuse_shared_names(contracts: list[Contract]) -> None:
+    """The baseline matches models by name: two contracts of one name would both be compared
+    with its one result of that name (a new model's errors then read as no regression)."""
+    first: dict[str, Contract] = {}
+    problems = []
+    for c in contracts:
+        other = first.setdefault(c.name, c)
+        if Path(other.path).resolve() != Path(c.path).resolve():
+            problems.append(f"{c.path}: name {c.name!r} is also {other.path}'s: give one of the contracts "
+                            "another \"name\" (--baseline matches models by name)")
+    if problems:
+        raise GateError(*problems)
 
 
 def _require_torch(contracts: list[Contract]) -> None:
@@ -961,14 +977,13 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _check_onnx(args: argparse.Namespace) -> int:
-    """Gate ONNX files: with every contract that names one, else with --profile, else skip."""
-    from npu_gate.contract import load_contract
+    """Gate ONNX files: with every contract that names one, else with --profile, else skip.
 
+    Like `check`, contracts and --profile load without the onnx-based profile lint, so a
+    cache hit imports no onnx or numpy; a miss reloads them with the full check."""
     profile = None
     if args.profile:
-        from npu_gate.profile import load_profile
-
-        profile = load_profile(args.profile, Path.cwd(), where="--profile")
+        profile = _load_profile_option(args.profile, cheap=True)
     worst = EXIT_PASS
     seen: set[Path] = set()
     for name in args.files:
@@ -979,7 +994,7 @@ def _check_onnx(args: argparse.Namespace) -> int:
         seen.update(contracts)
         if contracts:
             for path in contracts:
-                worst = max(worst, _check_cached(load_contract(path), args))
+                worst = max(worst, _check_cached(_load_contract(path, cheap=True), args))
         elif profile is not None:
             worst = max(worst, _inspect_cached(model, profile, args))
         elif not args.quiet:
@@ -988,13 +1003,26 @@ def _check_onnx(args: argparse.Namespace) -> int:
     return worst
 
 
+def _load_profile_option(ref: str, *, cheap: bool) -> Any:
+    from npu_gate.errors import ProfileError
+    from npu_gate.profile import load_profile
+
+    try:
+        return load_profile(ref, Path.cwd(), where="--profile", check_onnx=not cheap)
+    except ProfileError:
+        if cheap:
+            load_profile(ref, Path.cwd(), where="--profile")  # the full check: every problem
+        raise
+
+
 def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
     from npu_gate import cache
 
     def run() -> tuple[Any, list[Any] | None]:
         from npu_gate.pipeline import inspect_model
 
-        return inspect_model(model, profile), cache.onnx_dependencies(model)
+        full = _load_profile_option(args.profile, cheap=False)  # the lint the lookup skipped
+        return inspect_model(model, full), cache.onnx_dependencies(model)
 
     return _cached(args, str(model), lambda: cache.inspect_key(model, profile), run)
 

@@ -27,7 +27,8 @@ from npu_gate.profile import Profile
 from npu_gate.result import Finding
 
 MAX_MODELS = 50  # per run: a bundle stays small even when every node fails
-_BLAMED = ("unsupported-op", "op-constraint", "dynamic-shape")
+# profile-limit: a node's global limit (limit-dtypes, ...); the opset limit names no node
+_BLAMED = ("unsupported-op", "op-constraint", "profile-limit", "dynamic-shape")
 _CHECKER_NODE = re.compile(r"Name: (\S*) OpType: (\S+)")
 
 
@@ -210,7 +211,7 @@ class Failure:
 def distinct_failures(
     findings: list[Finding], facts: GraphFacts, model: ModelProto
 ) -> list[Failure]:
-    """Each unsupported op type, each (op type, constraint id), each dynamic-shape chain
+    """Each unsupported op type, each (op type, constraint or limit id), each dynamic-shape chain
     and each checker error naming a node: one Failure each, on its first node."""
     index_of = {n.name: n.index for n in facts.nodes}
     failures: dict[tuple[str, str | None, str | None], Failure] = {}
@@ -227,7 +228,8 @@ def distinct_failures(
             else:
                 failures[key] = Failure(f.rule, f.op_type, f.constraint, i, f.node or "")
         elif f.rule == "onnx-checker":
-            blamed = _checker_node(f.message, model)
+            # The full check's finding names its node (its message has no "Name: ... OpType:")
+            blamed = index_of[f.node] if f.node in index_of else _checker_node(f.message, model)
             if blamed is not None:
                 node = facts.nodes[blamed]
                 key = (f.rule, node.name, None)

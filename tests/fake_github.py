@@ -29,6 +29,7 @@ class FakeGitHub:
         self.calls: list[tuple[str, str]] = []
         self.max_per_page = 100  # lower it to exercise pagination with a few comments
         self.auth_headers: list[str] = []
+        self.listing: Any = None  # when set, every comment listing answers 200 with this
         self._next_id = 1000
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -92,6 +93,8 @@ class FakeGitHub:
                 rest = parts.path.removeprefix(prefix) if parts.path.startswith(prefix) else ""
                 if m := re.fullmatch(r"issues/(\d+)/comments", rest):
                     number = int(m.group(1))
+                    if method == "GET" and fake.listing is not None:
+                        return self._send(200, fake.listing)
                     if method == "GET":
                         return self._list(number, parse_qs(parts.query))
                     if method == "POST":

@@ -168,6 +168,23 @@ def test_read_only_token_is_a_warning_and_never_printed(runner: Runner, fake: Fa
     assert PR not in fake.comments
 
 
+@pytest.mark.parametrize("listing", [{"message": "Moved"}, [{"id": 1, "body": "x"}, 5]],
+                         ids=["object", "not-comments"])
+def test_a_listing_that_is_not_comments_is_a_warning_not_a_crash(runner: Runner, fake: FakeGitHub,
+                                                                  listing: object) -> None:
+    """A 200 whose JSON is not a list of comments (a proxy's answer) raised AttributeError:
+    the comment step failed, and with it a job whose gate passed."""
+    add_contract(runner.root, "conv", conv_only(), [1, 3, 8, 8])
+    runner.gate(contracts="models/conv/npu-gate.json")
+    fake.listing = listing
+    out, log = runner.comment(fake)
+    assert log == (f"::warning::npu-gate: could not post the PR comment: GET {fake.url}/repos/octo/models/"
+                   f"issues/{PR}/comments?per_page=100: the response is not a list of comments. The job "
+                   "summary and the artifacts still carry the report.\n")
+    assert out == {}
+    assert PR not in fake.comments
+
+
 @pytest.mark.parametrize(("mode", "verdict_model", "created"), [
     ("never", "relu", False), ("on-failure", "conv", False), ("on-failure", "relu", True)])
 def test_comment_modes(runner: Runner, fake: FakeGitHub, mode: str, verdict_model: str,
@@ -326,6 +343,35 @@ def test_merge_mode_refuses_the_same_model_from_two_files(runner: Runner) -> Non
         "legs/two/result.json: result 'a' is also in legs/one/result.json: merge each model once "
         "(results are matched by name, as the baseline does)"]}]
     assert "::error title=npu-gate error::npu-gate could not run: legs/two/result.json: result 'a'" in log
+
+
+def test_two_contracts_of_one_name_are_refused_not_compared_with_one_baseline_entry(
+        runner: Runner) -> None:
+    """Two contracts named alike (default name: the folder's, `v1` here) were both gated and
+    both compared with the baseline's one `v1`: a regression of one hid behind the other,
+    state.json kept one contract, and result.json could not be merged or used as a baseline."""
+    for team, model in (("a", conv_only()), ("b", model_zoo.conv_relu())):
+        contract = add_contract(runner.root / team, "v1", model, [1, 3, 8, 8])
+        doc = json.loads(contract.read_text())
+        del doc["name"]
+        contract.write_text(json.dumps(doc))
+    out, log = runner.gate(contracts="*/models/v1/npu-gate.json")
+    assert out["verdict"] == "error"
+    assert out["failed"] == "true"
+    merged = json.loads((runner.root / "npu-gate-out" / "result.json").read_text())
+    validate_merged(merged)
+    assert [r["name"] for r in merged["results"]] == ["v1"]
+    assert merged["errors"] == [{"contract": "b/models/v1/npu-gate.json", "problems": [
+        "b/models/v1/npu-gate.json: name 'v1' is also a/models/v1/npu-gate.json's: give one of "
+        "the contracts another \"name\" (models are matched by name)"]}]
+    assert ("::error file=b/models/v1/npu-gate.json,title=npu-gate error::npu-gate could not run: "
+            "b/models/v1/npu-gate.json: name 'v1'") in log
+    state = json.loads((runner.root / "npu-gate-out" / "state.json").read_text())
+    assert state["contracts"] == {"v1": "a/models/v1/npu-gate.json",
+                                  "b/models/v1/npu-gate.json": "b/models/v1/npu-gate.json"}
+    # one contract spelled two ways is one model, not a clash with itself
+    out, _ = runner.gate(contracts=f"a/models/v1 {runner.root}/a/models/v1/npu-gate.json")
+    assert out["verdict"] == "pass"
 
 
 def test_missing_working_directory_stops_the_step(runner: Runner) -> None:

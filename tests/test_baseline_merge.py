@@ -243,6 +243,20 @@ def test_baseline_models_not_in_this_run_are_named(tmp_path: Path, two_results: 
     assert "not in this run" not in run.out + (tmp_path / "same.md").read_text()
 
 
+def test_check_baseline_refuses_two_contracts_of_one_name(tmp_path: Path, two_results: tuple[Path, Path],
+                                                          run_cli: Callable[..., CliRun]) -> None:
+    """Models match the baseline by name: a second contract named `relu` (a new model with an
+    error) was compared with the baseline's `relu` and passed as "no regression"."""
+    _, relu_json = two_results
+    relu = tmp_path / "models" / "relu" / "npu-gate.json"
+    other = add_contract(tmp_path / "other", "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    run = run_cli("check", relu, other, "--baseline", relu_json, "--fail-on", "regressions")
+    assert run.code == 2
+    assert run.out == ""
+    assert run.err == (f"npu-gate: error: {other}: name 'relu' is also {relu}'s: give one of the contracts "
+                       "another \"name\" (--baseline matches models by name)\n")
+
+
 def test_merge_of_a_contract_that_could_not_run_exits_2_like_check(
         tmp_path: Path, two_results: tuple[Path, Path], run_cli: Callable[..., CliRun]) -> None:
     conv = json.loads(two_results[0].read_text())

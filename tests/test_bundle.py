@@ -478,6 +478,63 @@ def test_minimal_model_constraint_violation(tmp_path: Path) -> None:
     assert sorted(t.name for t in conv.graph.initializer) == ["conv_b", "conv_w"]  # weights kept
 
 
+def test_minimal_model_profile_limit(tmp_path: Path) -> None:
+    """A node that falls back only because of a profile limit (here `limit-dtypes`) is a
+    violated constraint id too; it used to get no minimal model."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu_f"),
+        helper.make_node("Cast", ["r"], ["c"], name="cast", to=TensorProto.FLOAT16),
+        helper.make_node("Relu", ["c"], ["y"], name="relu_h"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    contract = _onnx_contract(
+        tmp_path / "c", model, [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+        {"Relu": {}, "Cast": {}},
+    )
+    profile = contract.parent / "profile.json"
+    doc = json.loads(profile.read_text())
+    doc["limits"] = {"dtypes": ["float32"]}
+    profile.write_text(json.dumps(doc))
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [(f["rule"], f.get("node"), f.get("constraint")) for f in result["findings"]] == [
+        ("profile-limit", "cast", "limit-dtypes"),
+        ("profile-limit", "relu_h", "limit-dtypes"),
+        ("profile-limit", "relu_h", "limit-dtypes"),
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal["models"] == [
+        {
+            "rule": "profile-limit",
+            "op_type": "Cast",
+            "constraint": "limit-dtypes",
+            "node": "cast",
+            "occurrences": 1,
+            "path": "minimal/01-profile-limit-Cast-limit-dtypes.onnx",
+            "nodes": 1,
+            "verified": True,
+        },
+        {
+            "rule": "profile-limit",
+            "op_type": "Relu",
+            "constraint": "limit-dtypes",
+            "node": "relu_h",
+            "occurrences": 2,
+            "path": "minimal/02-profile-limit-Relu-limit-dtypes.onnx",
+            "nodes": 1,
+            "verified": True,
+        },
+    ]
+    assert [n.name for n in models[1].graph.node] == ["relu_h"]
+
+
 def test_minimal_model_dynamic_chain(tmp_path: Path) -> None:
     # Relu (static) -> NonZero (data-dependent shape) -> Transpose -> Cast: one dynamic chain
     nodes = [
@@ -620,6 +677,51 @@ def test_minimal_model_checker_error(tmp_path: Path) -> None:
         },
     ]
     assert [n.name for n in models[0].graph.node] == ["foo"]
+
+
+def test_minimal_model_full_check_error(tmp_path: Path) -> None:
+    """The full check's strict shape inference names its node as `(op_type:Add, node name:
+    add)`, not in onnx.checker's `Name: ... OpType:` form: that finding used to get no
+    minimal model although it names its node."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Add", ["r", "w"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+        initializer=[onnx.numpy_helper.from_array(np.ones((1, 4), np.float32), "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    contract = _onnx_contract(
+        tmp_path / "c",
+        model,
+        [{"name": "x", "shape": [1, 3], "dtype": "float32"}],
+        {"Relu": {}, "Add": {}},
+    )
+    code, result = _bundle(contract, tmp_path / "out")
+    assert code == 1
+    assert [(f["message"], f.get("node")) for f in result["findings"] if f["rule"] == "onnx-checker"] == [
+        ("full check: [ShapeInferenceError] Inference error(s): (op_type:Add, node name: add): "
+         "[ShapeInferenceError] Incompatible dimensions", "add"),
+    ]
+    minimal, models = _minimal_models(tmp_path / "out")
+    assert minimal["models"][0] == {
+        "rule": "onnx-checker",
+        "op_type": "Add",
+        "constraint": None,
+        "node": "add",
+        "occurrences": 1,
+        "path": "minimal/01-onnx-checker-Add.onnx",
+        "nodes": 1,
+        "verified": True,
+    }
+    assert [n.name for n in models[0].graph.node] == ["add"]
+    assert [(i.name, [d.dim_value for d in i.type.tensor_type.shape.dim])
+            for i in models[0].graph.input] == [("r", [1, 3])]
 
 
 def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> None:

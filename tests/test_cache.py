@@ -482,6 +482,34 @@ def test_a_hit_imports_no_onnx_numpy_or_torch(tmp_path: Path, run_cli: Run, prof
     assert "Result from cache" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.parametrize("args", [["model.onnx"], ["--profile", "board.npu-profile.json", "other.onnx"]],
+                         ids=["contract", "profile-option"])
+def test_a_check_onnx_hit_with_a_profile_file_imports_no_onnx_numpy_or_torch(
+        tmp_path: Path, run_cli: Run, args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The npu-gate-onnx hook's hit used to load the contract (or --profile) with the
+    onnx-based profile lint, importing onnx and numpy on every commit."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(REPO / "npu_gate" / "profiles" / "demo.json", tmp_path / "board.npu-profile.json")
+    write_onnx_contract(tmp_path, tiny_model(cpu_op="Relu"), profile="board.npu-profile.json")
+    (tmp_path / "other.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
+    assert run_cli("check-onnx", *args).code == 1  # fills the cache
+    probe = (
+        "import json, sys\n"
+        "from npu_gate.cli import main\n"
+        f"code = main(['check-onnx', *{args!r}])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules}\n"
+        "               & {'onnx', 'onnxruntime', 'numpy', 'torch', 'tabulate'})\n"
+        "print(json.dumps({'code': code, 'heavy': heavy}))\n"
+    )
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    *lines, last = done.stdout.strip().splitlines()
+    assert json.loads(last) == {"code": 1, "heavy": []}
+    assert CACHED in lines[-1]
+
+
 def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> None:
     """An ONNX contract's key used to cover only the model: editing samples_file,
     device_timings, replacement.onnx or a metric module gave a stale hit."""

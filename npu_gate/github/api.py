@@ -77,22 +77,35 @@ class GitHubClient:
             if url is None:
                 return
             page, headers = self._request("GET", url)
-            yield from page or []
+            if not isinstance(page, list) or not all(isinstance(c, dict) for c in page):
+                # a proxy's or a broken server's answer: an API error (a warning), not a crash
+                raise GitHubError(0, f"GET {url}: the response is not a list of comments")
+            yield from page
             match = _NEXT.search(headers.get("link", ""))
             url = match.group(1) if match else None
 
     def create_comment(self, number: int, body: str) -> dict[str, Any]:
-        comment, _ = self._request("POST", self._url(f"issues/{number}/comments"), {"body": body})
-        return dict(comment or {})
+        url = self._url(f"issues/{number}/comments")
+        comment, _ = self._request("POST", url, {"body": body})
+        return _object(comment, f"POST {url}")
 
     def update_comment(self, comment_id: int, body: str) -> dict[str, Any]:
         url = self._url(f"issues/comments/{comment_id}")
         comment, _ = self._request("PATCH", url, {"body": body})
-        return dict(comment or {})
+        return _object(comment, f"PATCH {url}")
 
     def pull_request(self, number: int) -> dict[str, Any]:
-        pull, _ = self._request("GET", self._url(f"pulls/{number}"))
-        return dict(pull or {})
+        url = self._url(f"pulls/{number}")
+        pull, _ = self._request("GET", url)
+        return _object(pull, f"GET {url}")
+
+
+def _object(doc: Any, request: str) -> dict[str, Any]:
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise GitHubError(0, f"{request}: the response is not a JSON object")
+    return doc
 
 
 def _message(payload: bytes) -> str:
