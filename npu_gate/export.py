@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
             )
             outcome.onnx_path = path
         except Exception as exc:
-            outcome.error = one_line(exc)
+            outcome.error = export_error(exc)
             captured.lines.extend(traceback.format_exc().splitlines())
     outcome.seconds = time.perf_counter() - start
     outcome.log = captured.lines
@@ -118,3 +119,23 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
         outcome.error = "the exporter returned without writing a model"
         outcome.onnx_path = None
     return outcome
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")  # colour codes the dynamo exporter puts in its messages
+
+
+def export_error(exc: BaseException) -> str:
+    """One line for an export failure, naming its cause. The dynamo exporter wraps the real
+    error (``raise ... from``) in one whose first line is boilerplate ("Failed to export the
+    model with torch.export. This is step 1/3 ... Next steps:"): the innermost explicit cause
+    says what went wrong, the wrapper at which step."""
+    root = exc
+    for _ in range(20):  # a bounded walk: a cause chain could loop
+        if root.__cause__ is None:
+            break
+        root = root.__cause__
+    wrapper = _SGR.sub("", one_line(exc))
+    if root is exc:
+        return wrapper
+    wrapper = wrapper.removesuffix(" Next steps:")
+    return f"{_SGR.sub('', one_line(root))} (from {wrapper})"

@@ -85,6 +85,33 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
     assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
+def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
+    """The dynamo exporter wraps the model's own error in a TorchExportError whose first line is
+    boilerplate ending in "Next steps:" (with colour codes): the finding leads with the cause."""
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        raise RuntimeError('unsupported thing in forward')\n\n"
+        "def build():\n    return Net()\n"),
+        model={"torch": {"factory": "net:build", "exporter": "dynamo", "opset": 18}})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    assert run.code == 1
+    [finding] = json.loads((tmp_path / "r.json").read_text())["findings"]
+    assert finding["rule"] == "export-failed"
+    assert finding["message"].startswith(
+        "dynamo export failed: RuntimeError: unsupported thing in forward (from TorchExportError: ")
+    assert finding["message"].endswith(")") and "\x1b" not in finding["message"]
+
+
+def test_export_error_text():
+    from npu_gate.export import export_error
+
+    wrapper = RuntimeError("Failed. \x1b[96mThis is step 1/3\x1b[0m of it. Next steps:\n- a")
+    wrapper.__cause__ = ValueError("the real problem\nmore lines")  # as `raise wrapper from cause` sets it
+    assert export_error(wrapper) == "ValueError: the real problem (from RuntimeError: Failed. This is step 1/3 of it.)"
+    assert export_error(KeyError("k")) == "KeyError: 'k'"  # no cause: the error itself, as before
+
+
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
