@@ -406,16 +406,20 @@ def _input_findings(
     findings = []
     for info in model_inputs:
         if not info.static:
-            shape = _shape_text(info.shape)
             fix = ""
             spec = next((s for s in declared or [] if s.name == info.name), None)
-            if spec is not None:
+            if spec is not None and info.shape is None:
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       "shapes or declare the input's shape in the model")
+            elif spec is not None:
                 fixed = ", ".join(f"{info.name}[{d}] = {spec.shape[d]}"
                                   for d, v in enumerate(info.shape or [])
                                   if not isinstance(v, int) and d < len(spec.shape))
                 fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
                        f"shapes or fix the dim in the model ({fixed})")
-            message = f"input {info.name} has dynamic shape {shape} in the model{fix}"
+            # No shape at all is not "[?]", which would read as rank 1.
+            shape = "no shape (not even a rank)" if info.shape is None else f"dynamic shape {_shape_text(info.shape)}"
+            message = f"input {info.name} has {shape} in the model{fix}"
             findings.append(Finding("dynamic-input", dynamic_severity, message))
     if declared is None:
         return findings

@@ -256,6 +256,22 @@ def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, sav
     assert result.summary["dynamic_inputs"] == ["x"]
 
 
+def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path, save_model, write_contract):
+    """No shape at all is not "[?]" (which reads as rank 1), and there is no dim to name as the fix."""
+    model = model_zoo.conv_relu()
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    assert [f.message for f in inspect(tmp_path, model).findings if f.rule == "dynamic-input"] == [
+        "input x has no shape (not even a rank) in the model"]
+    save_model(model)
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]}
+    result = check_contract(load_contract(write_contract(doc)))
+    assert [f.message for f in result.findings if f.rule == "dynamic-input"] == [
+        "input x has no shape (not even a rank) in the model; the contract fixes [1, 3, 8, 8]: export with "
+        "static shapes or declare the input's shape in the model"]
+    assert result.summary["dynamic_inputs"] == ["x"]
+
+
 def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path):
     result = inspect(tmp_path, model_zoo.symbolic_dims(), {"Relu": {}})
     assert [(f.rule, f.node, f.severity) for f in result.findings] == [
