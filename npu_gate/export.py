@@ -32,10 +32,11 @@ def torch_version() -> str | None:
     return installed("torch")
 
 
-def build_module(contract: Contract, key: str = "model.torch") -> Any:
+def build_module(contract: Contract, key: str = "model.torch", log: list[str] | None = None) -> Any:
     """Import the factory (contract folder on sys.path) and build the eval-mode module.
     ``key``: where ``contract.torch`` sits in the contract, for messages (the replacement
-    model is built from ``replacement.torch``)."""
+    model is built from ``replacement.torch``). ``log`` receives what the factory's module
+    and the factory print or warn (the start of the conversion log)."""
     assert contract.torch is not None
     label = f"{contract.path}: {key}.factory"
     try:
@@ -44,13 +45,15 @@ def build_module(contract: Contract, key: str = "model.torch") -> Any:
         raise ModelError(
             f"{contract.path}: {key} needs PyTorch: pip install 'npu-gate[torch]'"
         ) from None
-    factory = import_callable(contract.torch.factory, contract.folder, label)
+    factory = import_callable(contract.torch.factory, contract.folder, label, log)
     torch.manual_seed(contract.numerics.seed)
     try:
-        with capture_output():
+        with capture_output() as captured:
             module = factory(**contract.torch.kwargs)
     except Exception as exc:
         raise ModelError(f"{label}: {contract.torch.factory}() raised {one_line(exc)}") from None
+    if log is not None:
+        log.extend(captured.lines)
     if not isinstance(module, torch.nn.Module):
         raise ModelError(
             f"{label}: {contract.torch.factory}() returned {type(module).__name__}, "

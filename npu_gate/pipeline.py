@@ -136,11 +136,13 @@ def _check_torch(
     from npu_gate import export as exporter  # the torch path only
 
     assert contract.torch is not None
-    module = exporter.build_module(contract)
+    build_log: list[str] = []
+    module = exporter.build_module(contract, log=build_log)
     spec = contract.torch
     info: dict[str, Any] = {"source": "torch", "factory": spec.factory, "exporter": spec.exporter,
                             "opset_requested": spec.opset, "sha256": None}
     result = _new_result(contract.name, contract.profile, info)
+    result.log.extend(build_log)
     with tempfile.TemporaryDirectory(prefix="npu-gate-") as work:
         outcome = exporter.export(contract, module, Path(work))
         timings["export_s"] = outcome.seconds

@@ -112,6 +112,25 @@ def test_export_error_text():
     assert export_error(KeyError("k")) == "KeyError: 'k'"  # no cause: the error itself, as before
 
 
+def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
+    """A factory's module (or torchvision, timm under it) may print or warn when imported: that
+    is conversion output too, for the log and never for the terminal (stdout stays the summary)."""
+    _write_factory(tmp_path, (
+        "import os, sys, warnings\n"
+        "print('printed at import')\n"
+        "print('stderr at import', file=sys.stderr)\n"
+        "os.write(2, b'fd 2 at import\\n')\n"
+        "warnings.warn('warned at import')\n\n"
+        "def build():\n    print('printed by the factory')\n    return nn.Identity()\n"))
+    run = subprocess.run([sys.executable, "-m", "npu_gate", "check", str(tmp_path), "--no-cache", "-q",
+                          "--log", str(tmp_path / "log.txt")],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (1, "", "")  # Identity: not in the demo profile
+    log = (tmp_path / "log.txt").read_text().splitlines()
+    assert log[:5] == ["fd 2 at import", "printed at import", "stderr at import",
+                       f"UserWarning: warned at import ({tmp_path / 'net.py'}:8)", "printed by the factory"]
+
+
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
