@@ -281,6 +281,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except SystemExit as exc:
+        # npu-gate never raises it here: user code did (a factory, forward(), a metric). Its
+        # code must not become the gate's (sys.exit(0) would read as "pass").
+        print(f"npu-gate: error: user code called sys.exit({exc.code!r}); the gate could not run",
+              file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:
         raise  # main() ends quietly
     except Exception as exc:

@@ -50,7 +50,7 @@ def build_module(contract: Contract, key: str = "model.torch", log: list[str] | 
     try:
         with capture_output() as captured:
             module = factory(**contract.torch.kwargs)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate
         raise ModelError(f"{label}: {contract.torch.factory}() raised {one_line(exc)}") from None
     if log is not None:
         log.extend(captured.lines)
@@ -113,7 +113,7 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
                 input_names=[i.name for i in contract.inputs],
             )
             outcome.onnx_path = path
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
             outcome.error = export_error(exc)
             captured.lines.extend(traceback.format_exc().splitlines())
     outcome.seconds = time.perf_counter() - start

@@ -37,7 +37,7 @@ def import_callable(spec: str, folder: Path, label: str, log: list[str] | None =
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelError(f"{label}: cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate (exit 0: "pass")
         raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}") from None
     finally:
         if sys.path and sys.path[0] == str(folder):

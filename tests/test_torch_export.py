@@ -131,6 +131,44 @@ def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
                        f"UserWarning: warned at import ({tmp_path / 'net.py'}:8)", "printed by the factory"]
 
 
+SYS_EXIT_CASES = [
+    # sys.exit(0) in user code ended npu-gate with exit 0, a "pass" with no report.
+    ("import sys\nsys.exit(0)\n\ndef build():\n    return nn.Identity()\n", 2,
+     "model.torch.factory: importing 'net' raised SystemExit: 0"),
+    ("import sys\n\ndef build():\n    sys.exit(0)\n", 2, "model.torch.factory: net:build() raised SystemExit: 0"),
+    ("import sys\n\nclass Net(nn.Module):\n    def forward(self, x):\n        sys.exit(0)\n\n"
+     "def build():\n    return Net()\n", 1, "export-failed: torchscript export failed: SystemExit: 0"),
+    ("import sys\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+     "        if not torch.onnx.is_in_onnx_export():\n            sys.exit(0)\n        return x + 1\n\n"
+     "def build():\n    return Net()\n", 1, "numerics-failed: PyTorch module: SystemExit: 0"),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "says"), SYS_EXIT_CASES, ids=["import", "factory", "export", "numerics"])
+def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path, run_cli, body, code, says):
+    _write_factory(tmp_path, body)
+    run = run_cli("check", tmp_path, "--no-cache", "-q", "--json", tmp_path / "r.json")
+    assert run.code == code
+    if code == 2:
+        assert run.err == f"npu-gate: error: {tmp_path / 'npu-gate.json'}: {says}\n"
+    else:
+        doc = json.loads((tmp_path / "r.json").read_text())
+        assert [f"{f['rule']}: {f['message']}" for f in doc["findings"] if f["severity"] == "error"] == [says]
+
+
+def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
+    """The CLI's safety net: npu-gate raises no SystemExit while it runs a command."""
+    _write_factory(tmp_path, "def build():\n    return nn.Identity()\n")
+
+    def leaves(*args, **kwargs):
+        raise SystemExit(0)
+
+    monkeypatch.setattr("npu_gate.pipeline.check_contract", leaves)
+    run = run_cli("check", tmp_path, "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == "npu-gate: error: user code called sys.exit(0); the gate could not run\n"
+
+
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
