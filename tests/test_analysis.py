@@ -272,6 +272,25 @@ def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path, save_mode
     assert result.summary["dynamic_inputs"] == ["x"]
 
 
+@pytest.mark.parametrize(("elem_type", "dtype", "nbytes"), [
+    (TensorProto.FLOAT8E4M3FN, "float8e4m3fn", 5),  # one byte each
+    (TensorProto.INT4, "int4", 3),  # packed: ceil(5 * 4 / 8)
+])
+def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path, elem_type, dtype, nbytes):
+    """A static tensor of a later element type has a byte size: boundary_bytes is not null for it
+    (a max_boundary_bytes gate read such a model as "unknown (shapes not static)")."""
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["a"], to=elem_type, name="to"),
+         helper.make_node("Identity", ["a"], ["b"], name="cpu"),
+         helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT, name="back")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])])
+    result = inspect(tmp_path, model_zoo._model(graph, opset=21, ir_version=10), {"Cast": {}})
+    assert result.nodes[1].outputs[0]["dtype"] == dtype
+    assert [(b["tensor"], b["bytes"]) for b in result.to_dict()["boundaries"]] == [("a", nbytes), ("b", nbytes)]
+    assert result.summary["boundary_bytes"] == 2 * nbytes
+
+
 def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path):
     result = inspect(tmp_path, model_zoo.symbolic_dims(), {"Relu": {}})
     assert [(f.rule, f.node, f.severity) for f in result.findings] == [
