@@ -281,15 +281,39 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
+    except SystemExit as exc:
+        # npu-gate never raises it here: user code did (a factory, forward(), a metric). Its
+        # code must not become the gate's (sys.exit(0) would read as "pass").
+        print(f"npu-gate: error: user code called sys.exit({exc.code!r}); the gate could not run",
+              file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:
         raise  # main() ends quietly
     except Exception as exc:
         if args.debug:
             raise
-        print(f"npu-gate: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-              "traceback)", file=sys.stderr)
+        print(f"npu-gate: internal error: {_internal_error(exc, args)}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ERROR
+
+
+def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
+    """One line for an internal error: the message's first line, terminal escapes shown as
+    text. The traceback goes to `check --log PATH` when given (the details in the log), else
+    `--debug` shows it."""
+    import traceback
+
+    from npu_gate.render.escape import term
+    from npu_gate.user_code import one_line
+
+    where = "rerun with --debug for the traceback"
+    log = args.log if args.command == "check" else None
+    if log:
+        with contextlib.suppress(OSError):
+            Path(log).parent.mkdir(parents=True, exist_ok=True)
+            Path(log).write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+            where = f"traceback in {log}"
+    return f"{term(one_line(exc))} ({where})"
 
 
 def _check(args: argparse.Namespace) -> int:

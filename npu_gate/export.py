@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -31,10 +32,11 @@ def torch_version() -> str | None:
     return installed("torch")
 
 
-def build_module(contract: Contract, key: str = "model.torch") -> Any:
+def build_module(contract: Contract, key: str = "model.torch", log: list[str] | None = None) -> Any:
     """Import the factory (contract folder on sys.path) and build the eval-mode module.
     ``key``: where ``contract.torch`` sits in the contract, for messages (the replacement
-    model is built from ``replacement.torch``)."""
+    model is built from ``replacement.torch``). ``log`` receives what the factory's module
+    and the factory print or warn (the start of the conversion log)."""
     assert contract.torch is not None
     label = f"{contract.path}: {key}.factory"
     try:
@@ -43,13 +45,15 @@ def build_module(contract: Contract, key: str = "model.torch") -> Any:
         raise ModelError(
             f"{contract.path}: {key} needs PyTorch: pip install 'npu-gate[torch]'"
         ) from None
-    factory = import_callable(contract.torch.factory, contract.folder, label)
+    factory = import_callable(contract.torch.factory, contract.folder, label, log)
     torch.manual_seed(contract.numerics.seed)
     try:
-        with capture_output():
+        with capture_output() as captured:
             module = factory(**contract.torch.kwargs)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate
         raise ModelError(f"{label}: {contract.torch.factory}() raised {one_line(exc)}") from None
+    if log is not None:
+        log.extend(captured.lines)
     if not isinstance(module, torch.nn.Module):
         raise ModelError(
             f"{label}: {contract.torch.factory}() returned {type(module).__name__}, "
@@ -109,8 +113,8 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
                 input_names=[i.name for i in contract.inputs],
             )
             outcome.onnx_path = path
-        except Exception as exc:
-            outcome.error = one_line(exc)
+        except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
+            outcome.error = export_error(exc)
             captured.lines.extend(traceback.format_exc().splitlines())
     outcome.seconds = time.perf_counter() - start
     outcome.log = captured.lines
@@ -118,3 +122,23 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
         outcome.error = "the exporter returned without writing a model"
         outcome.onnx_path = None
     return outcome
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")  # colour codes the dynamo exporter puts in its messages
+
+
+def export_error(exc: BaseException) -> str:
+    """One line for an export failure, naming its cause. The dynamo exporter wraps the real
+    error (``raise ... from``) in one whose first line is boilerplate ("Failed to export the
+    model with torch.export. This is step 1/3 ... Next steps:"): the innermost explicit cause
+    says what went wrong, the wrapper at which step."""
+    root = exc
+    for _ in range(20):  # a bounded walk: a cause chain could loop
+        if root.__cause__ is None:
+            break
+        root = root.__cause__
+    wrapper = _SGR.sub("", one_line(exc))
+    if root is exc:
+        return wrapper
+    wrapper = wrapper.removesuffix(" Next steps:")
+    return f"{_SGR.sub('', one_line(root))} (from {wrapper})"

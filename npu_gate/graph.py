@@ -38,6 +38,10 @@ _DTYPES: dict[int, tuple[str, int | None]] = {
 }
 DTYPE_TO_ONNX = {name: code for code, (name, _) in _DTYPES.items()}
 _DTYPE_SIZES = {name: size for name, size in _DTYPES.values()}
+# Later element types, by ONNX's own (lower-cased) names: float8 takes a byte; 4- and 2-bit
+# types are packed, so a tensor of them takes ceil(elements * bits / 8) bytes.
+_DTYPE_SIZES.update(dict.fromkeys(("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0"), 1))
+_PACKED_BITS = {"int4": 4, "uint4": 4, "float4e2m1": 4, "int2": 2, "uint2": 2}
 
 
 def dtype_name(elem_type: int) -> str | None:
@@ -82,11 +86,14 @@ class TensorInfo:
 
     @property
     def nbytes(self) -> int | None:
-        size = dtype_size(self.dtype)
         elements = self.elements
-        if size is None or elements is None:
+        if elements is None:
             return None
-        return size * elements
+        bits = _PACKED_BITS.get(self.dtype or "")
+        if bits is not None:
+            return -(-elements * bits // 8)
+        size = dtype_size(self.dtype)
+        return None if size is None else size * elements
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "shape": self.shape, "dtype": self.dtype}

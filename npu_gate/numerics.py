@@ -67,7 +67,7 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
                                    time.perf_counter() - start, captured.lines, samples)
         try:
             torch_outputs = _run_torch(module, contract, samples)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
             return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
     comparisons = []

@@ -136,11 +136,13 @@ def _check_torch(
     from npu_gate import export as exporter  # the torch path only
 
     assert contract.torch is not None
-    module = exporter.build_module(contract)
+    build_log: list[str] = []
+    module = exporter.build_module(contract, log=build_log)
     spec = contract.torch
     info: dict[str, Any] = {"source": "torch", "factory": spec.factory, "exporter": spec.exporter,
                             "opset_requested": spec.opset, "sha256": None}
     result = _new_result(contract.name, contract.profile, info)
+    result.log.extend(build_log)
     with tempfile.TemporaryDirectory(prefix="npu-gate-") as work:
         outcome = exporter.export(contract, module, Path(work))
         timings["export_s"] = outcome.seconds
@@ -406,16 +408,20 @@ def _input_findings(
     findings = []
     for info in model_inputs:
         if not info.static:
-            shape = _shape_text(info.shape)
             fix = ""
             spec = next((s for s in declared or [] if s.name == info.name), None)
-            if spec is not None:
+            if spec is not None and info.shape is None:
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       "shapes or declare the input's shape in the model")
+            elif spec is not None:
                 fixed = ", ".join(f"{info.name}[{d}] = {spec.shape[d]}"
                                   for d, v in enumerate(info.shape or [])
                                   if not isinstance(v, int) and d < len(spec.shape))
                 fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
                        f"shapes or fix the dim in the model ({fixed})")
-            message = f"input {info.name} has dynamic shape {shape} in the model{fix}"
+            # No shape at all is not "[?]", which would read as rank 1.
+            shape = "no shape (not even a rank)" if info.shape is None else f"dynamic shape {_shape_text(info.shape)}"
+            message = f"input {info.name} has {shape} in the model{fix}"
             findings.append(Finding("dynamic-input", dynamic_severity, message))
     if declared is None:
         return findings

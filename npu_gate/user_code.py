@@ -12,9 +12,13 @@ from typing import Any
 from npu_gate.errors import ModelError
 
 
-def import_callable(spec: str, folder: Path, label: str) -> Callable[..., Any]:
+def import_callable(spec: str, folder: Path, label: str, log: list[str] | None = None) -> Callable[..., Any]:
     """The callable ``spec`` (``module:function``) names, imported from ``folder``; a module
-    that cannot be imported or has no such callable is a ModelError naming ``label``."""
+    that cannot be imported or has no such callable is a ModelError naming ``label``.
+    What the module prints or warns while it is imported goes to ``log`` (when given), never
+    to the terminal."""
+    from npu_gate.capture import capture_output
+
     module_name, attr = spec.split(":")
     top = module_name.split(".")[0]
     folder = folder.resolve()
@@ -28,14 +32,18 @@ def import_callable(spec: str, folder: Path, label: str) -> Callable[..., Any]:
                 del sys.modules[name]
     sys.path.insert(0, str(folder))
     try:
-        module = importlib.import_module(module_name)
+        # A module (or what it imports: torchvision, timm) may print or warn at import time.
+        with capture_output() as captured:
+            module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelError(f"{label}: cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate (exit 0: "pass")
         raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}") from None
     finally:
         if sys.path and sys.path[0] == str(folder):
             sys.path.pop(0)
+    if log is not None:
+        log.extend(captured.lines)
     found = getattr(module, attr, None)
     if not callable(found):
         raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")

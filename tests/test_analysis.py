@@ -279,6 +279,41 @@ def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, sav
     assert result.summary["dynamic_inputs"] == ["x"]
 
 
+def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path, save_model, write_contract):
+    """No shape at all is not "[?]" (which reads as rank 1), and there is no dim to name as the fix."""
+    model = model_zoo.conv_relu()
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    assert [f.message for f in inspect(tmp_path, model).findings if f.rule == "dynamic-input"] == [
+        "input x has no shape (not even a rank) in the model"]
+    save_model(model)
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]}
+    result = check_contract(load_contract(write_contract(doc)))
+    assert [f.message for f in result.findings if f.rule == "dynamic-input"] == [
+        "input x has no shape (not even a rank) in the model; the contract fixes [1, 3, 8, 8]: export with "
+        "static shapes or declare the input's shape in the model"]
+    assert result.summary["dynamic_inputs"] == ["x"]
+
+
+@pytest.mark.parametrize(("elem_type", "dtype", "nbytes"), [
+    (TensorProto.FLOAT8E4M3FN, "float8e4m3fn", 5),  # one byte each
+    (TensorProto.INT4, "int4", 3),  # packed: ceil(5 * 4 / 8)
+])
+def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path, elem_type, dtype, nbytes):
+    """A static tensor of a later element type has a byte size: boundary_bytes is not null for it
+    (a max_boundary_bytes gate read such a model as "unknown (shapes not static)")."""
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["a"], to=elem_type, name="to"),
+         helper.make_node("Identity", ["a"], ["b"], name="cpu"),
+         helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT, name="back")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])])
+    result = inspect(tmp_path, model_zoo._model(graph, opset=21, ir_version=10), {"Cast": {}})
+    assert result.nodes[1].outputs[0]["dtype"] == dtype
+    assert [(b["tensor"], b["bytes"]) for b in result.to_dict()["boundaries"]] == [("a", nbytes), ("b", nbytes)]
+    assert result.summary["boundary_bytes"] == 2 * nbytes
+
+
 def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path):
     result = inspect(tmp_path, model_zoo.symbolic_dims(), {"Relu": {}})
     assert [(f.rule, f.node, f.severity) for f in result.findings] == [

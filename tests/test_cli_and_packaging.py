@@ -210,6 +210,27 @@ def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
     assert run.err == "npu-gate: internal error: RuntimeError: kaboom (rerun with --debug for the traceback)\n"
 
 
+def test_internal_error_with_a_multiline_message_is_one_line_and_its_traceback_goes_to_the_log(
+        monkeypatch, run_cli, save_model, write_contract, tmp_path):
+    save_model(model_zoo.conv_relu())
+    contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                               "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]})
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom\x1b[2J\nsecond line\nthird line")
+
+    monkeypatch.setattr("npu_gate.pipeline.check_contract", boom)
+    run = run_cli("check", contract, "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == "npu-gate: internal error: RuntimeError: kaboom\\x1b[2J (rerun with --debug for the traceback)\n"
+    log = tmp_path / "logs" / "log.txt"
+    run = run_cli("check", contract, "--no-cache", "--log", log)
+    assert run.err == f"npu-gate: internal error: RuntimeError: kaboom\\x1b[2J (traceback in {log})\n"
+    text = log.read_text()
+    assert text.startswith("Traceback (most recent call last):\n")
+    assert text.endswith("RuntimeError: kaboom\x1b[2J\nsecond line\nthird line\n")
+
+
 # From Python 3.11 argparse swallows the write error of --help itself (exit 0); before, it
 # reaches npu-gate's handler like any other broken pipe.
 HELP_CODE = 0 if sys.version_info >= (3, 11) else 141

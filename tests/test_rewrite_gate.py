@@ -608,6 +608,17 @@ def test_metric_that_raises_is_a_task_metric_error(tmp_path):
     assert result.verdict == "fail"
 
 
+def test_metric_that_calls_sys_exit_is_a_task_metric_error(tmp_path):
+    """sys.exit(0) in the metric used to end npu-gate with exit 0, a "pass" with no report."""
+    (tmp_path / "exiting_metric.py").write_text(
+        "import sys\n\ndef score(reference, candidate, samples):\n    sys.exit(0)\n")
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            metric={"callable": "exiting_metric:score"}))
+    assert [f.message for f in result.findings if f.rule == "task-metric"] == [
+        "task metric could not be computed: exiting_metric:score: SystemExit: 0"]
+    assert result.verdict == "fail"
+
+
 @pytest.mark.parametrize(("bound", "listed"), [(1e-3, True), (1e-5, False)])
 def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
     (tmp_path / "task_metric.py").write_text(METRIC)

@@ -85,6 +85,90 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
     assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
+def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
+    """The dynamo exporter wraps the model's own error in a TorchExportError whose first line is
+    boilerplate ending in "Next steps:" (with colour codes): the finding leads with the cause."""
+    _write_factory(tmp_path, (
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        raise RuntimeError('unsupported thing in forward')\n\n"
+        "def build():\n    return Net()\n"),
+        model={"torch": {"factory": "net:build", "exporter": "dynamo", "opset": 18}})
+    run = run_cli("check", tmp_path, "--json", tmp_path / "r.json", "-q")
+    assert run.code == 1
+    [finding] = json.loads((tmp_path / "r.json").read_text())["findings"]
+    assert finding["rule"] == "export-failed"
+    assert finding["message"].startswith(
+        "dynamo export failed: RuntimeError: unsupported thing in forward (from TorchExportError: ")
+    assert finding["message"].endswith(")") and "\x1b" not in finding["message"]
+
+
+def test_export_error_text():
+    from npu_gate.export import export_error
+
+    wrapper = RuntimeError("Failed. \x1b[96mThis is step 1/3\x1b[0m of it. Next steps:\n- a")
+    wrapper.__cause__ = ValueError("the real problem\nmore lines")  # as `raise wrapper from cause` sets it
+    assert export_error(wrapper) == "ValueError: the real problem (from RuntimeError: Failed. This is step 1/3 of it.)"
+    assert export_error(KeyError("k")) == "KeyError: 'k'"  # no cause: the error itself, as before
+
+
+def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
+    """A factory's module (or torchvision, timm under it) may print or warn when imported: that
+    is conversion output too, for the log and never for the terminal (stdout stays the summary)."""
+    _write_factory(tmp_path, (
+        "import os, sys, warnings\n"
+        "print('printed at import')\n"
+        "print('stderr at import', file=sys.stderr)\n"
+        "os.write(2, b'fd 2 at import\\n')\n"
+        "warnings.warn('warned at import')\n\n"
+        "def build():\n    print('printed by the factory')\n    return nn.Identity()\n"))
+    run = subprocess.run([sys.executable, "-m", "npu_gate", "check", str(tmp_path), "--no-cache", "-q",
+                          "--log", str(tmp_path / "log.txt")],
+                         capture_output=True, text=True, cwd=REPO, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (1, "", "")  # Identity: not in the demo profile
+    log = (tmp_path / "log.txt").read_text().splitlines()
+    assert log[:5] == ["fd 2 at import", "printed at import", "stderr at import",
+                       f"UserWarning: warned at import ({tmp_path / 'net.py'}:8)", "printed by the factory"]
+
+
+SYS_EXIT_CASES = [
+    # sys.exit(0) in user code ended npu-gate with exit 0, a "pass" with no report.
+    ("import sys\nsys.exit(0)\n\ndef build():\n    return nn.Identity()\n", 2,
+     "model.torch.factory: importing 'net' raised SystemExit: 0"),
+    ("import sys\n\ndef build():\n    sys.exit(0)\n", 2, "model.torch.factory: net:build() raised SystemExit: 0"),
+    ("import sys\n\nclass Net(nn.Module):\n    def forward(self, x):\n        sys.exit(0)\n\n"
+     "def build():\n    return Net()\n", 1, "export-failed: torchscript export failed: SystemExit: 0"),
+    ("import sys\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+     "        if not torch.onnx.is_in_onnx_export():\n            sys.exit(0)\n        return x + 1\n\n"
+     "def build():\n    return Net()\n", 1, "numerics-failed: PyTorch module: SystemExit: 0"),
+]
+
+
+@pytest.mark.parametrize(("body", "code", "says"), SYS_EXIT_CASES, ids=["import", "factory", "export", "numerics"])
+def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path, run_cli, body, code, says):
+    _write_factory(tmp_path, body)
+    run = run_cli("check", tmp_path, "--no-cache", "-q", "--json", tmp_path / "r.json")
+    assert run.code == code
+    if code == 2:
+        assert run.err == f"npu-gate: error: {tmp_path / 'npu-gate.json'}: {says}\n"
+    else:
+        doc = json.loads((tmp_path / "r.json").read_text())
+        assert [f"{f['rule']}: {f['message']}" for f in doc["findings"] if f["severity"] == "error"] == [says]
+
+
+def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
+    """The CLI's safety net: npu-gate raises no SystemExit while it runs a command."""
+    _write_factory(tmp_path, "def build():\n    return nn.Identity()\n")
+
+    def leaves(*args, **kwargs):
+        raise SystemExit(0)
+
+    monkeypatch.setattr("npu_gate.pipeline.check_contract", leaves)
+    run = run_cli("check", tmp_path, "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == "npu-gate: error: user code called sys.exit(0); the gate could not run\n"
+
+
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and

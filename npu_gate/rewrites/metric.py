@@ -34,7 +34,7 @@ def evaluate(
         if not isinstance(values, dict):
             raise TypeError(f"returned {type(values).__name__}, not a dict of name -> number")
         out["values"] = {str(k): float(v) for k, v in values.items()}
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # the metric may call sys.exit()
         first = str(exc).strip().splitlines()
         out["error"] = f"{metric.callable}: {type(exc).__name__}" + (f": {first[0]}" if first else "")
         return out

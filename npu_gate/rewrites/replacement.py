@@ -39,14 +39,16 @@ def load(contract: Contract, spec: Replacement) -> Loaded:
 
     as_model = dataclasses.replace(contract, torch=spec.torch, onnx_path=None)
     info = {"source": "torch", "factory": spec.torch.factory, "exporter": spec.torch.exporter, "sha256": None}
-    module = exporter.build_module(as_model, "replacement.torch")
+    build_log: list[str] = []
+    module = exporter.build_module(as_model, "replacement.torch", build_log)
     with tempfile.TemporaryDirectory(prefix="npu-gate-replacement-") as work:
         outcome = exporter.export(as_model, module, Path(work))
         if outcome.error or outcome.onnx_path is None:
-            return Loaded(None, info, f"{spec.torch.exporter} export failed: {outcome.error}", outcome.log)
+            return Loaded(None, info, f"{spec.torch.exporter} export failed: {outcome.error}",
+                          build_log + outcome.log)
         model, sha256 = load_onnx(outcome.onnx_path, "exported replacement")
     info["sha256"] = sha256
-    return Loaded(model, info, None, outcome.log)
+    return Loaded(model, info, None, build_log + outcome.log)
 
 
 def compare(
