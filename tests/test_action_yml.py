@@ -139,3 +139,17 @@ def test_example_workflows_use_only_real_inputs_and_pinned_actions(workflow: Pat
                 assert set(step.get("with", {})) <= set(SPEC["inputs"])
     assert ours >= 1
     assert "pull_request_target" not in doc[True]  # YAML 1.1 reads the key `on` as True
+
+
+def test_the_comment_step_ignores_python_code_in_the_workspace(tmp_path: Path, fake: FakeGitHub) -> None:
+    """A fork's artifact downloaded into the workspace root could hold an `npu_gate/` package;
+    `python -m` would import it, from the current folder, in the step that holds the token."""
+    planted = tmp_path / "npu_gate"
+    planted.mkdir()
+    (planted / "__init__.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('pwned').touch()\n", encoding="utf-8")
+    (tmp_path / "comment.md").write_text("hello\n", encoding="utf-8")
+    run = _run(tmp_path, fake, **{"comment-file": "comment.md"})
+    assert run.step("comment").code == 0
+    assert not (planted / "pwned").exists()
+    assert fake.comments[PR][0]["body"].startswith("hello\n")
