@@ -348,10 +348,19 @@ def _check(args: argparse.Namespace) -> int:
         missing = absent([c.name for c in contracts], baseline)
     worst = EXIT_PASS
     for contract in contracts:
-        if not cacheable:
-            worst = max(worst, _check_uncached(contract, args, baseline, missing))
-        else:
-            worst = max(worst, _check_cached(contract, args))
+        try:
+            if not cacheable:
+                code = _check_uncached(contract, args, baseline, missing)
+            else:
+                code = _check_cached(contract, args)
+        except GateError as exc:
+            if len(contracts) == 1:
+                raise
+            # One model that cannot be read must not hide the others' verdicts.
+            for problem in exc.problems:
+                print(f"npu-gate: error: {problem}", file=sys.stderr)
+            code = EXIT_ERROR
+        worst = max(worst, code)
     if missing and not args.quiet:
         from npu_gate.merge import absent_line
 

@@ -225,3 +225,17 @@ def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_c
     run = run_cli("check", a, b, "--json", contract_dir / "r.json")
     assert run.code == 2
     assert "--json, --markdown, --log and --out take one contract" in run.err
+
+
+def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path, save_model, run_cli):
+    """check a b: a's model is not ONNX; b still runs and its verdict is printed; the exit is 2."""
+    save_model(model_zoo.conv_relu(), "good.onnx")
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    for name, model in (("a.json", "junk.onnx"), ("b.json", "good.onnx")):
+        doc = {"model": {"onnx": model}, "name": name[0],
+               "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}], "target": {"profile": "demo"}}
+        (tmp_path / name).write_text(json.dumps(doc), encoding="utf-8")
+    run = run_cli("check", tmp_path / "a.json", tmp_path / "b.json", "--no-cache")
+    assert run.code == 2
+    assert "junk.onnx: not an ONNX model" in run.err
+    assert run.out.startswith("npu-gate: b: FAIL")
