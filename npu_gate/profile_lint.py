@@ -16,7 +16,10 @@ import difflib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from npu_gate.profile import Profile
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
@@ -206,4 +209,22 @@ def check_file(path: Path) -> FileCheck:
             return FileCheck(exc.problems + lint, warnings)
     errors = semantic_problems(doc, label, base)
     _, warnings = onnx_problems(doc, label)
+    if not errors:
+        warnings += unreachable_ops(load_profile(str(path), where=label), label)
     return FileCheck(errors, warnings)
+
+
+def unreachable_ops(profile: Profile, label: str) -> list[str]:
+    """Ops (its own or its base's) in a domain the profile's ``limits.domains`` leaves out:
+    every such node falls back to CPU on ``limit-domains``, whatever the op's entry says."""
+    domains = profile.limits.get("domains")
+    if domains is None:
+        return []
+    allowed = {"" if d == "ai.onnx" else d for d in domains}
+    problems = []
+    for key in profile.ops:
+        domain, op = split_key(key)
+        if domain not in allowed and (domain, op) != ("", "Constant"):  # Constant nodes are folded
+            problems.append(f"{label}: ops.{key}: domain {domain or 'ai.onnx'} is not in limits.domains "
+                            f"{sorted(domains)}; every such node falls back to CPU (limit-domains)")
+    return problems

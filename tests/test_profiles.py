@@ -209,6 +209,21 @@ def test_valid_profile_with_other_domains_warns(tmp_path: Path, run_cli: Run) ->
     )
 
 
+def test_ops_outside_the_profiles_own_domains_limit_are_a_warning(tmp_path: Path, run_cli: Run) -> None:
+    """An op the profile lists but whose domain its limits.domains leave out can never be placed
+    on the NPU: every such node falls back on limit-domains."""
+    path = _write(tmp_path, {"extends": "demo", "limits": {"domains": ["com.vendor"]},
+                             "ops": {"com.vendor::MyNpuOp": {"constraints": []}}})
+    r = run_cli("profile", "check", path)
+    assert r.code == 0
+    assert r.err.splitlines()[1:] == [
+        f"npu-gate: warning: {path}: ops.{op}: domain ai.onnx is not in limits.domains ['com.vendor']; "
+        "every such node falls back to CPU (limit-domains)" for op in ("Conv", "Add", "Mul", "Div")
+    ]
+    path = _write(tmp_path, {"extends": "demo", "limits": {"domains": ["ai.onnx"]}, "ops": {}})
+    assert run_cli("profile", "check", path).err == ""
+
+
 def test_unreadable_profile_is_exit_2(tmp_path: Path, run_cli: Run) -> None:
     (tmp_path / "p.json").write_text("{", encoding="utf-8")
     assert run_cli("profile", "check", tmp_path / "p.json").code == 2
