@@ -39,7 +39,7 @@ DROP_ORDER = {
     "Findings": 5,
 }
 _RESERVE = 600  # room for the truncation note and closing tags
-TIMINGS_NOTE = ("### Timings\n\nIn the job summary and `report.md`: they change on every run, "
+TIMINGS_NOTE = ("### Timings\n\nIn `report.md` (and the job summary when it has room): they change on every run, "
                 "so the comment leaves them out.\n\n")
 
 
