@@ -278,6 +278,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except GateError as exc:
         for problem in exc.problems:
             print(f"npu-gate: error: {problem}", file=sys.stderr)
+        _log_details(exc, args)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
@@ -295,6 +296,18 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"npu-gate: internal error: {_internal_error(exc, args)}", file=sys.stderr)
         return EXIT_ERROR
     return EXIT_ERROR
+
+
+def _log_details(exc: GateError, args: argparse.Namespace) -> None:
+    """The details behind a could-not-run error (a factory's traceback and what its module
+    printed) go to `check --log PATH`, so the one line on the terminal can stay one line."""
+    log = args.log if args.command == "check" else None
+    if not (log and exc.details):
+        return
+    with contextlib.suppress(OSError):
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        Path(log).write_text("\n".join(exc.details) + "\n", encoding="utf-8")
+        print(f"npu-gate: details in {log}", file=sys.stderr)
 
 
 def _internal_error(exc: Exception, args: argparse.Namespace) -> str:

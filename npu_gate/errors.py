@@ -15,9 +15,12 @@ EXIT_ERROR = 2
 class GateError(Exception):
     """The gate could not run. Carries one or more one-line problems."""
 
-    def __init__(self, *problems: str) -> None:
+    def __init__(self, *problems: str, details: list[str] | None = None) -> None:
         super().__init__("\n".join(problems))
         self.problems: list[str] = list(problems)
+        # What explains the problems beyond one line (a traceback, what user code printed):
+        # written to `check --log`, never to the terminal.
+        self.details: list[str] = list(details or [])
 
 
 class ContractError(GateError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,9 +37,11 @@ def import_callable(spec: str, folder: Path, label: str, log: list[str] | None =
         with capture_output() as captured:
             module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ModelError(f"{label}: cannot import {module_name!r}: {exc}") from None
+        raise ModelError(f"{label}: cannot import {module_name!r}: {exc}",
+                         details=captured.lines + traceback.format_exc().splitlines()) from None
     except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate (exit 0: "pass")
-        raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}") from None
+        raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}",
+                         details=captured.lines + traceback.format_exc().splitlines()) from None
     finally:
         if sys.path and sys.path[0] == str(folder):
             sys.path.pop(0)

@@ -106,8 +106,8 @@ def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Ru
     comment = (art / "comment.md").read_text()
     assert "| load_s " in report
     assert comment == report.partition("### Timings")[0] + (
-        "### Timings\n\nIn `report.md` (and the job summary when it has room): they change on every run, so the comment "
-        "leaves them out.\n\n<!-- npu-gate:report id=default -->\n")
+        "### Timings\n\nIn `report.md` (and the job summary when it has room): they change on every run, "
+        "so the comment leaves them out.\n\n<!-- npu-gate:report id=default -->\n")
     assert ("::error file=models/relu/npu-gate.json,title=npu-gate error::relu: unsupported-op "
             "[relu0]: op Relu not in profile demo\n") in log
     assert json.loads((art / "state.json").read_text()) == {

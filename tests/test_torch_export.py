@@ -252,3 +252,21 @@ def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
     validate_result(doc)
     assert run.code == 0
     assert [(n["output"], n["passed"]) for n in doc["numerics"]] == [("2 (output 1)", True), ("2 (output 2)", True)]
+
+
+def test_a_factory_that_cannot_be_imported_leaves_its_traceback_in_the_log(tmp_path, run_cli):
+    # Exit 2 with one line on the terminal; the details (what the module printed, the
+    # traceback down to the user's line) belong in --log.
+    _write_factory(tmp_path, "print('hello at import')\nimport nonexistent_pkg_xyz  # noqa\n\n"
+                             "def build():\n    return nn.ReLU()\n")
+    log = tmp_path / "log.txt"
+    run = run_cli("check", tmp_path, "--log", log)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {tmp_path / 'npu-gate.json'}: model.torch.factory: cannot import 'net': "
+        "No module named 'nonexistent_pkg_xyz'",
+        f"npu-gate: details in {log}"]
+    lines = log.read_text().splitlines()
+    assert lines[0] == "hello at import"
+    assert 'net.py", line 5, in <module>' in "\n".join(lines)
+    assert lines[-1] == "ModuleNotFoundError: No module named 'nonexistent_pkg_xyz'"
