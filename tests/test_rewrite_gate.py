@@ -553,6 +553,22 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
 
 
+def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path):
+    """A profile limit is a CPU fallback like a missing op: its constraint is named, its
+    active error means "change the model" and its waiver is the strategy."""
+    waiver = {"rule": "profile-limit", "node": "hswish", "reason": "rank 4 accepted on CPU"}
+    path = contract(tmp_path, zoo.hardswish(), dict(ELEMENTWISE, HardSwish={}), waivers=[waiver])
+    profile = json.loads((tmp_path / "profile.json").read_text())
+    (tmp_path / "profile.json").write_text(json.dumps(profile | {"limits": {"max_rank": 3}}))
+    result = check(path)
+    rows = {r["node"]: r for r in result.review}
+    assert [(n, r["constraints"], r["strategy"]) for n, r in rows.items()] == [
+        ("conv0", ["limit-max-rank"], "change the model"),
+        ("hswish", ["limit-max-rank"], "waiver: rank 4 accepted on CPU"),
+        ("conv1", ["limit-max-rank"], "change the model"),
+    ]
+
+
 @pytest.mark.parametrize("decide", ["prediction", "measured"])
 def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
     """The fake compiler runs HardSwish on the NPU: when its placement decides, the predicted

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
 LATENCY_RUNS = 20
 CPU_LABEL = "CPU reference, not device"
+# The findings that put a node on CPU: a profile limit (rank, dtype, size) does it as surely
+# as a missing op, and its waiver or its error decides the row's strategy just the same.
+PLACEMENT_RULES = ("unsupported-op", "op-constraint", "profile-limit")
 SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_partitions", "cpu_partitions",
                 "boundary_bytes")
 
@@ -408,8 +411,8 @@ class Rewriting:
         for n in result.nodes:
             if n.placement != "cpu":
                 continue
-            mine = [f for f in result.findings if f.node == n.name and f.rule in ("unsupported-op", "op-constraint")]
-            constraints = [f.constraint for f in mine if f.constraint]
+            mine = [f for f in result.findings if f.node == n.name and f.rule in PLACEMENT_RULES]
+            constraints = list(dict.fromkeys(f.constraint for f in mine if f.constraint))  # input and output
             reason = "; ".join(n.reasons)
             s = suggested.get(n.name)
             waived = [f for f in mine if f.waived]
