@@ -6,6 +6,7 @@ import json
 import re
 
 import numpy as np
+import onnx
 import pytest
 import rewrite_zoo as zoo
 from conftest import validate_result
@@ -434,6 +435,18 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
         f"replacement at output y: max abs error {v['max_abs_err']:.3g}, max rel error {v['max_rel_err']:.3g} "
         "(atol 0.0001, rtol 0.001); compared with replacement output out"]
     assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
+
+
+def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):
+    """A replacement (or rewrite) is compared with the original ONNX model: no PyTorch here."""
+    flat = zoo.hardswish()
+    flat.graph.node.append(onnx.helper.make_node("Flatten", ["y"], ["flat"], name="flatten"))
+    del flat.graph.output[:]
+    flat.graph.output.append(onnx.helper.make_tensor_value_info("flat", onnx.TensorProto.FLOAT, [1, 144]))
+    (tmp_path / "flat.onnx").write_bytes(flat.SerializeToString())
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "flat.onnx"}))
+    assert [f.message for f in result.findings if f.rule == "rewrite-mismatch"] == [
+        "replacement at output y: compared with replacement output flat; shape [1, 144] vs the original [1, 4, 6, 6]"]
 
 
 def test_replacement_file_must_exist(tmp_path, run_cli):
