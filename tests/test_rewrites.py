@@ -245,6 +245,23 @@ def test_fuse_hardswish_leaves_shared_intermediates_alone():
     assert applied == []  # the Clip output is used elsewhere: fusing would drop it
 
 
+@pytest.mark.parametrize(("name", "build", "constant"), [
+    ("fuse-hardswish", lambda: _by_hand("x*clip/6"), "three"),
+    ("fuse-hardswish", lambda: _by_hand("x*clip*(1/6)"), "sixth"),
+    ("gelu-tanh", zoo.gelu_erf, "one"),
+    ("gelu-tanh", zoo.gelu_erf, "half"),
+])
+def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, constant):
+    """x + [[[[[3]]]]] has rank 5: HardSwish(x) or the tanh form would drop that shape."""
+    model = build()
+    [init] = [t for t in model.graph.initializer if t.name == constant]
+    init.CopyFrom(zoo.init(constant, onnx.numpy_helper.to_array(init).reshape([1] * 5)))
+    del model.graph.output[:]
+    model.graph.output.append(onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, *zoo.SHAPE]))
+    onnx.checker.check_model(model, full_check=True)
+    assert apply(model, [REWRITES[name]])[1] == []
+
+
 def test_reflect_pad_with_axes_input_and_crops():
     h = onnx.helper
     node = h.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad", mode="reflect")

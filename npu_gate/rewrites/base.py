@@ -163,6 +163,19 @@ class GraphView:
         value = self.scalar(name)
         return value is not None and abs(value - expected) <= tol * max(1.0, abs(expected))
 
+    def keeps_shape(self, nodes: Iterable[int], x: str) -> bool:
+        """Whether the constants the region's nodes read leave ``x``'s shape alone. A size-1
+        constant of a higher rank broadcasts it up ([4] + [[3]] is [1, 4]): an op that reads
+        x alone would silently drop that shape. Without x's rank, only 0-d constants pass."""
+        shape = self.shapes().get(x)
+        rank = 0 if shape is None else len(shape)
+        for i in nodes:
+            for name in self.nodes[i].input:
+                value = self.const(name) if name and name != x else None
+                if value is not None and value.ndim > rank:
+                    return False
+        return True
+
     def only_consumer(self, tensor: str, op_type: str) -> int | None:
         """The single consumer of ``tensor`` if it has that op type and the tensor is internal."""
         users = self.consumers.get(tensor, [])
