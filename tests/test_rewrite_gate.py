@@ -566,6 +566,20 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
 
 
+def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path):
+    """The Div, Add and Muls of the Erf pattern were placed on the NPU by the static
+    prediction: nothing ran, so the row must not say so."""
+    ops = {"Div": {}, "Add": {}, "Mul": {}, "Tanh": {}}
+    result = check(contract(tmp_path, zoo.gelu_erf(), ops, rewrites=[{"name": "gelu-tanh", "atol": 1e-3}]))
+    assert [(r["node"], r["reason"]) for r in result.review] == [
+        ("/mlp/Div", "none (predicted on the NPU)"),
+        ("/mlp/Erf", "op Erf not in profile test-npu"),
+        ("/mlp/Add", "none (predicted on the NPU)"),
+        ("/mlp/Mul", "none (predicted on the NPU)"),
+        ("/mlp/Mul_1", "none (predicted on the NPU)"),
+    ]
+
+
 def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path):
     """A profile limit is a CPU fallback like a missing op: its constraint is named, its
     active error means "change the model" and its waiver is the strategy."""

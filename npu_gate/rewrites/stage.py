@@ -400,7 +400,7 @@ class Rewriting:
                 rows.append(self._row(
                     result, before["node"], before["op_type"], None,
                     placement=f"{before['placement']} → " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())),
-                    reason="; ".join(before["reasons"]) or "none (ran on the NPU)",
+                    reason="; ".join(before["reasons"]) or "none (predicted on the NPU)",  # nothing ran
                     constraints=[], strategy=f"rewrite: {entry['name']}", rewrite=entry["name"],
                     verification=check, cpu=["cpu_reference_original_s", "cpu_reference_s"]))
         suggested: dict[str, dict[str, Any]] = {}
