@@ -566,6 +566,20 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
 
 
+def test_a_rewrite_of_what_an_earlier_rewrite_emitted_is_reviewed(tmp_path):
+    """decompose-hardswish then fuse-hardswish: the fuse replaces nodes the model as given
+    never had, and the decomposed nodes are not in the checked graph (the review crashed)."""
+    result = check(contract(tmp_path, zoo.hardswish(), dict(ELEMENTWISE, HardSwish={}),
+                            rewrites=["decompose-hardswish", "fuse-hardswish"]))
+    assert [(r["node"], r["placement"], r["reason"]) for r in result.review] == [
+        ("hswish", "npu → replaced by a later rewrite 4", "none (predicted on the NPU)"),
+        *[(f"hswish/decomposed/{op}", "emitted by an earlier rewrite → npu 1", "none (emitted by an earlier rewrite)")
+          for op in ("Add", "Clip", "Mul", "Div")],
+    ]
+    assert all(v["passed"] for e in result.rewrites for v in e["verification"])
+    assert "<code>hswish/decomposed/Div</code> (emitted by an earlier rewrite); emitted" in markdown.render(result)
+
+
 def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path):
     """The Div, Add and Muls of the Erf pattern were placed on the NPU by the static
     prediction: nothing ran, so the row must not say so."""

@@ -40,6 +40,11 @@ CPU_LABEL = "CPU reference, not device"
 # The findings that put a node on CPU: a profile limit (rank, dtype, size) does it as surely
 # as a missing op, and its waiver or its error decides the row's strategy just the same.
 PLACEMENT_RULES = ("unsupported-op", "op-constraint", "profile-limit")
+NEW = "emitted by an earlier rewrite"  # a replaced node that is not in the model as given
+GONE = "replaced by a later rewrite"  # an emitted node that is not in the checked graph
+# The reason a replaced node without findings shows; placements are the static prediction.
+NO_REASON = {"npu": "none (predicted on the NPU)", "folded": "none (folded: computed from constants)",
+             None: f"none ({NEW})"}
 SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_partitions", "cpu_partitions",
                 "boundary_bytes")
 
@@ -395,12 +400,15 @@ class Rewriting:
                 region = next((a for a in self.applied if a.rewrite == entry["name"]
                                and before["node"] in [n for n, _ in a.replaced]), None)
                 check = checks.get((entry["name"], region.output)) if region else None
-                after = Counter(p["placement"] for p in entry["placement_after"]
+                # A rewrite may replace what an earlier one emitted (decompose, then fuse): such
+                # nodes have no placement before, or none after.
+                after = Counter(p["placement"] or GONE for p in entry["placement_after"]
                                 if region and p["node"] in [n for n, _ in region.emitted])
                 rows.append(self._row(
                     result, before["node"], before["op_type"], None,
-                    placement=f"{before['placement']} → " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())),
-                    reason="; ".join(before["reasons"]) or "none (predicted on the NPU)",  # nothing ran
+                    placement=f"{before['placement'] or NEW} → " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(after.items())),
+                    reason="; ".join(before["reasons"]) or NO_REASON[before["placement"]],
                     constraints=[], strategy=f"rewrite: {entry['name']}", rewrite=entry["name"],
                     verification=check, cpu=["cpu_reference_original_s", "cpu_reference_s"]))
         suggested: dict[str, dict[str, Any]] = {}
@@ -504,7 +512,9 @@ def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
 
 def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: str) -> dict[str, Any]:
     found = nodes.get(tensor)
-    if found is None:
+    # The region output keeps its name: the node producing it in the other graph may be
+    # another one (an earlier rewrite's emitted node, a later rewrite's fused op).
+    if found is None or found.op_type != op_type:
         return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
     return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
             "partition": found.partition}
