@@ -332,7 +332,20 @@ def test_bad_device_timings_stop_the_run(tmp_path, run_cli):
     assert run.code == 2
     assert run.err.splitlines() == [
         f"npu-gate: error: {tmp_path / 'board.csv'}: row 2: scope 'chip' is not one of model, partition, node",
-        f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a number of milliseconds >= 0"]
+        f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a finite number of milliseconds >= 0"]
+
+
+def test_device_timings_must_be_finite_numbers(tmp_path, run_cli):
+    """inf, NaN or true is no measurement: the review table would show `inf ms` as one."""
+    (tmp_path / "board.json").write_text('{"timings": [{"scope": "node", "key": "hswish", "ms": Infinity}, '
+                                         '{"scope": "model", "key": "net", "ms": true}]}')
+    (tmp_path / "board.csv").write_text("scope,key,ms\nnode,hswish,nan\n")
+    cases = (("board.json", ["timings[0]: ms inf", "timings[1]: ms True"]), ("board.csv", ["row 2: ms 'nan'"]))
+    for name, problems in cases:
+        run = run_cli("check", contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings=name))
+        assert run.code == 2
+        assert run.err.splitlines() == [
+            f"npu-gate: error: {tmp_path / name}: {p} is not a finite number of milliseconds >= 0" for p in problems]
 
 
 METRIC = '''
