@@ -273,3 +273,13 @@ def test_reflect_pad_with_axes_input_and_crops():
     crop = zoo.model([h.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")],
                      [zoo.init("pads", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)], out_shape=[1, 4, 5, 6])
     assert apply(crop, [REWRITES["pad-reflect-to-slice-concat"]])[1] == []  # negative pads: no match
+
+
+@pytest.mark.parametrize(("opset", "matched"), [(9, False), (10, True)])
+def test_reflect_pad_needs_the_slice_of_opset_10(opset, matched):
+    """Before opset 10 Slice has no steps input: the reversed slices cannot be written."""
+    node = onnx.helper.make_node("Pad", ["x"], ["y"], name="pad", mode="reflect", pads=[0, 0, 1, 2, 0, 0, 2, 1])
+    original = zoo.model([node], [], out_shape=[1, 4, 9, 9], opset=opset)
+    rewritten, applied = apply(original, [REWRITES["pad-reflect-to-slice-concat"]])
+    assert len(applied) == int(matched)
+    onnx.checker.check_model(rewritten, full_check=True)
