@@ -187,6 +187,31 @@ def test_approximate_rewrite_is_reported_with_its_error(tmp_path):
     assert loose.rewrites[0]["verification"][0]["max_abs_err"] == tight.rewrites[0]["verification"][0]["max_abs_err"]
 
 
+def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
+    """HardSwish then GELU: the exact rewrite's line must not show gelu-tanh's error as its own."""
+    h = onnx.helper
+    gelu = zoo.gelu_erf()
+    nodes = [h.make_node("HardSwish", ["x"], ["hs"], name="hswish")]
+    for node in gelu.graph.node:
+        node.input[:] = ["hs" if i == "x" else i for i in node.input]
+        nodes.append(node)
+    model = zoo.model(nodes, list(gelu.graph.initializer), opset=17)
+    ops = {"Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "Tanh": {}}
+    rewrites = ["decompose-hardswish", {"name": "gelu-tanh", "atol": 1e-3}]
+    result = check(contract(tmp_path, model, ops, rewrites=rewrites))
+    region = {e["name"]: next(v["max_abs_err"] for v in e["verification"] if v["kind"] == "region")
+              for e in result.rewrites}
+    [output] = {v["max_abs_err"] for e in result.rewrites for v in e["verification"] if v["kind"] == "output"}
+    assert region["decompose-hardswish"] < 1e-6 < 1e-4 < region["gelu-tanh"] <= output
+    lines = text.render(result).splitlines()
+    assert [line for line in lines if line.startswith("  rewrite ")] == [
+        f"  rewrite decompose-hardswish applied to 1 node(s): verified, max abs err "
+        f"{region['decompose-hardswish']:.3g} at its region, {output:.3g} at the outputs",
+        f"  rewrite gelu-tanh applied to 5 node(s): verified, max abs err {region['gelu-tanh']:.3g} at its region, "
+        f"{output:.3g} at the outputs",
+    ]
+
+
 def test_unmatched_rewrite_is_a_warning(tmp_path):
     result = check(contract(tmp_path, zoo.reflect_pad(), rewrites=["decompose-layernorm"]))
     assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule.startswith("rewrite")] == [
