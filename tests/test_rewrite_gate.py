@@ -212,6 +212,26 @@ def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
     ]
 
 
+def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, monkeypatch):
+    """What was applied is still reported, and nothing claims a proof that did not run."""
+    import npu_gate.rewrites.stage as stage
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no kernel for HardSigmoid")
+
+    monkeypatch.setattr(stage, "verify", fail)
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"]))
+    message = "rewrite verification: onnxruntime: RuntimeError: no kernel for HardSigmoid"
+    assert [f.message for f in result.findings if f.rule == "numerics-failed"] == [message]
+    assert result.rewrite_check is not None and result.rewrite_check["verified"] is False
+    assert [(e["name"], e["nodes"], e["verification"]) for e in result.rewrites] == [
+        ("decompose-hardswish", ["hswish"], [])]
+    [row] = result.review
+    assert (row["strategy"], row["verification"]) == ("rewrite: decompose-hardswish", None)
+    assert "  rewrite decompose-hardswish applied to 1 node(s): not verified\n" in text.render(result)
+    assert f"**Not verified**: {message}." in markdown.render(result)
+
+
 def test_unmatched_rewrite_is_a_warning(tmp_path):
     result = check(contract(tmp_path, zoo.reflect_pad(), rewrites=["decompose-layernorm"]))
     assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule.startswith("rewrite")] == [

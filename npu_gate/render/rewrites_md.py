@@ -70,7 +70,10 @@ def applied(result: GateResult) -> str:
              "each replaced region is also compared at its output tensor (layer-wise: its emitted nodes "
              "alone, on the region's inputs from the original model)."]
     if not check.get("verified", False):
-        parts += ["", "**Not verified**: no samples (numerics.samples is 0 and no samples_file)."]
+        stage = result.stages.get("rewrites", {})
+        why = (stage.get("reason") if stage.get("status") == "failed"
+               else "no samples (numerics.samples is 0 and no samples_file)")
+        parts += ["", f"**Not verified**: {md(why)}."]
     for entry in result.rewrites:
         kind = "exact" if entry["exact"] else "approximate: its error is measured below"
         before = ", ".join(f"{md_code(p['node'])} {p['placement'] or '(emitted by an earlier rewrite)'}"

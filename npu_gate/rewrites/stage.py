@@ -204,21 +204,28 @@ class Rewriting:
         before = analyse(self.original, settings)
         check: dict[str, Any] = {
             "applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
-            "before": summary(before), "after": summary(result), "verified": bool(self.samples),
+            "before": summary(before), "after": summary(result), "verified": False,  # until it is
         }
         result.rewrite_check = check
         checks: list[Check] = []
+        failure: Exception | None = None
         if self.samples:
-            ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
-            checks = ver.checks
-            timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
-            if self.contract.metric is not None:
-                from npu_gate.rewrites.metric import evaluate as run_metric
+            # onnxruntime may fail to run a model: what was applied is still reported (then
+            # the caller reports the failure), only the proof is missing.
+            try:
+                ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
+                checks = ver.checks
+                check["verified"] = True
+                timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
+                if self.contract.metric is not None:
+                    from npu_gate.rewrites.metric import evaluate as run_metric
 
-                result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
-                                           ver.candidate, self.samples)
-                if not result.metric["passed"]:
-                    result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+                    result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
+                                               ver.candidate, self.samples)
+                    if not result.metric["passed"]:
+                        result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+            except Exception as exc:
+                failure = exc
         else:
             result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
         for c in checks:
@@ -247,6 +254,8 @@ class Rewriting:
                 "verification": [c.to_dict() for c in checks if c.kind == "output" or c.rewrite == name],
             })
         result.rewrites = entries
+        if failure is not None:
+            raise failure
 
     def _replacement(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         """The user's own replacement model: placement before/after, end-to-end numerics, latency."""
