@@ -230,6 +230,27 @@ def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, 
     assert (row["strategy"], row["verification"]) == ("rewrite: decompose-hardswish", None)
     assert "  rewrite decompose-hardswish applied to 1 node(s): not verified\n" in text.render(result)
     assert f"**Not verified**: {message}." in markdown.render(result)
+    assert result.stages["suggestions"] == {"status": "skipped", "reason": "the rewrite verification failed"}
+    assert "Not tried: the rewrite verification failed." in markdown.render(result)
+    assert "replacement" not in result.stages and "metric" not in result.stages  # the contract names neither
+
+
+def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path, monkeypatch):
+    """The replacement, the task metric and the suggestions run on the same samples: when the
+    rewrite verification fails first, each stage says it was skipped and why."""
+    import npu_gate.rewrites.stage as stage
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(stage, "verify", fail)
+    (tmp_path / "metrics.py").write_text(METRIC)
+    (tmp_path / "mine.onnx").write_bytes(zoo.hardswish().SerializeToString())
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            replacement={"onnx": "mine.onnx"},
+                            metric={"callable": "metrics:agreement", "threshold": {}}))
+    skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
+    assert [result.stages.get(s) for s in ("replacement", "metric", "suggestions")] == [skipped] * 3
 
 
 def test_unmatched_rewrite_is_a_warning(tmp_path):

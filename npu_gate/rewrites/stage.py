@@ -169,6 +169,11 @@ class Rewriting:
                 message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
                 result.findings.append(_finding("numerics-failed", message))
+                # What would have run on the same samples says why it did not, not nothing.
+                skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
+                wanted = {"replacement": self.contract.replacement is not None,
+                          "metric": self.contract.metric is not None, "suggestions": True}
+                result.stages.update({stage: dict(skipped) for stage, runs in wanted.items() if runs})
                 return
         if self.contract.replacement is not None:
             self._replacement(settings, result, timings)
