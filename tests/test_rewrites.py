@@ -262,6 +262,23 @@ def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, cons
     assert apply(model, [REWRITES[name]])[1] == []
 
 
+def test_fuse_hardswish_leaves_an_intermediate_a_subgraph_reads_alone():
+    """An If body reading the Clip output consumes it too: fusing would leave the body
+    reading a tensor no node produces (an invalid graph)."""
+    h = onnx.helper
+    model = _by_hand("x*clip/6")
+    body = [h.make_graph([h.make_node("Identity", [read], [out], name=f"{out}/Identity")], out, [],
+                         [h.make_tensor_value_info(out, onnx.TensorProto.FLOAT, zoo.SHAPE)])
+            for read, out in (("g", "then_out"), ("x", "else_out"))]
+    model.graph.initializer.append(zoo.init("cond", True, np.bool_))
+    model.graph.node.append(h.make_node("If", ["cond"], ["w"], name="if", then_branch=body[0], else_branch=body[1]))
+    model.graph.output.append(h.make_tensor_value_info("w", onnx.TensorProto.FLOAT, zoo.SHAPE))
+    onnx.checker.check_model(model, full_check=True)
+    rewritten, applied = apply(model, [REWRITES["fuse-hardswish"]])
+    assert applied == []
+    onnx.checker.check_model(rewritten, full_check=True)
+
+
 def test_reflect_pad_with_axes_input_and_crops():
     h = onnx.helper
     node = h.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad", mode="reflect")

@@ -36,6 +36,17 @@ def _constant_attr(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
+def _subgraph_reads(node: onnx.NodeProto) -> list[str]:
+    """Names read inside the node's If/Loop/Scan bodies (nested ones too): an outer tensor a
+    body reads is consumed by that node, so a rewrite must not remove it."""
+    names: list[str] = []
+    for attr in node.attribute:
+        for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            for inner in g.node:
+                names += [*inner.input, *_subgraph_reads(inner)]
+    return names
+
+
 @dataclass(frozen=True)
 class Match:
     nodes: tuple[int, ...]  # indices into graph.node that the region replaces
@@ -75,7 +86,7 @@ class GraphView:
             for name in node.output:
                 if name:
                     self.producer[name] = i
-            for name in node.input:
+            for name in dict.fromkeys([*node.input, *_subgraph_reads(node)]):
                 if name:
                     self.consumers.setdefault(name, []).append(i)
         self.outputs = {o.name for o in model.graph.output}
