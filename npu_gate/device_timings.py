@@ -10,7 +10,7 @@ JSON::
 
 or CSV with the header ``scope,key,ms`` and one row per figure. ``scope`` is ``model``
 (key: the contract name), ``partition`` (key: a partition id of the checked graph) or
-``node`` (key: a node name); ``ms`` is milliseconds, at least 0. A figure whose key matches
+``node`` (key: a node name); ``ms`` is milliseconds, a finite number at least 0. A figure whose key matches
 nothing is listed in the result (``device_timings.unmatched``) and warned about by the CLI.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,15 +87,18 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
             continue
         scope, key = row.get("scope"), row.get("key")
         try:
-            ms = float(row.get("ms"))  # type: ignore[arg-type]
+            # JSON true is no figure, and infinity or NaN ("inf" in a CSV cell) no measurement.
+            ms = -1.0 if isinstance(row.get("ms"), bool) else float(row.get("ms"))  # type: ignore[arg-type]
         except (TypeError, ValueError):
+            ms = -1.0
+        if not math.isfinite(ms):
             ms = -1.0
         if scope not in SCOPES:
             problems.append(f"{label}: {where}: scope {scope!r} is not one of {', '.join(SCOPES)}")
         elif key is None or str(key) == "":
             problems.append(f"{label}: {where}: key is missing")
         elif not ms >= 0:
-            problems.append(f"{label}: {where}: ms {row.get('ms')!r} is not a number of milliseconds >= 0")
+            problems.append(f"{label}: {where}: ms {row.get('ms')!r} is not a finite number of milliseconds >= 0")
         elif (scope, str(key)) in entries:
             problems.append(f"{label}: {where}: {scope} {key!r} appears twice")
         else:

@@ -182,11 +182,14 @@ def _flatten(value: Any) -> list[Any]:
 
 
 def compare_output(
-    name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float
+    name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float,
+    reference: str = "PyTorch",
 ) -> OutputComparison:
     """Compare ``got`` with the reference ``ref`` on each sample: an element passes when
     |got - ref| <= atol + rtol * |ref|. NaN never passes; infinities pass only where both
-    sides hold the same one, and a passing comparison then says how many there were."""
+    sides hold the same one, and a passing comparison then says how many there were.
+    ``reference`` names the reference side in messages: rewrites and replacements compare
+    with the original ONNX model, not with PyTorch."""
     count = len(pairs)
     arrays = []
     diffs: list[np.ndarray | None] = []  # exact |got - ref| of integer outputs
@@ -196,7 +199,7 @@ def compare_output(
                                     "PyTorch returned fewer outputs than the ONNX model")
         if got.shape != ref.shape:
             return OutputComparison(name, None, None, atol, rtol, False, count,
-                                    f"shape {list(got.shape)} vs PyTorch {list(ref.shape)}")
+                                    f"shape {list(got.shape)} vs {reference} {list(ref.shape)}")
         arrays.append((got.astype(np.float64), ref.astype(np.float64)))
         diffs.append(_integer_diff(got, ref) if _integers(got, ref) else None)
     problem = _non_finite_problem(arrays)

@@ -6,6 +6,7 @@ import json
 import re
 
 import numpy as np
+import onnx
 import pytest
 import rewrite_zoo as zoo
 from conftest import validate_result
@@ -186,6 +187,72 @@ def test_approximate_rewrite_is_reported_with_its_error(tmp_path):
     assert loose.rewrites[0]["verification"][0]["max_abs_err"] == tight.rewrites[0]["verification"][0]["max_abs_err"]
 
 
+def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
+    """HardSwish then GELU: the exact rewrite's line must not show gelu-tanh's error as its own."""
+    h = onnx.helper
+    gelu = zoo.gelu_erf()
+    nodes = [h.make_node("HardSwish", ["x"], ["hs"], name="hswish")]
+    for node in gelu.graph.node:
+        node.input[:] = ["hs" if i == "x" else i for i in node.input]
+        nodes.append(node)
+    model = zoo.model(nodes, list(gelu.graph.initializer), opset=17)
+    ops = {"Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "Tanh": {}}
+    rewrites = ["decompose-hardswish", {"name": "gelu-tanh", "atol": 1e-3}]
+    result = check(contract(tmp_path, model, ops, rewrites=rewrites))
+    region = {e["name"]: next(v["max_abs_err"] for v in e["verification"] if v["kind"] == "region")
+              for e in result.rewrites}
+    [output] = {v["max_abs_err"] for e in result.rewrites for v in e["verification"] if v["kind"] == "output"}
+    assert region["decompose-hardswish"] < 1e-6 < 1e-4 < region["gelu-tanh"] <= output
+    lines = text.render(result).splitlines()
+    assert [line for line in lines if line.startswith("  rewrite ")] == [
+        f"  rewrite decompose-hardswish applied to 1 node(s): verified, max abs err "
+        f"{region['decompose-hardswish']:.3g} at its region, {output:.3g} at the outputs",
+        f"  rewrite gelu-tanh applied to 5 node(s): verified, max abs err {region['gelu-tanh']:.3g} at its region, "
+        f"{output:.3g} at the outputs",
+    ]
+
+
+def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, monkeypatch):
+    """What was applied is still reported, and nothing claims a proof that did not run."""
+    import npu_gate.rewrites.stage as stage
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no kernel for HardSigmoid")
+
+    monkeypatch.setattr(stage, "verify", fail)
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"]))
+    message = "rewrite verification: onnxruntime: RuntimeError: no kernel for HardSigmoid"
+    assert [f.message for f in result.findings if f.rule == "numerics-failed"] == [message]
+    assert result.rewrite_check is not None and result.rewrite_check["verified"] is False
+    assert [(e["name"], e["nodes"], e["verification"]) for e in result.rewrites] == [
+        ("decompose-hardswish", ["hswish"], [])]
+    [row] = result.review
+    assert (row["strategy"], row["verification"]) == ("rewrite: decompose-hardswish", None)
+    assert "  rewrite decompose-hardswish applied to 1 node(s): not verified\n" in text.render(result)
+    assert f"**Not verified**: {message}." in markdown.render(result)
+    assert result.stages["suggestions"] == {"status": "skipped", "reason": "the rewrite verification failed"}
+    assert "Not tried: the rewrite verification failed." in markdown.render(result)
+    assert "replacement" not in result.stages and "metric" not in result.stages  # the contract names neither
+
+
+def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path, monkeypatch):
+    """The replacement, the task metric and the suggestions run on the same samples: when the
+    rewrite verification fails first, each stage says it was skipped and why."""
+    import npu_gate.rewrites.stage as stage
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("no kernel")
+
+    monkeypatch.setattr(stage, "verify", fail)
+    (tmp_path / "metrics.py").write_text(METRIC)
+    (tmp_path / "mine.onnx").write_bytes(zoo.hardswish().SerializeToString())
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            replacement={"onnx": "mine.onnx"},
+                            metric={"callable": "metrics:agreement", "threshold": {}}))
+    skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
+    assert [result.stages.get(s) for s in ("replacement", "metric", "suggestions")] == [skipped] * 3
+
+
 def test_unmatched_rewrite_is_a_warning(tmp_path):
     result = check(contract(tmp_path, zoo.reflect_pad(), rewrites=["decompose-layernorm"]))
     assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule.startswith("rewrite")] == [
@@ -331,7 +398,20 @@ def test_bad_device_timings_stop_the_run(tmp_path, run_cli):
     assert run.code == 2
     assert run.err.splitlines() == [
         f"npu-gate: error: {tmp_path / 'board.csv'}: row 2: scope 'chip' is not one of model, partition, node",
-        f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a number of milliseconds >= 0"]
+        f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a finite number of milliseconds >= 0"]
+
+
+def test_device_timings_must_be_finite_numbers(tmp_path, run_cli):
+    """inf, NaN or true is no measurement: the review table would show `inf ms` as one."""
+    (tmp_path / "board.json").write_text('{"timings": [{"scope": "node", "key": "hswish", "ms": Infinity}, '
+                                         '{"scope": "model", "key": "net", "ms": true}]}')
+    (tmp_path / "board.csv").write_text("scope,key,ms\nnode,hswish,nan\n")
+    cases = (("board.json", ["timings[0]: ms inf", "timings[1]: ms True"]), ("board.csv", ["row 2: ms 'nan'"]))
+    for name, problems in cases:
+        run = run_cli("check", contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings=name))
+        assert run.code == 2
+        assert run.err.splitlines() == [
+            f"npu-gate: error: {tmp_path / name}: {p} is not a finite number of milliseconds >= 0" for p in problems]
 
 
 METRIC = '''
@@ -434,6 +514,18 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
         f"replacement at output y: max abs error {v['max_abs_err']:.3g}, max rel error {v['max_rel_err']:.3g} "
         "(atol 0.0001, rtol 0.001); compared with replacement output out"]
     assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
+
+
+def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):
+    """A replacement (or rewrite) is compared with the original ONNX model: no PyTorch here."""
+    flat = zoo.hardswish()
+    flat.graph.node.append(onnx.helper.make_node("Flatten", ["y"], ["flat"], name="flatten"))
+    del flat.graph.output[:]
+    flat.graph.output.append(onnx.helper.make_tensor_value_info("flat", onnx.TensorProto.FLOAT, [1, 144]))
+    (tmp_path / "flat.onnx").write_bytes(flat.SerializeToString())
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "flat.onnx"}))
+    assert [f.message for f in result.findings if f.rule == "rewrite-mismatch"] == [
+        "replacement at output y: compared with replacement output flat; shape [1, 144] vs the original [1, 4, 6, 6]"]
 
 
 def test_replacement_file_must_exist(tmp_path, run_cli):
@@ -551,6 +643,50 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert row["constraints"] == ["hswish-rank"]
     assert row["strategy"] == "rewrite: decompose-hardswish (suggested, not applied)"
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
+
+
+def test_a_rewrite_of_what_an_earlier_rewrite_emitted_is_reviewed(tmp_path):
+    """decompose-hardswish then fuse-hardswish: the fuse replaces nodes the model as given
+    never had, and the decomposed nodes are not in the checked graph (the review crashed)."""
+    result = check(contract(tmp_path, zoo.hardswish(), dict(ELEMENTWISE, HardSwish={}),
+                            rewrites=["decompose-hardswish", "fuse-hardswish"]))
+    assert [(r["node"], r["placement"], r["reason"]) for r in result.review] == [
+        ("hswish", "npu → replaced by a later rewrite 4", "none (predicted on the NPU)"),
+        *[(f"hswish/decomposed/{op}", "emitted by an earlier rewrite → npu 1", "none (emitted by an earlier rewrite)")
+          for op in ("Add", "Clip", "Mul", "Div")],
+    ]
+    assert all(v["passed"] for e in result.rewrites for v in e["verification"])
+    assert "<code>hswish/decomposed/Div</code> (emitted by an earlier rewrite); emitted" in markdown.render(result)
+
+
+def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path):
+    """The Div, Add and Muls of the Erf pattern were placed on the NPU by the static
+    prediction: nothing ran, so the row must not say so."""
+    ops = {"Div": {}, "Add": {}, "Mul": {}, "Tanh": {}}
+    result = check(contract(tmp_path, zoo.gelu_erf(), ops, rewrites=[{"name": "gelu-tanh", "atol": 1e-3}]))
+    assert [(r["node"], r["reason"]) for r in result.review] == [
+        ("/mlp/Div", "none (predicted on the NPU)"),
+        ("/mlp/Erf", "op Erf not in profile test-npu"),
+        ("/mlp/Add", "none (predicted on the NPU)"),
+        ("/mlp/Mul", "none (predicted on the NPU)"),
+        ("/mlp/Mul_1", "none (predicted on the NPU)"),
+    ]
+
+
+def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path):
+    """A profile limit is a CPU fallback like a missing op: its constraint is named, its
+    active error means "change the model" and its waiver is the strategy."""
+    waiver = {"rule": "profile-limit", "node": "hswish", "reason": "rank 4 accepted on CPU"}
+    path = contract(tmp_path, zoo.hardswish(), dict(ELEMENTWISE, HardSwish={}), waivers=[waiver])
+    profile = json.loads((tmp_path / "profile.json").read_text())
+    (tmp_path / "profile.json").write_text(json.dumps(profile | {"limits": {"max_rank": 3}}))
+    result = check(path)
+    rows = {r["node"]: r for r in result.review}
+    assert [(n, r["constraints"], r["strategy"]) for n, r in rows.items()] == [
+        ("conv0", ["limit-max-rank"], "change the model"),
+        ("hswish", ["limit-max-rank"], "waiver: rank 4 accepted on CPU"),
+        ("conv1", ["limit-max-rank"], "change the model"),
+    ]
 
 
 @pytest.mark.parametrize("decide", ["prediction", "measured"])

@@ -245,6 +245,40 @@ def test_fuse_hardswish_leaves_shared_intermediates_alone():
     assert applied == []  # the Clip output is used elsewhere: fusing would drop it
 
 
+@pytest.mark.parametrize(("name", "build", "constant"), [
+    ("fuse-hardswish", lambda: _by_hand("x*clip/6"), "three"),
+    ("fuse-hardswish", lambda: _by_hand("x*clip*(1/6)"), "sixth"),
+    ("gelu-tanh", zoo.gelu_erf, "one"),
+    ("gelu-tanh", zoo.gelu_erf, "half"),
+])
+def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, constant):
+    """x + [[[[[3]]]]] has rank 5: HardSwish(x) or the tanh form would drop that shape."""
+    model = build()
+    [init] = [t for t in model.graph.initializer if t.name == constant]
+    init.CopyFrom(zoo.init(constant, onnx.numpy_helper.to_array(init).reshape([1] * 5)))
+    del model.graph.output[:]
+    model.graph.output.append(onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, *zoo.SHAPE]))
+    onnx.checker.check_model(model, full_check=True)
+    assert apply(model, [REWRITES[name]])[1] == []
+
+
+def test_fuse_hardswish_leaves_an_intermediate_a_subgraph_reads_alone():
+    """An If body reading the Clip output consumes it too: fusing would leave the body
+    reading a tensor no node produces (an invalid graph)."""
+    h = onnx.helper
+    model = _by_hand("x*clip/6")
+    body = [h.make_graph([h.make_node("Identity", [read], [out], name=f"{out}/Identity")], out, [],
+                         [h.make_tensor_value_info(out, onnx.TensorProto.FLOAT, zoo.SHAPE)])
+            for read, out in (("g", "then_out"), ("x", "else_out"))]
+    model.graph.initializer.append(zoo.init("cond", True, np.bool_))
+    model.graph.node.append(h.make_node("If", ["cond"], ["w"], name="if", then_branch=body[0], else_branch=body[1]))
+    model.graph.output.append(h.make_tensor_value_info("w", onnx.TensorProto.FLOAT, zoo.SHAPE))
+    onnx.checker.check_model(model, full_check=True)
+    rewritten, applied = apply(model, [REWRITES["fuse-hardswish"]])
+    assert applied == []
+    onnx.checker.check_model(rewritten, full_check=True)
+
+
 def test_reflect_pad_with_axes_input_and_crops():
     h = onnx.helper
     node = h.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad", mode="reflect")
@@ -256,3 +290,13 @@ def test_reflect_pad_with_axes_input_and_crops():
     crop = zoo.model([h.make_node("Pad", ["x", "pads"], ["y"], name="pad", mode="reflect")],
                      [zoo.init("pads", [0, 0, -1, 0, 0, 0, 0, 0], np.int64)], out_shape=[1, 4, 5, 6])
     assert apply(crop, [REWRITES["pad-reflect-to-slice-concat"]])[1] == []  # negative pads: no match
+
+
+@pytest.mark.parametrize(("opset", "matched"), [(9, False), (10, True)])
+def test_reflect_pad_needs_the_slice_of_opset_10(opset, matched):
+    """Before opset 10 Slice has no steps input: the reversed slices cannot be written."""
+    node = onnx.helper.make_node("Pad", ["x"], ["y"], name="pad", mode="reflect", pads=[0, 0, 1, 2, 0, 0, 2, 1])
+    original = zoo.model([node], [], out_shape=[1, 4, 9, 9], opset=opset)
+    rewritten, applied = apply(original, [REWRITES["pad-reflect-to-slice-concat"]])
+    assert len(applied) == int(matched)
+    onnx.checker.check_model(rewritten, full_check=True)

@@ -70,11 +70,16 @@ def applied(result: GateResult) -> str:
              "each replaced region is also compared at its output tensor (layer-wise: its emitted nodes "
              "alone, on the region's inputs from the original model)."]
     if not check.get("verified", False):
-        parts += ["", "**Not verified**: no samples (numerics.samples is 0 and no samples_file)."]
+        stage = result.stages.get("rewrites", {})
+        why = (stage.get("reason") if stage.get("status") == "failed"
+               else "no samples (numerics.samples is 0 and no samples_file)")
+        parts += ["", f"**Not verified**: {md(why)}."]
     for entry in result.rewrites:
         kind = "exact" if entry["exact"] else "approximate: its error is measured below"
-        before = ", ".join(f"{md_code(p['node'])} {p['placement']}" for p in entry["placement_before"])
-        after = ", ".join(f"{md_code(p['node'])} {p['placement']}" for p in entry["placement_after"])
+        before = ", ".join(f"{md_code(p['node'])} {p['placement'] or '(emitted by an earlier rewrite)'}"
+                           for p in entry["placement_before"])
+        after = ", ".join(f"{md_code(p['node'])} {p['placement'] or '(replaced by a later rewrite)'}"
+                          for p in entry["placement_after"])
         parts += ["", f"**`{entry['name']}`** ({kind}): replaced {before}; emitted {after}."]
         if entry["verification"]:
             parts += ["", _table(CHECK_HEADERS, _check_rows(entry["verification"]))]

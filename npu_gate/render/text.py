@@ -86,16 +86,29 @@ def render(result: GateResult, headline_note: str = "") -> str:
 
 def _proof(checks: list[dict[str, Any]]) -> str:
     """``verified, max abs err E`` or ``MISMATCH, max abs err E`` (the problems of failed
-    checks that have no error figure, e.g. non-finite values, in parentheses)."""
+    checks that have no error figure, e.g. non-finite values, in parentheses). A rewrite's
+    own error (its regions) is told apart from the outputs', which every applied rewrite
+    shares: an exact rewrite must not wear an approximate one's error."""
     if not checks:
         return "not verified"
-    worst = max((v["max_abs_err"] for v in checks if v["max_abs_err"] is not None), default=None)
-    err = "" if worst is None else f", max abs err {worst:.3g}"
+    regions = [v for v in checks if v["kind"] == "region"]
+    if regions:
+        own, shared = _worst(regions), _worst([v for v in checks if v["kind"] != "region"])
+        err = (f", max abs err {own or 'n/a'} at its region{'s' if len(regions) > 1 else ''}"
+               + (f", {shared} at the outputs" if shared is not None else ""))
+    else:
+        worst = _worst(checks)
+        err = "" if worst is None else f", max abs err {worst}"
     if all(v["passed"] for v in checks):
         return f"verified{err}"
     problems = sorted({v["problem"] for v in checks if not v["passed"] and v["max_abs_err"] is None
                        and v.get("problem")})
     return f"MISMATCH{err}" + (f" ({'; '.join(problems)})" if problems else "")
+
+
+def _worst(checks: list[dict[str, Any]]) -> str | None:
+    worst = max((v["max_abs_err"] for v in checks if v["max_abs_err"] is not None), default=None)
+    return None if worst is None else f"{worst:.3g}"
 
 
 def _replacement_line(result: GateResult) -> str:

@@ -36,6 +36,17 @@ def _constant_attr(node: onnx.NodeProto) -> np.ndarray | None:
     return None
 
 
+def _subgraph_reads(node: onnx.NodeProto) -> list[str]:
+    """Names read inside the node's If/Loop/Scan bodies (nested ones too): an outer tensor a
+    body reads is consumed by that node, so a rewrite must not remove it."""
+    names: list[str] = []
+    for attr in node.attribute:
+        for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            for inner in g.node:
+                names += [*inner.input, *_subgraph_reads(inner)]
+    return names
+
+
 @dataclass(frozen=True)
 class Match:
     nodes: tuple[int, ...]  # indices into graph.node that the region replaces
@@ -75,7 +86,7 @@ class GraphView:
             for name in node.output:
                 if name:
                     self.producer[name] = i
-            for name in node.input:
+            for name in dict.fromkeys([*node.input, *_subgraph_reads(node)]):
                 if name:
                     self.consumers.setdefault(name, []).append(i)
         self.outputs = {o.name for o in model.graph.output}
@@ -162,6 +173,19 @@ class GraphView:
     def is_scalar(self, name: str, expected: float, tol: float = 1e-6) -> bool:
         value = self.scalar(name)
         return value is not None and abs(value - expected) <= tol * max(1.0, abs(expected))
+
+    def keeps_shape(self, nodes: Iterable[int], x: str) -> bool:
+        """Whether the constants the region's nodes read leave ``x``'s shape alone. A size-1
+        constant of a higher rank broadcasts it up ([4] + [[3]] is [1, 4]): an op that reads
+        x alone would silently drop that shape. Without x's rank, only 0-d constants pass."""
+        shape = self.shapes().get(x)
+        rank = 0 if shape is None else len(shape)
+        for i in nodes:
+            for name in self.nodes[i].input:
+                value = self.const(name) if name and name != x else None
+                if value is not None and value.ndim > rank:
+                    return False
+        return True
 
     def only_consumer(self, tensor: str, op_type: str) -> int | None:
         """The single consumer of ``tensor`` if it has that op type and the tensor is internal."""

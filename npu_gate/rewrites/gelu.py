@@ -64,6 +64,8 @@ def _match_erf(view: GraphView, erf: int) -> Match | None:
             return None
         nodes.insert(0, half)
         out = view.nodes[m1].output[0]
+    if not view.keeps_shape(nodes, x):  # the tanh form's constants are 0-d: it keeps x's shape
+        return None
     return Match(tuple(sorted(nodes)), view.node_name(erf), out, {"x": x})
 
 
@@ -94,7 +96,7 @@ GELU_TANH = Rewrite(
     exact=False,
     doc="An approximation: the tanh form differs from exact GELU by up to about 5e-4 in absolute "
         "terms (largest near |x| ≈ 2), so its error is measured and reported against the "
-        "tolerance, never assumed away.",
+        "tolerance, never assumed away. The Erf pattern's constants may not raise x's rank.",
     find=_find,
     build=_build,
 )

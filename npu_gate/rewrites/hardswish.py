@@ -86,6 +86,8 @@ def _match_clip_form(view: GraphView, add: int) -> Match | None:
             return None
     else:
         return None
+    if not view.keeps_shape((add, clip, nxt, last), x):  # HardSwish(x) has x's shape
+        return None
     return Match((add, clip, nxt, last), view.node_name(clip), view.nodes[last].output[0], {"x": x})
 
 
@@ -127,7 +129,8 @@ FUSE = Rewrite(
     emits="HardSwish(x)",
     exact=True,
     doc="The reverse of decompose-hardswish, as compilers fuse the pattern. For targets that run "
-        "HardSwish but not Clip. Intermediate tensors must have no other consumer.",
+        "HardSwish but not Clip. Intermediate tensors must have no other consumer, and no constant "
+        "may raise x's rank (a [1, 1] constant broadcasting a [4] tensor to [1, 4]).",
     find=_find_fusable,
     build=_fuse,
 )

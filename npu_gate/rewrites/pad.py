@@ -8,6 +8,8 @@ from npu_gate.rewrites.base import Builder, Emitted, GraphView, Match, Rewrite
 
 
 def _find(view: GraphView) -> list[Match]:
+    if view.opset < 10:  # Slice takes starts/ends/axes/steps as inputs (and steps at all) from opset 10
+        return []
     found = []
     for i, n in enumerate(view.nodes):
         if not view.is_op(i, "Pad") or view.attr(i, "mode", "constant") != "reflect":
@@ -74,7 +76,7 @@ def _build(view: GraphView, m: Match) -> Emitted:
 REFLECT = Rewrite(
     name="pad-reflect-to-slice-concat",
     matches="Pad mode=reflect with constant non-negative pads (and constant axes) smaller than the "
-            "padded dims, static input shape",
+            "padded dims, static input shape; opset 10+",
     emits="per padded axis: Slice (reversed, step −1) before and after, Concat",
     exact=True,
     doc="Reflection padding is a copy of reversed edge slices: per axis, "

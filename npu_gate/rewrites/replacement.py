@@ -18,7 +18,7 @@ import onnx
 from npu_gate.contract import Contract, Replacement
 from npu_gate.model_file import load_onnx
 from npu_gate.numerics import compare_output
-from npu_gate.rewrites.verify import Check, run
+from npu_gate.rewrites.verify import ORIGINAL, Check, run
 
 
 @dataclasses.dataclass
@@ -64,7 +64,7 @@ def compare(
                                 "the replacement has fewer outputs"))
             continue
         c = compare_output(name, [(cand_s[k], ref_s[k]) for cand_s, ref_s in zip(cand, ref, strict=True)],
-                            atol, rtol)
+                            atol, rtol, ORIGINAL)
         problem = c.problem
         if cand_names[k] != name:
             problem = f"compared with replacement output {cand_names[k]}" + (f"; {problem}" if problem else "")

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
 LATENCY_RUNS = 20
 CPU_LABEL = "CPU reference, not device"
+# The findings that put a node on CPU: a profile limit (rank, dtype, size) does it as surely
+# as a missing op, and its waiver or its error decides the row's strategy just the same.
+PLACEMENT_RULES = ("unsupported-op", "op-constraint", "profile-limit")
+NEW = "emitted by an earlier rewrite"  # a replaced node that is not in the model as given
+GONE = "replaced by a later rewrite"  # an emitted node that is not in the checked graph
+# The reason a replaced node without findings shows; placements are the static prediction.
+NO_REASON = {"npu": "none (predicted on the NPU)", "folded": "none (folded: computed from constants)",
+             None: f"none ({NEW})"}
 SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_partitions", "cpu_partitions",
                 "boundary_bytes")
 
@@ -161,6 +169,11 @@ class Rewriting:
                 message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
                 result.findings.append(_finding("numerics-failed", message))
+                # What would have run on the same samples says why it did not, not nothing.
+                skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
+                wanted = {"replacement": self.contract.replacement is not None,
+                          "metric": self.contract.metric is not None, "suggestions": True}
+                result.stages.update({stage: dict(skipped) for stage, runs in wanted.items() if runs})
                 return
         if self.contract.replacement is not None:
             self._replacement(settings, result, timings)
@@ -196,21 +209,28 @@ class Rewriting:
         before = analyse(self.original, settings)
         check: dict[str, Any] = {
             "applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
-            "before": summary(before), "after": summary(result), "verified": bool(self.samples),
+            "before": summary(before), "after": summary(result), "verified": False,  # until it is
         }
         result.rewrite_check = check
         checks: list[Check] = []
+        failure: Exception | None = None
         if self.samples:
-            ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
-            checks = ver.checks
-            timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
-            if self.contract.metric is not None:
-                from npu_gate.rewrites.metric import evaluate as run_metric
+            # onnxruntime may fail to run a model: what was applied is still reported (then
+            # the caller reports the failure), only the proof is missing.
+            try:
+                ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
+                checks = ver.checks
+                check["verified"] = True
+                timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
+                if self.contract.metric is not None:
+                    from npu_gate.rewrites.metric import evaluate as run_metric
 
-                result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
-                                           ver.candidate, self.samples)
-                if not result.metric["passed"]:
-                    result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+                    result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
+                                               ver.candidate, self.samples)
+                    if not result.metric["passed"]:
+                        result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+            except Exception as exc:
+                failure = exc
         else:
             result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
         for c in checks:
@@ -239,6 +259,8 @@ class Rewriting:
                 "verification": [c.to_dict() for c in checks if c.kind == "output" or c.rewrite == name],
             })
         result.rewrites = entries
+        if failure is not None:
+            raise failure
 
     def _replacement(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         """The user's own replacement model: placement before/after, end-to-end numerics, latency."""
@@ -392,12 +414,15 @@ class Rewriting:
                 region = next((a for a in self.applied if a.rewrite == entry["name"]
                                and before["node"] in [n for n, _ in a.replaced]), None)
                 check = checks.get((entry["name"], region.output)) if region else None
-                after = Counter(p["placement"] for p in entry["placement_after"]
+                # A rewrite may replace what an earlier one emitted (decompose, then fuse): such
+                # nodes have no placement before, or none after.
+                after = Counter(p["placement"] or GONE for p in entry["placement_after"]
                                 if region and p["node"] in [n for n, _ in region.emitted])
                 rows.append(self._row(
                     result, before["node"], before["op_type"], None,
-                    placement=f"{before['placement']} → " + ", ".join(f"{k} {v}" for k, v in sorted(after.items())),
-                    reason="; ".join(before["reasons"]) or "none (ran on the NPU)",
+                    placement=f"{before['placement'] or NEW} → " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(after.items())),
+                    reason="; ".join(before["reasons"]) or NO_REASON[before["placement"]],
                     constraints=[], strategy=f"rewrite: {entry['name']}", rewrite=entry["name"],
                     verification=check, cpu=["cpu_reference_original_s", "cpu_reference_s"]))
         suggested: dict[str, dict[str, Any]] = {}
@@ -408,8 +433,8 @@ class Rewriting:
         for n in result.nodes:
             if n.placement != "cpu":
                 continue
-            mine = [f for f in result.findings if f.node == n.name and f.rule in ("unsupported-op", "op-constraint")]
-            constraints = [f.constraint for f in mine if f.constraint]
+            mine = [f for f in result.findings if f.node == n.name and f.rule in PLACEMENT_RULES]
+            constraints = list(dict.fromkeys(f.constraint for f in mine if f.constraint))  # input and output
             reason = "; ".join(n.reasons)
             s = suggested.get(n.name)
             waived = [f for f in mine if f.waived]
@@ -501,7 +526,9 @@ def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
 
 def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: str) -> dict[str, Any]:
     found = nodes.get(tensor)
-    if found is None:
+    # The region output keeps its name: the node producing it in the other graph may be
+    # another one (an earlier rewrite's emitted node, a later rewrite's fused op).
+    if found is None or found.op_type != op_type:
         return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
     return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
             "partition": found.partition}
