@@ -202,6 +202,14 @@ RULES: dict[str, Rule] = {
             "Remove it from the contract, or check that the model still has the pattern.",
         ),
         Rule(
+            "rewrite-unverified",
+            WARNING,
+            "The contract's rewrites (or replacement) were applied with no numerical proof.",
+            "numerics.samples is 0 and there is no numerics.samples_file, so the original and the "
+            "rewritten model never ran side by side: the gate judged a graph nobody compared. "
+            "Give numerics.samples (or a samples_file of real inputs) so the rewrite is verified.",
+        ),
+        Rule(
             "task-metric",
             ERROR,
             "The contract's task metric missed its threshold or could not be computed.",

@@ -516,6 +516,21 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
 
 
+def test_rewrites_and_replacements_without_samples_are_a_warning(tmp_path):
+    """numerics.samples 0 and no samples_file: nothing compared the rewritten graph with the
+    original, and the result says so as a finding, not only in a stage's reason."""
+    (tmp_path / "mine.onnx").write_bytes(zoo.hardswish_by_hand().SerializeToString())
+    result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                            replacement={"onnx": "mine.onnx"}, numerics={"samples": 0}))
+    assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule == "rewrite-unverified"] == [
+        ("rewrite-unverified", "warning",
+         "rewrites decompose-hardswish applied but not verified: numerics.samples is 0 and no samples_file"),
+        ("rewrite-unverified", "warning",
+         "replacement not compared with the model: numerics.samples is 0 and no samples_file"),
+    ]
+    assert result.verdict == "pass"  # a warning: the gate's own figures still decide
+
+
 def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):
     """A replacement (or rewrite) is compared with the original ONNX model: no PyTorch here."""
     flat = zoo.hardswish()

@@ -233,6 +233,9 @@ class Rewriting:
                 failure = exc
         else:
             result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
+            result.findings.append(_finding(
+                "rewrite-unverified", f"rewrites {', '.join(check['applied'])} applied but not verified: "
+                "numerics.samples is 0 and no samples_file"))
         for c in checks:
             if not c.passed:
                 where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
@@ -279,6 +282,9 @@ class Rewriting:
         entry["after"] = summary(analyse(loaded.model, settings))
         if not self.samples:
             result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
+            result.findings.append(_finding(
+                "rewrite-unverified", "replacement not compared with the model: numerics.samples is 0 and "
+                "no samples_file"))
             return
         try:
             checks, reference, candidate = repl.compare(self.original, loaded.model, self.samples, *self.default)
