@@ -88,6 +88,23 @@ def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) 
     assert result.stages["probe"]["reason"] == "build: no"
 
 
+def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch) -> None:
+    """The Markdown report used to set the 0 / 0 segments of a build that never happened against
+    the prediction ("0 npu / 0 cpu vs 2 npu / 1 cpu (differ)") where the text said there were none."""
+    from npu_gate.render.markdown import render as render_markdown
+    from npu_gate.render.text import render as render_text
+
+    original = FakeCompiler.request
+    monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "fail": "no"})
+    result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1"})), today=TODAY)
+    nothing = ("no segments to compare: the compiler built nothing (predicted partitions of the model's nodes "
+               "(the profile has no rank_adapters rule): 2 npu / 1 cpu)")
+    assert f"    {nothing}\n" in render_text(result)
+    report = " ".join(render_markdown(result).split())  # table cells are padded
+    assert f"| Partitions | {nothing} |" in report
+    assert "differ" not in report
+
+
 def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
