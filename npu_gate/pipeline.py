@@ -639,10 +639,15 @@ def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timing
     nodes = {n.name: n for n in measured.nodes}
     for finding in result.findings:  # CPU fallbacks the compiler did not make are not errors
         node = nodes.get(finding.node or "")
-        if finding.rule in ("unsupported-op", "op-constraint") and node is not None and node.runs_on == NPU:
+        if finding.rule not in ("unsupported-op", "op-constraint") or node is None:
+            continue
+        if node.runs_on == NPU:
             finding.severity = INFO
             finding.message += (f" (measured on the NPU{' as ' + node.became if node.became else ''}: "
                                 f"{measured.evidence})")
+        elif node.actual == FOLDED:  # removed at compile time: it runs nowhere, so it is no CPU fallback
+            finding.severity = INFO
+            finding.message += f" (measured: folded away by the compiler: {measured.evidence})"
     s = measured.summary
     result.summary["measured"] = {
         "cpu_nodes": sum(1 for n in measured.nodes if n.runs_on in (CPU, "split")),

@@ -193,6 +193,34 @@ def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, m
            "Reshape y (output, cpu): agree |" in report
 
 
+
+def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(write_contract, tmp_path,
+                                                                           monkeypatch) -> None:
+    """decide: measured on the rknn fixture gelu_head (replayed in place of a build): the Flatten
+    that `demo` sends to CPU was removed by the compiler (no CPU node, one NPU segment measured),
+    yet its unsupported-op error used to stay and fail the gate."""
+    from npu_gate.probe import runner
+
+    fixture = Path(__file__).parent / "fixtures" / "rknn" / "gelu_head"
+    shutil.copy(fixture / "model.onnx", tmp_path / "model.onnx")
+
+    def replayed(model, compiler, target, python, *, profile, **options):
+        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
+        result.timings["total_s"] = 0.0
+        return result
+
+    monkeypatch.setattr(runner, "probe", replayed)
+    probe = {"compiler": "rknn", "target": "rk3588", "decide": "measured"}
+    path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo", "probe": probe},
+                           "inputs": [{"name": "x", "shape": [1, 8, 16, 16], "dtype": "float32"}], "gates": GATES})
+    result = check_contract(load_contract(path), today=TODAY)
+    assert result.summary["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    flat = next(f for f in result.findings if f.node == "flat")
+    assert (flat.rule, flat.severity) == ("unsupported-op", "info")
+    assert flat.message == ("op Flatten not in profile demo (measured: folded away by the compiler: "
+                            "measured: rknn-toolkit2 2.5.0 rk3588)")
+    assert result.verdict == "pass"
+
 # --- the result cache and the compiler venv -------------------------------------------------
 
 CACHED = "result from cache (key "
