@@ -69,7 +69,10 @@ class Artifacts:
     samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
 
 
-def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
+def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None,
+                  shapes: dict[str, list[int]] | None = None) -> GateResult:
+    """``shapes``: static input shapes that replace the model's (a probe's ``--inputs``), applied
+    as a contract's are; None or empty: the model's own."""
     start = time.perf_counter()
     model, sha256 = load_onnx(path, weights=False)
     loaded = time.perf_counter()
@@ -77,11 +80,18 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
     if keep is not None:
         keep.model_path = copy_model(path, keep.folder)
-    _analyze(model, Settings(profile=profile), result, keep)
+    _analyze(model, Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None), result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     _finish(result, Settings(profile=profile))
     result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}
     return result
+
+
+def _given_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> list[InputSpec]:
+    """Input specs for the given shapes, with the model's own dtypes (only the shapes are asked for)."""
+    dtypes = {v.name: graphlib.tensor_info_from_type(v.name, v.type).dtype for v in model.graph.input}
+    return [InputSpec(name, list(shape), dtypes.get(name) or "float32", None, (0.0, 1.0))
+            for name, shape in shapes.items()]
 
 
 def check_contract(

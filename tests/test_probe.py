@@ -570,6 +570,29 @@ def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> No
     assert fixed.code == 0, fixed.err
 
 
+def test_the_prediction_uses_the_shapes_given_to_the_compiler(run_cli, save_model, tmp_path: Path) -> None:
+    """The prediction used to analyse the model with its own dynamic batch while the compiler
+    built it with --inputs: a constraint on that dim failed (unknown), both Convs were predicted
+    on CPU and disagreed with the build (1/3 nodes, 0 npu / 1 cpu partitions)."""
+    model = probe_models.erf_between()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = save_model(model)
+    profile = tmp_path / "batch1.json"
+    profile.write_text(json.dumps({
+        "name": "batch1", "description": "d", "source": "s", "evidence": "illustrative",
+        "ops": {"Conv": {"constraints": [{"id": "conv-batch-1", "input": 0, "dim": {"axis": 0, "max": 1}}]}}}))
+    run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "x:1,8,16,16",
+                  "--profile", profile, "--json", tmp_path / "p.json", "--keep-work", tmp_path / "work")
+    assert run.code == 0, run.err
+    doc = json.loads((tmp_path / "p.json").read_text())
+    replayed = replay(path, FAKE, "fake1", tmp_path / "work", load_profile(str(profile))).to_dict()
+    for d in (doc, replayed):  # a replay reads the shapes from the kept request
+        assert [(n["name"], n["predicted"], n["actual"]) for n in d["nodes"]] == [
+            ("conv1", "npu", "npu"), ("erf", "cpu", "cpu"), ("conv2", "npu", "npu")]
+        assert (d["summary"]["agree"], d["summary"]["predicted_npu_partitions"],
+                d["summary"]["predicted_cpu_partitions"]) == (3, 2, 1)
+
+
 def test_cli_exit_2_for_a_missing_model(run_cli, tmp_path: Path) -> None:
     run = run_cli("probe", tmp_path / "absent.onnx", "--compiler", "fake")
     assert run.code == 2 and "absent.onnx: no such model file" in run.err

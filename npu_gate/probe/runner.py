@@ -154,7 +154,7 @@ def probe(
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
     start = time.perf_counter()
-    predicted = _predict(model, profile)
+    predicted = _predict(model, profile, inputs)
     predicted_s = time.perf_counter() - start
     if predicted is not None:
         _check_inputs(model, predicted.inputs, inputs or {})
@@ -208,7 +208,10 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: An
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    return assemble(model.name, compiler, target, _predict(model, profile), runs)
+    request_path = work / "attempt-1" / "request.json"  # the shapes the compiler was given
+    request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
+    inputs = {i["name"]: i["shape"] for i in request.get("inputs") or []}
+    return assemble(model.name, compiler, target, _predict(model, profile, inputs), runs)
 
 
 def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
@@ -225,10 +228,11 @@ def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[s
         raise GateError(*problems)
 
 
-def _predict(model: Path, profile: Any) -> Any:
+def _predict(model: Path, profile: Any, inputs: dict[str, list[int]] | None = None) -> Any:
+    """npu_gate's prediction for the model the compiler builds: with the input shapes it is given."""
     from npu_gate.pipeline import inspect_model
 
-    return inspect_model(model, profile) if profile is not None else None
+    return inspect_model(model, profile, shapes=inputs) if profile is not None else None
 
 
 def _judge(compiler: Compiler, run: ChildRun, work: Path,
