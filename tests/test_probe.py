@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
 PROBE_1_1_SUMMARY_KEYS = ("adapters", "predicted_npu_partitions_with_adapters",
                           "predicted_cpu_partitions_with_adapters")
-PROBE_1_1_FIXTURES = ("resize_odd_dims", "unnamed_nodes")  # captured after probe-1.1
+PROBE_1_1_FIXTURES = ("resize_odd_dims", "unnamed_nodes", "groupnorm")  # captured after probe-1.1
 
 
 def _raw(name: str, attempt: int = 1) -> str:
@@ -134,12 +134,14 @@ def test_an_op_row_missing_a_cell_before_the_full_name_ends_the_table() -> None:
 
 
 def test_final_graph_is_the_last_dump() -> None:
-    producers, consumers, ops, io = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
+    producers, consumers, ops, io, tensors = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
     assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
     assert consumers == {"/conv/Conv": ["/Add_2hs"], "/Add_2hs": []}
     assert ops == {"/conv/Conv": "Conv", "/Add_2hs": "HardSwish"}
     assert io == {"/conv/Conv": [("input", "images")], "/Add_2hs": [("output", "out")]}
-    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None, None)
+    assert tensors == {"/conv/Conv": (["images"], ["/conv/Conv_output_0"]),
+                       "/Add_2hs": (["/conv/Conv_output_0"], ["out"])}
+    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None, None, None)
 
 
 # --- mapping back to the original nodes, replayed from the kept work folders ---
@@ -262,6 +264,21 @@ def test_an_unnamed_nodes_output_name_is_not_used_when_another_node_has_that_nam
     result = SimpleNamespace(nodes=[node("Relu#0", "", "r"), node("Conv#1", "", "conv"), node("conv", None, "y")])
     assert _graph_names(RknnCompiler(), result) == {"Relu#0": "r"}
     assert _graph_names(FAKE, result) == {}
+
+
+def test_a_node_a_fuse_rule_merged_without_naming_the_result_is_fused() -> None:
+    """`fuse_two_reshape: remove node = ['to_groups']` merges the model's Reshape into the rank
+    adapter the toolkit put after it; the log names no result. It used to be read as folded away,
+    and the adapter row holding its work as an op the compiler added from no node."""
+    doc = _replay("groupnorm")
+    assert _actuals(doc)["to_groups"] == ("cpu", "fused", "Reshape")
+    node = next(n for n in doc["nodes"] if n["name"] == "to_groups")
+    assert (node["runs_on"], node["rows"], node["via"]) == ("npu", [2], ["fuse_two_reshape"])
+    assert [(r["id"], r["op_type"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]][:2] == [
+        (1, "Conv", "conv", ["conv"]), (2, "Reshape", "g_rs", ["to_groups"])]
+    assert doc["summary"]["compiler_added_ops"] == 0
+    assert _actuals(doc)["shape"] == ("folded", "folded", None)  # fold_constant: really folded
+    assert doc["summary"]["actual"] == {"npu": 5, "cpu": 0, "split": 0, "folded": 1, "fused": 1}
 
 
 def test_late_fused_op_named_after_its_conv() -> None:

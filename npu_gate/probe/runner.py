@@ -263,7 +263,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         graph_names = _graph_names(compiler, predicted_result)
-        result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names)
+        tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
+                   for n in predicted_result.nodes} if predicted_result else None
+        result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
