@@ -549,6 +549,17 @@ def test_fake_failure_and_retry(save_model, tmp_path: Path) -> None:
                                                            {"fail_rule": "fuse_x", "disable_rules": ["fuse_x"]}]
 
 
+def test_a_kept_work_folder_holds_only_the_last_probes_attempts(save_model, tmp_path: Path) -> None:
+    """A second probe into the same --keep-work folder used to leave the first probe's attempt-2
+    beside its own attempt-1, and a replay of the folder then read that stale attempt as the last."""
+    _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail_rule="fuse_x")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["attempt-1", "attempt-2"]
+    failed = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail="unsupported thing")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["attempt-1"]
+    replayed = replay(tmp_path / "model.onnx", FAKE, "fake1", tmp_path / "work", load_profile("demo")).to_dict()
+    assert (failed["status"], replayed["status"], len(replayed["attempts"])) == ("failed", "failed", 1)
+
+
 def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> None:
     original = FakeCompiler.request
     monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "crash": True})

@@ -160,13 +160,15 @@ def probe(
         _check_inputs(model, predicted.inputs, inputs or {})
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
+    # a kept folder holds this probe's attempts only: replay() reads every attempt-N in it
+    for stale in work.glob("attempt-*"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
     options = dict(options or {})
     runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
     try:
         while True:
             attempt_dir = work / f"attempt-{len(runs) + 1}"
-            if attempt_dir.exists():
-                shutil.rmtree(attempt_dir)
             request = compiler.request(model.resolve(), target, inputs or {}, options)
             if child is not None:
                 run = child.run(request, attempt_dir)
