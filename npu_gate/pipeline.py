@@ -69,7 +69,10 @@ class Artifacts:
     samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
 
 
-def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None) -> GateResult:
+def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None,
+                  shapes: dict[str, list[int]] | None = None) -> GateResult:
+    """``shapes``: static input shapes that replace the model's (a probe's ``--inputs``), applied
+    as a contract's are; None or empty: the model's own."""
     start = time.perf_counter()
     model, sha256 = load_onnx(path, weights=False)
     loaded = time.perf_counter()
@@ -77,11 +80,18 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
     if keep is not None:
         keep.model_path = copy_model(path, keep.folder)
-    _analyze(model, Settings(profile=profile), result, keep)
+    _analyze(model, Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None), result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     _finish(result, Settings(profile=profile))
     result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}
     return result
+
+
+def _given_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> list[InputSpec]:
+    """Input specs for the given shapes, with the model's own dtypes (only the shapes are asked for)."""
+    dtypes = {v.name: graphlib.tensor_info_from_type(v.name, v.type).dtype for v in model.graph.input}
+    return [InputSpec(name, list(shape), dtypes.get(name) or "float32", None, (0.0, 1.0))
+            for name, shape in shapes.items()]
 
 
 def check_contract(
@@ -639,10 +649,15 @@ def _probe_stage(contract: Contract, onnx_path: Path, result: GateResult, timing
     nodes = {n.name: n for n in measured.nodes}
     for finding in result.findings:  # CPU fallbacks the compiler did not make are not errors
         node = nodes.get(finding.node or "")
-        if finding.rule in ("unsupported-op", "op-constraint") and node is not None and node.runs_on == NPU:
+        if finding.rule not in ("unsupported-op", "op-constraint") or node is None:
+            continue
+        if node.runs_on == NPU:
             finding.severity = INFO
             finding.message += (f" (measured on the NPU{' as ' + node.became if node.became else ''}: "
                                 f"{measured.evidence})")
+        elif node.actual == FOLDED:  # removed at compile time: it runs nowhere, so it is no CPU fallback
+            finding.severity = INFO
+            finding.message += f" (measured: folded away by the compiler: {measured.evidence})"
     s = measured.summary
     result.summary["measured"] = {
         "cpu_nodes": sum(1 for n in measured.nodes if n.runs_on in (CPU, "split")),

@@ -25,6 +25,9 @@ Each one shows one thing RKNN-Toolkit2 2.5.0 does (measured, see tests/fixtures/
   behind a Conv the compiler inserts, whose op-table row has no FullName.
 - ``unnamed_nodes``: Conv, Relu (both without a name), Conv: the toolkit names an unnamed node
   after its first output (``a`` for the first Conv, whose row becomes ``ConvRelu``).
+- ``groupnorm``: GroupNorm as exported before opset 18 (Reshape, InstanceNormalization, Reshape,
+  Mul, Add): ``fuse_two_reshape`` merges the first Reshape into the rank adapter the toolkit puts
+  before its norm op and logs only the removal.
 """
 
 from __future__ import annotations
@@ -216,6 +219,27 @@ def unnamed_nodes() -> onnx.ModelProto:
     return _model("unnamed_nodes", nodes, inits, [_x("x", [1, 3, 16, 16])], [_x("y", [1, 8, 16, 16])])
 
 
+def groupnorm() -> onnx.ModelProto:
+    """GroupNorm(4, 16) after a Conv as torch's exporter writes it before opset 18: Reshape to
+    [0, 4, -1], InstanceNormalization, Reshape back to the Conv's Shape, Mul and Add (random affine)."""
+    c = helper.make_node
+    nodes = [
+        c("Conv", ["x", "conv.w", "conv.b"], ["h"], name="conv", kernel_shape=[1, 1]),
+        c("Reshape", ["h", "groups"], ["g"], name="to_groups"),
+        c("InstanceNormalization", ["g", "in.scale", "in.bias"], ["n"], name="norm", epsilon=1e-5),
+        c("Shape", ["h"], ["s"], name="shape"),
+        c("Reshape", ["n", "s"], ["r"], name="back"),
+        c("Mul", ["r", "gn.w"], ["m"], name="affine_mul"),
+        c("Add", ["m", "gn.b"], ["y"], name="affine_add"),
+    ]
+    inits = [_w("conv.w", 16, 8, 1, 1), _w("conv.b", 16, seed=1),
+             numpy_helper.from_array(np.array([0, 4, -1], np.int64), "groups"),
+             numpy_helper.from_array(np.ones(4, np.float32), "in.scale"),
+             numpy_helper.from_array(np.zeros(4, np.float32), "in.bias"),
+             _w("gn.w", 16, 1, 1, seed=2), _w("gn.b", 16, 1, 1, seed=3)]
+    return _model("groupnorm", nodes, inits, [_x("x", [1, 8, 16, 16])], [_x("y", [1, 16, 16, 16])], opset=16)
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "seed_hardswish": seed_hardswish,
     "erf_between": erf_between,
@@ -232,4 +256,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "rank2_odd_dims": rank2_odd_dims,
     "resize_odd_dims": resize_odd_dims,
     "unnamed_nodes": unnamed_nodes,
+    "groupnorm": groupnorm,
 }

@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
 PROBE_1_1_SUMMARY_KEYS = ("adapters", "predicted_npu_partitions_with_adapters",
                           "predicted_cpu_partitions_with_adapters")
-PROBE_1_1_FIXTURES = ("resize_odd_dims", "unnamed_nodes")  # captured after probe-1.1
+PROBE_1_1_FIXTURES = ("resize_odd_dims", "unnamed_nodes", "groupnorm")  # captured after probe-1.1
 
 
 def _raw(name: str, attempt: int = 1) -> str:
@@ -134,12 +134,14 @@ def test_an_op_row_missing_a_cell_before_the_full_name_ends_the_table() -> None:
 
 
 def test_final_graph_is_the_last_dump() -> None:
-    producers, consumers, ops, io = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
+    producers, consumers, ops, io, tensors = final_graph(FIXTURES / "seed_hardswish" / "work" / "attempt-1")
     assert producers == {"/conv/Conv": [], "/Add_2hs": ["/conv/Conv"]}
     assert consumers == {"/conv/Conv": ["/Add_2hs"], "/Add_2hs": []}
     assert ops == {"/conv/Conv": "Conv", "/Add_2hs": "HardSwish"}
     assert io == {"/conv/Conv": [("input", "images")], "/Add_2hs": [("output", "out")]}
-    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None, None)
+    assert tensors == {"/conv/Conv": (["images"], ["/conv/Conv_output_0"]),
+                       "/Add_2hs": (["/conv/Conv_output_0"], ["out"])}
+    assert final_graph(FIXTURES / "opset20" / "work" / "attempt-1") == (None, None, None, None, None)
 
 
 # --- mapping back to the original nodes, replayed from the kept work folders ---
@@ -262,6 +264,21 @@ def test_an_unnamed_nodes_output_name_is_not_used_when_another_node_has_that_nam
     result = SimpleNamespace(nodes=[node("Relu#0", "", "r"), node("Conv#1", "", "conv"), node("conv", None, "y")])
     assert _graph_names(RknnCompiler(), result) == {"Relu#0": "r"}
     assert _graph_names(FAKE, result) == {}
+
+
+def test_a_node_a_fuse_rule_merged_without_naming_the_result_is_fused() -> None:
+    """`fuse_two_reshape: remove node = ['to_groups']` merges the model's Reshape into the rank
+    adapter the toolkit put after it; the log names no result. It used to be read as folded away,
+    and the adapter row holding its work as an op the compiler added from no node."""
+    doc = _replay("groupnorm")
+    assert _actuals(doc)["to_groups"] == ("cpu", "fused", "Reshape")
+    node = next(n for n in doc["nodes"] if n["name"] == "to_groups")
+    assert (node["runs_on"], node["rows"], node["via"]) == ("npu", [2], ["fuse_two_reshape"])
+    assert [(r["id"], r["op_type"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]][:2] == [
+        (1, "Conv", "conv", ["conv"]), (2, "Reshape", "g_rs", ["to_groups"])]
+    assert doc["summary"]["compiler_added_ops"] == 0
+    assert _actuals(doc)["shape"] == ("folded", "folded", None)  # fold_constant: really folded
+    assert doc["summary"]["actual"] == {"npu": 5, "cpu": 0, "split": 0, "folded": 1, "fused": 1}
 
 
 def test_late_fused_op_named_after_its_conv() -> None:
@@ -532,6 +549,17 @@ def test_fake_failure_and_retry(save_model, tmp_path: Path) -> None:
                                                            {"fail_rule": "fuse_x", "disable_rules": ["fuse_x"]}]
 
 
+def test_a_kept_work_folder_holds_only_the_last_probes_attempts(save_model, tmp_path: Path) -> None:
+    """A second probe into the same --keep-work folder used to leave the first probe's attempt-2
+    beside its own attempt-1, and a replay of the folder then read that stale attempt as the last."""
+    _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail_rule="fuse_x")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["attempt-1", "attempt-2"]
+    failed = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail="unsupported thing")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["attempt-1"]
+    replayed = replay(tmp_path / "model.onnx", FAKE, "fake1", tmp_path / "work", load_profile("demo")).to_dict()
+    assert (failed["status"], replayed["status"], len(replayed["attempts"])) == ("failed", "failed", 1)
+
+
 def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> None:
     original = FakeCompiler.request
     monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "crash": True})
@@ -568,6 +596,29 @@ def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> No
     ]
     fixed = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "x:1x8x16x16")
     assert fixed.code == 0, fixed.err
+
+
+def test_the_prediction_uses_the_shapes_given_to_the_compiler(run_cli, save_model, tmp_path: Path) -> None:
+    """The prediction used to analyse the model with its own dynamic batch while the compiler
+    built it with --inputs: a constraint on that dim failed (unknown), both Convs were predicted
+    on CPU and disagreed with the build (1/3 nodes, 0 npu / 1 cpu partitions)."""
+    model = probe_models.erf_between()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    path = save_model(model)
+    profile = tmp_path / "batch1.json"
+    profile.write_text(json.dumps({
+        "name": "batch1", "description": "d", "source": "s", "evidence": "illustrative",
+        "ops": {"Conv": {"constraints": [{"id": "conv-batch-1", "input": 0, "dim": {"axis": 0, "max": 1}}]}}}))
+    run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--inputs", "x:1,8,16,16",
+                  "--profile", profile, "--json", tmp_path / "p.json", "--keep-work", tmp_path / "work")
+    assert run.code == 0, run.err
+    doc = json.loads((tmp_path / "p.json").read_text())
+    replayed = replay(path, FAKE, "fake1", tmp_path / "work", load_profile(str(profile))).to_dict()
+    for d in (doc, replayed):  # a replay reads the shapes from the kept request
+        assert [(n["name"], n["predicted"], n["actual"]) for n in d["nodes"]] == [
+            ("conv1", "npu", "npu"), ("erf", "cpu", "cpu"), ("conv2", "npu", "npu")]
+        assert (d["summary"]["agree"], d["summary"]["predicted_npu_partitions"],
+                d["summary"]["predicted_cpu_partitions"]) == (3, 2, 1)
 
 
 def test_cli_exit_2_for_a_missing_model(run_cli, tmp_path: Path) -> None:

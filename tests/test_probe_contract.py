@@ -88,6 +88,23 @@ def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) 
     assert result.stages["probe"]["reason"] == "build: no"
 
 
+def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch) -> None:
+    """The Markdown report used to set the 0 / 0 segments of a build that never happened against
+    the prediction ("0 npu / 0 cpu vs 2 npu / 1 cpu (differ)") where the text said there were none."""
+    from npu_gate.render.markdown import render as render_markdown
+    from npu_gate.render.text import render as render_text
+
+    original = FakeCompiler.request
+    monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "fail": "no"})
+    result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1"})), today=TODAY)
+    nothing = ("no segments to compare: the compiler built nothing (predicted partitions of the model's nodes "
+               "(the profile has no rank_adapters rule): 2 npu / 1 cpu)")
+    assert f"    {nothing}\n" in render_text(result)
+    report = " ".join(render_markdown(result).split())  # table cells are padded
+    assert f"| Partitions | {nothing} |" in report
+    assert "differ" not in report
+
+
 def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
@@ -175,6 +192,34 @@ def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, m
     assert "| Rank adapters | predicted x (input, cpu), y (output, cpu); compiler added Reshape x (input, cpu), " \
            "Reshape y (output, cpu): agree |" in report
 
+
+
+def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(write_contract, tmp_path,
+                                                                           monkeypatch) -> None:
+    """decide: measured on the rknn fixture gelu_head (replayed in place of a build): the Flatten
+    that `demo` sends to CPU was removed by the compiler (no CPU node, one NPU segment measured),
+    yet its unsupported-op error used to stay and fail the gate."""
+    from npu_gate.probe import runner
+
+    fixture = Path(__file__).parent / "fixtures" / "rknn" / "gelu_head"
+    shutil.copy(fixture / "model.onnx", tmp_path / "model.onnx")
+
+    def replayed(model, compiler, target, python, *, profile, **options):
+        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
+        result.timings["total_s"] = 0.0
+        return result
+
+    monkeypatch.setattr(runner, "probe", replayed)
+    probe = {"compiler": "rknn", "target": "rk3588", "decide": "measured"}
+    path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo", "probe": probe},
+                           "inputs": [{"name": "x", "shape": [1, 8, 16, 16], "dtype": "float32"}], "gates": GATES})
+    result = check_contract(load_contract(path), today=TODAY)
+    assert result.summary["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    flat = next(f for f in result.findings if f.node == "flat")
+    assert (flat.rule, flat.severity) == ("unsupported-op", "info")
+    assert flat.message == ("op Flatten not in profile demo (measured: folded away by the compiler: "
+                            "measured: rknn-toolkit2 2.5.0 rk3588)")
+    assert result.verdict == "pass"
 
 # --- the result cache and the compiler venv -------------------------------------------------
 

@@ -75,6 +75,9 @@ class CompilerOutput:
     # node -> the graph inputs it reads and the graph outputs it writes in that graph, as
     # ("input" | "output", tensor): where the compiler put ops at the graph edge
     final_io: dict[str, list[tuple[str, str]]] | None = None
+    # node -> its (input tensors other than weights, output tensors) in that graph: where the work
+    # of a node a ``fuse_*`` rule removed without naming its replacement went
+    final_tensors: dict[str, tuple[list[str], list[str]]] | None = None
 
 
 @dataclass

@@ -67,12 +67,15 @@ def map_nodes(
     predicted: dict[str, str],
     output: CompilerOutput,
     graph_names: dict[str, str] | None = None,
+    tensors: dict[str, tuple[list[str], list[str]]] | None = None,
 ) -> tuple[list[ProbeNode], list[Segment]]:
     """Per original node (name, op_type) its actual placement; the op table's segments.
 
     Fills ``OpRow.sources`` for every row (original nodes whose work the row does).
     ``graph_names``: original nodes the compiler knows under another name (``Compiler.graph_name``:
     RKNN names an unnamed node after its output), npu_gate's name -> the compiler's.
+    ``tensors``: per original node its (input, output) tensor names, to find where the work of a
+    node a ``fuse_*`` rule removed went (``absorber``).
     """
     names = [name for name, _ in originals]
     position = {name: i for i, name in enumerate(names)}
@@ -115,10 +118,41 @@ def map_nodes(
             if host is not None:
                 node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
                 host.sources = sorted({*host.sources, name}, key=position.__getitem__)
+        elif (taker := absorber(name, via[name], tensors, alive, output)) is not None:
+            # a fuse_* rule removed it and named no replacement: its work is in the node that took its place
+            host = row_of.get(taker) or _fused_into([taker], op_type, row_of, output)
+            node.actual = FUSED
+            if host is not None:
+                node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
+                host.sources = sorted({*host.sources, name}, key=position.__getitem__)
         else:
             node.actual = FOLDED
         nodes.append(node)
     return nodes, segments(compute_rows, names)
+
+
+def absorber(name: str, rules: Sequence[str], tensors: dict[str, tuple[list[str], list[str]]] | None,
+             alive: dict[str, set[str]], output: CompilerOutput) -> str | None:
+    """The last-graph node that took over the work of original node ``name``, which nothing in the
+    last graph descends from, when the last rule that touched it is a ``fuse_*`` rule: such a rule
+    (``fuse_two_reshape``, ``fuse_mul_into_sdpa``) merges the node into a neighbour but logs only the
+    removal. The neighbour is the node that now writes one of its outputs, else one that now reads
+    one of its inputs and did not come from another original reader of that input. None otherwise
+    (a constant fold, a no-op removal such as ``bypass_two_reshape``, or no such node: folded).
+    """
+    final = output.final_tensors
+    if not rules or not rules[-1].startswith("fuse_") or final is None or tensors is None or name not in tensors:
+        return None
+    inputs, outputs = tensors[name]
+    writer = next((n for n, (_, outs) in final.items() if set(outs) & set(outputs)), None)
+    if writer is not None:
+        return writer
+    for tensor in inputs:
+        readers = {other for other, (ins, _) in tensors.items() if other != name and tensor in ins}
+        taker = next((n for n, (ins, _) in final.items() if tensor in ins and not alive.get(n, set()) & readers), None)
+        if taker is not None:
+            return taker
+    return None
 
 
 def graph_node(full_name: str, alive: Collection[str]) -> str | None:

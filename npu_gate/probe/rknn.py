@@ -63,7 +63,7 @@ class RknnCompiler(Compiler):
         out.version = run.response.get("version") or out.version
         if run.response.get("error"):
             out.error = run.response["error"]
-        out.final_graph, out.final_consumers, out.final_ops, out.final_io = final_graph(work)
+        out.final_graph, out.final_consumers, out.final_ops, out.final_io, out.final_tensors = final_graph(work)
         return out
 
     def graph_name(self, name: str, original_name: str | None, outputs: list[str]) -> str:
@@ -154,20 +154,22 @@ def _shape(text: str | None) -> str | None:
 
 Edges = dict[str, list[str]]
 GraphIo = dict[str, list[tuple[str, str]]]
+Tensors = dict[str, tuple[list[str], list[str]]]
 
 
-def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None, GraphIo | None]:
-    """Producers, consumers, op types and graph inputs/outputs of the nodes in the toolkit's last
-    dumped graph, if any."""
+def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] | None, GraphIo | None,
+                                     Tensors | None]:
+    """Producers, consumers, op types, graph inputs/outputs and input/output tensors of the nodes
+    in the toolkit's last dumped graph, if any."""
     dumps = [(int(m.group(1)), p) for p in work.glob("check*.onnx") if (m := _CHECK.match(p.name))]
     if not dumps:
-        return None, None, None, None
+        return None, None, None, None, None
     import onnx
 
     try:
         graph = onnx.load(str(max(dumps)[1]), load_external_data=False).graph
     except Exception:  # an unreadable dump only costs the fused-into lookup
-        return None, None, None, None
+        return None, None, None, None, None
     producer = {out: n.name for n in graph.node for out in n.output}
     producers: dict[str, list[str]] = {}
     consumers: dict[str, list[str]] = {n.name: [] for n in graph.node}
@@ -184,4 +186,5 @@ def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] 
         at += [("output", t) for t in n.output if t in outputs]
         if at:
             io[n.name] = at
-    return producers, consumers, {n.name: n.op_type for n in graph.node}, io
+    tensors = {n.name: ([i for i in n.input if i and i not in weights], list(n.output)) for n in graph.node}
+    return producers, consumers, {n.name: n.op_type for n in graph.node}, io, tensors

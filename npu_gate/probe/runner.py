@@ -154,19 +154,21 @@ def probe(
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
     start = time.perf_counter()
-    predicted = _predict(model, profile)
+    predicted = _predict(model, profile, inputs)
     predicted_s = time.perf_counter() - start
     if predicted is not None:
         _check_inputs(model, predicted.inputs, inputs or {})
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
+    # a kept folder holds this probe's attempts only: replay() reads every attempt-N in it
+    for stale in work.glob("attempt-*"):
+        if stale.is_dir():
+            shutil.rmtree(stale)
     options = dict(options or {})
     runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
     try:
         while True:
             attempt_dir = work / f"attempt-{len(runs) + 1}"
-            if attempt_dir.exists():
-                shutil.rmtree(attempt_dir)
             request = compiler.request(model.resolve(), target, inputs or {}, options)
             if child is not None:
                 run = child.run(request, attempt_dir)
@@ -208,7 +210,10 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: An
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    return assemble(model.name, compiler, target, _predict(model, profile), runs)
+    request_path = work / "attempt-1" / "request.json"  # the shapes the compiler was given
+    request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
+    inputs = {i["name"]: i["shape"] for i in request.get("inputs") or []}
+    return assemble(model.name, compiler, target, _predict(model, profile, inputs), runs)
 
 
 def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
@@ -225,10 +230,11 @@ def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[s
         raise GateError(*problems)
 
 
-def _predict(model: Path, profile: Any) -> Any:
+def _predict(model: Path, profile: Any, inputs: dict[str, list[int]] | None = None) -> Any:
+    """npu_gate's prediction for the model the compiler builds: with the input shapes it is given."""
     from npu_gate.pipeline import inspect_model
 
-    return inspect_model(model, profile) if profile is not None else None
+    return inspect_model(model, profile, shapes=inputs) if profile is not None else None
 
 
 def _judge(compiler: Compiler, run: ChildRun, work: Path,
@@ -259,7 +265,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         graph_names = _graph_names(compiler, predicted_result)
-        result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names)
+        tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
+                   for n in predicted_result.nodes} if predicted_result else None
+        result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)

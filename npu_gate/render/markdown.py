@@ -465,7 +465,7 @@ def _probe(result: GateResult) -> str:
     ]
     rows += [[f"Disagreements: {md(cause)}", str(n)] for cause, n in s["disagreements_by_cause"].items()]
     if s["agreement_rate"] is not None:
-        rows.append(["Partitions", compared_partitions(s)])
+        rows.append(["Partitions", compared_partitions(s, info.get("status") == "ok")])  # failed: no segments
     if adapter_line := adapters_text(s, md):
         rows.append(["Rank adapters", adapter_line.removeprefix("rank adapters: ")])
     return text + "\n\n" + _table(["", ""], rows)
