@@ -268,6 +268,10 @@ def test_samples_file_rows_are_verified_too(tmp_path):
     result = check(path)
     assert result.rewrite_check["samples"] == {"seeded": 2, "seed": 0, "file": "real.npz", "file_samples": 3}
     assert [v["samples"] for v in result.rewrites[0]["verification"]] == [5, 5]
+    assert "on 2 seeded samples (seed 0) and 3 rows of <code>real.npz</code>;" in markdown.render(result)
+    only_file = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
+                               numerics={"samples": 0, "samples_file": "real.npz"}))
+    assert "graph optimizations off) on 3 rows of <code>real.npz</code>;" in markdown.render(only_file)
 
 
 def _bad_samples_run(tmp_path, run_cli, inputs, arrays):
@@ -529,6 +533,8 @@ def test_rewrites_and_replacements_without_samples_are_a_warning(tmp_path):
          "replacement not compared with the model: numerics.samples is 0 and no samples_file"),
     ]
     assert result.verdict == "pass"  # a warning: the gate's own figures still decide
+    report = markdown.render(result)
+    assert "the gate checked the rewritten graph.\n\n**Not verified**: no samples" in report
 
 
 def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):

@@ -60,15 +60,17 @@ def applied(result: GateResult) -> str:
         return ""
     check = result.rewrite_check or {}
     samples = check.get("samples", {})
-    source = f"{samples.get('seeded', 0)} seeded samples (seed {samples.get('seed')})"
+    sources = []
+    if samples.get("seeded", 0):
+        sources.append(f"{samples['seeded']} seeded samples (seed {samples.get('seed')})")
     if samples.get("file"):
-        source += f" and {samples['file_samples']} rows of {md_code(samples['file'])}"
-    parts = ["### Rewrites applied",
-             "",
-             "The contract's `rewrites` were applied and the gate checked the rewritten graph. "
-             f"Original vs rewritten with onnxruntime (CPU, graph optimizations off) on {source}; "
-             "each replaced region is also compared at its output tensor (layer-wise: its emitted nodes "
-             "alone, on the region's inputs from the original model)."]
+        sources.append(f"{samples['file_samples']} rows of {md_code(samples['file'])}")
+    intro = "The contract's `rewrites` were applied and the gate checked the rewritten graph."
+    if sources:  # with no samples, the "Not verified" line below says why nothing ran
+        intro += (f" Original vs rewritten with onnxruntime (CPU, graph optimizations off) on "
+                  f"{' and '.join(sources)}; each replaced region is also compared at its output tensor "
+                  "(layer-wise: its emitted nodes alone, on the region's inputs from the original model).")
+    parts = ["### Rewrites applied", "", intro]
     if not check.get("verified", False):
         stage = result.stages.get("rewrites", {})
         why = (stage.get("reason") if stage.get("status") == "failed"
