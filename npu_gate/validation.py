@@ -30,6 +30,8 @@ def json_path(parts: Iterable[Any]) -> str:
 
 def read_document(path: Path, label: str) -> Any:
     """Parse a JSON (or, with PyYAML installed, YAML) file; raise ``error_cls``-free ValueError lines."""
+    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
+        raise ValueError(f"{label}: not a regular file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -211,3 +211,15 @@ def test_a_model_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: P
     for path in (tmp_path, fifo, Path("/dev/zero")):
         run = run_cli("inspect", path, "-q")
         assert (run.code, run.err) == (2, f"npu-gate: error: {path}: not a regular file\n")
+
+
+def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: Path) -> None:
+    """`check /dev/zero` (or a FIFO named like a contract) hung reading it."""
+    import os
+
+    fifo = tmp_path / "npu-gate.json"
+    os.mkfifo(fifo)
+    for command in ("check", "validate"):
+        for path in (fifo, Path("/dev/zero")):
+            run = run_cli(command, path)
+            assert (run.code, run.err) == (2, f"npu-gate: error: {path}: not a regular file\n")
