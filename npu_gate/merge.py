@@ -83,6 +83,8 @@ def _holds_minimal_models(folder: Path, doc: dict[str, Any]) -> bool:
 
 
 def _errors(path: Path) -> list[ModelReport]:
+    if not path.is_file():
+        return []
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

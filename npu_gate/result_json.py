@@ -64,6 +64,8 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
 
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The result documents in a file: one result JSON, or every result of a merged document."""
+    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
+        raise GateError(f"{path}: not a regular file")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -223,3 +223,10 @@ def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path
         for path in (fifo, Path("/dev/zero")):
             run = run_cli(command, path)
             assert (run.code, run.err) == (2, f"npu-gate: error: {path}: not a regular file\n")
+    (tmp_path / "model.onnx").write_bytes(model_zoo.conv_relu().SerializeToString())
+    contract = tmp_path / "c.json"
+    contract.write_text(json.dumps({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                                    "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]}))
+    for args in (("merge", fifo), ("check", contract, "--baseline", "/dev/zero")):
+        run = run_cli(*args)
+        assert (run.code, run.err) == (2, f"npu-gate: error: {args[-1]}: not a regular file\n")
