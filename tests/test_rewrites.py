@@ -72,6 +72,32 @@ def test_layernorm_respects_axis_bias_and_opset(axis, bias, opset):
     assert all(c.passed for c in checks), [c.max_abs_err for c in checks]
 
 
+def test_layernorm_on_float16_normalises_in_stash_type_as_onnx_defines_it():
+    """LayerNormalization computes mean and variance in stash_type (float32 by default): the
+    decomposition computed them in float16, where (x - mean)**2 overflows past 255. onnxruntime's
+    CPU runs float16 Pow in float32, so only the graph shows it."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(8).astype(np.float16), n) for n in ("scale", "bias")]
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], name="ln", epsilon=1e-3)
+    graph = helper.make_graph([node], "ln16", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 8])], initializer=inits)
+    original = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rewritten, _ = apply(original, [REWRITES["decompose-layernorm"]])
+    onnx.checker.check_model(rewritten, full_check=True)
+    assert [n.op_type for n in rewritten.graph.node] == [
+        "Cast", "ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Cast", "Mul", "Add"]
+    casts = [n for n in rewritten.graph.node if n.op_type == "Cast"]
+    assert [n.attribute[0].i for n in casts] == [TensorProto.FLOAT, TensorProto.FLOAT16]
+    assert {t.name: t.data_type for t in rewritten.graph.initializer if "decomposed" in t.name} == {
+        "ln/decomposed/two": TensorProto.FLOAT, "ln/decomposed/epsilon": TensorProto.FLOAT}
+    # stash_type given as the input's own type: computed in float16, no Cast
+    original.graph.node[0].attribute.append(helper.make_attribute("stash_type", TensorProto.FLOAT16))
+    rewritten, _ = apply(original, [REWRITES["decompose-layernorm"]])
+    assert "Cast" not in ops(rewritten)
+
+
 def test_fuse_inverts_decompose():
     original = zoo.hardswish()
     decomposed, _ = apply(original, [REWRITES["decompose-hardswish"]])
