@@ -1076,6 +1076,8 @@ def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
 def contracts_naming(model: Path) -> list[Path]:
     """Contracts (npu-gate.json, npu-gate.*.json, YAML too) in the model's folder or any
     folder above it up to the working directory whose ``model.onnx`` is this file."""
+    import importlib.util
+
     from npu_gate.validation import read_document
 
     target = model.resolve()
@@ -1091,7 +1093,12 @@ def contracts_naming(model: Path) -> list[Path]:
             try:
                 doc = read_document(path, str(path))
                 ref = doc["model"]["onnx"]
-            except (ValueError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError) as exc:
+                # Without PyYAML whether a YAML contract names this model is unknown: skipping it
+                # would pass a model its contract may fail.
+                if (isinstance(exc, ValueError) and path.suffix.lower() in (".yaml", ".yml")
+                        and importlib.util.find_spec("yaml") is None):
+                    raise GateError(str(exc)) from None
                 continue  # not a contract of an ONNX file, or broken: npu-gate-contract says why
             if isinstance(ref, str) and (folder / ref).resolve() == target:
                 found.append(path)

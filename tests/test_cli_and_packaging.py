@@ -292,3 +292,21 @@ def test_captured_c_stdio_output_stays_out_of_a_buffered_stdout() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO, env=env).stdout
     assert out == "captured: ['from C']\n"
+
+
+def test_without_torch_a_torch_replacement_is_named_by_diff_and_check_onnx(
+    tmp_path, monkeypatch, run_cli, save_model, write_contract
+):
+    """`diff` and `check-onnx` gate a contract without `check`'s torch test: its torch
+    replacement must still name the missing extra, not its factory's module failing to import."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as without the extra
+    monkeypatch.chdir(tmp_path)
+    model = save_model(model_zoo.conv_relu())
+    (tmp_path / "net.py").write_text("import torch\n\ndef build():\n    return torch.nn.Identity()\n")
+    contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                               "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+                               "replacement": {"torch": {"factory": "net:build"}}})
+    message = f"{contract}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'\n"
+    for args in (["diff", model, contract], ["check-onnx", model, "--no-cache"]):
+        run = run_cli(*args)
+        assert run.code == 2 and run.err.endswith(message) and run.err.count("\n") == 1, (args, run.err)

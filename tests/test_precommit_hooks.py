@@ -118,6 +118,22 @@ def test_check_onnx_skips_the_model_of_an_unparseable_contract_as_documented(
             "`no npu-gate contract names it` with exit 0: keep `npu-gate-contract` in the same config") in page
 
 
+def test_check_onnx_without_pyyaml_stops_on_a_yaml_contract_rather_than_skipping_its_model(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid YAML contract in a hook environment without PyYAML (`additional_dependencies:
+    [pyyaml]` given to npu-gate-contract only): the model it may name must not pass as skipped."""
+    monkeypatch.chdir(tmp_path)
+    write_onnx_contract(tmp_path)
+    contract = tmp_path / "npu-gate.json"
+    contract.rename(tmp_path / "npu-gate.yaml")  # JSON is valid YAML
+    assert run_cli("check-onnx", "model.onnx").code == 0  # with PyYAML: gated, passes
+    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` fails, as without the extra
+    run = run_cli("check-onnx", "model.onnx", "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {tmp_path.resolve() / 'npu-gate.yaml'}: "
+                       "YAML contracts need PyYAML (pip install 'npu-gate[yaml]')\n")
+
+
 def test_check_onnx_uses_the_cache_and_no_cache(run_cli: Run, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

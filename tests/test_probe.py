@@ -645,6 +645,20 @@ def test_setup_refuses_a_folder_that_is_not_its_venv(run_cli, tmp_path: Path) ->
     assert (tmp_path / "precious.txt").exists()
 
 
+def test_rknn_setup_refuses_a_python_its_pins_have_no_wheels_for(run_cli, tmp_path: Path) -> None:
+    """npu-gate runs on 3.10 to 3.13; the rknn venv only works on 3.11:
+    one line naming --python, before any venv is made (not pip's wall of Requires-Python)."""
+    fake_python = tmp_path / "python3.10"
+    fake_python.write_text("#!/bin/sh\necho 3.10\n")
+    fake_python.chmod(0o755)
+    venv = tmp_path / "venv-rknn"
+    run = run_cli("probe", "setup", "rknn", venv, "--python", fake_python)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {fake_python} is Python 3.10; the rknn venv needs Python 3.11: "
+                       "pass --python python3.11\n")
+    assert not venv.exists()
+
+
 def test_rknn_setup_steps_are_the_documented_pins() -> None:
     rknn = get_compiler("rknn")
     assert rknn.setup_steps(torch=False) == [

@@ -158,6 +158,8 @@ class Compiler(ABC):
     timeout_s: float = 300.0
     # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
     batch: bool = False
+    # Python versions (major, minor) the venv's pinned packages have wheels for; () is any.
+    pythons: tuple[tuple[int, int], ...] = ()
 
     @abstractmethod
     def setup_steps(self, *, torch: bool) -> list[list[str]]:

@@ -48,6 +48,9 @@ class RknnCompiler(Compiler):
     driver = "rknn_driver.py"
     timeout_s = 600.0
     batch = True
+    # rknn-toolkit2 2.5.0 has wheels for cp36-cp312, onnxruntime 1.26.0 for cp311 and up, and
+    # RKNN() imports pkg_resources, which only 3.11's venv brings (setuptools; 3.12's has none).
+    pythons = ((3, 11),)
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         steps = [["--no-deps", TOOLKIT], RUNTIME_DEPS]

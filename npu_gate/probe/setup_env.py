@@ -52,6 +52,7 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
 
     start = time.perf_counter()
     interpreter = python or sys.executable
+    _require_python(compiler, interpreter)
     _run([interpreter, "-m", "venv", *([] if steps else ["--without-pip"]), str(venv)], log)
     (venv / MANIFEST).write_text(json.dumps({**wanted, "complete": False}) + "\n", encoding="utf-8")  # ours, unfinished
     py = str(compiler.python(venv))
@@ -76,6 +77,23 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
     }
     (venv / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return {**doc, "reused": False}
+
+
+def _require_python(compiler: Compiler, interpreter: str) -> None:
+    """Refuse an interpreter the compiler's pins have no wheels for before creating anything:
+    pip would fail minutes later with a wall of "Requires-Python" lines (npu-gate itself runs
+    on 3.10 and 3.13, where the rknn venv cannot)."""
+    if not compiler.pythons:
+        return
+    try:
+        out = subprocess.run([interpreter, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise GateError(f"--python {interpreter}: cannot run it: {exc}") from None
+    wanted = [f"{major}.{minor}" for major, minor in compiler.pythons]
+    if out not in wanted:
+        raise GateError(f"{interpreter} is Python {out}; the {compiler.name} venv needs Python "
+                        f"{' or '.join(wanted)}: pass --python python{wanted[-1]}")
 
 
 def _run(argv: list[str], log: Any, env: dict[str, str] | None = None) -> None:

@@ -580,12 +580,18 @@ def _check_user_code(contract: Contract) -> None:
     the metric and a torch replacement's factory import from the contract folder, a
     replacement ONNX file takes exactly the contract's inputs (the samples are fed by name).
     What the user's code raises when it runs stays a finding."""
+    import importlib.util
+
     from npu_gate.model_file import load_onnx
     from npu_gate.user_code import import_callable
 
+    spec = contract.replacement
+    # The ONNX-only install: name the missing extra, as `check` does, rather than the factory's
+    # module failing to import (`diff` and `check-onnx` reach this without `check`'s test).
+    if spec is not None and spec.torch is not None and importlib.util.find_spec("torch") is None:
+        raise ModelError(f"{contract.path}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'")
     if contract.metric is not None:
         import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
-    spec = contract.replacement
     if spec is not None and spec.torch is not None:
         import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
     if spec is not None and spec.onnx_path is not None:
