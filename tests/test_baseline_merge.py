@@ -197,6 +197,33 @@ def test_merge_rejects_files_that_are_not_results(tmp_path: Path,
                        "(run `npu-gate check --json`)\n")
 
 
+
+@pytest.mark.parametrize("field", ["rule", "profile", "count", "gate"])
+def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: tuple[Path, Path],
+                                                  run_cli: Callable[..., CliRun], field: str) -> None:
+    """A result JSON from another job or a fork's artifact: the terminal and the report show
+    its ids and counts as written, so one that does not match the schema is refused."""
+    hostile = "x\n::error::pwned`</details><img src=x>@octocat"
+    doc = json.loads(two_results[1].read_text())
+    if field == "rule":
+        doc["findings"][0]["rule"] = hostile
+    elif field == "profile":
+        doc["profile"]["name"] = hostile
+    elif field == "count":
+        doc["summary"]["cpu_nodes"] = hostile
+    else:
+        doc["gates"][0]["name"] = hostile
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    for run in (run_cli("merge", crafted, "--markdown", tmp_path / "m.md"),
+                run_cli("check", tmp_path / "models" / "relu" / "npu-gate.json", "--baseline", crafted, "-q"),
+                run_cli("diff", two_results[1], crafted)):
+        assert run.code == 2
+        assert "\n::error::" not in run.out + run.err
+        assert "::error::pwned" in run.err  # quoted, on one line
+    assert not (tmp_path / "m.md").exists()
+
+
 def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
                                 golden: Callable[[str, str], None]) -> None:
     """Two models, one with a baseline that had fewer problems: the report a PR shows."""
