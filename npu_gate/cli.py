@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+from npu_gate.render.escape import visible
 
 if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
     from npu_gate.contract import Contract
@@ -277,7 +278,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return _probe(args)
     except GateError as exc:
         for problem in exc.problems:
-            print(f"npu-gate: error: {problem}", file=sys.stderr)
+            print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
         _log_details(exc, args)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -371,7 +372,7 @@ def _check(args: argparse.Namespace) -> int:
                 raise
             # One model that cannot be read must not hide the others' verdicts.
             for problem in exc.problems:
-                print(f"npu-gate: error: {problem}", file=sys.stderr)
+                print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
             code = EXIT_ERROR
         worst = max(worst, code)
     if missing and not args.quiet:
@@ -714,9 +715,9 @@ def _profile(args: argparse.Namespace) -> int:
             raise GateError(f"{args.file}: file not found")
         errors, warnings, deferred = check_file(path)
         for line in warnings:
-            print(f"npu-gate: warning: {line}", file=sys.stderr)
+            print(f"npu-gate: warning: {visible(line)}", file=sys.stderr)
         for line in errors:
-            print(f"npu-gate: error: {line}", file=sys.stderr)
+            print(f"npu-gate: error: {visible(line)}", file=sys.stderr)
         if errors:
             later = ("; the other checks (constraint ids and subjects, references, `extends`) run once the "
                      "schema errors are fixed") if deferred else ""
@@ -982,7 +983,7 @@ def _warn_device_timings(doc: dict[str, Any] | None, name: str) -> None:
     from npu_gate.device_timings import unmatched_warnings
 
     for line in unmatched_warnings(doc, name):
-        print(f"npu-gate: warning: {line}", file=sys.stderr)
+        print(f"npu-gate: warning: {visible(line)}", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -1018,7 +1019,7 @@ def _validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{name}: valid {kind}")
     for problem in problems:
-        print(f"npu-gate: error: {problem}", file=sys.stderr)
+        print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
     return EXIT_ERROR if problems else EXIT_PASS
 
 

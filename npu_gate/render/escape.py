@@ -55,7 +55,13 @@ def md_code(text: object) -> str:
 def term(text: object) -> str:
     """Terminal text: what a terminal would interpret (ANSI escapes, carriage returns) shown
     as escapes; shortened like Markdown."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shorten(text))
+    return visible(shorten(text))
+
+
+def visible(text: object) -> str:
+    """``term`` without the cut: for whole lines such as error messages, which may quote
+    model or file text. A line break in them could start a GitHub workflow command."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
 
 
 def _join(match: re.Match[str]) -> str:
