@@ -457,7 +457,8 @@ def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -
     problems = []
     for contract in contracts:
         folder = Path(args.out) if args.out else bundle.default_folder(contract)
-        other = folders.setdefault(folder.resolve(), contract)
+        # "Model" and "model" are one folder on macOS and Windows file systems
+        other = folders.setdefault(Path(str(folder.resolve()).casefold()), contract)
         if other is not contract:
             problems.append(f"{contract.path}: its bundle folder {folder} is also {other.path}'s; "
                             "give one of the contracts another \"name\"")
