@@ -745,7 +745,9 @@ def _profile(args: argparse.Namespace) -> int:
             # A built-in's files (its calibration record) are inside the installed package, not
             # under the current folder: named as text. A profile file's resolve from here.
             page_dir = None if p.origin == "builtin" else "."
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False))
+            page = profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False)
+            # a profile file's text may hold escape sequences: shown as text, line by line
+            sys.stdout.write("".join(visible(line) + "\n" for line in page.splitlines()))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
