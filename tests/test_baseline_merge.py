@@ -198,7 +198,7 @@ def test_merge_rejects_files_that_are_not_results(tmp_path: Path,
 
 
 
-@pytest.mark.parametrize("field", ["rule", "profile", "count", "gate"])
+@pytest.mark.parametrize("field", ["rule", "profile", "count", "gate", "timing", "stage"])
 def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: tuple[Path, Path],
                                                   run_cli: Callable[..., CliRun], field: str) -> None:
     """A result JSON from another job or a fork's artifact: the terminal and the report show
@@ -211,8 +211,12 @@ def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: t
         doc["profile"]["name"] = hostile
     elif field == "count":
         doc["summary"]["cpu_nodes"] = hostile
-    else:
+    elif field == "gate":
         doc["gates"][0]["name"] = hostile
+    elif field == "timing":  # the keys of timings and stages are table cells
+        doc["timings"][hostile] = 1.0
+    else:
+        doc["stages"][hostile] = doc["stages"].popitem()[1]
     crafted = tmp_path / "crafted.json"
     crafted.write_text(json.dumps(doc))
     for run in (run_cli("merge", crafted, "--markdown", tmp_path / "m.md"),
@@ -222,6 +226,23 @@ def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: t
         assert "\n::error::" not in run.out + run.err
         assert "::error::pwned" in run.err  # quoted, on one line
     assert not (tmp_path / "m.md").exists()
+
+
+
+def test_a_rejected_rewrite_read_back_renders_as_text(tmp_path: Path, two_results: tuple[Path, Path],
+                                                      run_cli: Callable[..., CliRun]) -> None:
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    doc = json.loads(two_results[1].read_text())
+    doc["stages"]["suggestions"] = {"status": "ok", "tried": 1, "rejected": [
+        {"rewrite": "x`<img src=x>`", "node": "n", "reason": "r"}]}
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    run_cli("merge", crafted, "--markdown", tmp_path / "m.md", "-q")
+    report = (tmp_path / "m.md").read_text(encoding="utf-8")
+    assert "Tried and not suggested" in report
+    assert "<img" not in cmarkgfm.github_flavored_markdown_to_html(report, options=Options.CMARK_OPT_UNSAFE)
 
 
 def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
