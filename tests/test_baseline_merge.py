@@ -229,6 +229,19 @@ def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: t
 
 
 
+
+def test_a_huge_crafted_value_is_quoted_shortened(tmp_path: Path, two_results: tuple[Path, Path],
+                                                  run_cli: Callable[..., CliRun]) -> None:
+    doc = json.loads(two_results[1].read_text())
+    doc["findings"][0]["rule"] = "X" * 1_000_000
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    run = run_cli("merge", crafted)
+    assert run.code == 2
+    assert "findings[0].rule: 'XXX" in run.err
+    assert len(run.err) < 1000
+
+
 def test_a_rejected_rewrite_read_back_renders_as_text(tmp_path: Path, two_results: tuple[Path, Path],
                                                       run_cli: Callable[..., CliRun]) -> None:
     import cmarkgfm
