@@ -242,6 +242,19 @@ def test_a_huge_crafted_value_is_quoted_shortened(tmp_path: Path, two_results: t
     assert len(run.err) < 1000
 
 
+
+def test_probe_and_exporter_text_read_back_stays_on_its_line(two_results: tuple[Path, Path]) -> None:
+    from npu_gate.render import text
+
+    doc = json.loads(two_results[1].read_text())
+    hostile = "x\n::error::pwned\x1b[31m"
+    doc["stages"]["probe"] = {"evidence": hostile, "probe_status": hostile}
+    doc["exporter_comparison"] = {"exporter": hostile, "status": "failed"}
+    out = text.render(result_from_dict(doc))
+    assert "\n::error::" not in out and "\x1b" not in out
+    assert out.count("x\\n::error::pwned\\x1b[31m") == 3
+
+
 def test_a_rejected_rewrite_read_back_renders_as_text(tmp_path: Path, two_results: tuple[Path, Path],
                                                       run_cli: Callable[..., CliRun]) -> None:
     import cmarkgfm
