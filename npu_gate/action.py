@@ -171,6 +171,7 @@ def annotate(models: Sequence[Any], workspace: Path, out: Any = None, fail_on: s
     and with ``fail-on: regressions`` (where they do not fail the step) they are notices.
     """
     from npu_gate.baseline import finding_key
+    from npu_gate.render.escape import visible
     from npu_gate.rules import RULES
 
     order = {rule: i for i, rule in enumerate(RULES)}
@@ -201,7 +202,9 @@ def annotate(models: Sequence[Any], workspace: Path, out: Any = None, fail_on: s
     extra = []
     for level, found in items.items():
         for _, file, message in found[: caps[level]]:
-            workflow.command(level, message, out, file=file, title=f"npu-gate {level}")
+            # Model text in the message: escape sequences and bidi overrides shown as text,
+            # as on the terminal (the log viewer interprets ANSI colours).
+            workflow.command(level, visible(message), out, file=file, title=f"npu-gate {level}")
         if len(found) > caps[level]:
             extra.append(f"{len(found) - caps[level]} more {level}s")
     if extra:

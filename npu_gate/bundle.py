@@ -47,8 +47,9 @@ BUNDLE_KIND = "npu-gate-bundle"
 
 
 def default_folder(contract: Contract) -> Path:
-    """``npu-gate-out/<contract name>/``, the name made safe as one folder name."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", contract.name).strip("-.") or "contract"
+    """``npu-gate-out/<contract name>/``, the name made safe as one folder name (cut to 100
+    characters: file systems refuse names above 255 bytes)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", contract.name)[:100].strip("-.") or "contract"
     return DEFAULT_ROOT / name
 
 

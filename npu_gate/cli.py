@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+from npu_gate.render.escape import visible
 
 if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
     from npu_gate.contract import Contract
@@ -277,7 +278,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return _probe(args)
     except GateError as exc:
         for problem in exc.problems:
-            print(f"npu-gate: error: {problem}", file=sys.stderr)
+            print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
         _log_details(exc, args)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -371,7 +372,7 @@ def _check(args: argparse.Namespace) -> int:
                 raise
             # One model that cannot be read must not hide the others' verdicts.
             for problem in exc.problems:
-                print(f"npu-gate: error: {problem}", file=sys.stderr)
+                print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
             code = EXIT_ERROR
         worst = max(worst, code)
     if missing and not args.quiet:
@@ -456,7 +457,8 @@ def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -
     problems = []
     for contract in contracts:
         folder = Path(args.out) if args.out else bundle.default_folder(contract)
-        other = folders.setdefault(folder.resolve(), contract)
+        # "Model" and "model" are one folder on macOS and Windows file systems
+        other = folders.setdefault(Path(str(folder.resolve()).casefold()), contract)
         if other is not contract:
             problems.append(f"{contract.path}: its bundle folder {folder} is also {other.path}'s; "
                             "give one of the contracts another \"name\"")
@@ -714,9 +716,9 @@ def _profile(args: argparse.Namespace) -> int:
             raise GateError(f"{args.file}: file not found")
         errors, warnings, deferred = check_file(path)
         for line in warnings:
-            print(f"npu-gate: warning: {line}", file=sys.stderr)
+            print(f"npu-gate: warning: {visible(line)}", file=sys.stderr)
         for line in errors:
-            print(f"npu-gate: error: {line}", file=sys.stderr)
+            print(f"npu-gate: error: {visible(line)}", file=sys.stderr)
         if errors:
             later = ("; the other checks (constraint ids and subjects, references, `extends`) run once the "
                      "schema errors are fixed") if deferred else ""
@@ -743,7 +745,9 @@ def _profile(args: argparse.Namespace) -> int:
             # A built-in's files (its calibration record) are inside the installed package, not
             # under the current folder: named as text. A profile file's resolve from here.
             page_dir = None if p.origin == "builtin" else "."
-            sys.stdout.write(profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False))
+            page = profile_docs.render_markdown(p, _origin(p), page_dir=page_dir, page=False)
+            # a profile file's text may hold escape sequences: shown as text, line by line
+            sys.stdout.write("".join(visible(line) + "\n" for line in page.splitlines()))
         return EXIT_PASS
     out = Path(args.out)
     stale = []
@@ -982,7 +986,7 @@ def _warn_device_timings(doc: dict[str, Any] | None, name: str) -> None:
     from npu_gate.device_timings import unmatched_warnings
 
     for line in unmatched_warnings(doc, name):
-        print(f"npu-gate: warning: {line}", file=sys.stderr)
+        print(f"npu-gate: warning: {visible(line)}", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -1018,7 +1022,7 @@ def _validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{name}: valid {kind}")
     for problem in problems:
-        print(f"npu-gate: error: {problem}", file=sys.stderr)
+        print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
     return EXIT_ERROR if problems else EXIT_PASS
 
 

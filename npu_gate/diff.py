@@ -51,6 +51,9 @@ def load_side(arg: str, profile: str, today: Any = None) -> dict[str, Any]:
         except (OSError, ValueError) as exc:
             raise GateError(f"{arg}: cannot read JSON: {exc}") from None
         if isinstance(doc, dict) and "schema_version" in doc and "nodes" in doc:
+            from npu_gate.result_json import check_result
+
+            check_result(doc, arg)
             return doc
         if isinstance(doc, dict) and "model" in doc and "target" in doc:
             return _check(path, today)

@@ -448,6 +448,23 @@ def test_annotations_are_capped_at_ten_per_level_worst_first(runner: Runner) -> 
             "per step); see the report.") in log
 
 
+
+def test_annotations_show_escape_sequences_and_bidi_overrides_as_text(runner: Runner) -> None:
+    from onnx import TensorProto, helper
+
+    name = "relu\x1b[8m\u202egnp.exe\n::error::pwned"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name=name)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    add_contract(runner.root, "m", model, [1, 4])
+    _, log = runner.gate(contracts="models/m/npu-gate.json")
+    errors = [line for line in log.splitlines() if line.startswith("::error ")]
+    assert any("[relu\\x1b[8m\\u202egnp.exe\\n::error::pwned]" in line for line in errors)
+    assert not any(ch in log for ch in "\x1b\u202e")
+
+
 def _baseline(runner: Runner, name: str) -> str:
     art = runner.root / "npu-gate-out" / "result.json"
     target = runner.root / f"baseline-{name}.json"

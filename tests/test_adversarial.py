@@ -230,3 +230,15 @@ def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path
     for args in (("merge", fifo), ("check", contract, "--baseline", "/dev/zero")):
         run = run_cli(*args)
         assert (run.code, run.err) == (2, f"npu-gate: error: {args[-1]}: not a regular file\n")
+
+
+def test_error_lines_show_quoted_text_on_one_line(run_cli, tmp_path: Path) -> None:
+    # An error that quotes file text (here the result names of a merged document) must not
+    # start a new line: on a runner, a line starting with "::" is a workflow command.
+    merged = tmp_path / "merged.json"
+    merged.write_text(json.dumps({"kind": "npu-gate-merged",
+                                  "results": [{"name": "x\n::error::pwned\x1b]0;t\x07"}]}))
+    run = run_cli("diff", merged, merged)
+    assert run.code == 2
+    assert run.err.count("\n") == 1
+    assert "x\\n::error::pwned\\x1b]0;t\\x07" in run.err

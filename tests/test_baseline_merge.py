@@ -197,6 +197,80 @@ def test_merge_rejects_files_that_are_not_results(tmp_path: Path,
                        "(run `npu-gate check --json`)\n")
 
 
+
+@pytest.mark.parametrize("field", ["rule", "profile", "count", "gate", "timing", "stage"])
+def test_crafted_results_are_refused_not_rendered(tmp_path: Path, two_results: tuple[Path, Path],
+                                                  run_cli: Callable[..., CliRun], field: str) -> None:
+    """A result JSON from another job or a fork's artifact: the terminal and the report show
+    its ids and counts as written, so one that does not match the schema is refused."""
+    hostile = "x\n::error::pwned`</details><img src=x>@octocat"
+    doc = json.loads(two_results[1].read_text())
+    if field == "rule":
+        doc["findings"][0]["rule"] = hostile
+    elif field == "profile":
+        doc["profile"]["name"] = hostile
+    elif field == "count":
+        doc["summary"]["cpu_nodes"] = hostile
+    elif field == "gate":
+        doc["gates"][0]["name"] = hostile
+    elif field == "timing":  # the keys of timings and stages are table cells
+        doc["timings"][hostile] = 1.0
+    else:
+        doc["stages"][hostile] = doc["stages"].popitem()[1]
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    for run in (run_cli("merge", crafted, "--markdown", tmp_path / "m.md"),
+                run_cli("check", tmp_path / "models" / "relu" / "npu-gate.json", "--baseline", crafted, "-q"),
+                run_cli("diff", two_results[1], crafted)):
+        assert run.code == 2
+        assert "\n::error::" not in run.out + run.err
+        assert "::error::pwned" in run.err  # quoted, on one line
+    assert not (tmp_path / "m.md").exists()
+
+
+
+
+def test_a_huge_crafted_value_is_quoted_shortened(tmp_path: Path, two_results: tuple[Path, Path],
+                                                  run_cli: Callable[..., CliRun]) -> None:
+    doc = json.loads(two_results[1].read_text())
+    doc["findings"][0]["rule"] = "X" * 1_000_000
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    run = run_cli("merge", crafted)
+    assert run.code == 2
+    assert "findings[0].rule: 'XXX" in run.err
+    assert len(run.err) < 1000
+
+
+
+def test_probe_and_exporter_text_read_back_stays_on_its_line(two_results: tuple[Path, Path]) -> None:
+    from npu_gate.render import text
+
+    doc = json.loads(two_results[1].read_text())
+    hostile = "x\n::error::pwned\x1b[31m"
+    doc["stages"]["probe"] = {"evidence": hostile, "probe_status": hostile}
+    doc["exporter_comparison"] = {"exporter": hostile, "status": "failed"}
+    out = text.render(result_from_dict(doc))
+    assert "\n::error::" not in out and "\x1b" not in out
+    assert out.count("x\\n::error::pwned\\x1b[31m") == 3
+
+
+def test_a_rejected_rewrite_read_back_renders_as_text(tmp_path: Path, two_results: tuple[Path, Path],
+                                                      run_cli: Callable[..., CliRun]) -> None:
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    doc = json.loads(two_results[1].read_text())
+    doc["stages"]["suggestions"] = {"status": "ok", "tried": 1, "rejected": [
+        {"rewrite": "x`<img src=x>`", "node": "n", "reason": "r"}]}
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(doc))
+    run_cli("merge", crafted, "--markdown", tmp_path / "m.md", "-q")
+    report = (tmp_path / "m.md").read_text(encoding="utf-8")
+    assert "Tried and not suggested" in report
+    assert "<img" not in cmarkgfm.github_flavored_markdown_to_html(report, options=Options.CMARK_OPT_UNSAFE)
+
+
 def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
                                 golden: Callable[[str, str], None]) -> None:
     """Two models, one with a baseline that had fewer problems: the report a PR shows."""

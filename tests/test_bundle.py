@@ -325,6 +325,36 @@ def test_two_contracts_with_one_bundle_folder_are_refused_before_running(
     assert not (tmp_path / "npu-gate-out").exists()
 
 
+
+@pytest.mark.parametrize("names", [("Det", "det"), ("n" * 300 + "a", "n" * 300 + "b")])
+def test_bundle_folders_that_clash_on_some_file_system_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any], names: tuple[str, str]
+) -> None:
+    # Case: one folder on macOS and Windows. Length: names are cut to fit a file system's
+    # 255-byte limit, so two long ones may share a folder.
+    paths = [_conv_relu_contract(tmp_path / side / "c") for side in ("x", "y")]
+    for path, name in zip(paths, names, strict=True):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps(doc | {"name": name}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", *paths, "--bundle", "-q")
+    assert run.code == 2
+    assert f"{paths[1]}: its bundle folder npu-gate-out/" in run.err
+    assert not (tmp_path / "npu-gate-out").exists()
+
+
+def test_a_long_contract_name_still_gets_its_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
+) -> None:
+    path = _conv_relu_contract(tmp_path / "c")
+    path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")) | {"name": "n" * 300}),
+                    encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check", path, "--bundle", "-q")
+    assert run.code == 0, run.err
+    assert (tmp_path / "npu-gate-out" / ("n" * 100) / "report.md").is_file()
+
+
 def test_bundle_default_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Callable[..., Any]
 ) -> None:

@@ -87,6 +87,15 @@ def test_code_breaks_links_but_keeps_names_copyable() -> None:
     assert VISIBLE in readable(rendered)
 
 
+def test_bidi_and_invisible_characters_show_as_escapes() -> None:
+    # An entity such as &#8238; still renders as U+202E, which reverses the rest of the line
+    # ("op Relu not in profile" after the name); a zero-width space makes two names look alike.
+    name = "a\u202egnp.exe\u200bb\x1b]0;t\x07\u2066c"
+    for rendered in (gfm(f"| x |\n| --- |\n| {md(name)} op Relu |\n"), gfm(md_code(name))):
+        assert not any(ch in rendered for ch in "\u202e\u200b\x1b\x07\u2066")
+        assert "a\\u202egnp.exe\\u200bb\\x1b]0;t\\x07\\u2066c" in readable(rendered)
+
+
 def hostile_model() -> onnx.ModelProto:
     """A Relu named HOSTILE whose declared output shape is wrong (onnx's checker quotes the
     name in its message) and a custom op whose type is HOSTILE and string attribute SHORT."""

@@ -316,6 +316,16 @@ def test_profile_show(run_cli: Run) -> None:
     )
 
 
+
+def test_profile_show_prints_a_profile_files_escape_sequences_as_text(run_cli: Run, tmp_path: Path) -> None:
+    doc = json.loads((REPO / "examples" / "custom-profile" / "team-npu.json").read_text(encoding="utf-8"))
+    doc["description"] = "team limits\x1b]0;title\x07 \u202egnp.exe"
+    (tmp_path / "p.json").write_text(json.dumps(doc), encoding="utf-8")
+    text = run_cli("profile", "show", str(tmp_path / "p.json")).out
+    assert "team limits\\x1b]0;title\\x07 \\u202egnp.exe" in text
+    assert not any(ch in text for ch in "\x1b\x07\u202e")
+
+
 def test_explain_constraint_ids(run_cli: Run) -> None:
     r = run_cli("explain", "depthtospace-dcr")
     assert r.code == 0

@@ -17,7 +17,10 @@ Markdown, two layers:
 Not covered: a hexadecimal word may still link to a commit of the repository the report is
 posted in (it cannot ping anyone or point elsewhere).
 
-Terminal: control characters are made visible. Both cut a text to ``MAX_TEXT`` characters.
+Both: control and format characters (ANSI escapes, bidi overrides such as U+202E, zero-width
+characters) are made visible as ``\\u202e``-style escapes, so a name cannot reorder or hide the
+report's text around it; in Markdown, line breaks and tabs become spaces. Both cut a text to
+``MAX_TEXT`` characters.
 """
 
 from __future__ import annotations
@@ -52,7 +55,13 @@ def md_code(text: object) -> str:
 def term(text: object) -> str:
     """Terminal text: what a terminal would interpret (ANSI escapes, carriage returns) shown
     as escapes; shortened like Markdown."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shorten(text))
+    return visible(shorten(text))
+
+
+def visible(text: object) -> str:
+    """``term`` without the cut: for whole lines such as error messages, which may quote
+    model or file text. A line break in them could start a GitHub workflow command."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
 
 
 def _join(match: re.Match[str]) -> str:
@@ -66,6 +75,8 @@ def _entities(s: str) -> str:
             out.append(ch)
         elif ch in "\r\n\t":
             out.append(" ")
+        elif not ch.isprintable() and ch != WORD_JOINER:  # an entity would still reorder (U+202E) or hide (U+200B) text
+            out.append(_entities(repr(ch)[1:-1]))
         else:
             out.append(f"&#{ord(ch)};")
     return "".join(out)

@@ -145,7 +145,7 @@ def suggestions(result: GateResult) -> str:
                       f"reference latency: Timings `{s['timing']}`.",
                   "", _table(["", "now", "with the rewrite"], _figures(s["before"], s["after"]))]
     if stage.get("rejected"):
-        rows = [[f"`{r['rewrite']}`", md_code(r["node"]), md(r["reason"])] for r in stage["rejected"]]
+        rows = [[md_code(r["rewrite"]), md_code(r["node"]), md(r["reason"])] for r in stage["rejected"]]
         parts += ["", "Tried and not suggested:", "", _table(["rewrite", "node", "why not"], rows)]
     if not result.suggestions and not stage.get("rejected"):
         parts += ["", "No catalog rewrite matches a CPU-fallback node."]

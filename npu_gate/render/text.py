@@ -41,15 +41,16 @@ def render(result: GateResult, headline_note: str = "") -> str:
         def delta(key: str) -> str:
             return "?" if m[key]["delta"] is None else f"{m[key]['delta']:+d}"
 
-        lines.append(f"  {comparison['exporter']} exporter (compared, not gated): "
+        lines.append(f"  {term(comparison['exporter'])} exporter (compared, not gated): "
                      f"{delta('node_count')} nodes, {delta('nodes_after_folding')} after folding, "
                      f"{delta('shape_chains')} shape chains, {delta('cpu_nodes')} cpu nodes")
     elif comparison:
-        lines.append(f"  {comparison['exporter']} exporter (compared): export failed")
+        lines.append(f"  {term(comparison['exporter'])} exporter (compared): export failed")
     probe = result.stages.get("probe")
     if probe is not None:
         basis = "decides" if "measured" in s else "compared, prediction decides"
-        lines.append(f"  probe {probe['evidence']}: {probe['probe_status']} ({basis})")
+        # term(): a result JSON read back (merge, --baseline) does not constrain these
+        lines.append(f"  probe {term(probe['evidence'])}: {term(probe['probe_status'])} ({basis})")
         from npu_gate.probe.report import adapters_text, compared_partitions
 
         ps = probe.get("summary") or {}
