@@ -137,6 +137,21 @@ def test_hard_cut_closes_open_fence_and_details() -> None:
     assert close_open_blocks("a\n```x\nb") == "a\n```x\nb\n```"
 
 
+@pytest.mark.parametrize(("text", "added"), [
+    ("~~~\ncode", "\n~~~"),  # a tilde fence is closed by tildes, not backticks
+    ("````md\n```\nstill code", "\n````"),  # only a run at least as long closes it
+    ("```\nx\n```\n~~~~\ny", "\n~~~~"),
+    ("```py\nx\n```", ""),
+    ("use ```x``` inline", ""),  # inline code, not a fence
+    ("<PRE>\nraw", "\n</pre>"),
+    ("<details><summary>s</summary>\n\n<pre>x</pre>", "\n</details>"),
+])
+def test_close_open_blocks_closes_what_a_fork_left_open(text: str, added: str) -> None:
+    """Comment-only mode posts a fork's file: a block it leaves open would swallow our
+    truncation note and show our hidden marker as text."""
+    assert close_open_blocks(text) == text + added
+
+
 def test_unknown_detail_sections_are_dropped_but_summary_kept() -> None:
     report = ("## v\n\n### Summary\n\n" + "s\n" * 100 + "### Something new\n\n" + "n\n" * 5000
               + "<details><summary>Extra (3)</summary>\n\n" + "d\n" * 5000 + "</details>\n")

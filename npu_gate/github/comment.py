@@ -91,14 +91,31 @@ def without_timings(markdown: str) -> str:
 
 
 def close_open_blocks(text: str) -> str:
-    """Close a code fence or <details> left open by a cut."""
-    fences = sum(1 for line in text.splitlines() if line.lstrip().startswith("```"))
-    if fences % 2:
-        text += "\n```"
-    opened = len(re.findall(r"<details\b", text))
-    closed = len(re.findall(r"</details>", text))
-    text += "\n</details>" * max(0, opened - closed)
+    """Close a code fence (``` or ~~~), <pre> or <details> left open by a cut or by a fork's
+    comment file, so what we append after it (the truncation note, our marker) is not swallowed."""
+    fence = _open_fence(text)
+    if fence:
+        text += "\n" + fence
+    for tag in ("pre", "details"):
+        opened = len(re.findall(rf"<{tag}\b", text, re.IGNORECASE))
+        closed = len(re.findall(rf"</{tag}\s*>", text, re.IGNORECASE))
+        text += f"\n</{tag}>" * max(0, opened - closed)
     return text
+
+
+def _open_fence(text: str) -> str:
+    """The fence a code block left open at the end of ``text`` starts with ("" if none): as in
+    CommonMark, only a run of the same character, at least as long, closes it."""
+    fence = ""
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if not fence:
+            m = re.match(r"(`{3,}|~{3,})(.*)", stripped)
+            # ```x``` is inline code: a backtick fence's info string has no backtick
+            fence = m.group(1) if m and not (m.group(1)[0] == "`" and "`" in m.group(2)) else ""
+        elif re.fullmatch(re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*", stripped):
+            fence = ""
+    return fence
 
 
 def fit(markdown: str, limit: int = COMMENT_LIMIT, *, where: str = "the job summary",
