@@ -464,20 +464,8 @@ def test_a_hit_imports_no_onnx_numpy_or_torch(tmp_path: Path, run_cli: Run, prof
     shutil.copy(REPO / "npu_gate" / "profiles" / "demo.json", tmp_path / "board.npu-profile.json")
     contract = write_onnx_contract(tmp_path, tiny_model(cpu_op="Relu"), profile=profile)
     assert run_cli("check", contract, "-q").code == 1  # fills the cache (this test's folder)
-    probe = (
-        "import json, sys\n"
-        "from npu_gate.cli import main\n"
-        f"code = main(['check', {str(contract)!r}, '--markdown', {str(tmp_path / 'r.md')!r}])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules}\n"
-        "               & {'onnx', 'onnxruntime', 'numpy', 'torch', 'tabulate'})\n"
-        "print(json.dumps({'code': code, 'heavy': heavy}))\n"
-    )
-    env = os.environ | {"PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    *lines, last = done.stdout.strip().splitlines()
-    assert json.loads(last) == {"code": 1, "heavy": []}
+    code, heavy, lines = _fresh_main(["check", str(contract), "--markdown", str(tmp_path / "r.md")], tmp_path)
+    assert (code, heavy) == (1, [])
     assert CACHED in lines[-1]
     assert "Result from cache" in (tmp_path / "r.md").read_text()
 
@@ -493,20 +481,8 @@ def test_a_check_onnx_hit_with_a_profile_file_imports_no_onnx_numpy_or_torch(
     write_onnx_contract(tmp_path, tiny_model(cpu_op="Relu"), profile="board.npu-profile.json")
     (tmp_path / "other.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
     assert run_cli("check-onnx", *args).code == 1  # fills the cache
-    probe = (
-        "import json, sys\n"
-        "from npu_gate.cli import main\n"
-        f"code = main(['check-onnx', *{args!r}])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules}\n"
-        "               & {'onnx', 'onnxruntime', 'numpy', 'torch', 'tabulate'})\n"
-        "print(json.dumps({'code': code, 'heavy': heavy}))\n"
-    )
-    env = os.environ | {"PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    *lines, last = done.stdout.strip().splitlines()
-    assert json.loads(last) == {"code": 1, "heavy": []}
+    code, heavy, lines = _fresh_main(["check-onnx", *args], tmp_path)
+    assert (code, heavy) == (1, [])
     assert CACHED in lines[-1]
 
 
@@ -544,3 +520,23 @@ def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> Non
     keys.append(key())
     assert len(set(keys)) == len(keys)
     assert key() == keys[-1]  # and nothing else moves it
+
+
+def _fresh_main(argv: list[str], cwd: Path) -> tuple[int, list[str], list[str]]:
+    """``npu_gate.cli.main(argv)`` in a fresh interpreter: its exit code, the heavy packages
+    it imported, and the lines it printed."""
+    probe = (
+        "import json, sys\n"
+        "from npu_gate.cli import main\n"
+        f"code = main({argv!r})\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules}\n"
+        "               & {'onnx', 'onnxruntime', 'numpy', 'torch', 'tabulate'})\n"
+        "print(json.dumps({'code': code, 'heavy': heavy}))\n"
+    )
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    *lines, last = done.stdout.strip().splitlines()
+    result = json.loads(last)
+    return result["code"], result["heavy"], lines

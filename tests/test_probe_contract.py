@@ -145,17 +145,13 @@ def test_without_rewrites_the_probe_builds_the_file_as_given(contract) -> None:
     assert "Clip" in [n["op_type"] for n in result.stages["probe"]["nodes"]]
 
 
-def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, monkeypatch) -> None:
-    """stages.probe.summary of a check: the rknn fixture rank2_odd_dims replayed in place of a build."""
-    import shutil
-    from pathlib import Path
-
+def _replay_instead_of_building(name: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copy the rknn fixture ``name``'s model into ``folder`` and make every probe replay its
+    captured compiler run instead of building."""
     from npu_gate.probe import runner
-    from npu_gate.render.markdown import render as render_markdown
-    from npu_gate.render.text import render as render_text
 
-    fixture = Path(__file__).parent / "fixtures" / "rknn" / "rank2_odd_dims"
-    shutil.copy(fixture / "model.onnx", tmp_path / "model.onnx")
+    fixture = Path(__file__).parent / "fixtures" / "rknn" / name
+    shutil.copy(fixture / "model.onnx", folder / "model.onnx")
 
     def replayed(model, compiler, target, python, *, profile, **options):
         result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
@@ -163,6 +159,14 @@ def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, m
         return result
 
     monkeypatch.setattr(runner, "probe", replayed)
+
+
+def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, monkeypatch) -> None:
+    """stages.probe.summary of a check: the rknn fixture rank2_odd_dims replayed in place of a build."""
+    from npu_gate.render.markdown import render as render_markdown
+    from npu_gate.render.text import render as render_text
+
+    _replay_instead_of_building("rank2_odd_dims", tmp_path, monkeypatch)
     probe = {"compiler": "rknn", "target": "rk3588"}
     path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588-fused", "probe": probe},
                            "inputs": [{"name": "x", "shape": [2, 12], "dtype": "float32"}]})
@@ -199,17 +203,7 @@ def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(writ
     """decide: measured on the rknn fixture gelu_head (replayed in place of a build): the Flatten
     that `demo` sends to CPU was removed by the compiler (no CPU node, one NPU segment measured),
     yet its unsupported-op error used to stay and fail the gate."""
-    from npu_gate.probe import runner
-
-    fixture = Path(__file__).parent / "fixtures" / "rknn" / "gelu_head"
-    shutil.copy(fixture / "model.onnx", tmp_path / "model.onnx")
-
-    def replayed(model, compiler, target, python, *, profile, **options):
-        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
-        result.timings["total_s"] = 0.0
-        return result
-
-    monkeypatch.setattr(runner, "probe", replayed)
+    _replay_instead_of_building("gelu_head", tmp_path, monkeypatch)
     probe = {"compiler": "rknn", "target": "rk3588", "decide": "measured"}
     path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo", "probe": probe},
                            "inputs": [{"name": "x", "shape": [1, 8, 16, 16], "dtype": "float32"}], "gates": GATES})
