@@ -277,9 +277,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "probe":
             return _probe(args)
     except GateError as exc:
-        for problem in exc.problems:
-            print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
-        _log_details(exc, args)
+        _print_problems(exc, args)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return EXIT_ERROR
@@ -299,16 +297,25 @@ def _main(argv: Sequence[str] | None) -> int:
     return EXIT_ERROR
 
 
-def _log_details(exc: GateError, args: argparse.Namespace) -> None:
-    """The details behind a could-not-run error (a factory's traceback and what its module
-    printed) go to `check --log PATH`, so the one line on the terminal can stay one line."""
+def _print_problems(exc: GateError, args: argparse.Namespace) -> None:
+    """One line per problem; the details behind them (a factory's traceback, what its module
+    printed) go to `check --log PATH`, so the terminal stays one line per problem."""
+    for problem in exc.problems:
+        print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
     log = args.log if args.command == "check" else None
-    if not (log and exc.details):
-        return
-    with contextlib.suppress(OSError):
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-        Path(log).write_text("\n".join(exc.details) + "\n", encoding="utf-8")
+    if log and exc.details and _write_log(log, "\n".join(exc.details) + "\n"):
         print(f"npu-gate: details in {log}", file=sys.stderr)
+
+
+def _write_log(path: str, text: str) -> bool:
+    """Write a could-not-run log; False when it cannot be written (the error line still says why
+    the gate stopped, which matters more than the log)."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError:
+        return False
+    return True
 
 
 def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
@@ -322,11 +329,8 @@ def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
 
     where = "rerun with --debug for the traceback"
     log = args.log if args.command == "check" else None
-    if log:
-        with contextlib.suppress(OSError):
-            Path(log).parent.mkdir(parents=True, exist_ok=True)
-            Path(log).write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-            where = f"traceback in {log}"
+    if log and _write_log(log, "".join(traceback.format_exception(exc))):
+        where = f"traceback in {log}"
     return f"{term(one_line(exc))} ({where})"
 
 
@@ -371,8 +375,7 @@ def _check(args: argparse.Namespace) -> int:
             if len(contracts) == 1:
                 raise
             # One model that cannot be read must not hide the others' verdicts.
-            for problem in exc.problems:
-                print(f"npu-gate: error: {visible(problem)}", file=sys.stderr)
+            _print_problems(exc, args)
             code = EXIT_ERROR
         worst = max(worst, code)
     if missing and not args.quiet:
