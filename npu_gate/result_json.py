@@ -90,10 +90,8 @@ def load_results(path: Path) -> list[dict[str, Any]]:
 def check_result(doc: dict[str, Any], where: str) -> None:
     """GateError unless ``doc`` matches the result schema. These files may come from another
     job or a fork's artifact, and the renderers show ids, verdicts and counts as written."""
-    from npu_gate.render.escape import shorten
     from npu_gate.validation import schema_problems
 
-    # a problem quotes the value: a megabyte-long one must not become a megabyte-long line
-    if problems := [shorten(p, 500) for p in schema_problems(doc, "result", where)]:
+    if problems := schema_problems(doc, "result", where):
         more = [f"{where}: {len(problems) - 10} more problems"] if len(problems) > 10 else []
         raise GateError(*problems[:10], *more)

@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import GateError
+from npu_gate.render.escape import shorten
 from npu_gate.resources import SCHEMA_NAMES, load_schema
+
+MAX_PROBLEM = 500  # characters of one schema problem line
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -86,7 +89,8 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
         elif err.validator in ("oneOf", "anyOf") and err.context:
             best = sorted(err.context, key=lambda e: len(e.path))[0]
             message = f"{message} ({best.message})"
-        lines.append(f"{label}: {json_path(err.absolute_path)}: {message}")
+        # a problem quotes the value: a megabyte-long one must not become a megabyte-long line
+        lines.append(shorten(f"{label}: {json_path(err.absolute_path)}: {message}", MAX_PROBLEM))
     return lines
 
 

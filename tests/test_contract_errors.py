@@ -98,6 +98,17 @@ def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_co
     assert run.err.endswith("waivers[0].expires: 'next week': expected a date, YYYY-MM-DD (e.g. 2027-03-01)\n")
 
 
+def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["dtype"] = "f" * 1_000_000
+    path = write_contract(doc)
+    run = run_cli("validate", path)
+    [line] = run.err.splitlines()
+    assert (run.code, line[:len(f"npu-gate: error: {path}: inputs[0].dtype: 'fff")]) == (
+        2, f"npu-gate: error: {path}: inputs[0].dtype: 'fff")
+    assert len(line) == len("npu-gate: error: ") + 500 and line.endswith("f…")
+
+
 def test_semantic_input_errors(contract_dir, write_contract, run_cli):
     doc = _base()
     doc["inputs"].append({"name": "x", "shape": [1], "dtype": "int64", "range": [5, 1],
