@@ -146,14 +146,14 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
 # name, so they are wrapped where the pipeline looks them up. Phases do not nest.
 PHASES = [
     ("load_onnx", "npu_gate.pipeline", "load_onnx"),
-    ("run_checker", "npu_gate.graph", "run_checker"),
-    ("infer_shapes", "npu_gate.graph", "infer_shapes"),
-    ("graph.collect", "npu_gate.graph", "collect"),
-    ("symbolic.refine_stage", "npu_gate.symbolic", "refine_stage"),
-    ("node_dependencies", "npu_gate.graph", "node_dependencies"),
-    ("topological_order", "npu_gate.graph", "topological_order"),
+    ("run_checker", "npu_gate.graph.facts", "run_checker"),
+    ("infer_shapes", "npu_gate.graph.facts", "infer_shapes"),
+    ("graph.collect", "npu_gate.graph.facts", "collect"),
+    ("symbolic.refine_stage", "npu_gate.graph.symbolic", "refine_stage"),
+    ("node_dependencies", "npu_gate.graph.facts", "node_dependencies"),
+    ("topological_order", "npu_gate.graph.facts", "topological_order"),
     ("fold", "npu_gate.pipeline", "fold"),
-    ("shape_chains.find_chains", "npu_gate.shape_chains", "find_chains"),
+    ("shape_chains.find_chains", "npu_gate.graph.shape_chains", "find_chains"),
     ("tensor_layouts", "npu_gate.pipeline", "tensor_layouts"),
     ("place_all", "npu_gate.pipeline", "place_all"),
     ("collect_subgraph_nodes", "npu_gate.pipeline", "collect_subgraph_nodes"),
@@ -162,7 +162,7 @@ PHASES = [
     ("_node_entry (all nodes)", "npu_gate.pipeline", "_node_entry"),
     ("_placement_findings", "npu_gate.pipeline", "_placement_findings"),
     ("_dynamic_shape_findings", "npu_gate.pipeline", "_dynamic_shape_findings"),
-    ("result.to_dict", "npu_gate.result", "GateResult.to_dict"),
+    ("result.to_dict", "npu_gate.result.types", "GateResult.to_dict"),
     ("json_.dumps", "npu_gate.render.json_", "dumps"),
 ]
 
@@ -186,8 +186,8 @@ def phases(sizes: list[int], tmp: Path, profile_name: str) -> None:
 
     from npu_gate.gc_pause import gc_paused
     from npu_gate.pipeline import inspect_model
-    from npu_gate.profile import load_profile
     from npu_gate.render import json_
+    from npu_gate.target.profile import load_profile
 
     spent: dict[str, float] = {}
     for label, module_name, attr in PHASES:

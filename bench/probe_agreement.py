@@ -39,7 +39,7 @@ from seed_net import SeedNet  # noqa: E402
 
 from npu_gate.probe import get_compiler  # noqa: E402
 from npu_gate.probe.runner import probe, replay  # noqa: E402
-from npu_gate.profile import load_profile  # noqa: E402
+from npu_gate.target.profile import load_profile  # noqa: E402
 
 
 class ResBlock(nn.Module):

@@ -69,7 +69,7 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
     Problems are keyed by what failed: a glob that matches nothing, or a path (given, or a
     glob's match) that is no contract file or folder holding one.
     """
-    from npu_gate.contract import find_contract
+    from npu_gate.contract.spec import find_contract
     from npu_gate.errors import GateError
 
     paths: list[Path] = []
@@ -96,11 +96,11 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
 def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[Any]:
     """Gate every contract on its own: one that cannot run does not stop the others.
     ``profile`` (the input) is a built-in name or a path relative to ``workspace``."""
-    from npu_gate.contract import load_contract
+    from npu_gate.contract.spec import load_contract
     from npu_gate.errors import GateError
     from npu_gate.pipeline import check_contract
-    from npu_gate.profile import load_profile
     from npu_gate.render.report import ModelReport
+    from npu_gate.target.profile import load_profile
 
     models = []
     names: dict[str, Path] = {}  # contract name -> its file
@@ -131,8 +131,8 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
     A gate run's state.json next to one names each model's contract relative to the
     workspace: the annotations point there.
     """
+    from npu_gate.compare.merge import load_reports
     from npu_gate.errors import GateError
-    from npu_gate.merge import load_reports
     from npu_gate.render.report import ModelReport
 
     models: list[ModelReport] = []
@@ -170,8 +170,8 @@ def annotate(models: Sequence[Any], workspace: Path, out: Any = None, fail_on: s
     Under a baseline, findings the baseline does not have come first; the ones it has say so,
     and with ``fail-on: regressions`` (where they do not fail the step) they are notices.
     """
-    from npu_gate.baseline import finding_key
-    from npu_gate.render.escape import visible
+    from npu_gate.compare.baseline import finding_key
+    from npu_gate.escape import visible
     from npu_gate.rules import RULES
 
     order = {rule: i for i, rule in enumerate(RULES)}
@@ -255,8 +255,8 @@ def _safe(name: str) -> str:
 
 
 def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    from npu_gate.compare.merge import FAIL_ON, attach_baseline, merged_document, should_fail, text_lines
     from npu_gate.errors import GateError
-    from npu_gate.merge import FAIL_ON, attach_baseline, merged_document, should_fail, text_lines
     from npu_gate.render import json_
     from npu_gate.render.report import ModelReport, combined_verdict, render_report
 

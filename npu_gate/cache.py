@@ -309,7 +309,7 @@ def onnx_dependencies(model: Path) -> list[Dependency] | None:
     None when they cannot be listed, and then the result is not stored."""
     import onnx
 
-    from npu_gate.model_file import _external_tensors
+    from npu_gate.graph.model_file import _external_tensors
 
     try:
         proto = onnx.load(str(model), load_external_data=False)

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
-from npu_gate.render.escape import visible
+from npu_gate.escape import visible
 
 if TYPE_CHECKING:  # annotations only: the CLI imports the pipeline lazily
-    from npu_gate.contract import Contract
-    from npu_gate.result import GateResult
+    from npu_gate.contract.spec import Contract
+    from npu_gate.result.types import GateResult
 
 DEFAULT_INSPECT_PROFILE = "demo"
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
@@ -324,8 +324,8 @@ def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
     `--debug` shows it."""
     import traceback
 
-    from npu_gate.render.escape import term
-    from npu_gate.user_code import one_line
+    from npu_gate.escape import term
+    from npu_gate.model.user_code import one_line
 
     where = "rerun with --debug for the traceback"
     log = args.log if args.command == "check" else None
@@ -336,7 +336,7 @@ def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
 
 def _check(args: argparse.Namespace) -> int:
     # Keep this path free of onnx/numpy/torch until a cache miss: a hit must stay cheap.
-    from npu_gate.contract import find_contract
+    from npu_gate.contract.spec import find_contract
 
     paths = [find_contract(p) for p in (args.contracts or [None])]
     if len(paths) > 1 and (args.json or args.markdown or args.log or args.out):
@@ -361,7 +361,7 @@ def _check(args: argparse.Namespace) -> int:
         _check_bundle_folders(contracts, args)
     missing: list[str] = []
     if baseline is not None:
-        from npu_gate.baseline import absent
+        from npu_gate.compare.baseline import absent
 
         missing = absent([c.name for c in contracts], baseline)
     worst = EXIT_PASS
@@ -379,7 +379,7 @@ def _check(args: argparse.Namespace) -> int:
             code = EXIT_ERROR
         worst = max(worst, code)
     if missing and not args.quiet:
-        from npu_gate.merge import absent_line
+        from npu_gate.compare.merge import absent_line
 
         sys.stdout.write(absent_line(missing))
     return worst
@@ -423,7 +423,7 @@ def _uncached_run(args: argparse.Namespace) -> bool:
 
 
 def _load_contract(path: Path, *, cheap: bool) -> Contract:
-    from npu_gate.contract import load_contract
+    from npu_gate.contract.spec import load_contract
     from npu_gate.errors import ContractError
 
     try:
@@ -454,7 +454,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any,
 
 def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -> None:
     """Every bundle folder is usable and each contract has its own, before any model runs."""
-    from npu_gate import bundle
+    from npu_gate.evidence import bundle
 
     folders: dict[Path, Contract] = {}
     problems = []
@@ -477,7 +477,7 @@ def _check_bundle_folders(contracts: list[Contract], args: argparse.Namespace) -
 def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateResult, Path]:
     """check_contract, then the evidence bundle (--out DIR or npu-gate-out/<name>/); the
     result and the bundle's folder."""
-    from npu_gate import bundle
+    from npu_gate.evidence import bundle
     from npu_gate.pipeline import Artifacts, check_contract
 
     folder = Path(args.out) if args.out else bundle.default_folder(contract)
@@ -502,11 +502,11 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _inspect_run(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import inspect_model
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     if args.out:
-        from npu_gate import bundle
+        from npu_gate.evidence import bundle
         from npu_gate.pipeline import Artifacts
 
         folder = Path(args.out)
@@ -576,8 +576,8 @@ def _rules(args: argparse.Namespace) -> int:
 
 
 def _profiles() -> int:
-    from npu_gate.profile import load_profile
     from npu_gate.resources import builtin_profile_names
+    from npu_gate.target.profile import load_profile
 
     profiles = [load_profile(name) for name in builtin_profile_names()]
     width = max(len(p.name) for p in profiles)
@@ -599,7 +599,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _reduce(args: argparse.Namespace) -> int:
-    from npu_gate.reduce import Reducer, Step, write_log
+    from npu_gate.evidence.reduce import Reducer, Step, write_log
 
     def progress(step: Step) -> None:
         if not args.quiet:
@@ -625,7 +625,7 @@ def _reduce(args: argparse.Namespace) -> int:
               f"{out} (log: {log})")
     return EXIT_PASS
 def _baseline(args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    from npu_gate.result_json import load_results
+    from npu_gate.result.read import load_results
 
     if args.fail_on == "regressions" and not args.baseline:
         raise GateError("--fail-on regressions needs --baseline FILE")
@@ -636,8 +636,8 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
                   args: argparse.Namespace, bundle: Path | None = None, missing: Sequence[str] = ()) -> int:
     """`check` with --baseline / --fail-on: the report gains the baseline section (and names
     the baseline's ``missing`` models; the terminal line for them comes after all contracts)."""
-    from npu_gate.baseline import compare_all
-    from npu_gate.merge import should_fail, text_lines
+    from npu_gate.compare.baseline import compare_all
+    from npu_gate.compare.merge import should_fail, text_lines
     from npu_gate.render import json_
     from npu_gate.render.report import ModelReport, render_report
 
@@ -657,7 +657,7 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from npu_gate.merge import (
+    from npu_gate.compare.merge import (
         attach_baseline,
         exit_code,
         load_reports,
@@ -681,9 +681,9 @@ def _merge(args: argparse.Namespace) -> int:
         sys.stdout.write(text_lines(models, args.fail_on, missing))
     return exit_code(models, args.fail_on)
 def _explain_constraint(ref: str) -> int:
-    from npu_gate.limits import LIMIT_IDS
-    from npu_gate.profile import load_profile
-    from npu_gate.profile_docs import LIMIT_WORDS, describe_limit, explain_constraint, find_constraints
+    from npu_gate.target.limits import LIMIT_IDS
+    from npu_gate.target.pages import LIMIT_WORDS, describe_limit, explain_constraint, find_constraints
+    from npu_gate.target.profile import load_profile
 
     limit = {v: k for k, v in LIMIT_IDS.items()}.get(ref.rsplit(":", 1)[-1])
     # PROFILE:limit-... is that profile's limit: one it does not set is unknown there, as a
@@ -707,12 +707,12 @@ def _explain_constraint(ref: str) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from npu_gate import profile_docs
-    from npu_gate.profile import load_profile
     from npu_gate.resources import builtin_profile_names, profile_dir
+    from npu_gate.target import pages as profile_docs
+    from npu_gate.target.profile import load_profile
 
     if args.profile_command == "check":
-        from npu_gate.profile_lint import check_file
+        from npu_gate.target.lint import check_file
 
         path = Path(args.file)
         if not path.is_file():
@@ -778,7 +778,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 def _profile_calibrate(args: argparse.Namespace) -> int:
     from npu_gate import calibrate
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     out = Path(args.out)
     record_path = out.with_name(out.stem + ".calibration.json")
@@ -886,7 +886,7 @@ def _origin(profile: object) -> str:
     name = getattr(profile, "name", "")
     return f"npu_gate/profiles/{name}.json" if origin == "builtin" else str(origin)
 def _diff(args: argparse.Namespace) -> int:
-    from npu_gate.diff import diff_results, load_side
+    from npu_gate.compare.diff import diff_results, load_side
     from npu_gate.render import diff_md
 
     a = load_side(args.a, args.profile, args.today)
@@ -912,7 +912,7 @@ def _check_cached(contract: Any, args: argparse.Namespace) -> int:
         return cache.contract_key(contract, today, exclude=outputs)
 
     def run() -> tuple[Any, list[Any] | None]:
-        from npu_gate.contract import load_contract
+        from npu_gate.contract.spec import load_contract
         from npu_gate.pipeline import check_contract
 
         full = load_contract(contract.path)  # with the onnx-based profile lint skipped above
@@ -986,7 +986,7 @@ def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
 
 
 def _warn_device_timings(doc: dict[str, Any] | None, name: str) -> None:
-    from npu_gate.device_timings import unmatched_warnings
+    from npu_gate.contract.device_timings import unmatched_warnings
 
     for line in unmatched_warnings(doc, name):
         print(f"npu-gate: warning: {visible(line)}", file=sys.stderr)
@@ -997,8 +997,8 @@ def _validate(args: argparse.Namespace) -> int:
 
     Exit 2 when any file is invalid: the same "could not run" a `check` gives for it.
     """
-    from npu_gate.contract import load_contract
-    from npu_gate.profile import load_profile
+    from npu_gate.contract.spec import load_contract
+    from npu_gate.target.profile import load_profile
     from npu_gate.validation import read_document
 
     problems: list[str] = []
@@ -1058,7 +1058,7 @@ def _check_onnx(args: argparse.Namespace) -> int:
 
 def _load_profile_option(ref: str, *, cheap: bool) -> Any:
     from npu_gate.errors import ProfileError
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     try:
         return load_profile(ref, Path.cwd(), where="--profile", check_onnx=not cheap)
@@ -1135,9 +1135,9 @@ def _probe(args: argparse.Namespace) -> int:
         return _probe_setup(get_compiler(args.setup_args[0]), Path(args.setup_args[1]), args)
     if args.setup_args:
         raise GateError(f"probe: unexpected arguments {' '.join(args.setup_args)} (one MODEL.onnx per probe)")
-    from npu_gate.probe.report import markdown, text
     from npu_gate.probe.runner import probe
-    from npu_gate.profile import load_profile
+    from npu_gate.render.probe import markdown, text
+    from npu_gate.target.profile import load_profile
 
     compiler = get_compiler(args.compiler)
     venv = Path(args.venv or f".venv-{compiler.name}")

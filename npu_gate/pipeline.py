@@ -18,18 +18,19 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
-from npu_gate import adapters, dims, patterns, shape_chains, shape_values, symbolic
-from npu_gate import graph as graphlib
-from npu_gate.contract import Contract, Gates, InputSpec, Waiver
+from npu_gate.contract.spec import Contract, Gates, InputSpec, Waiver
 from npu_gate.gc_pause import gc_paused
-from npu_gate.graph import GraphFacts, TensorInfo
-from npu_gate.layout import tensor_layouts
-from npu_gate.limits import opset_failure
-from npu_gate.model_file import copy_model, external_tensors, load_onnx
-from npu_gate.partitions import boundaries, build_partitions, total_bytes
-from npu_gate.placement import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
-from npu_gate.profile import Profile
-from npu_gate.result import (
+from npu_gate.graph import dims, shape_chains, shape_values, symbolic
+from npu_gate.graph import facts as graphlib
+from npu_gate.graph.facts import GraphFacts, TensorInfo
+from npu_gate.graph.layout import tensor_layouts
+from npu_gate.graph.model_file import copy_model, external_tensors, load_onnx
+from npu_gate.graph.subgraphs import ScopedNode, collect_subgraph_nodes
+from npu_gate.placement import adapters
+from npu_gate.placement import fusions as patterns
+from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
+from npu_gate.placement.place import CPU, FOLDED, NPU, Placement, fold, place_all, place_subgraphs
+from npu_gate.result.types import (
     FAIL,
     PASS,
     Finding,
@@ -39,7 +40,8 @@ from npu_gate.result import (
     PartitionResult,
 )
 from npu_gate.rules import ERROR, INFO, RULES, WARNING
-from npu_gate.subgraphs import ScopedNode, collect_subgraph_nodes
+from npu_gate.target.limits import opset_failure
+from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions as versions
 
 
@@ -107,7 +109,7 @@ def check_contract(
     )
     contract_info = {"path": contract.path.name, "sha256": contract.sha256}
     timings: dict[str, float] = {}
-    from npu_gate.rewrites.stage import Rewriting
+    from npu_gate.stages.rewrites import Rewriting
 
     rewriting = Rewriting(contract)  # the contract's rewrites, suggestions, review table
     if contract.onnx_path is not None:
@@ -143,7 +145,7 @@ def _check_torch(
     contract: Contract, settings: Settings, timings: dict[str, float], keep: Artifacts | None = None,
     rewriting: Any = None,
 ) -> GateResult:
-    from npu_gate import export as exporter  # the torch path only
+    from npu_gate.model import export as exporter  # the torch path only
 
     assert contract.torch is not None
     build_log: list[str] = []
@@ -181,7 +183,7 @@ def _check_torch(
         if contract.numerics.samples == 0:
             result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
             return result
-        from npu_gate.numerics import compare
+        from npu_gate.model.numerics import compare
 
         compared = outcome.onnx_path if rewriting is None else rewriting.numerics_path(outcome.onnx_path, Path(work))
         numerics = compare(contract, module, compared)
@@ -222,8 +224,8 @@ def _other_exporter(
     and diff it against the gated one (``compare_exporters``)."""
     import dataclasses
 
-    from npu_gate import export as exporter
-    from npu_gate.diff import diff_results
+    from npu_gate.compare.diff import diff_results
+    from npu_gate.model import export as exporter
 
     assert contract.torch is not None
     spec = contract.torch

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import GateError
-from npu_gate.render.escape import shorten
+from npu_gate.escape import shorten
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 
 MAX_PROBLEM = 500  # characters of one schema problem line

@@ -147,7 +147,7 @@ def test_a_loop_that_never_ends_stops_the_run_not_the_gate(run_cli, write_contra
                                                           monkeypatch) -> None:
     """Loop with trip count 2**62 and a condition that stays true: onnxruntime would run it for
     ever in the suggestions stage; the run is stopped and the stage says so."""
-    from npu_gate import numerics
+    from npu_gate.model import numerics
 
     monkeypatch.setattr(numerics, "RUN_SECONDS", 0.5)
     body = helper.make_graph(

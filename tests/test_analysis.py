@@ -12,9 +12,9 @@ import pytest
 from conftest import validate_result
 from onnx import TensorProto, helper, numpy_helper
 
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract, inspect_model
-from npu_gate.profile import load_profile
+from npu_gate.target.profile import load_profile
 
 
 def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
@@ -388,7 +388,7 @@ def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_pat
 
 def test_checker_findings_name_the_first_graph_value_that_fails(tmp_path):
     """The checker stops at the first input, then output, that fails: that one is named."""
-    from npu_gate.graph import run_checker
+    from npu_gate.graph.facts import run_checker
 
     model = model_zoo.conv_relu()
     model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))  # no shape

@@ -11,8 +11,8 @@ import pytest
 from conftest import CliRun, schema_errors, validate_merged, validate_result
 from gate_models import add_contract, conv_only
 
-from npu_gate.baseline import compare, finding_key
-from npu_gate.result_json import result_from_dict
+from npu_gate.compare.baseline import compare, finding_key
+from npu_gate.result.read import result_from_dict
 
 
 def _finding(rule: str, message: str, node: str | None = None, severity: str = "error",
@@ -275,8 +275,8 @@ def test_a_rejected_rewrite_read_back_renders_as_text(tmp_path: Path, two_result
 def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
                                 golden: Callable[[str, str], None]) -> None:
     """Two models, one with a baseline that had fewer problems: the report a PR shows."""
-    from npu_gate.baseline import compare
-    from npu_gate.merge import should_fail
+    from npu_gate.compare.baseline import compare
+    from npu_gate.compare.merge import should_fail
     from npu_gate.render.report import ModelReport, render_report
 
     conv_doc, relu_doc = (json.loads(p.read_text()) for p in two_results)

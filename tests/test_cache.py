@@ -18,7 +18,7 @@ from conftest import REPO, CliRun, validate_result
 from hook_fixtures import tiny_model, write_onnx_contract
 
 from npu_gate import cache
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 
 CACHED = "result from cache (key "
 Run = Callable[..., CliRun]
@@ -185,14 +185,14 @@ def test_code_digest_covers_every_file_of_the_package_and_the_schemas(tmp_path: 
         return digest
 
     digests = {
-        changed(pkg / "placement.py", lambda b: b.replace(b"not in profile", b"MISSING FROM profile")),
+        changed(pkg / "placement" / "place.py", lambda b: b.replace(b"not in profile", b"MISSING FROM profile")),
         changed(pkg / "render" / "text.py", lambda b: b + b"\n"),
         changed(pkg / "profiles" / "demo.json", lambda b: b.replace(b'"Conv"', b'"Conw"')),
         changed(pkg / "profiles" / "rknn-rk3588.calibration.json", lambda b: b + b" "),
         changed(folders["schemas"] / "profile.schema.json", lambda b: b + b" "),
     }
     assert len(digests) == 5 and base not in digests
-    (pkg / "placement.py").rename(pkg / "placement2.py")  # the same bytes under another name
+    (pkg / "placement" / "place.py").rename(pkg / "placement" / "place2.py")  # the same bytes under another name
     assert cache.tree_digest(folders) not in digests | {base}
 
 
@@ -212,7 +212,7 @@ def test_an_edited_install_with_the_same_version_is_not_answered_from_the_cache(
     first = check()
     assert "op Relu not in profile demo" in first and CACHED not in first
     assert CACHED in check()
-    placement = tmp_path / "install" / "npu_gate" / "placement.py"
+    placement = tmp_path / "install" / "npu_gate" / "placement" / "place.py"
     placement.write_text(placement.read_text().replace("not in profile", "MISSING FROM profile"))
     after = check()
     assert "op Relu MISSING FROM profile demo" in after and CACHED not in after
@@ -311,7 +311,7 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
         tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     from npu_gate import cli
-    from npu_gate.result import GateResult
+    from npu_gate.result.types import GateResult
 
     contract_path = torch_contract(tmp_path / "seed")
     real = cache._sha256_file

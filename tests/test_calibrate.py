@@ -19,8 +19,8 @@ from npu_gate.calibrate.infer import compiler_fused, derive
 from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, X, between, single
 from npu_gate.probe.base import ACTUALS, STATUSES
 from npu_gate.probe.fake import FakeCompiler
-from npu_gate.profile import load_profile
 from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
+from npu_gate.target.profile import load_profile
 from npu_gate.validation import schema_problems
 
 TINY = {f.op: f for f in SWEEPS["tiny"]()}

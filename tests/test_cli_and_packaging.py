@@ -272,7 +272,7 @@ def test_builtin_profiles_are_valid():
 
 
 def test_rewrite_names_match_the_catalog():
-    from npu_gate.rewrite_names import REWRITE_NAMES
+    from npu_gate.contract.rewrite_names import REWRITE_NAMES
     from npu_gate.rewrites import REWRITES
 
     assert tuple(REWRITES) == REWRITE_NAMES
@@ -283,7 +283,7 @@ def test_captured_c_stdio_output_stays_out_of_a_buffered_stdout() -> None:
     # printed during the capture once reached the real stdout at exit, after the capture.
     code = (
         "import ctypes\n"
-        "from npu_gate.capture import capture_output\n"
+        "from npu_gate.model.capture import capture_output\n"
         "with capture_output() as got:\n"
         "    ctypes.CDLL(None).printf(b'from C\\n')\n"
         "print('captured:', got.lines)\n"

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from conftest import validate_result
 
-from npu_gate.contract import InputSpec, load_contract
-from npu_gate.numerics import compare_output
+from npu_gate.contract.spec import InputSpec, load_contract
+from npu_gate.model.numerics import compare_output
+from npu_gate.model.samples import make_samples
 from npu_gate.pipeline import check_contract
-from npu_gate.samples import make_samples
 
 
 def _conv_relu_contract(**extra: object) -> dict:

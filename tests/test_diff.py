@@ -151,7 +151,7 @@ def test_unusable_side_exits_2(run_cli, tmp_path: Path) -> None:
 
 
 def test_compare_exporters_contract_key(run_cli, write_contract, tmp_path: Path) -> None:
-    from npu_gate.contract import load_contract
+    from npu_gate.contract.spec import load_contract
 
     doc = {
         "model": {"torch": {"factory": "net:build", "compare_exporters": True}},

@@ -10,7 +10,7 @@ import onnx
 from conftest import validate_result
 from onnx import TensorProto
 
-from npu_gate.model_file import load_onnx
+from npu_gate.graph.model_file import load_onnx
 
 
 def test_weights_stay_on_disk_unless_asked(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, validate_result
 from test_analysis import seed_onnx
 
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 
 TODAY = dt.date(2026, 12, 2)
@@ -106,7 +106,7 @@ def test_today_flag_controls_expiry(seed_contract, run_cli, tmp_path):
 def summary_reasons(errors: int, warnings: int) -> list[str]:
     """The finding lines of the terminal summary for warnings listed before errors."""
     from npu_gate.render import text
-    from npu_gate.result import Finding, GateResult
+    from npu_gate.result.types import Finding, GateResult
 
     findings = [Finding("waiver-expired", "warning", f"w{i}") for i in range(warnings)]
     findings += [Finding("unsupported-op", "error", f"e{i}", node=f"n{i}") for i in range(errors)]
@@ -132,7 +132,7 @@ def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings():
 def test_terminal_summary_gives_one_line_per_message():
     """300 CPU Relus used to take the five lines and hide the gate's own errors in "... 297 more"."""
     from npu_gate.render import text
-    from npu_gate.result import Finding, GateResult
+    from npu_gate.result.types import Finding, GateResult
 
     findings = [Finding("unsupported-op", "error", "op Relu not in profile demo", node=f"relu{i}") for i in range(150)]
     findings += [Finding("unsupported-op", "error", "op Sigmoid not in profile demo", node="sig0")]

@@ -8,7 +8,7 @@ import onnx
 from onnx import TensorProto, helper
 from test_analysis import seed_onnx
 
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.render import json_, markdown, text
 
@@ -104,7 +104,7 @@ def test_report_readability(tmp_path, run_cli, save_model):
 
 
 def test_terminal_numerics_line_names_the_output():
-    from npu_gate.result import GateResult
+    from npu_gate.result.types import GateResult
 
     result = GateResult(name="m", verdict="pass", profile={"name": "demo", "evidence": "illustrative"},
                         versions={}, model={})
@@ -145,7 +145,7 @@ def test_sizes_show_the_exact_bytes_and_a_unit():
 
 def test_summary_says_whether_the_compared_outputs_matched():
     """The numerics stage's "ok" means it ran; the summary row also says how the outputs compared."""
-    from npu_gate.result import GateResult
+    from npu_gate.result.types import GateResult
 
     result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
                         versions={}, model={}, stages={"numerics": {"status": "ok"}})

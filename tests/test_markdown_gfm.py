@@ -19,7 +19,7 @@ import onnx
 from cmarkgfm.cmark import Options
 from onnx import TensorProto, helper
 
-from npu_gate.render.escape import WORD_JOINER, md, md_code
+from npu_gate.escape import WORD_JOINER, md, md_code
 
 HOSTILE = ("@octocat owner/repo#2 see #1 GH-3 https://evil.example/login www.evil.example "
            "mail a@b.example </details>")

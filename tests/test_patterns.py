@@ -19,8 +19,8 @@ from npu_gate.errors import ProfileError
 from npu_gate.pipeline import inspect_model
 from npu_gate.probe.rknn import RknnCompiler
 from npu_gate.probe.runner import replay
-from npu_gate.profile import load_profile
-from npu_gate.result import SCHEMA_VERSION
+from npu_gate.result.types import SCHEMA_VERSION
+from npu_gate.target.profile import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
@@ -291,8 +291,8 @@ def test_fused_patterns_match_the_probe_models() -> None:
 
 
 def test_reports_name_the_fused_patterns() -> None:
+    from npu_gate.escape import md_code
     from npu_gate.render import markdown, text
-    from npu_gate.render.escape import md_code
 
     result = inspect_model(FIXTURES / "gelu_head" / "model.onnx", load_profile("rknn-rk3588-fused"))
     assert ("  fused GELU (gelu-erf) on npu: gelu_div, gelu_erf, gelu_add, gelu_mul, gelu_mul2\n"

@@ -17,11 +17,11 @@ from npu_gate.errors import GateError
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import ChildRun, clean_log
 from npu_gate.probe.fake import FakeCompiler
-from npu_gate.probe.report import markdown, text
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
 from npu_gate.probe.runner import probe, replay
-from npu_gate.profile import load_profile
+from npu_gate.render.probe import markdown, text
 from npu_gate.resources import load_schema
+from npu_gate.target.profile import load_profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rknn"
 FAKE = FakeCompiler()
@@ -369,7 +369,7 @@ def test_profile_without_an_adapter_rule_is_not_compared(profile: str) -> None:
 
 
 def test_adapter_lines_in_the_probe_reports() -> None:
-    from npu_gate.probe.report import text
+    from npu_gate.render.probe import text
 
     folder = FIXTURES / "rank2_odd_dims"
     fused = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("rknn-rk3588-fused"))
@@ -706,7 +706,7 @@ def test_lineage_rules() -> None:
 
 
 def test_markdown_and_text_reports_golden(golden) -> None:
-    from npu_gate.probe.report import text
+    from npu_gate.render.probe import text
 
     folder = FIXTURES / "gelu_head"
     result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile("demo"))

@@ -13,7 +13,7 @@ import pytest
 from conftest import validate_result
 from test_analysis import seed_onnx
 
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.probe.fake import FakeCompiler
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from profile_builders import BUILDERS
 
-from npu_gate.contract import load_contract
-from npu_gate.graph import dtype_name
+from npu_gate.contract.spec import load_contract
+from npu_gate.graph.facts import dtype_name
 from npu_gate.pipeline import check_contract, inspect_model
-from npu_gate.profile import load_profile
+from npu_gate.target.profile import load_profile
 
 CASES_DIR = Path(__file__).parent / "profile_cases"
 CONSTRAINT_RULES = ("op-constraint", "profile-limit", "unsupported-op", "unchecked-condition")
@@ -105,7 +105,7 @@ def test_profile_case(tmp_path: Path, case: dict[str, Any]) -> None:
 
 def test_case_files_cover_every_test_kind() -> None:
     """Every test key of the constraint vocabulary appears in some case file."""
-    from npu_gate.constraints import TESTS
+    from npu_gate.target.constraints import TESTS
 
     text = " ".join(p.read_text(encoding="utf-8") for p in CASES_DIR.glob("*.json"))
     missing = [t for t in TESTS if f'"{t}"' not in text]

@@ -13,8 +13,8 @@ import pytest
 from conftest import REPO, CliRun
 
 from npu_gate.errors import ProfileError
-from npu_gate.profile import load_profile
 from npu_gate.resources import builtin_profile_names
+from npu_gate.target.profile import load_profile
 
 Run = Callable[..., CliRun]
 HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
@@ -516,7 +516,7 @@ def test_value_tests_in_words(run_cli: Run) -> None:
                                     "(when absent: [1], the op's default).",
         "pad-not-c-and-h": "input 1: constant value, the axes it pads (begin or end ≠ 0): not in {[1, 2]}.",
     }
-    from npu_gate.profile_docs import describe
+    from npu_gate.target.pages import describe
 
     assert describe({"id": "x", "output": 0, "value": {"min": 0, "max": 3, "all_equal": True}}) == (
         "output 0: constant value: ≥ 0 and ≤ 3 and all elements equal")

@@ -15,8 +15,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto
 
-from npu_gate.bundle import write_npz
-from npu_gate.reduce import Reducer
+from npu_gate.evidence.bundle import write_npz
+from npu_gate.evidence.reduce import Reducer
 
 # Fails (exit 1) when every op type named on the command line is in the model. It reads
 # the protobuf bytes (NodeProto.op_type is field 4: tag 0x22, length, name) so that each

@@ -11,7 +11,7 @@ import pytest
 import rewrite_zoo as zoo
 from conftest import validate_result
 
-from npu_gate.contract import load_contract
+from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.render import markdown, text
 from npu_gate.rewrites import REWRITES
@@ -214,7 +214,7 @@ def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
 
 def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, monkeypatch):
     """What was applied is still reported, and nothing claims a proof that did not run."""
-    import npu_gate.rewrites.stage as stage
+    import npu_gate.stages.rewrites as stage
 
     def fail(*args, **kwargs):
         raise RuntimeError("no kernel for HardSigmoid")
@@ -238,7 +238,7 @@ def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, 
 def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path, monkeypatch):
     """The replacement, the task metric and the suggestions run on the same samples: when the
     rewrite verification fails first, each stage says it was skipped and why."""
-    import npu_gate.rewrites.stage as stage
+    import npu_gate.stages.rewrites as stage
 
     def fail(*args, **kwargs):
         raise RuntimeError("no kernel")
@@ -792,7 +792,7 @@ def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
 
 def test_task_metric_messages_give_the_failed_bound_in_words() -> None:
     """They used to print Python's None: `max_err = 2.98e-08 (min None, max 1e-12)`."""
-    from npu_gate.rewrites.stage import _metric_message
+    from npu_gate.stages.rewrites import _metric_message
 
     def message(checks: list[dict], values: dict) -> str:
         return _metric_message({"values": values, "checks": [{"passed": False, "min": None, "max": None, **c}

@@ -10,10 +10,10 @@ import pytest
 import rewrite_zoo as zoo
 from conftest import REPO
 
-from npu_gate.contract import InputSpec
+from npu_gate.contract.spec import InputSpec
+from npu_gate.model.samples import make_samples
 from npu_gate.rewrites import REWRITES, apply, rewrites_markdown
 from npu_gate.rewrites.verify import verify
-from npu_gate.samples import make_samples
 
 
 def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0, name: str = "x",

@@ -13,7 +13,7 @@ import onnx
 from conftest import validate_result
 from onnx import TensorProto, helper, numpy_helper
 
-from npu_gate.result import SCHEMA_VERSION
+from npu_gate.result.types import SCHEMA_VERSION
 
 _F = TensorProto.FLOAT
 _I = TensorProto.INT64
@@ -369,7 +369,7 @@ def test_allow_dynamic_shapes_makes_it_a_warning(
             "gates": {"allow_dynamic_shapes": True},
         }
     )
-    from npu_gate.contract import load_contract
+    from npu_gate.contract.spec import load_contract
     from npu_gate.pipeline import check_contract
 
     result = check_contract(load_contract(contract))
@@ -421,7 +421,7 @@ def test_known_graph_never_imports_onnxruntime(save_model) -> None:
     path = save_model(model_zoo.dynamic_reshape_chain())
     code = (
         "import sys; from pathlib import Path; from npu_gate.pipeline import inspect_model; "
-        "from npu_gate.profile import load_profile; "
+        "from npu_gate.target.profile import load_profile; "
         f"r = inspect_model(Path({str(path)!r}), load_profile('demo')); "
         "print(r.summary['shape_chains'], 'symbolic_shapes' in r.stages, "
         "'onnxruntime' in sys.modules, 'torch' in sys.modules)"
@@ -527,8 +527,8 @@ def test_partially_static_chain_says_so(run_cli, save_model, tmp_path) -> None:
 
 
 def test_shape_values_evaluator() -> None:
-    from npu_gate import graph as graphlib
-    from npu_gate import shape_values
+    from npu_gate.graph import facts as graphlib
+    from npu_gate.graph import shape_values
 
     nodes = [
         helper.make_node("Shape", ["x"], ["s"], name="shape0"),
@@ -593,7 +593,7 @@ def test_value_constraints_read_what_folding_computes(tmp_path: Path) -> None:
     # The pads chain folds, but shape arithmetic does not read 2-D tensors: the value test once
     # said "value not known" and put every torchscript F.pad on the CPU under rknn-rk3588.
     from npu_gate.pipeline import inspect_model
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     profile = load_profile("rknn-rk3588")
     placements = {}
@@ -617,7 +617,7 @@ def test_symbolic_inference_unavailable_keeps_onnx_shapes(
 ) -> None:
     import sys
 
-    from npu_gate import symbolic
+    from npu_gate.graph import symbolic
 
     monkeypatch.delitem(sys.modules, symbolic._ORT_MODULE, raising=False)  # loaded by an earlier test
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # find_spec answers None: not installed
@@ -640,7 +640,7 @@ def test_symbolic_inference_without_the_tools_file_fails_naming_it(
     import importlib.machinery
     import sys
 
-    from npu_gate import symbolic
+    from npu_gate.graph import symbolic
 
     fake = tmp_path / "site" / "onnxruntime"
     fake.mkdir(parents=True)
@@ -781,9 +781,9 @@ def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_pat
 
 def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
     """Weight arithmetic that folds (here W * 2, 4096 elements) is not evaluated to re-infer shapes."""
-    from npu_gate import shape_values
+    from npu_gate.graph import shape_values
     from npu_gate.pipeline import Artifacts, inspect_model
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     model = reshape_through_mod()
     graph = model.graph

@@ -11,8 +11,8 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from npu_gate import graph as graphlib
 from npu_gate.gc_pause import gc_paused
+from npu_gate.graph import facts as graphlib
 from npu_gate.render import json_
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,9 +107,9 @@ def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, mo
     sys.path.insert(0, str(ROOT / "tests"))
     from profile_builders import BUILDERS
 
-    from npu_gate import shape_values
+    from npu_gate.graph import shape_values
     from npu_gate.pipeline import inspect_model
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     asked: list[str] = []
     built: list[int] = []

@@ -11,7 +11,7 @@ import onnx
 from conftest import validate_result
 
 from npu_gate.pipeline import inspect_model
-from npu_gate.profile import load_profile
+from npu_gate.target.profile import load_profile
 
 
 def _run(tmp_path: Path, model: onnx.ModelProto, ops: list[str]) -> dict:

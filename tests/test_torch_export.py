@@ -104,7 +104,7 @@ def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
 
 
 def test_export_error_text():
-    from npu_gate.export import export_error
+    from npu_gate.model.export import export_error
 
     wrapper = RuntimeError("Failed. \x1b[96mThis is step 1/3\x1b[0m of it. Next steps:\n- a")
     wrapper.__cause__ = ValueError("the real problem\nmore lines")  # as `raise wrapper from cause` sets it

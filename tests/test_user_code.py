@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from npu_gate.errors import ModelError
-from npu_gate.user_code import import_callable
+from npu_gate.model.user_code import import_callable
 
 
 def _module(folder: Path, name: str, value: int) -> None:

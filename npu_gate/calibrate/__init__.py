@@ -61,7 +61,7 @@ def measure(compiler: Any, target: str, python: Path, families: list[Family], *,
     """Probe every point; the record's ``compiler``, ``points`` and ``timings``."""
     from npu_gate.probe.batch import BatchChild
     from npu_gate.probe.runner import probe
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     reference = load_profile("demo")  # the probe maps rows to nodes through a prediction; any profile does
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-calibrate-"))
@@ -148,7 +148,7 @@ def derive_profile(record: dict[str, Any], families: list[Family] | None = None,
                    schema: str | None = "../../schemas/profile.schema.json") -> tuple[dict[str, Any], Any]:
     """(the profile document, the derivation with its verdicts) from a record, without the compiler."""
     from npu_gate.calibrate.infer import derive
-    from npu_gate.profile import load_profile
+    from npu_gate.target.profile import load_profile
 
     base = load_profile(record["extends"], where="extends") if record.get("extends") else None
     derived = derive(record, families if families is not None else SWEEPS[record["sweep"]](), base)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from npu_gate.render.escape import md, md_code, term
+from npu_gate.escape import md, md_code, term
 
 _WORDING = ("message", "doc")  # not part of what a constraint claims
 _RULE_WORDING = ("evidence", "note", "doc")

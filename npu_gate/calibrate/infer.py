@@ -55,7 +55,7 @@ class _Checker:
 
     def inspect(self, point: Point, doc: dict[str, Any]) -> Any:
         from npu_gate.pipeline import inspect_model
-        from npu_gate.profile import load_profile
+        from npu_gate.target.profile import load_profile
 
         self._n += 1
         profile_path = self.root / f"trial-{self._n}.json"

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from npu_gate.adapters import partitions_with_adapters
 from npu_gate.errors import GateError
+from npu_gate.placement.adapters import partitions_with_adapters
 from npu_gate.probe.base import (
     CPU,
     CRASHED,

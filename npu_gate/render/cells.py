@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from npu_gate.render.escape import md_code
+from npu_gate.escape import md_code
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
 MAX_NAMES = 5  # node names in one cell of a row that stands for several nodes

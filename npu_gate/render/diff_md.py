@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from npu_gate.escape import md, md_code, term
 from npu_gate.render.cells import size
-from npu_gate.render.escape import md, md_code, term
 from npu_gate.render.markdown import _short as markdown_short
 from npu_gate.render.markdown import _table
 from npu_gate.render.markdown import _tensor as markdown_tensor

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from npu_gate.gc_pause import gc_paused
-from npu_gate.result import GateResult
+from npu_gate.result.types import GateResult
 
 
 def render(result: GateResult) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 
 from tabulate import tabulate
 
+from npu_gate.escape import md, md_code
 from npu_gate.render import rewrites_md
 from npu_gate.render.cells import node_names, size
-from npu_gate.render.escape import md, md_code
-from npu_gate.result import GateResult
+from npu_gate.result.types import GateResult
 
 MAX_ROWS = 200  # per table; the JSON result always has everything
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
@@ -446,7 +446,7 @@ def _exporter_comparison(result: GateResult) -> str:
 
 def _probe(result: GateResult) -> str:
     """target.probe: what the real compiler did, and which evidence the verdict rests on."""
-    from npu_gate.probe.report import adapters_text, compared_partitions
+    from npu_gate.render.probe import adapters_text, compared_partitions
 
     info = result.stages.get("probe")
     if info is None:

@@ -12,11 +12,11 @@ from typing import Any
 
 from tabulate import tabulate
 
-from npu_gate.baseline import Comparison, Metric
+from npu_gate.compare.baseline import Comparison, Metric
+from npu_gate.escape import md, md_code
 from npu_gate.render import markdown
 from npu_gate.render.cells import node_names, size
-from npu_gate.render.escape import md, md_code
-from npu_gate.result import GateResult
+from npu_gate.result.types import GateResult
 
 ERROR = "error"  # combined verdict when a contract could not be gated at all
 MAX_DELTA_ROWS = 50

@@ -11,9 +11,9 @@ from typing import Any
 
 from tabulate import tabulate
 
+from npu_gate.escape import md, md_code
 from npu_gate.render.cells import node_names, size
-from npu_gate.render.escape import md, md_code
-from npu_gate.result import GateResult
+from npu_gate.result.types import GateResult
 
 MAX_ROWS = 200
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from npu_gate.render.escape import term
-from npu_gate.result import Finding, GateResult
+from npu_gate.escape import term
+from npu_gate.result.types import Finding, GateResult
 
 MAX_REASONS = 5
 
@@ -51,7 +51,7 @@ def render(result: GateResult, headline_note: str = "") -> str:
         basis = "decides" if "measured" in s else "compared, prediction decides"
         # term(): a result JSON read back (merge, --baseline) does not constrain these
         lines.append(f"  probe {term(probe['evidence'])}: {term(probe['probe_status'])} ({basis})")
-        from npu_gate.probe.report import adapters_text, compared_partitions
+        from npu_gate.render.probe import adapters_text, compared_partitions
 
         ps = probe.get("summary") or {}
         if ps.get("agreement_rate") is not None:

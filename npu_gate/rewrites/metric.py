@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from npu_gate.contract import Metric
-from npu_gate.user_code import import_callable
+from npu_gate.contract.spec import Metric
+from npu_gate.model.user_code import import_callable
 
 
 def evaluate(

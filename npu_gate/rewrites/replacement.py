@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_gate.contract import Contract, Replacement
-from npu_gate.model_file import load_onnx
-from npu_gate.numerics import compare_output
+from npu_gate.contract.spec import Contract, Replacement
+from npu_gate.graph.model_file import load_onnx
+from npu_gate.model.numerics import compare_output
 from npu_gate.rewrites.verify import ORIGINAL, Check, run
 
 
@@ -35,7 +35,7 @@ def load(contract: Contract, spec: Replacement) -> Loaded:
         model, sha256 = load_onnx(spec.onnx_path, "replacement.onnx")
         return Loaded(model, {"source": "onnx", "path": spec.onnx_ref, "sha256": sha256})
     assert spec.torch is not None
-    from npu_gate import export as exporter
+    from npu_gate.model import export as exporter
 
     as_model = dataclasses.replace(contract, torch=spec.torch, onnx_path=None)
     info = {"source": "torch", "factory": spec.torch.factory, "exporter": spec.torch.exporter, "sha256": None}

@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from npu_gate.numerics import compare_output, run_limited, session_options, time_limit
+from npu_gate.model.numerics import compare_output, run_limited, session_options, time_limit
 from npu_gate.rewrites import Applied
 from npu_gate.rewrites.base import GraphView
 
@@ -82,7 +82,7 @@ def session(model: onnx.ModelProto, optimize: bool = False) -> Any:
 
 
 def run(model: onnx.ModelProto, samples: list[dict[str, np.ndarray]]) -> tuple[list[str], list[list[np.ndarray]]]:
-    from npu_gate.numerics import run_session
+    from npu_gate.model.numerics import run_session
 
     return run_session(session(model), samples, "have no sample values")
 

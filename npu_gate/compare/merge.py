@@ -1,0 +1,184 @@
+"""Several results as one: the merged document, loading results back, the applied verdict.
+
+A merged document is ``{"kind": "npu-gate-merged", "verdict", "results": [result...],
+"errors": [{"contract", "problems"}], "baseline"?: [comparison...]}``
+(schemas/merged.schema.json); every entry of ``results`` is a plain result
+(schemas/result.schema.json). ``npu-gate merge`` and the action's many-model runs write it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from npu_gate.compare.baseline import Comparison, absent, compare_all
+from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+from npu_gate.render.report import ERROR, ModelReport, combined_verdict
+from npu_gate.result.read import MERGED_KIND, load_results, result_from_dict
+from npu_gate.result.types import PASS
+
+MERGED_SCHEMA_VERSION = "1.0"
+FAIL_ON = ("errors", "regressions", "never")
+
+
+def merged_document(models: Sequence[ModelReport],
+                    comparisons: Sequence[Comparison | None] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema_version": MERGED_SCHEMA_VERSION,
+        "kind": MERGED_KIND,
+        "verdict": combined_verdict(list(models)),
+        "results": [m.result.to_dict() for m in models if m.result is not None],
+        "errors": [{"contract": m.label, "problems": m.problems}
+                   for m in models if m.result is None],
+    }
+    if comparisons is not None and any(c is not None for c in comparisons):
+        doc["baseline"] = [c.to_dict() for c in comparisons if c is not None]
+    return doc
+
+
+def load_reports(paths: Sequence[Path], report: Path | None = None) -> list[ModelReport]:
+    """Results from result JSONs and merged documents, in order (errors entries kept). Two
+    results of the same name are refused: the baseline and the report tell models apart by name.
+
+    ``report``: the Markdown report to be written. A result whose minimal models sit beside
+    its JSON (a bundle's own result.json) gets links into that bundle from the report's folder;
+    other results name the models' paths as text (``ModelReport.bundle_dir`` None).
+    """
+    models: list[ModelReport] = []
+    seen: dict[str, tuple[int, Path]] = {}  # result name -> (argument index, file)
+    duplicates = []
+    for index, path in enumerate(paths):
+        if path in paths[:index]:
+            duplicates.append(f"{path}: given twice")
+            continue
+        for doc in load_results(path):
+            name = str(doc["name"])
+            if name in seen:
+                first, other = seen[name]
+                where = "twice in this file" if first == index else f"also in {other}"
+                duplicates.append(f"{path}: result {name!r} is {where}: merge each model once (results are "
+                                  "matched by name, as the baseline does)")
+            seen.setdefault(name, (index, path))
+            label = (doc.get("contract") or {}).get("path") or doc["name"]
+            model = ModelReport(label, result=result_from_dict(doc))
+            if report is not None and _holds_minimal_models(path.parent, doc):
+                relative = Path(os.path.relpath(path.parent.resolve(), report.resolve().parent)).as_posix()
+                model.bundle_dir = "" if relative == "." else relative
+            models.append(model)
+        models += _errors(path)
+    if duplicates:
+        raise GateError(*duplicates)
+    return models
+
+
+def _holds_minimal_models(folder: Path, doc: dict[str, Any]) -> bool:
+    """Whether every minimal model the result names is a file in ``folder`` (its bundle)."""
+    minimal = doc.get("minimal")
+    models = minimal.get("models") if isinstance(minimal, dict) else None
+    return isinstance(models, list) and bool(models) and all(
+        isinstance(m, dict) and isinstance(m.get("path"), str) and (folder / m["path"]).is_file() for m in models)
+
+
+def _errors(path: Path) -> list[ModelReport]:
+    if not path.is_file():
+        return []
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(doc, dict) or doc.get("kind") != MERGED_KIND:
+        return []
+    out = []
+    for i, e in enumerate(doc.get("errors") or []):
+        if not isinstance(e, dict):
+            raise GateError(f"{path}: errors[{i}]: expected an object")
+        out.append(ModelReport(str(e.get("contract", "?")),
+                               problems=[str(p) for p in e.get("problems") or []]))
+    return out
+
+
+def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> list[str]:
+    """Set each gated model's comparison against the results in the baseline file; the names
+    of the baseline's models that are not among them."""
+    before = load_results(baseline)
+    gated = [m for m in models if m.result is not None]
+    for m, c in zip(gated, compare_all([m.result.to_dict() for m in gated if m.result], before),
+                    strict=True):
+        m.comparison = c
+    return absent([m.name for m in gated], before)
+
+
+def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
+    """The applied verdict: ``errors`` fails on any failed or unrunnable model; ``regressions``
+    only on an unrunnable model or a regression against the baseline (models without a
+    comparison fall back to their own verdict); ``never`` reports only."""
+    if fail_on == "never":
+        return False
+    for m in models:
+        if m.verdict == ERROR:
+            return True
+        if fail_on == "regressions" and m.comparison is not None:
+            if m.comparison.regressions:
+                return True
+        elif m.verdict != "pass":
+            return True
+    return False
+
+
+def exit_code(models: Sequence[ModelReport], fail_on: str) -> int:
+    """2 when a model could not run (as `check` exits on a contract it cannot gate, whatever
+    ``fail_on``), else 1 when ``should_fail``, else 0."""
+    if any(m.verdict == ERROR for m in models):
+        return EXIT_ERROR
+    return EXIT_FAIL if should_fail(models, fail_on) else EXIT_PASS
+
+
+def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
+    """The terminal summary: each model's short text, plus its baseline delta. Under
+    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
+    ``missing``: baseline models not in this run (``absent_line``)."""
+    from npu_gate.escape import term
+    from npu_gate.render import text
+
+    code = exit_code(models, fail_on)
+    out = []
+    for m in models:
+        if m.result is None:
+            out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
+                       + "".join(f"  {term(p)}\n" for p in m.problems))
+            continue
+        note = _applied_note(m, fail_on)
+        if note and len(models) == 1:
+            note += f": exit {code}"
+        out.append(text.render(m.result, note))
+        c = m.comparison
+        if c is not None:
+            line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
+                    if c.found else f"  baseline: no result named {term(c.name)} (new model)")
+            regressions = c.regressions
+            line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
+            out.append(line + "\n")
+    if missing:
+        out.append(absent_line(missing))
+    if len(models) > 1 and fail_on != "errors":
+        out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
+    return "".join(out)
+
+
+def absent_line(missing: Sequence[str]) -> str:
+    from npu_gate.escape import term
+
+    return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"
+
+
+def _applied_note(m: ModelReport, fail_on: str) -> str:
+    """Why a model's verdict and its effect on the exit code disagree, or ""."""
+    fails = should_fail([m], fail_on)
+    if fails == (m.verdict != PASS):
+        return ""
+    if fail_on == "never":
+        return "fail-on never"
+    return "regressed" if fails else "no regression"

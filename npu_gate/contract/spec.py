@@ -1,0 +1,356 @@
+"""The input contract (npu-gate.json): load, validate, resolve paths and the profile.
+
+Everything is checked before any model is loaded: schema (every error with its JSON
+path), then what a schema cannot say (duplicate inputs, range order, known rule ids in
+waivers, the profile). Relative paths resolve against the contract's own folder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ContractError, ProfileError
+from npu_gate.escape import WORD_JOINER
+from npu_gate.rules import RULES
+from npu_gate.target.profile import Profile, load_profile
+from npu_gate.validation import read_valid_document
+
+CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
+UNWAIVABLE = ("waiver-expired", "waiver-unused")  # reported after the waivers are applied
+FLOAT_DTYPES = ("float32", "float16")
+# The values each input dtype holds (numpy's iinfo/finfo, without importing numpy here).
+DTYPE_BOUNDS: dict[str, tuple[float, float]] = {
+    "float32": (-3.4028234663852886e38, 3.4028234663852886e38), "float16": (-65504.0, 65504.0),
+    "int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1),
+    "bool": (0, 1),
+}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
+MAX_SAMPLE_BYTES = 2**31  # one seeded sample of one input: drawn in memory with numpy
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: list[int]
+    dtype: str
+    layout: str | None
+    range: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class TorchModel:
+    factory: str
+    kwargs: dict[str, Any]
+    exporter: str  # dynamo | torchscript
+    opset: int
+    compare_exporters: bool = False  # also export with the other exporter and diff the graphs
+
+
+@dataclass(frozen=True)
+class Numerics:
+    atol: float = 1e-4
+    rtol: float = 1e-3
+    samples: int = 4
+    seed: int = 0
+    samples_file: Path | None = None  # .npz of real inputs, sample k in row k (rewrite verification)
+
+
+@dataclass(frozen=True)
+class RewriteRequest:
+    """A catalog rewrite the gate applies before checking (``rewrites`` in the contract)."""
+
+    name: str
+    atol: float | None = None  # None: numerics.atol
+    rtol: float | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """``metric``: a task metric comparing the original and the rewritten model's outputs."""
+
+    callable: str  # module:function, imported with the contract folder on sys.path
+    threshold: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {min?, max?}
+
+
+@dataclass(frozen=True)
+class Gates:
+    max_cpu_nodes: int | None = None
+    max_npu_partitions: int | None = None
+    max_boundary_bytes: int | None = None
+    allow_dynamic_shapes: bool = False
+
+
+@dataclass(frozen=True)
+class Waiver:
+    rule: str
+    reason: str
+    node: str | None = None
+    op_type: str | None = None
+    expires: dt.date | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "reason": self.reason}
+        if self.node is not None:
+            out["node"] = self.node
+        if self.op_type is not None:
+            out["op_type"] = self.op_type
+        if self.expires is not None:
+            out["expires"] = self.expires.isoformat()
+        return out
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """``replacement``: the user's own rewritten model, compared with the original."""
+
+    onnx_path: Path | None
+    onnx_ref: str | None
+    torch: TorchModel | None
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """target.probe: build with a real compiler too (npu-gate probe) and say what decides."""
+
+    compiler: str
+    target: str
+    venv: Path | None  # None: .venv-COMPILER in the working directory
+    decide: str = "prediction"  # prediction | measured
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Contract:
+    path: Path
+    name: str
+    onnx_path: Path | None
+    onnx_ref: str | None  # the path as written in the contract
+    torch: TorchModel | None
+    inputs: list[InputSpec]
+    profile: Profile
+    numerics: Numerics
+    gates: Gates
+    waivers: list[Waiver] = field(default_factory=list)
+    sha256: str = ""
+    rewrites: list[RewriteRequest] = field(default_factory=list)
+    metric: Metric | None = None
+    device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
+    replacement: Replacement | None = None
+    probe: ProbeSpec | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def find_contract(arg: str | None) -> Path:
+    """A contract path from the CLI: a file, a folder holding npu-gate.json, or the cwd."""
+    base = Path(arg) if arg else Path.cwd()
+    if base.is_dir():
+        for name in CONTRACT_NAMES:
+            if (base / name).is_file():
+                return base / name
+        raise ContractError(f"{base}: no {' / '.join(CONTRACT_NAMES)} in this folder")
+    if not base.exists():
+        raise ContractError(f"{arg}: file not found")
+    return base
+
+
+def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
+    """Load and validate a contract. ``check_onnx=False``: see ``profile.load_profile``."""
+    label = str(path)
+    doc = read_valid_document(path, "contract", ContractError)
+    problems = _semantic_problems(doc, label)
+    folder = path.resolve().parent
+    profile: Profile | None = None
+    try:
+        profile = load_profile(doc["target"]["profile"], folder, where=f"{label}: target.profile",
+                               check_onnx=check_onnx)
+    except ProfileError as exc:
+        problems.extend(exc.problems)
+    model = doc["model"]
+    onnx_path = None
+    if "onnx" in model:
+        onnx_path = folder / model["onnx"]
+        if not onnx_path.is_file():
+            problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
+    for key, ref in (("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
+                     ("device_timings", doc.get("device_timings"))):
+        if ref is not None and not (folder / ref).is_file():
+            problems.append(f"{label}: {key}: file {ref!r} not found")
+    replacement_doc = doc.get("replacement", {})
+    if "onnx" in replacement_doc and not (folder / replacement_doc["onnx"]).is_file():
+        problems.append(f"{label}: replacement.onnx: file {replacement_doc['onnx']!r} not found")
+    if problems or profile is None:
+        raise ContractError(*problems)
+
+    torch_model = _torch_model(model)
+    replacement = None
+    if replacement_doc:
+        ref = replacement_doc.get("onnx")
+        replacement = Replacement(folder / ref if ref else None, ref, _torch_model(replacement_doc))
+    numerics = doc.get("numerics", {})
+    gates = doc.get("gates", {})
+    return Contract(
+        path=path,
+        name=doc.get("name") or folder.name,
+        onnx_path=onnx_path,
+        onnx_ref=model.get("onnx"),
+        torch=torch_model,
+        inputs=[_input_spec(i) for i in doc["inputs"]],
+        profile=profile,
+        numerics=Numerics(
+            atol=float(numerics.get("atol", Numerics.atol)),
+            rtol=float(numerics.get("rtol", Numerics.rtol)),
+            samples=int(numerics.get("samples", Numerics.samples)),
+            seed=int(numerics.get("seed", Numerics.seed)),
+            samples_file=folder / numerics["samples_file"] if "samples_file" in numerics else None,
+        ),
+        gates=Gates(
+            max_cpu_nodes=gates.get("max_cpu_nodes"),
+            max_npu_partitions=gates.get("max_npu_partitions"),
+            max_boundary_bytes=gates.get("max_boundary_bytes"),
+            allow_dynamic_shapes=bool(gates.get("allow_dynamic_shapes", False)),
+        ),
+        waivers=[
+            Waiver(
+                rule=w["rule"],
+                reason=w["reason"],
+                node=_as_typed(w.get("node")),
+                op_type=_as_typed(w.get("op_type")),
+                expires=dt.date.fromisoformat(w["expires"]) if "expires" in w else None,
+            )
+            for w in doc.get("waivers", [])
+        ],
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        rewrites=[_rewrite_request(r) for r in doc.get("rewrites", [])],
+        metric=Metric(doc["metric"]["callable"], dict(doc["metric"].get("threshold", {})))
+        if "metric" in doc else None,
+        device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
+        replacement=replacement,
+        probe=_probe_spec(doc["target"].get("probe"), folder),
+    )
+
+
+def _as_typed(name: str | None) -> str | None:
+    """A waiver's node or op type without the invisible word joiners (U+2060) that Markdown
+    reports put after "#" and "@" so GitHub does not link them: a name copied from a rendered
+    report matches."""
+    return None if name is None else name.replace(WORD_JOINER, "")
+
+
+def _torch_model(model: dict[str, Any]) -> TorchModel | None:
+    if "torch" not in model:
+        return None
+    t = model["torch"]
+    return TorchModel(
+        factory=t["factory"],
+        kwargs=dict(t.get("kwargs", {})),
+        exporter=t.get("exporter", "dynamo"),
+        opset=int(t.get("opset", 18)),
+        compare_exporters=bool(t.get("compare_exporters", False)),
+    )
+
+
+def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
+    if isinstance(item, str):
+        return RewriteRequest(item)
+    return RewriteRequest(item["name"], item.get("atol"), item.get("rtol"))
+
+
+def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
+    if doc is None:
+        return None
+    return ProbeSpec(compiler=doc["compiler"], target=doc["target"],
+                     venv=folder / doc["venv"] if "venv" in doc else None,
+                     decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"))
+
+
+def _input_spec(doc: dict[str, Any]) -> InputSpec:
+    default = (0.0, 1.0) if doc["dtype"] in FLOAT_DTYPES else (0.0, 10.0)
+    if doc["dtype"] == "bool":
+        default = (0.0, 1.0)
+    lo, hi = doc.get("range", default)
+    return InputSpec(doc["name"], list(doc["shape"]), doc["dtype"], doc.get("layout"), (lo, hi))
+
+
+def _range_problems(dtype: str, lo: float, hi: float) -> list[str]:
+    """What keeps numerics samples of ``dtype`` from being drawn from [lo, hi]: values the
+    dtype cannot hold would wrap around (integers) or become infinite (floats)."""
+    low, high = DTYPE_BOUNDS[dtype]
+    if lo < low or hi > high:
+        return [f"[{lo}, {hi}] is outside what {dtype} holds, [{low:g}, {high:g}]" if dtype in FLOAT_DTYPES
+                else f"[{lo}, {hi}] is outside what {dtype} holds, [{low}, {high}]"]
+    if dtype not in FLOAT_DTYPES and math.ceil(lo) > math.floor(hi):
+        return [f"[{lo}, {hi}] holds no whole number, so no {dtype} value to sample"]
+    return []
+
+
+def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
+    problems = []
+    seen: set[str] = set()
+    sampled = doc.get("numerics", {}).get("samples", Numerics.samples) > 0
+    for i, spec in enumerate(doc["inputs"]):
+        if spec["name"] in seen:
+            problems.append(f"{label}: inputs[{i}].name: duplicate input {spec['name']!r}")
+        seen.add(spec["name"])
+        size = math.prod(spec["shape"]) * DTYPE_BYTES[spec["dtype"]]
+        if sampled and size > MAX_SAMPLE_BYTES:
+            problems.append(f"{label}: inputs[{i}].shape: one sample is {size:,} bytes, more than the "
+                            f"{MAX_SAMPLE_BYTES:,} npu-gate draws per input (numerics.samples 0 draws none)")
+        if "range" in spec and spec["range"][0] > spec["range"][1]:
+            lo, hi = spec["range"]
+            problems.append(f"{label}: inputs[{i}].range: low {lo} is above high {hi}")
+        elif "range" in spec:
+            problems.extend(f"{label}: inputs[{i}].range: {p}" for p in _range_problems(spec["dtype"], *spec["range"]))
+        layout = spec.get("layout")
+        if layout is not None and len(layout) != len(spec["shape"]):
+            problems.append(
+                f"{label}: inputs[{i}].layout: {layout!r} has {len(layout)} letters "
+                f"but the shape has rank {len(spec['shape'])}"
+            )
+        if layout is not None and len(set(layout)) != len(layout):
+            again = sorted({c for c in layout if layout.count(c) > 1})
+            problems.append(f"{label}: inputs[{i}].layout: {layout!r} names {', '.join(again)} more than once: "
+                            "each letter is one dimension")
+    from npu_gate.contract.rewrite_names import REWRITE_NAMES  # the catalog itself imports onnx
+
+    named: set[str] = set()
+    for i, item in enumerate(doc.get("rewrites", [])):
+        name = item if isinstance(item, str) else item["name"]
+        if name not in REWRITE_NAMES:
+            problems.append(f"{label}: rewrites[{i}]: unknown rewrite {name!r} "
+                            f"(known: {', '.join(REWRITE_NAMES)})")
+        elif name in named:
+            problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
+        named.add(name)
+    probe = doc["target"].get("probe")
+    if probe is not None:
+        from npu_gate.probe import COMPILERS, KNOWN
+
+        if probe["compiler"] not in COMPILERS:
+            problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
+                            f"(known: {', '.join(KNOWN)})")
+    for i, waiver in enumerate(doc.get("waivers", [])):
+        rule = RULES.get(waiver["rule"])
+        if rule is None or not rule.finding:
+            known = ", ".join(r.id for r in RULES.values() if r.finding and r.id not in UNWAIVABLE)
+            problems.append(
+                f"{label}: waivers[{i}].rule: unknown rule {waiver['rule']!r} (known: {known})"
+            )
+        elif rule.id in UNWAIVABLE:
+            problems.append(f"{label}: waivers[{i}].rule: {rule.id} findings are about the waivers "
+                            "themselves and cannot be waived")
+        if "expires" in waiver:
+            try:
+                dt.date.fromisoformat(waiver["expires"])
+            except ValueError:
+                problems.append(
+                    f"{label}: waivers[{i}].expires: {waiver['expires']!r} is not a date"
+                )
+    return problems

@@ -1,0 +1,90 @@
+"""Nodes inside control-flow bodies (If branches, Loop and Scan bodies), with scoped names.
+
+The top-level graph stays the unit of partitioning: a control-flow node is one node
+there. Its body nodes are still checked against the profile, each named by its path,
+e.g. ``if0/then_branch/then_add``, and each sees the tensors of its own scope plus the
+outer scopes' (the names a body reads from outside).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+from onnx import AttributeProto
+
+from npu_gate.graph import facts as graphlib
+from npu_gate.graph.facts import NodeFacts, TensorInfo
+from npu_gate.placement.place import foldable
+
+
+@dataclass
+class ScopedNode:
+    path: str  # unique display name: <parent path>/<attribute>/<node name>
+    scope: str  # <parent path>/<attribute>
+    root: int  # index of the top-level node that holds it
+    node: NodeFacts
+    tensors: dict[str, TensorInfo]  # this scope's tensors over the outer scopes'
+    constants: frozenset[str]  # constants visible in this scope
+    folded: bool  # a constant the compiler evaluates ahead of time (placement's rule)
+
+
+def collect_subgraph_nodes(
+    model: onnx.ModelProto, facts: graphlib.GraphFacts, constants: set[str]
+) -> list[ScopedNode]:
+    """Every node inside every subgraph of the (shape-inferred) model, depth first."""
+    out: list[ScopedNode] = []
+    protos = model.graph.node
+    outer_constants = frozenset(constants)
+    for node in facts.nodes:
+        if node.subgraph_nodes:  # counted by graph.collect: most nodes have no body to walk
+            _walk(protos[node.index], node.name, node.index, facts.tensors, outer_constants,
+                  facts.opsets, out)
+    return out
+
+
+def _walk(
+    proto: onnx.NodeProto,
+    parent: str,
+    root: int,
+    outer: dict[str, TensorInfo],
+    outer_constants: frozenset[str],
+    opsets: dict[str, int],
+    out: list[ScopedNode],
+) -> None:
+    for attr in proto.attribute:
+        graphs = (
+            [attr.g]
+            if attr.type == AttributeProto.GRAPH
+            else (list(attr.graphs) if attr.type == AttributeProto.GRAPHS else [])
+        )
+        for k, sub in enumerate(graphs):
+            scope = f"{parent}/{attr.name}" + (
+                f"[{k}]" if attr.type == AttributeProto.GRAPHS else ""
+            )
+            tensors = dict(outer)
+            for init in sub.initializer:
+                tensors[init.name] = TensorInfo(
+                    init.name, graphlib.dtype_name(init.data_type), list(init.dims)
+                )
+            for value in (*sub.input, *sub.value_info, *sub.output):
+                tensors[value.name] = graphlib.tensor_info_from_type(value.name, value.type)
+            constants = set(outer_constants) | {i.name for i in sub.initializer}
+            nodes = [graphlib._node_facts(i, n, opsets) for i, n in enumerate(sub.node)]
+            graphlib._make_names_unique(nodes)
+            folded: list[bool] = []
+            for node, sub_proto in zip(nodes, sub.node, strict=True):
+                graphlib._fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
+                if node.op_type == "Constant" and node.domain == "":
+                    value = graphlib._constant_value_info(sub_proto)
+                    if value is not None and node.outputs and node.outputs[0] not in tensors:
+                        tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
+                # with the tensors: Shape/Size of a static tensor folds here as in the shape chains
+                folded.append(foldable(node, constants, tensors))
+                if folded[-1]:
+                    constants.update(n for n in node.outputs if n)
+            frozen = frozenset(constants)
+            for node, sub_proto, is_folded in zip(nodes, sub.node, folded, strict=True):
+                path = f"{scope}/{node.name}"
+                out.append(ScopedNode(path, scope, root, node, tensors, frozen, is_folded))
+                _walk(sub_proto, path, root, tensors, frozen, opsets, out)

@@ -1,0 +1,59 @@
+"""Import the user's own code named in a contract as ``module:function`` (a torch factory,
+a task metric), with the contract folder first on sys.path."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ModelError
+
+
+def import_callable(spec: str, folder: Path, label: str, log: list[str] | None = None) -> Callable[..., Any]:
+    """The callable ``spec`` (``module:function``) names, imported from ``folder``; a module
+    that cannot be imported or has no such callable is a ModelError naming ``label``.
+    What the module prints or warns while it is imported goes to ``log`` (when given), never
+    to the terminal."""
+    from npu_gate.model.capture import capture_output
+
+    module_name, attr = spec.split(":")
+    top = module_name.split(".")[0]
+    folder = folder.resolve()
+    # When the folder has the module, one of the same name imported earlier (from another
+    # contract's folder) must not be reused. A module the folder does not have is an installed
+    # package (torchvision:..., timm:...): it is imported as usual, never evicted and reloaded.
+    if (folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file():
+        for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+            file = getattr(sys.modules[name], "__file__", None) or ""
+            if not Path(file).resolve().is_relative_to(folder):
+                del sys.modules[name]
+    sys.path.insert(0, str(folder))
+    try:
+        # A module (or what it imports: torchvision, timm) may print or warn at import time.
+        with capture_output() as captured:
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(f"{label}: cannot import {module_name!r}: {exc}",
+                         details=captured.lines + traceback.format_exc().splitlines()) from None
+    except (Exception, SystemExit) as exc:  # sys.exit() in user code must not end the gate (exit 0: "pass")
+        raise ModelError(f"{label}: importing {module_name!r} raised {one_line(exc)}",
+                         details=captured.lines + traceback.format_exc().splitlines()) from None
+    finally:
+        if sys.path and sys.path[0] == str(folder):
+            sys.path.pop(0)
+    if log is not None:
+        log.extend(captured.lines)
+    found = getattr(module, attr, None)
+    if not callable(found):
+        raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")
+    return found
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

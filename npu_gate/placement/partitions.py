@@ -1,0 +1,148 @@
+"""Partitions as a runtime with CPU fallback would form them, and the bytes crossing them.
+
+The algorithm (documented in docs/partitioning.md):
+
+1. Folded nodes are gone: only npu and cpu nodes take part.
+2. Walk the graph in topological order with Kahn's algorithm, one device at a time:
+   take every ready node of the current device (smallest model index first), including
+   those made ready meanwhile; when none is left, close the segment and switch device
+   (NPU first). Like onnxruntime's partitioner, this keeps same-device work together.
+3. A segment is a contiguous run of a topological order, so it is convex: no path can
+   leave it and come back. Each segment is split into its connected components, which
+   stay convex; each component is a partition.
+
+The walk touches each node and edge a constant number of times (plus a heap), so it is
+linear in graph size up to the log factor of the heap.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from npu_gate.graph.facts import GraphFacts
+from npu_gate.placement.place import CPU, FOLDED, NPU, Placement
+from npu_gate.result.types import BoundaryResult
+
+
+@dataclass
+class Partition:
+    id: int
+    device: str
+    nodes: list[int]  # node indices, in execution order
+
+
+def build_partitions(
+    facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
+) -> list[Partition]:
+    return partition_devices([p.device for p in placements], deps)
+
+
+def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partition]:
+    """Partitions of nodes given only their devices (npu / cpu / folded) and dependencies."""
+    active = [d != FOLDED for d in device]
+    indegree = [0] * len(device)
+    consumers: list[list[int]] = [[] for _ in device]
+    for i, d in enumerate(deps):
+        if not active[i]:
+            continue
+        for p in d:
+            if active[p]:
+                indegree[i] += 1
+                consumers[p].append(i)
+    ready: dict[str, list[int]] = {NPU: [], CPU: []}
+    for i, is_active in enumerate(active):
+        if is_active and indegree[i] == 0:
+            ready[device[i]].append(i)
+    for heap in ready.values():
+        heapq.heapify(heap)
+
+    segments: list[tuple[str, list[int]]] = []
+    while ready[NPU] or ready[CPU]:
+        current = NPU if ready[NPU] else CPU
+        segment: list[int] = []
+        while ready[current]:
+            i = heapq.heappop(ready[current])
+            segment.append(i)
+            for c in consumers[i]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    heapq.heappush(ready[device[c]], c)
+        segments.append((current, segment))
+    stranded = [i for i, a in enumerate(active) if a and indegree[i] > 0]
+    for i in stranded:  # only in invalid (cyclic) graphs: one partition each
+        segments.append((device[i], [i]))
+
+    partitions: list[Partition] = []
+    for kind, segment in segments:
+        for component in _components(segment, deps):
+            partitions.append(Partition(len(partitions), kind, component))
+    return partitions
+
+
+def _components(segment: list[int], deps: list[list[int]]) -> list[list[int]]:
+    """Weakly connected components of a segment, each in segment order, ordered by first node."""
+    if len(segment) == 1:
+        return [segment]
+    parent = {i: i for i in segment}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in segment:
+        for p in deps[i]:
+            if p in parent:
+                a, b = find(i), find(p)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in segment:  # dicts keep insertion order: groups come out ordered by first node
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryResult]:
+    """One entry per (tensor, consuming partition) where the consumer's partition differs.
+
+    Only tensors produced by a non-folded node count: graph inputs, weights and folded
+    constants are not copied between partitions at run time.
+    """
+    nodes = facts.nodes
+    part_of = [-1] * len(nodes)  # -1: folded, in no partition
+    for part in partitions:
+        for i in part.nodes:
+            part_of[i] = part.id
+    made_in: dict[str, int] = {}  # tensor -> partition of its (non-folded) producer
+    for node, part_id in zip(nodes, part_of, strict=True):
+        if part_id >= 0:
+            for name in node.outputs:
+                made_in[name] = part_id
+    made_in.pop("", None)  # an absent optional output is no tensor
+    crossing: dict[tuple[str, int], int] = {}
+    get = made_in.get
+    for node, target in zip(nodes, part_of, strict=True):
+        if target < 0:
+            continue
+        names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
+        for name in names:  # '' (absent input) is never produced; repeats overwrite with the same source
+            source = get(name)
+            if source is not None and source != target:
+                crossing[(name, target)] = source
+    sizes: dict[str, int | None] = {}  # a tensor crossing into several partitions is sized once
+    out = []
+    for source, target, name in sorted([(s, t, n) for (n, t), s in crossing.items()]):
+        if name not in sizes:
+            info = facts.tensors.get(name)
+            sizes[name] = info.nbytes if info else None
+        out.append(BoundaryResult(name, sizes[name], source, target))
+    return out
+
+
+def total_bytes(crossings: list[BoundaryResult]) -> int | None:
+    """Sum of boundary bytes; None when any crossing tensor has an unknown size."""
+    if any(b.bytes is None for b in crossings):
+        return None
+    return sum(b.bytes or 0 for b in crossings)

@@ -1,0 +1,137 @@
+"""Terminal summary and Markdown report of a probe. They only read the ProbeResult."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+from npu_gate.escape import md, md_code, term
+from npu_gate.probe.base import ProbeResult
+
+MAX_ROWS = 200
+
+
+def text(result: ProbeResult) -> str:
+    c = result.compiler
+    lines = [f"npu-gate probe: {term(result.model['path'])}: {c['name']} {term(c.get('version') or '?')} "
+             f"{term(c['target'])}: {result.status.upper()}"]
+    if result.error:
+        lines.append(f"  error compiler-failed: {term(result.error)}")
+    s = result.summary
+    if s:
+        a = s["actual"]
+        nodes = f"{s['nodes']} node" + ("" if s["nodes"] == 1 else "s")
+        lines.append(f"  {nodes}: {a['npu']} npu, {a['cpu']} cpu, {a['split']} split, {a['fused']} fused, "
+                     f"{a['folded']} folded; {s['npu_segments']} npu / {s['cpu_segments']} cpu segments")
+        if s["agreement_rate"] is not None:
+            lines.append(f"  vs profile {term(result.predicted_with.get('profile'))}: {s['agree']}/{s['compared']} "
+                         f"nodes agree ({s['agreement_rate']:.0%}); predicted {s['predicted_npu_partitions']} npu / "
+                         f"{s['predicted_cpu_partitions']} cpu partitions")
+            lines.append(f"  {compared_partitions(s, result.built)}")
+        if adapter_line := adapters_text(s, term):
+            lines.append(f"  {adapter_line}")
+    for f in result.findings:
+        if f["severity"] == "warning":
+            lines.append(f"  warning {f['rule']}: {term(f['message'])}")
+    lines.append(f"  {result.evidence} (compiler placement, not device latency)")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(result: ProbeResult) -> str:
+    c = result.compiler
+    icon = "✅" if result.built else "❌"
+    parts = [
+        f"## {icon} npu-gate probe: **{result.status.upper()}** · {md(result.model['path'])}",
+        f"Evidence: {md_code(result.evidence)}. A probe records what the compiler did with the model "
+        "(which ops it built for the NPU and which it left on CPU); it is not a device latency or "
+        "accuracy result.",
+    ]
+    for f in result.findings:
+        parts.append(f"**{f['severity']} `{f['rule']}`**: {md(f['message'])}")
+    s = result.summary
+    if s:
+        a = s["actual"]
+        rows = [
+            ["nodes", s["nodes"]],
+            ["actual npu / cpu / split / fused / folded",
+             f"{a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / {a['folded']}"],
+            ["NPU / CPU segments (compiler)", f"{s['npu_segments']} / {s['cpu_segments']}"],
+            [f"NPU / CPU partitions (profile {md(result.predicted_with.get('profile'))})",
+             f"{s['predicted_npu_partitions']} / {s['predicted_cpu_partitions']}"],
+            *_with_adapters_row(s),
+            ["nodes where prediction and compiler agree",
+             "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
+            ["ops the compiler added (adapters)", s["compiler_added_ops"]],
+        ]
+        parts.append(tabulate(rows, headers=["", c["name"] + " " + md(c.get("version") or "?") + " " + md(c["target"])],
+                              tablefmt="github", disable_numparse=True))
+        if s["agreement_rate"] is not None:
+            compared = compared_partitions(s, result.built)
+            parts.append(compared[0].upper() + compared[1:] + ".")
+        if adapter_line := adapters_text(s, md):
+            parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
+        node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
+                      "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
+        parts.append("### Predicted vs actual\n\n" + _table(
+            ["node", "op", "predicted", "actual", "became", "agrees"], node_rows))
+        if s["disagreements"]:
+            by_cause = [[md(c), n, md(", ".join(d["node"] for d in s["disagreements"] if d["cause"] == c))]
+                        for c, n in s["disagreements_by_cause"].items()]
+            parts.append("### Disagreements by cause\n\n" + _table(["cause", "nodes", "which"], by_cause))
+        seg_rows = [[sg.index, sg.device, md(" ".join(sg.ops)), md(", ".join(sg.nodes))] for sg in result.segments]
+        parts.append("### Segments (execution order)\n\n" + _table(["#", "device", "ops", "original nodes"], seg_rows))
+    return "\n\n".join(parts) + "\n"
+
+
+def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
+    out = tabulate(rows[:MAX_ROWS], headers=headers, tablefmt="github", disable_numparse=True)
+    if len(rows) > MAX_ROWS:
+        out += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
+    return out
+
+
+def _with_adapters_row(s: dict[str, Any]) -> list[list[str]]:
+    if s.get("predicted_npu_partitions_with_adapters") is None:
+        return []
+    return [["NPU / CPU partitions with the predicted rank adapters",
+             f"{s['predicted_npu_partitions_with_adapters']} / {s['predicted_cpu_partitions_with_adapters']}"]]
+
+
+def compared_partitions(s: dict[str, Any], built: bool = True) -> str:
+    """Which predicted partition counts stand against the compiler's segments, and whether they match
+    (``built`` False: the compiler built nothing, so there are no segments to compare)."""
+    if s.get("predicted_npu_partitions_with_adapters") is not None:
+        which = "predicted partitions with the rank adapters"
+        npu, cpu = s["predicted_npu_partitions_with_adapters"], s["predicted_cpu_partitions_with_adapters"]
+    else:
+        which = "predicted partitions of the model's nodes (the profile has no rank_adapters rule)"
+        npu, cpu = s["predicted_npu_partitions"], s["predicted_cpu_partitions"]
+    if s.get("built") is False:
+        return f"no segments to compare: the compiler built nothing ({which}: {npu} npu / {cpu} cpu)"
+    if not built:
+        return f"no segments to compare: the compiler built nothing ({which}: {npu} npu / {cpu} cpu)"
+    match = "match" if (npu, cpu) == (s["npu_segments"], s["cpu_segments"]) else "differ"
+    return (f"segments vs {which}: {s['npu_segments']} npu / {s['cpu_segments']} cpu vs "
+            f"{npu} npu / {cpu} cpu ({match})")
+
+
+def adapters_text(s: dict[str, Any], esc: Callable[[str], str]) -> str | None:
+    """One line on rank adapters: the profile's against the ops the compiler added at the graph edge.
+
+    None when there is nothing to say (no rule and no such op, or a result without ``adapters``).
+    """
+    a = s.get("adapters")
+    if not a or (a["predicted"] is None and not a["actual"]):
+        return None
+
+    def listed(items: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{esc(i['op_type']) + ' ' if 'op_type' in i else ''}{esc(i['tensor'])} "
+                         f"({i['side']}, {i['device']})" for i in items) or "none"
+
+    predicted = "no rank_adapters rule in the profile" if a["predicted"] is None else \
+        f"predicted {listed(a['predicted'])}"
+    actual = "not known (no last graph from the compiler)" if a["actual"] is None else listed(a["actual"])
+    verdict = {True: "agree", False: "disagree", None: "not compared"}[a["agree"]]
+    return f"rank adapters: {predicted}; compiler added {actual}: {verdict}"

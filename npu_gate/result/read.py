@@ -1,0 +1,97 @@
+"""Read results back: a result JSON (``npu-gate check --json``) or a merged document.
+
+``npu-gate merge`` and the baseline comparison work on files written by earlier runs,
+possibly by other jobs; this turns them back into GateResult objects for the renderers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import GateError
+from npu_gate.result.types import (
+    BoundaryResult,
+    Finding,
+    GateCheck,
+    GateResult,
+    NodeResult,
+    PartitionResult,
+)
+
+MERGED_KIND = "npu-gate-merged"
+# GateResult fields rebuilt as objects above (the rest are plain JSON values)
+_CONVERTED = frozenset({"findings", "nodes", "partitions", "boundaries", "gates"})
+
+
+def result_from_dict(doc: dict[str, Any]) -> GateResult:
+    """The inverse of ``GateResult.to_dict`` (the conversion log is not in the JSON)."""
+    findings = [Finding(rule=f["rule"], severity=f["severity"], message=f["message"],
+                        node=f.get("node"), op_type=f.get("op_type"),
+                        constraint=f.get("constraint"), actual=f.get("actual"),
+                        allowed=f.get("allowed"), waived=bool(f.get("waived")),
+                        waiver_reason=f.get("waiver_reason"))
+                for f in doc.get("findings", [])]
+    result = GateResult(
+        name=doc["name"],
+        verdict=doc["verdict"],
+        profile=doc["profile"],
+        versions=doc.get("versions", {}),
+        model=doc.get("model", {}),
+        contract=doc.get("contract"),
+        stages=doc.get("stages", {}),
+        inputs=doc.get("inputs", []),
+        outputs=doc.get("outputs", []),
+        ops=doc.get("ops", {}),
+        nodes=[NodeResult(**n) for n in doc.get("nodes", [])],
+        partitions=[PartitionResult(**p) for p in doc.get("partitions", [])],
+        boundaries=[BoundaryResult(tensor=b["tensor"], bytes=b["bytes"], source=b["from"],
+                                   target=b["to"]) for b in doc.get("boundaries", [])],
+        summary=doc.get("summary", {}),
+        findings=findings,
+        numerics=doc.get("numerics", []),
+        gates=[GateCheck(**g) for g in doc.get("gates", [])],
+        timings=doc.get("timings", {}),
+    )
+    # Plain fields added to the result later (e.g. by newer versions) pass through unchanged.
+    for f in fields(GateResult):
+        if f.name in doc and f.name not in _CONVERTED:
+            setattr(result, f.name, doc[f.name])
+    return result
+
+
+def load_results(path: Path) -> list[dict[str, Any]]:
+    """The result documents in a file: one result JSON, or every result of a merged document."""
+    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
+        raise GateError(f"{path}: not a regular file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise GateError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise GateError(f"{path}: not valid JSON: {exc}") from None
+    if isinstance(doc, dict) and doc.get("kind") == MERGED_KIND:
+        results = doc.get("results")
+        if not isinstance(results, list):
+            raise GateError(f"{path}: results: expected a list of npu-gate results")
+        docs = results
+    else:
+        docs = [doc]
+    for i, d in enumerate(docs):
+        where = f"{path}: results[{i}]" if len(docs) > 1 or d is not doc else str(path)
+        if not isinstance(d, dict) or not {"name", "verdict", "profile", "summary"} <= d.keys():
+            raise GateError(f"{where}: not an npu-gate result (run `npu-gate check --json`)")
+        check_result(d, where)
+    return docs
+
+
+def check_result(doc: dict[str, Any], where: str) -> None:
+    """GateError unless ``doc`` matches the result schema. These files may come from another
+    job or a fork's artifact, and the renderers show ids, verdicts and counts as written."""
+    from npu_gate.validation import schema_problems
+
+    if problems := schema_problems(doc, "result", where):
+        more = [f"{where}: {len(problems) - 10} more problems"] if len(problems) > 10 else []
+        raise GateError(*problems[:10], *more)

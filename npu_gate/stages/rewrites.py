@@ -1,0 +1,657 @@
+"""The rewrite stage of a contract check.
+
+1. ``prepare``: apply the contract's ``rewrites`` (the gate then checks the rewritten graph).
+2. ``evaluate``: prove them (numerics end to end and per replaced region, placement and
+   partitions before/after, CPU reference latency, task metric), and try catalog rewrites
+   on every CPU-fallback node, keeping as suggestions only those that reduce CPU nodes or
+   partitions AND pass numerics.
+3. ``review``: after gates and waivers, one row per CPU-fallback or rewritten node.
+
+Latencies are onnxruntime CPU medians: they go under ``timings`` only and are labelled a
+CPU reference. Device figures come only from the user's measurement file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from npu_gate.contract import device_timings as devtimes
+from npu_gate.contract.spec import Contract, InputSpec
+from npu_gate.errors import ContractError, ModelError
+from npu_gate.model.samples import make_samples
+from npu_gate.result.types import Finding, GateResult, NodeResult
+from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
+from npu_gate.rewrites.base import GraphView, Match, Rewrite
+from npu_gate.rewrites.verify import Check, cpu_latency, verify
+from npu_gate.rules import RULES
+
+if TYPE_CHECKING:
+    from npu_gate.pipeline import Settings
+
+MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
+LATENCY_RUNS = 20
+CPU_LABEL = "CPU reference, not device"
+# The findings that put a node on CPU: a profile limit (rank, dtype, size) does it as surely
+# as a missing op, and its waiver or its error decides the row's strategy just the same.
+PLACEMENT_RULES = ("unsupported-op", "op-constraint", "profile-limit")
+NEW = "emitted by an earlier rewrite"  # a replaced node that is not in the model as given
+GONE = "replaced by a later rewrite"  # an emitted node that is not in the checked graph
+# The reason a replaced node without findings shows; placements are the static prediction.
+NO_REASON = {"npu": "none (predicted on the NPU)", "folded": "none (folded: computed from constants)",
+             None: f"none ({NEW})"}
+SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_partitions", "cpu_partitions",
+                "boundary_bytes")
+
+
+def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    return out
+
+
+def _finding(rule: str, message: str, **where: Any) -> Finding:
+    return Finding(rule=rule, severity=RULES[rule].severity, message=message, **where)
+
+
+def summary(result: GateResult) -> dict[str, Any]:
+    return {k: result.summary.get(k) for k in SUMMARY_KEYS}
+
+
+def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
+    """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
+    from npu_gate.pipeline import _analyze, _new_result
+
+    scratch = _new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
+    _analyze(_copy(model), settings, scratch)
+    return scratch
+
+
+class Rewriting:
+    def __init__(self, contract: Contract) -> None:
+        self.contract = contract
+        self.original: onnx.ModelProto | None = None
+        self.checked: onnx.ModelProto | None = None  # what the gate analyses
+        self.applied: list[Applied] = []
+        self.samples: list[dict[str, np.ndarray]] = []
+        self._timings: dict[str, float] = {}
+        self._base: dict[str, Any] = {}
+        self._tried = 0
+        self._rejected: list[dict[str, Any]] = []
+        default = (contract.numerics.atol, contract.numerics.rtol)
+        self.default = default
+        self.tolerances = {r.name: (default[0] if r.atol is None else r.atol,
+                                    default[1] if r.rtol is None else r.rtol) for r in contract.rewrites}
+        # Read the board's figures and the real samples up front: a bad file stops the run
+        # before any model work.
+        self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
+        samples_file = contract.numerics.samples_file
+        self.file_rows = _read_npz(samples_file, contract.inputs) if samples_file is not None else []
+        _check_user_code(contract)
+
+    # 1 ---------------------------------------------------------------------------------
+    def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
+        if not self.contract.rewrites:
+            self.original = self.checked = model  # no copy: big models stay single in memory
+            return model
+        self.original = _copy(model)
+        try:
+            rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
+        except ValueError as exc:  # an emitted name already exists in the model
+            raise ModelError(f"{self.contract.path}: rewrites: {exc}") from None
+        done = Counter(a.rewrite for a in self.applied)
+        for r in self.contract.rewrites:
+            if not done[r.name]:
+                result.findings.append(_finding("rewrite-unmatched", f"rewrite {r.name} matched no node"))
+        result.stages["rewrites"] = {"status": "ok", "applied": [f"{name} ({n} regions)" for name, n in done.items()]}
+        result.log.append("rewrites: " + ("; ".join(
+            f"{a.rewrite}: {', '.join(n for n, _ in a.replaced)} -> {', '.join(n for n, _ in a.emitted)}"
+            for a in self.applied) or "none matched"))
+        self.checked = rewritten
+        return rewritten
+
+    def load_weights(self, folder: Path, result: GateResult) -> None:
+        """Read the external weights that analysis left on disk (``load_onnx(weights=False)``)
+        into the models ``evaluate`` will run with onnxruntime, from the model's ``folder``.
+        Called while that folder exists (an export's is temporary), and only when ``evaluate``
+        will run them: rewrites applied, a replacement, or CPU-fallback nodes to suggest for."""
+        if self.checked is None or self.original is None or "node_count" not in result.summary:
+            return
+        samples = self.contract.numerics.samples or self.contract.numerics.samples_file is not None
+        runs = (bool(self.applied) or self.contract.replacement is not None
+                or (samples and any(n.placement == "cpu" for n in result.nodes)))
+        if not runs:
+            return
+        from onnx.external_data_helper import load_external_data_for_model
+
+        from npu_gate.graph.model_file import external_tensors
+
+        for model in {id(m): m for m in (self.original, self.checked)}.values():
+            if external_tensors(model.graph):  # locations were checked when the model was loaded
+                load_external_data_for_model(model, str(folder))
+
+    def numerics_path(self, exported: Path, work: Path) -> Path:
+        """The file PyTorch is compared with: the rewritten graph when rewrites were applied."""
+        if not self.applied or self.checked is None:
+            return exported
+        path = work / "rewritten.onnx"
+        path.write_bytes(self.checked.SerializeToString())
+        return path
+
+    def compiled_path(self, source: Path, work: Path) -> Path:
+        """The file a compiler probe builds: the graph the gate checks, so the rewritten one
+        when rewrites were applied, written to ``work`` with the source's external data
+        files copied beside it (their locations are relative to the model)."""
+        if not self.applied or self.checked is None:
+            return source
+        from npu_gate.graph.model_file import copy_model
+
+        folder = work / "probe-model"
+        copy_model(source, folder, "original.onnx")
+        path = folder / "rewritten.onnx"
+        path.write_bytes(self.checked.SerializeToString())
+        return path
+
+    # 2 ---------------------------------------------------------------------------------
+    def evaluate(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        if self.checked is None or self.original is None or "node_count" not in result.summary:
+            return  # export failed: nothing was analysed
+        self.samples, origin = self._load_samples()
+        if self.applied:
+            try:
+                self._prove(settings, result, timings, origin)
+            except Exception as exc:  # onnxruntime cannot run one of the models on the samples
+                message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
+                result.stages["rewrites"].update(status="failed", reason=message)
+                result.findings.append(_finding("numerics-failed", message))
+                # What would have run on the same samples says why it did not, not nothing.
+                skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
+                wanted = {"replacement": self.contract.replacement is not None,
+                          "metric": self.contract.metric is not None, "suggestions": True}
+                result.stages.update({stage: dict(skipped) for stage, runs in wanted.items() if runs})
+                return
+        if self.contract.replacement is not None:
+            self._replacement(settings, result, timings)
+        if self.contract.metric is not None and result.metric is None:
+            reason = ("no samples" if not self.samples else
+                      "nothing to compare: no rewrite was applied and no replacement model was given")
+            result.stages["metric"] = {"status": "skipped", "reason": reason}
+        if not self.samples:
+            result.stages["suggestions"] = {"status": "skipped",
+                                            "reason": "no samples (numerics.samples is 0, no samples_file)"}
+            return
+        try:
+            self._suggest(settings, result, timings)
+            if self.applied or any(n.placement == "cpu" for n in result.nodes):
+                timings["cpu_reference_s"] = cpu_latency(self.checked, self.samples[0], LATENCY_RUNS)
+        except Exception as exc:  # suggestions are advice: never stop the gate for them
+            result.suggestions = []
+            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {_one_line(exc)}"}
+
+    def _load_samples(self) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
+        spec = self.contract.numerics
+        samples = make_samples(self.contract.inputs, spec.samples, spec.seed)
+        origin: dict[str, Any] = {"seeded": len(samples), "seed": spec.seed, "file": None, "file_samples": 0}
+        if spec.samples_file is not None:
+            samples.extend(self.file_rows)
+            origin["file"] = spec.samples_file.name
+            origin["file_samples"] = len(self.file_rows)
+        return samples, origin
+
+    def _prove(self, settings: Settings, result: GateResult, timings: dict[str, float],
+               origin: dict[str, Any]) -> None:
+        assert self.original is not None and self.checked is not None
+        before = analyse(self.original, settings)
+        check: dict[str, Any] = {
+            "applied": list(dict.fromkeys(a.rewrite for a in self.applied)), "samples": origin,
+            "before": summary(before), "after": summary(result), "verified": False,  # until it is
+        }
+        result.rewrite_check = check
+        checks: list[Check] = []
+        failure: Exception | None = None
+        if self.samples:
+            # onnxruntime may fail to run a model: what was applied is still reported (then
+            # the caller reports the failure), only the proof is missing.
+            try:
+                ver = verify(self.original, self.checked, self.applied, self.samples, self.tolerances, self.default)
+                checks = ver.checks
+                check["verified"] = True
+                timings["cpu_reference_original_s"] = cpu_latency(self.original, self.samples[0], LATENCY_RUNS)
+                if self.contract.metric is not None:
+                    from npu_gate.rewrites.metric import evaluate as run_metric
+
+                    result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
+                                               ver.candidate, self.samples)
+                    if not result.metric["passed"]:
+                        result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+            except Exception as exc:
+                failure = exc
+        else:
+            result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
+            result.findings.append(_finding(
+                "rewrite-unverified", f"rewrites {', '.join(check['applied'])} applied but not verified: "
+                "numerics.samples is 0 and no samples_file"))
+        for c in checks:
+            if not c.passed:
+                where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
+                who = c.rewrite or ", ".join(check["applied"])
+                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
+                                                node=c.node if c.kind == "region" else None))
+        before_nodes = _by_output(before.nodes)
+        after_nodes = _by_output(result.nodes)
+        entries = []
+        for name in check["applied"]:
+            group = [a for a in self.applied if a.rewrite == name]
+            atol, rtol = self.tolerances.get(name, self.default)
+            entries.append({
+                "name": name,
+                "exact": REWRITES[name].exact,
+                "atol": atol,
+                "rtol": rtol,
+                "nodes": [n for a in group for n, _ in a.replaced],
+                "emitted": [n for a in group for n, _ in a.emitted],
+                "placement_before": [_placement(before_nodes, t, n, op) for a in group
+                                     for (n, op), t in zip(a.replaced, a.replaced_tensors, strict=True)],
+                "placement_after": [_placement(after_nodes, t, n, op) for a in group
+                                    for (n, op), t in zip(a.emitted, a.emitted_tensors, strict=True)],
+                "verification": [c.to_dict() for c in checks if c.kind == "output" or c.rewrite == name],
+            })
+        result.rewrites = entries
+        if failure is not None:
+            raise failure
+
+    def _replacement(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """The user's own replacement model: placement before/after, end-to-end numerics, latency."""
+        from npu_gate.rewrites import replacement as repl
+
+        assert self.original is not None and self.contract.replacement is not None
+        loaded = repl.load(self.contract, self.contract.replacement)
+        result.log.extend(loaded.log)
+        entry: dict[str, Any] = {"model": loaded.info, "verification": []}
+        result.replacement = entry
+        if loaded.model is None:
+            result.stages["replacement"] = {"status": "failed", "reason": loaded.error}
+            result.findings.append(_finding("export-failed", f"replacement: {loaded.error}"))
+            return
+        entry["before"] = summary(analyse(self.original, settings))
+        entry["after"] = summary(analyse(loaded.model, settings))
+        if not self.samples:
+            result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
+            result.findings.append(_finding(
+                "rewrite-unverified", "replacement not compared with the model: numerics.samples is 0 and "
+                "no samples_file"))
+            return
+        try:
+            checks, reference, candidate = repl.compare(self.original, loaded.model, self.samples, *self.default)
+            timings.setdefault("cpu_reference_original_s", cpu_latency(self.original, self.samples[0], LATENCY_RUNS))
+            timings["cpu_reference_replacement_s"] = cpu_latency(loaded.model, self.samples[0], LATENCY_RUNS)
+        except Exception as exc:
+            message = f"replacement verification: onnxruntime: {_one_line(exc)}"
+            result.stages["replacement"] = {"status": "failed", "reason": message}
+            result.findings.append(_finding("numerics-failed", message))
+            return
+        result.stages["replacement"] = {"status": "ok"}
+        entry["verification"] = [c.to_dict() for c in checks]
+        for c in checks:
+            if not c.passed:
+                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {_mismatch(c)}"))
+        if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
+                                       self.samples)
+            if not result.metric["passed"]:
+                result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+
+    def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
+        """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
+        emitted nodes stay on CPU, the matches that do not; if numerics fail, each alone."""
+        assert self.checked is not None
+        on_npu = measured_on_npu(result)  # decide = measured: the compiler ran these, nothing to fix
+        cpu = {n.outputs[0]["name"]: n.name for n in result.nodes
+               if n.placement == "cpu" and n.outputs and n.name not in on_npu}
+        if not cpu:
+            return  # nothing falls back: no suggestions section at all
+        self._base = summary(result)
+        self._tried, self._rejected = 0, []
+        suggestions: list[dict[str, Any]] = []
+        view = GraphView(self.checked)
+        skipped = 0
+        for rewrite in REWRITES.values():
+            matches = [m for m in disjoint(rewrite.find(view))
+                       if any(view.nodes[i].output[0] in cpu for i in m.nodes if view.nodes[i].output)]
+            attempt = matches
+            while attempt:
+                if self._tried >= MAX_TRIALS:
+                    skipped += len(attempt)
+                    break
+                outcome, detail = self._trial(settings, view, rewrite, attempt, cpu, timings, len(suggestions))
+                if outcome == "ok":
+                    suggestions.append(detail)
+                    break
+                if outcome == "still_cpu" and 0 < len(detail) < len(attempt):
+                    attempt = detail  # retry with the matches whose emitted nodes are all supported
+                elif outcome == "numerics" and len(attempt) > 1:
+                    for single in attempt:  # find the ones that pass alone
+                        if self._tried >= MAX_TRIALS:
+                            skipped += 1
+                            continue
+                        one, found = self._trial(settings, view, rewrite, [single], cpu, timings, len(suggestions))
+                        if one == "ok":
+                            suggestions.append(found)
+                    break
+                else:
+                    break
+        result.suggestions = suggestions
+        stage: dict[str, Any] = {"status": "ok", "tried": self._tried, "listed": len(suggestions),
+                                 "rejected": self._rejected}
+        if skipped:
+            stage["reason"] = f"{skipped} more candidate region(s) not tried (limit {MAX_TRIALS} trials)"
+        result.stages["suggestions"] = stage
+
+    def _trial(self, settings: Settings, view: GraphView, rewrite: Rewrite, matches: list[Match],
+               cpu: dict[str, str], timings: dict[str, float], index: int) -> tuple[str, Any]:
+        """Apply ``matches`` together and judge them: ("ok", suggestion), ("still_cpu", the
+        matches whose emitted nodes are all supported), ("no_gain" | "numerics", None)."""
+        assert self.checked is not None
+        self._tried += 1
+        base = self._base
+        candidate, applied = apply_matches(self.checked, rewrite, matches)
+        analysed = analyse(candidate, settings)
+        after = summary(analysed)
+        placed = _by_output(analysed.nodes)
+        where = {"rewrite": rewrite.name, "node": matches[0].anchor, "regions": len(matches)}
+        bad = [[n for (n, _), t in zip(a.emitted, a.emitted_tensors, strict=True)
+                if t in placed and placed[t].placement == "cpu"] for a in applied]
+        if any(bad):  # the rewrite must make the node supported, not move the fallback
+            still = sorted({n for names in bad for n in names})
+            shown = ", ".join(still[:5]) + (f" and {len(still) - 5} more" if len(still) > 5 else "")
+            self._rejected.append(where | {"reason": f"still on CPU: {shown}"})
+            return "still_cpu", [m for m, names in zip(matches, bad, strict=True) if not names]
+        if not _better(base, after):
+            self._rejected.append(where | {"reason": f"no gain: cpu nodes {base['cpu_nodes']} -> {after['cpu_nodes']}, "
+                                                     f"partitions {_parts(base)} -> {_parts(after)}"})
+            return "no_gain", None
+        tol = self.tolerances.get(rewrite.name, self.default)
+        ver = verify(self.checked, candidate, applied, self.samples, {rewrite.name: tol}, self.default)
+        failed = [c for c in ver.checks if not c.passed]
+        if failed:
+            f = failed[0]
+            self._rejected.append(where | {"reason": f"numerics: {f.kind} {f.where} max abs error "
+                                                     f"{_num(f.max_abs_err)} (atol {f.atol:g}, rtol {f.rtol:g})"})
+            return "numerics", None
+        task = None
+        if self.contract.metric is not None:  # an approximation is judged on the task too
+            from npu_gate.rewrites.metric import evaluate as run_metric
+
+            task = run_metric(self.contract.metric, self.contract.folder, ver.reference, ver.candidate, self.samples)
+            if not task["passed"]:
+                self._rejected.append(where | {"reason": _metric_message(task)})
+                return "numerics", None
+        key = f"cpu_reference_suggestion_{index}_s"
+        timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
+        fixes = [cpu[view.nodes[i].output[0]] for m in matches for i in sorted(m.nodes)
+                 if view.nodes[i].output and view.nodes[i].output[0] in cpu]
+        return "ok", {
+            "rewrite": rewrite.name, "exact": rewrite.exact, "node": matches[0].anchor, "regions": len(matches),
+            "fixes": fixes, "nodes": [n for a in applied for n, _ in a.replaced],
+            "emitted": [n for a in applied for n, _ in a.emitted],
+            "before": base, "after": after,
+            "verification": [c.to_dict() for c in ver.checks], "timing": key,
+            "contract": {"rewrites": [rewrite.name]},
+        } | ({"metric": task} if task is not None else {})
+
+    # 3 ---------------------------------------------------------------------------------
+    def review(self, result: GateResult, timings: dict[str, float]) -> None:
+        """One row per rewritten or CPU-fallback node; needs waivers applied (after _finish)."""
+        if self.checked is None or "node_count" not in result.summary:
+            return
+        self._timings = timings
+        rows: list[dict[str, Any]] = []
+        checks = {(e["name"], v["where"]): v for e in result.rewrites for v in e["verification"]
+                  if v["kind"] == "region"}
+        for entry in result.rewrites:
+            for before in entry["placement_before"]:
+                region = next((a for a in self.applied if a.rewrite == entry["name"]
+                               and before["node"] in [n for n, _ in a.replaced]), None)
+                check = checks.get((entry["name"], region.output)) if region else None
+                # A rewrite may replace what an earlier one emitted (decompose, then fuse): such
+                # nodes have no placement before, or none after.
+                after = Counter(p["placement"] or GONE for p in entry["placement_after"]
+                                if region and p["node"] in [n for n, _ in region.emitted])
+                rows.append(self._row(
+                    result, before["node"], before["op_type"], None,
+                    placement=f"{before['placement'] or NEW} → " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(after.items())),
+                    reason="; ".join(before["reasons"]) or NO_REASON[before["placement"]],
+                    constraints=[], strategy=f"rewrite: {entry['name']}", rewrite=entry["name"],
+                    verification=check, cpu=["cpu_reference_original_s", "cpu_reference_s"]))
+        suggested: dict[str, dict[str, Any]] = {}
+        for sug in result.suggestions:
+            for node in sug["fixes"]:
+                suggested.setdefault(node, sug)
+        on_npu = measured_on_npu(result)
+        for n in result.nodes:
+            if n.placement != "cpu":
+                continue
+            mine = [f for f in result.findings if f.node == n.name and f.rule in PLACEMENT_RULES]
+            constraints = list(dict.fromkeys(f.constraint for f in mine if f.constraint))  # input and output
+            reason = "; ".join(n.reasons)
+            s = suggested.get(n.name)
+            waived = [f for f in mine if f.waived]
+            placement = "cpu"
+            # The compiler's placement decides (decide = measured) and it ran the node on the
+            # NPU: the prediction was wrong, there is nothing to leave on CPU or to rewrite.
+            # A waiver is the team's recorded decision, so it wins over a suggestion (which
+            # stays listed under Suggested rewrites).
+            if n.name in on_npu:
+                placement = f"cpu predicted, measured {on_npu[n.name]}"
+                strategy = "none needed: measured on the NPU"
+            elif mine and len(waived) == len(mine):
+                strategy = f"waiver: {waived[0].waiver_reason}"
+            elif s is not None:
+                strategy = f"rewrite: {s['rewrite']} (suggested, not applied)"
+            elif not any(f.severity == "error" for f in mine if not f.waived):
+                strategy = "leave on CPU"
+            else:
+                strategy = "change the model"
+            suggestion = s if strategy.startswith("rewrite") else None
+            worst = None if suggestion is None else max(suggestion["verification"],
+                                                        key=lambda v: v["max_abs_err"] or 0.0)
+            row = self._row(result, n.name, n.op_type, n.partition, placement=placement, reason=reason,
+                            constraints=constraints, strategy=strategy,
+                            rewrite=None if suggestion is None else suggestion["rewrite"], verification=worst,
+                            cpu=["cpu_reference_s"] + ([suggestion["timing"]] if suggestion else []))
+            rows.append(row)
+        result.review = rows
+        if self.device is not None:
+            nodes = {n.name for n in result.nodes} | {r["node"] for r in rows}  # rows: rewritten nodes too
+            unmatched = self.device.unmatched(nodes, {str(p.id) for p in result.partitions}, self.contract.name)
+            result.device_timings = {"path": self.device.path, "source": self.device.source,
+                                     "entries": len(self.device.entries),
+                                     "unmatched": [{"scope": t.scope, "key": t.key} for t in unmatched]}
+
+    def _row(self, result: GateResult, node: str, op_type: str, partition: int | None, *, placement: str,
+             reason: str, constraints: list[str], strategy: str, rewrite: str | None,
+             verification: dict[str, Any] | None, cpu: list[str]) -> dict[str, Any]:
+        device = self.device.lookup(node, partition, self.contract.name) if self.device else None
+        return {
+            "node": node, "op_type": op_type, "placement": placement, "reason": reason,
+            "constraints": constraints, "strategy": strategy, "rewrite": rewrite,
+            "verification": None if verification is None else {
+                k: verification.get(k) for k in ("where", "kind", "max_abs_err", "max_rel_err", "atol", "rtol",
+                                                 "passed")},
+            "latency": {
+                "cpu_reference": [k for k in cpu if k in self._timings] or None,
+                "cpu_reference_label": CPU_LABEL,
+                "device": None if device is None else device.to_dict() | {"source": self.device.source
+                                                                          if self.device else None},
+            },
+        }
+
+
+def measured_on_npu(result: GateResult) -> dict[str, str]:
+    """Nodes the compiler ran on the NPU when its placement decides (``target.probe.decide``
+    measured and the build succeeded): name -> ``npu`` or ``npu (as OP)``. Empty otherwise."""
+    if "measured" not in result.summary:
+        return {}
+    nodes = result.stages.get("probe", {}).get("nodes", [])
+    return {n["name"]: "npu" + (f" (as {n['became']})" if n.get("became") else "")
+            for n in nodes if n.get("runs_on") == "npu"}
+
+
+def _better(base: dict[str, Any], after: dict[str, Any]) -> bool:
+    fewer_cpu = after["cpu_nodes"] < base["cpu_nodes"] and _parts(after) <= _parts(base)
+    fewer_parts = _parts(after) < _parts(base) and after["cpu_nodes"] <= base["cpu_nodes"]
+    return fewer_cpu or fewer_parts
+
+
+def _parts(s: dict[str, Any]) -> int:
+    return int(s["npu_partitions"]) + int(s["cpu_partitions"])
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _mismatch(c: Check) -> str:
+    """A failed check's numbers against its tolerance, then its problem (if any)."""
+    numbers = None if c.max_abs_err is None else (
+        f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} (atol {c.atol:g}, rtol {c.rtol:g})")
+    return "; ".join(part for part in (numbers, c.problem) if part)
+
+
+def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
+    return {n.outputs[0]["name"]: n for n in nodes if n.outputs}
+
+
+def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: str) -> dict[str, Any]:
+    found = nodes.get(tensor)
+    # The region output keeps its name: the node producing it in the other graph may be
+    # another one (an earlier rewrite's emitted node, a later rewrite's fused op).
+    if found is None or found.op_type != op_type:
+        return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
+    return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
+            "partition": found.partition}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _metric_message(metric: dict[str, Any]) -> str:
+    if "error" in metric:
+        return f"task metric could not be computed: {metric['error']}"
+    bad = [c for c in metric["checks"] if not c["passed"]]
+    return "task metric: " + "; ".join(_failed_check(c, list(metric["values"])) for c in bad)
+
+
+def _failed_check(check: dict[str, Any], returned: list[str]) -> str:
+    """Why one threshold failed: ``max_err 2.98e-08 > max 1e-12``, or the value is missing or not finite."""
+    name, value = check["name"], check["value"]
+    if value is None:
+        return f"the metric returned no value {name!r} (it returned {', '.join(returned) or 'nothing'})"
+    if not math.isfinite(value):
+        return f"{name} is {value}, not a finite number"
+    if check["min"] is not None and value < check["min"]:
+        shown, bound = _distinct(value, check["min"])
+        return f"{name} {shown} < min {bound}"
+    shown, bound = _distinct(value, check["max"])
+    return f"{name} {shown} > max {bound}"
+
+
+def _distinct(value: float, bound: float) -> tuple[str, str]:
+    """Both numbers short, with as many digits as it takes to tell them apart."""
+    for digits in range(3, 18):
+        a, b = f"{value:.{digits}g}", f"{bound:.{digits}g}"
+        if a != b:
+            return a, b
+    return repr(value), repr(bound)
+
+
+def _check_user_code(contract: Contract) -> None:
+    """What the contract's replacement and metric name must be usable before any model work:
+    the metric and a torch replacement's factory import from the contract folder, a
+    replacement ONNX file takes exactly the contract's inputs (the samples are fed by name).
+    What the user's code raises when it runs stays a finding."""
+    import importlib.util
+
+    from npu_gate.graph.model_file import load_onnx
+    from npu_gate.model.user_code import import_callable
+
+    spec = contract.replacement
+    # The ONNX-only install: name the missing extra, as `check` does, rather than the factory's
+    # module failing to import (`diff` and `check-onnx` reach this without `check`'s test).
+    if spec is not None and spec.torch is not None and importlib.util.find_spec("torch") is None:
+        raise ModelError(f"{contract.path}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'")
+    if contract.metric is not None:
+        import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
+    if spec is not None and spec.torch is not None:
+        import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
+    if spec is not None and spec.onnx_path is not None:
+        label = f"{contract.path}: replacement.onnx"
+        model, _ = load_onnx(spec.onnx_path, f"{label}: {spec.onnx_ref}", weights=False)
+        wanted = [i.name for i in contract.inputs]
+        weights = {t.name for t in model.graph.initializer}
+        found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
+        if sorted(found) != sorted(wanted):
+            raise ContractError(f"{label}: {spec.onnx_ref} has input(s) {', '.join(found) or 'none'}, "
+                                f"the contract has {', '.join(wanted)}")
+
+
+def _read_npz(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
+    """Rows of a bundle-layout .npz (one array per input, sample k in row k), checked against
+    the contract's inputs: every problem is one line naming the file and the array."""
+    where = f"{path}: numerics.samples_file"
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except Exception as exc:
+        raise ContractError(f"{where}: cannot read: {exc}") from None
+    missing = [i.name for i in inputs if i.name not in arrays]
+    problems = [f"{where}: no array for input(s) {', '.join(missing)}"] if missing else []
+    for index, spec in enumerate(inputs):
+        if spec.name in arrays:
+            problems += _array_problems(f"{where}: array {spec.name}", arrays[spec.name], spec, index)
+    if problems:
+        raise ContractError(*problems)
+    counts = {i.name: arrays[i.name].shape[0] for i in inputs}
+    if len(set(counts.values())) != 1 or 0 in counts.values():
+        found = ", ".join(f"{name} {n}" for name, n in counts.items())
+        raise ContractError(f"{where}: arrays must share a non-empty first axis (samples); found {found}")
+    n = counts[inputs[0].name]
+    return [{i.name: np.ascontiguousarray(arrays[i.name][k], dtype=i.dtype) for i in inputs} for k in range(n)]
+
+
+def _array_problems(where: str, array: np.ndarray, spec: InputSpec, index: int) -> list[str]:
+    """What keeps ``array`` from being samples of ``spec`` (contract ``inputs[index]``)."""
+    problems = []
+    if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
+        problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
+                        f"(inputs[{index}].dtype)")
+    elif np.issubdtype(np.dtype(spec.dtype), np.floating):
+        # NaN or infinity (also a float64 value beyond float16's range) would make every
+        # comparison on that sample meaningless: refuse them rather than report "error 0".
+        with np.errstate(over="ignore"):
+            values = array.astype(spec.dtype, copy=False)
+        bad = int(np.count_nonzero(~np.isfinite(values)))
+        if bad:
+            nan = int(np.count_nonzero(np.isnan(values)))
+            problems.append(f"{where}: {bad} of {values.size} values are not finite as {spec.dtype} "
+                            f"({nan} NaN, {bad - nan} infinite); samples must be finite")
+    shape, expected = list(array.shape), list(spec.shape)
+    contract_shape = f"contract inputs[{index}].shape {expected}"
+    stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k
+    if len(shape) == len(expected) + 1 and shape[1:] != expected:
+        problems.append(f"{where}: per-sample shape {shape[1:]}, {contract_shape} (sample k in row k)")
+    elif shape == expected:
+        problems.append(f"{where}: shape {shape} has no sample axis: expected {stacked} (sample k in row k)")
+    elif len(shape) != len(expected) + 1:
+        problems.append(f"{where}: shape {shape}, expected {stacked} ({contract_shape}, sample k in row k)")
+    return problems

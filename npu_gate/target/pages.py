@@ -1,0 +1,348 @@
+"""Profiles in words: one sentence per constraint, and a supported-operators page.
+
+``describe`` is used by ``npu-gate explain``, ``npu-gate profile show`` and the
+generated ``docs/profiles/<name>.md`` (``npu-gate profile docs``). Profile text is
+reviewed data, but it is still escaped for Markdown tables (pipes, angle brackets).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from npu_gate.target.constraints import is_ref
+from npu_gate.target.limits import LIMIT_IDS
+from npu_gate.target.profile import Profile
+
+LIMIT_WORDS = {
+    "opset": "model opset (default domain)",
+    "domains": "op domains",
+    "dtypes": "dtypes of runtime tensors",
+    "max_rank": "rank of runtime tensors",
+    "max_tensor_elements": "elements of one runtime tensor",
+    "max_tensor_bytes": "bytes of one runtime tensor",
+    "static_shapes": "every runtime tensor has a static shape",
+}
+
+
+def _value(v: Any) -> str:
+    if is_ref(v):
+        ref = v["ref"]
+        if "attribute" in ref:
+            text = f"attribute {ref['attribute']}"
+        else:
+            kind = "input" if "input" in ref else "output"
+            text = f"{kind} {ref[kind]} dim {ref['axis']}"
+        add = v.get("add", 0)
+        return text + (f" {'+' if add > 0 else '−'} {abs(add)}" if add else "")
+    if isinstance(v, str):
+        return v or '""'
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _set(values: list[Any]) -> str:
+    return "{" + ", ".join(_value(v) for v in values) + "}"
+
+
+def describe_test(c: dict[str, Any]) -> str:
+    """One subject and its tests in words, e.g. ``attribute strides: each in {1, 2}``."""
+    if "attribute" in c:
+        subject = f"attribute {c['attribute']}"
+    elif "input" in c:
+        subject = f"input {c['input']}"
+    else:
+        subject = f"output {c['output']}"
+    parts = []
+    if c.get("absent"):
+        parts.append("not set (its default only)")
+    parts += _value_words(c)
+    if "dtype" in c:
+        parts.append(f"dtype in {_set(c['dtype'])}")
+    if "rank" in c:
+        lo, hi = c["rank"].get("min"), c["rank"].get("max")
+        if lo is not None and lo == hi:
+            parts.append(f"rank {lo}")
+        elif lo is not None and hi is not None:
+            parts.append(f"rank {lo} to {hi}")
+        elif hi is not None:
+            parts.append(f"rank ≤ {hi}")
+        elif lo is not None:
+            parts.append(f"rank ≥ {lo}")
+    if "dim" in c:
+        d = c["dim"]
+        bits = []
+        if "max" in d:
+            bits.append(f"≤ {d['max']}")
+        if "multiple_of" in d:
+            bits.append(f"a multiple of {d['multiple_of']}")
+        parts.append(f"dim {d['axis']} " + " and ".join(bits))
+    if c.get("constant"):
+        parts.append("constant (initializer or folded)")
+    if c.get("static"):
+        parts.append("static shape")
+    if "max_elements" in c:
+        parts.append(f"at most {c['max_elements']:,} elements")
+    if "max_bytes" in c:
+        parts.append(f"at most {c['max_bytes']:,} bytes")
+    if "layout" in c:
+        parts.append(f"layout in {_set(c['layout'])} (where the contract declares it)")
+    if "value" in c:
+        parts.append(_tensor_value_words(c["value"]))
+    return f"{subject}: " + ", ".join(parts)
+
+
+def _value_words(c: dict[str, Any]) -> list[str]:
+    """in/not_in/min/max/all_equal in words, per element with ``each``."""
+    parts = []
+    each = "each element " if c.get("each") else ""
+    if "in" in c:
+        parts.append(f"{each}in {_set(c['in'])}")
+    if "not_in" in c:
+        parts.append(f"{each}not in {_set(c['not_in'])}")
+    if "min" in c:
+        parts.append(f"{each}≥ {_value(c['min'])}")
+    if "max" in c:
+        parts.append(f"{each}≤ {_value(c['max'])}")
+    if c.get("all_equal"):
+        parts.append("all elements equal")
+    return parts
+
+
+def _tensor_value_words(v: dict[str, Any]) -> str:
+    """A value test: ``constant value, elements [2, 3]: each element in {0.5, 2, 3}``."""
+    what = "constant value"
+    if "ratio_to_input" in v:
+        what += f" divided by input {v['ratio_to_input']}'s dims"
+    if v.get("padded_axes"):
+        what += ", the axes it pads (begin or end ≠ 0)"
+    elif "elements" in v:
+        what += f", elements {_value(v['elements'])}"
+    text = f"{what}: {' and '.join(_value_words(v))}"
+    if "default" in v:
+        text += f" (when absent: {_value(v['default'])}, the op's default)"
+    return text
+
+
+def describe(c: dict[str, Any]) -> str:
+    """A whole constraint in words (without its id)."""
+    if c.get("unchecked"):
+        return "not checked by npu_gate (reported as unchecked-condition)"
+    if "any_of" in c:
+        return "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
+    return describe_test(c)
+
+
+def describe_limit(key: str, value: Any) -> str:
+    words = LIMIT_WORDS.get(key, key)
+    if key == "opset":
+        lo, hi = value.get("min"), value.get("max")
+        if lo is not None and hi is not None:
+            return f"{words}: {lo} to {hi}"
+        return f"{words}: " + (f"at most {hi}" if lo is None else f"at least {lo}")
+    if key in ("domains", "dtypes"):
+        return f"{words}: {_set(['ai.onnx' if v == '' else v for v in value])}"
+    if key == "static_shapes":
+        return words if value else f"{words}: not required"
+    return f"{words}: at most {value:,}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+@dataclass(frozen=True)
+class FileRefs:
+    """How a page shows a profile's relative file references (its ``doc`` values naming a
+    file beside the profile, e.g. the calibration record)."""
+
+    folder: str  # the profile's folder: relative to the page when linked, as shown otherwise
+    linked: bool = True  # False: the page is read where that folder cannot be reached
+
+
+def link(url: str, label: str = "doc", base: FileRefs | None = None) -> str:
+    """A Markdown link; ``base``: where a relative ``url`` (a profile's own file reference)
+    resolves. Unlinked references are shown as text: the file's path beside the profile."""
+    if base is not None and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|#", url):
+        if not base.linked:
+            return "`" + posixpath.join(base.folder, url).replace("`", "'").replace("|", "\\|") + "`"
+        url = posixpath.normpath(posixpath.join(base.folder, url.split("#", 1)[0]))  # no anchors in JSON files
+    return f"[{label}]({quote(url, safe=':/?#&=%.-_~+,;@')})"
+
+
+def render_markdown(
+    profile: Profile, origin: str, page_dir: str | None = "docs/profiles", *, page: bool = True
+) -> str:
+    """A supported-operators page for one profile, to be written into ``page_dir`` (relative
+    like a built-in's ``origin``): relative file references in the profile are rewritten to
+    resolve from the page. ``page_dir`` None: the page is read where the profile's folder
+    cannot be reached, so they are shown as text, their path beside ``origin``.
+    ``page=False``: for the terminal (`profile show`), without the generated-file comment."""
+    base = None
+    if not posixpath.isabs(origin):
+        folder = posixpath.dirname(origin) or "."
+        base = FileRefs(folder, False) if page_dir is None else FileRefs(posixpath.relpath(folder, page_dir))
+    lines = [f"# Target profile `{profile.name}`", ""]
+    if page:
+        lines += [f"<!-- Generated from {origin} by `npu-gate profile docs`; do not edit. -->", ""]
+    lines += [
+        _cell(profile.description),
+        "",
+        "| | |",
+        "| --- | --- |",
+        f"| source | {_cell(profile.source)} |",
+        f"| evidence | `{profile.evidence}` |",
+    ]
+    if profile.extends:
+        lines.append(f"| extends | {' → '.join(f'`{b}`' for b in profile.extends)} |")
+    docs = {c.get("doc") for spec in profile.ops.values() for c in spec.get("constraints", [])}
+    common = docs.pop() if len(docs) == 1 else None  # one link for all: say it once
+    if common:
+        lines.append(f"| constraints documented at | {link(common, _cell(common), base)} |")
+    lines += [f"| ops | {len(profile.ops)} |", ""]
+    lines += [
+        "A profile check is a static prediction, not a device result. A listed op is predicted "
+        "to run on the target (placement `npu`) when every condition below holds; anything "
+        "else falls back to CPU.",
+        "",
+    ]
+    if profile.limits:
+        lines += ["## Limits for every op", ""]
+        for key, value in profile.limits.items():
+            if key == "doc":
+                continue
+            lines.append(f"- {_cell(describe_limit(key, value))} (`{LIMIT_IDS[key]}`)")
+        if profile.limits.get("doc"):
+            lines.append(f"- source: {link(profile.limits['doc'], base=base)}")
+        lines.append("")
+    lines += [
+        f"## Supported operators ({len(profile.ops)})",
+        "",
+        "| operator | conditions |",
+        "| --- | --- |",
+    ]
+    for key in sorted(profile.ops, key=lambda k: (("::" in k), k.lower())):
+        spec = profile.ops[key]
+        cells = []
+        for c in spec.get("constraints", []):
+            text = f"`{c['id']}`: {_cell(describe(c))}"
+            if c.get("message"):
+                text += f" — “{_cell(c['message'])}”"
+            if c.get("doc") and c["doc"] != common:
+                text += f" ({link(c['doc'], base=base)})"
+            cells.append(text)
+        if spec.get("note"):
+            cells.append(f"*Note:* {_cell(spec['note'])}")
+        lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
+    if profile.patterns:
+        lines += ["", *render_patterns(profile, base)]
+    if profile.rank_adapters:
+        lines += ["", *render_rank_adapters(profile.rank_adapters, base)]
+    return "\n".join(lines) + "\n"
+
+
+def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:
+    """``Add(x, 3) → Clip(#0, 0, 6) → ...``: pattern nodes with their inputs (#k: node k)."""
+    parts = []
+    for node in nodes:
+        args = []
+        for item in node.get("inputs", []):
+            if "node" in item:
+                args.append(f"#{item['node']}" + (f".{item['output']}" if item.get("output") else ""))
+            elif "tensor" in item:
+                args.append(item["tensor"])
+            else:
+                args.append("const" if item["const"] is True else _value(item["const"]))
+        attrs = "".join(f", {k}={_value(v)}" for k, v in node.get("attributes", {}).items())
+        parts.append(f"{node['op']}({', '.join(args)}{attrs})")
+    return " → ".join(parts)
+
+
+def render_patterns(profile: Profile, base: FileRefs | None = None) -> list[str]:
+    lines = [
+        f"## Fused patterns ({len(profile.patterns)})",
+        "",
+        "Subgraphs the target fuses into one op before it checks support: every node of a match "
+        "is placed with the fused op, even an op the profile does not list on its own. "
+        "`#k` is the output of pattern node k; Add/Mul inputs match in either order.",
+        "",
+        "| pattern | becomes | nodes | evidence |",
+        "| --- | --- | --- | --- |",
+    ]
+    for p in profile.patterns:
+        becomes = f"`{p['becomes']}`" + ("" if p.get("supported", True) else " (CPU)")
+        conditions = [f"`{c['id']}`: {_cell(describe(c))}" for c in p.get("constraints", [])]
+        if conditions:
+            becomes += "<br>" + "<br>".join(conditions)
+        evidence = _cell(p.get("evidence", ""))
+        if p.get("doc"):
+            evidence += f" ({link(p['doc'], base=base)})"
+        if p.get("note"):
+            evidence += f"<br>*Note:* {_cell(p['note'])}"
+        lines.append(f"| `{p['name']}` | {becomes} | {_cell(describe_pattern_nodes(p['nodes']))} | {evidence} |")
+    return lines
+
+
+def find_constraints(ref: str) -> list[tuple[Profile, str, dict[str, Any]]]:
+    """(profile, op key, constraint) for ``ID`` (searched in every built-in profile) or
+    ``PROFILE:ID`` (a built-in name or a profile path, relative to the working directory)."""
+    from npu_gate.resources import builtin_profile_names
+    from npu_gate.target.profile import load_profile
+
+    if ":" in ref:
+        name, cid = ref.rsplit(":", 1)
+        profiles = [load_profile(name, where="explain")]
+    else:
+        cid = ref
+        profiles = [load_profile(n) for n in builtin_profile_names()]
+    found = []
+    for profile in profiles:
+        for key, spec in profile.ops.items():
+            for c in spec.get("constraints", []):
+                if c["id"] == cid:
+                    found.append((profile, key, c))
+    return found
+
+
+def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
+    lines = [
+        f"{c['id']} (constraint of {key} in profile {profile.name}, {profile.evidence})",
+        "",
+        describe(c) + ".",
+        "",
+        "A node of this op runs on CPU when the constraint fails (rule op-constraint); the",
+        "finding names the constraint id, the value seen and the value allowed.",
+    ]
+    if c.get("message"):
+        lines += ["", f"Message: {c['message']}"]
+    if c.get("doc"):
+        lines += [f"Documentation: {c['doc']}"]
+    note = profile.ops[key].get("note")
+    if note:
+        lines += ["", f"Note on {key}: {note}"]
+    lines += ["", f"Source: {profile.source}"]
+    return "\n".join(lines)
+
+
+def render_rank_adapters(rule: dict[str, Any], base: FileRefs | None = None) -> list[str]:
+    when = rule.get("npu_when")
+    where = "on CPU"
+    if when:
+        where = f"on the NPU when dim {when['axis']} is static"
+        if when.get("multiple_of"):
+            where += f" and a multiple of {when['multiple_of']}"
+        where += ", else on CPU (`rank-adapter` warning)"
+    lines = ["## Rank adapters", "",
+             f"The target computes in rank {rule['rank']}: every graph input and output of another rank "
+             f"gets a `{rule.get('op', 'Reshape')}` adapter, {where}.", ""]
+    if rule.get("evidence"):
+        lines.append(f"- evidence: {_cell(rule['evidence'])}")
+    if rule.get("note"):
+        lines.append(f"- *Note:* {_cell(rule['note'])}")
+    if rule.get("doc"):
+        lines.append(f"- source: {link(rule['doc'], base=base)}")
+    return lines

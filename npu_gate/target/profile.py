@@ -1,0 +1,319 @@
+"""Target profiles: which ops a target runs and under which constraints.
+
+A profile is reviewable JSON (schemas/profile.schema.json). Built-in ones live in
+``npu_gate/profiles/<name>.json``; a contract may also name a path to its own.
+A profile may ``extend`` another (built-in name or path): its ``ops`` entries replace
+the base's, ``null`` removes one, and its ``limits`` keys override the base's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from npu_gate.errors import ProfileError
+from npu_gate.resources import builtin_profile_names, profile_dir
+from npu_gate.validation import read_document, schema_problems
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    source: str
+    evidence: str  # illustrative | vendor-documentation | measured
+    ops: dict[str, dict[str, Any]]
+    sha256: str
+    origin: str  # "builtin" or the path it was read from
+    limits: dict[str, Any] = field(default_factory=dict)
+    extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
+    patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
+    rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "evidence": self.evidence,
+            "sha256": self.sha256,
+            "builtin": self.origin == "builtin",
+        }
+        if self.extends:
+            out["extends"] = list(self.extends)
+        return out
+
+    def document(self) -> dict[str, Any]:
+        """The resolved profile (bases merged in) as profile JSON."""
+        doc: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "evidence": self.evidence,
+        }
+        if self.limits:
+            doc["limits"] = self.limits
+        doc["ops"] = self.ops
+        if self.patterns:
+            doc["patterns"] = self.patterns
+        if self.rank_adapters:
+            doc["rank_adapters"] = self.rank_adapters
+        return doc
+
+
+def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str, str]:
+    """(path, origin, label) of a built-in name or a profile file."""
+    if ref in builtin_profile_names():
+        return profile_dir() / f"{ref}.json", "builtin", ref
+    path = Path(ref)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    looks_like_path = ref.endswith((".json", ".yaml", ".yml")) or "/" in ref or "\\" in ref
+    if not path.is_file():
+        known = ", ".join(builtin_profile_names())
+        if looks_like_path:
+            raise ProfileError(f"{where}: profile file {ref!r} not found")
+        raise ProfileError(
+            f"{where}: unknown profile {ref!r} (built-in: {known}; or a path to a .json file)"
+        )
+    return path, str(path), str(path)
+
+
+def load_profile(
+    ref: str, base_dir: Path | None = None, *, where: str = "profile", check_onnx: bool = True
+) -> Profile:
+    """Resolve ``ref`` as a built-in name, else as a path (relative to ``base_dir``).
+
+    ``check_onnx=False`` skips checking op types and attribute names against onnx.defs
+    (importing onnx costs a second): for a cache lookup, whose miss reloads fully.
+    """
+    path, origin, label = resolve_ref(ref, base_dir, where)
+    return _load_file(path, origin=origin, label=label, chain=(), check_onnx=check_onnx)
+
+
+def _load_file(
+    path: Path, *, origin: str, label: str, chain: tuple[Path, ...], check_onnx: bool = True
+) -> Profile:
+    if path.resolve() in chain:
+        cycle = " -> ".join(str(p) for p in (*chain, path.resolve()))
+        raise ProfileError(f"{label}: extends: cycle {cycle}")
+    doc = read_profile_document(path, label, builtin=origin == "builtin")
+    base: Profile | None = None
+    if doc.get("extends") is not None:
+        base_path, base_origin, base_label = resolve_ref(
+            doc["extends"], path.parent, f"{label}: extends"
+        )
+        base = _load_file(
+            base_path, origin=base_origin, label=base_label, chain=(*chain, path.resolve()),
+            check_onnx=check_onnx,
+        )
+    # Built-in profiles are linted against onnx.defs by the test suite.
+    problems = semantic_problems(doc, label, base, check_onnx=check_onnx and origin != "builtin")
+    if problems:
+        raise ProfileError(*problems)
+    ops = {key: dict(value) for key, value in doc["ops"].items() if value is not None}
+    limits = {k: v for k, v in doc.get("limits", {}).items() if v is not None}
+    extends: list[str] = []
+    patterns = [dict(p) for p in doc.get("patterns", [])]
+    adapters = doc.get("rank_adapters")
+    if base is not None:
+        if "rank_adapters" not in doc:
+            adapters = base.rank_adapters  # null in the profile removes the base's
+        # A pattern replaces the base's pattern of the same name; the base's others come first.
+        mine = {p["name"] for p in patterns}
+        patterns = [p for p in base.patterns if p["name"] not in mine] + patterns
+        ops = {k: v for k, v in base.ops.items() if k not in doc["ops"]} | ops
+        limits = {k: v for k, v in base.limits.items() if k not in doc.get("limits", {})} | limits
+        extends = [base.name, *base.extends]
+    resolved = {
+        "name": doc["name"],
+        "description": doc["description"],
+        "source": doc["source"],
+        "evidence": doc["evidence"],
+        "limits": limits,
+        "ops": ops,
+        "extends": extends,
+    }
+    if patterns:
+        resolved["patterns"] = patterns  # profiles without patterns hash as before
+    if adapters:
+        resolved["rank_adapters"] = adapters
+    # A profile on its own hashes its document (as before extends existed); one that
+    # extends another hashes the resolved profile, so a change in its base shows too.
+    hashed = doc if base is None else resolved
+    canonical = json.dumps(hashed, sort_keys=True, separators=(",", ":")).encode()
+    return Profile(
+        name=doc["name"],
+        description=doc["description"],
+        source=doc["source"],
+        evidence=doc["evidence"],
+        ops=ops,
+        sha256=hashlib.sha256(canonical).hexdigest(),
+        origin=origin,
+        limits=limits,
+        extends=extends,
+        patterns=patterns,
+        rank_adapters=adapters,
+    )
+
+
+def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> dict[str, Any]:
+    """Parse and schema-check one profile file (its base is not read)."""
+    try:
+        doc = read_document(path, label)
+    except ValueError as exc:
+        raise ProfileError(str(exc)) from None
+    if is_calibration_record(doc):
+        raise ProfileError(_record_not_profile(path, label))
+    # Built-in profiles are validated by the test suite; skipping jsonschema here keeps
+    # `npu-gate inspect` lean. User profiles are always validated.
+    problems = [] if builtin else schema_problems(doc, "profile", label)
+    if problems:
+        raise ProfileError(*problems)
+    return doc  # type: ignore[no-any-return]
+
+
+def is_calibration_record(doc: Any) -> bool:
+    return isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("calibration-")
+
+
+def _record_not_profile(path: Path, label: str) -> str:
+    """A calibration record given where a profile belongs: name the profile beside it, if any."""
+    text = f"{label}: this is a calibration record (written by npu-gate profile calibrate), not a profile"
+    if path.name.endswith(".calibration.json"):
+        profile = path.with_name(path.name[:-len(".calibration.json")] + ".json")
+        if profile.is_file():
+            return f"{text}; the profile derived from it is {profile}"
+    return text
+
+
+def semantic_problems(
+    doc: dict[str, Any], label: str, base: Profile | None, *, check_onnx: bool = True
+) -> list[str]:
+    """What the schema cannot say: unique constraint ids, a test in every constraint,
+    removals only of ops the base has, and op types / attribute names ONNX knows."""
+    from npu_gate.target.constraints import TESTS as tests
+    problems = []
+    for key, spec in doc["ops"].items():
+        if spec is None:
+            if base is None:
+                problems.append(
+                    f"{label}: ops.{key}: null removes an op, but the profile extends nothing"
+                )
+            elif key not in base.ops:
+                problems.append(
+                    f"{label}: ops.{key}: null removes an op that {base.name} does not have"
+                )
+            continue
+        seen: set[str] = set()
+        for i, c in enumerate(spec.get("constraints", [])):
+            where = f"{label}: ops.{key}.constraints[{i}]"
+            if c["id"] in seen:
+                problems.append(f"{where}.id: duplicate constraint id {c['id']!r}")
+            seen.add(c["id"])
+            problems.extend(_shape_problems(where, c, tests))
+            for j, alternative in enumerate(c.get("any_of", [])):
+                problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
+    problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+    if not check_onnx:
+        return problems
+    from npu_gate.target.lint import onnx_problems
+
+    errors, _ = onnx_problems(doc, label)
+    return problems + errors
+
+
+_SUBJECTS = ("attribute", "input", "output")
+
+
+def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
+    """Exactly one subject (or any_of alone), at least one test, well-formed references."""
+    problems = []
+    subjects = [s for s in _SUBJECTS if s in c]
+    if c.get("unchecked"):
+        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked")]
+        if extra:
+            problems.append(f"{where}: an unchecked condition has no subject or test; "
+                            f"remove {', '.join(extra)}")
+        if not c.get("message"):
+            problems.append(
+                f"{where}: an unchecked condition needs a message saying what is not checked"
+            )
+        return problems
+    if "any_of" in c and subjects:
+        problems.append(f"{where}: any_of replaces the subject; remove {', '.join(subjects)}")
+    elif "any_of" not in c and len(subjects) != 1:
+        problems.append(
+            f"{where}: needs exactly one subject (attribute, input or output), "
+            f"has {', '.join(subjects) or 'none'}"
+        )
+    if not any(t in c for t in tests):
+        problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    if "value" in c and "attribute" in c:
+        problems.append(f"{where}.value: a value test is on an input or output tensor; "
+                        f"test attribute {c['attribute']} with in/not_in/min/max")
+    refs = [(f"{where}.{k}", c[k]) for k in ("min", "max") if isinstance(c.get(k), dict)]
+    refs += [
+        (f"{where}.{k}[{i}]", v)
+        for k in ("in", "not_in")
+        for i, v in enumerate(c.get(k, []))
+        if isinstance(v, dict) and "ref" in v
+    ]
+    for at, value in refs:
+        ref = value.get("ref", {})
+        kinds = [s for s in _SUBJECTS if s in ref]
+        if len(kinds) != 1:
+            problems.append(f"{at}.ref: needs exactly one of attribute, input, output")
+        elif kinds[0] != "attribute" and "axis" not in ref:
+            problems.append(f"{at}.ref: a tensor reference needs an axis")
+        elif kinds[0] == "attribute" and "axis" in ref:
+            problems.append(f"{at}.ref: axis applies to input/output references only")
+    return problems
+
+
+def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[str, ...]) -> list[str]:
+    """Unique names, node references to earlier nodes, every node but the root read inside
+    the pattern, declared tensor names, and tensor-only constraints on the fused op."""
+    problems = []
+    seen: set[str] = set()
+    for i, pattern in enumerate(patterns):
+        where = f"{label}: patterns[{i}]"
+        if pattern["name"] in seen:
+            problems.append(f"{where}.name: duplicate pattern name {pattern['name']!r}")
+        seen.add(pattern["name"])
+        nodes = pattern["nodes"]
+        used: set[int] = set()
+        names: set[str] = set()
+        for k, node in enumerate(nodes):
+            for j, item in enumerate(node.get("inputs", [])):
+                if "node" in item:
+                    if item["node"] >= k:
+                        problems.append(f"{where}.nodes[{k}].inputs[{j}].node: {item['node']} is not an "
+                                        f"earlier pattern node (producers come first)")
+                    used.add(item["node"])
+                elif "tensor" in item:
+                    names.add(item["tensor"])
+        unread = [k for k in range(len(nodes) - 1) if k not in used]
+        if unread:
+            problems.append(f"{where}.nodes: node(s) {unread} feed no later pattern node "
+                            f"(the last node is the pattern's output)")
+        for j, name in enumerate(pattern.get("inputs", [])):
+            if name not in names:
+                problems.append(f"{where}.inputs[{j}]: {name!r} is no {{\"tensor\": ...}} of the pattern")
+        ids: set[str] = set()
+        for j, c in enumerate(pattern.get("constraints", [])):
+            at = f"{where}.constraints[{j}]"
+            if c["id"] in ids:
+                problems.append(f"{at}.id: duplicate constraint id {c['id']!r}")
+            ids.add(c["id"])
+            subjects = [c, *c.get("any_of", [])]
+            if any("attribute" in s for s in subjects):
+                problems.append(f"{at}: the fused op has no attributes; use input/output subjects")
+            if any("value" in s for s in subjects):
+                problems.append(f"{at}: value tests are not evaluated on a fused op; match a pattern node's "
+                                f"constant input with \"const\"")
+            problems.extend(_shape_problems(at, c, tests))
+    return problems
