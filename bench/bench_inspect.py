@@ -142,8 +142,8 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
     print(f"load average after: {load_average()}")
 
 
-# In-process phases: (label, module, attribute). The pipeline imports most of these by
-# name, so they are wrapped where the pipeline looks them up. Phases do not nest.
+# In-process phases: (label, module, attribute). The analysis stage imports most of these by
+# name, so they are wrapped where it looks them up. Phases do not nest.
 PHASES = [
     ("load_onnx", "npu_gate.pipeline", "load_onnx"),
     ("run_checker", "npu_gate.graph.facts", "run_checker"),
@@ -152,16 +152,16 @@ PHASES = [
     ("symbolic.refine_stage", "npu_gate.graph.symbolic", "refine_stage"),
     ("node_dependencies", "npu_gate.graph.facts", "node_dependencies"),
     ("topological_order", "npu_gate.graph.facts", "topological_order"),
-    ("fold", "npu_gate.pipeline", "fold"),
+    ("fold", "npu_gate.stages.analyse", "fold"),
     ("shape_chains.find_chains", "npu_gate.graph.shape_chains", "find_chains"),
-    ("tensor_layouts", "npu_gate.pipeline", "tensor_layouts"),
-    ("place_all", "npu_gate.pipeline", "place_all"),
-    ("collect_subgraph_nodes", "npu_gate.pipeline", "collect_subgraph_nodes"),
-    ("build_partitions", "npu_gate.pipeline", "build_partitions"),
-    ("boundaries", "npu_gate.pipeline", "boundaries"),
-    ("_node_entry (all nodes)", "npu_gate.pipeline", "_node_entry"),
-    ("_placement_findings", "npu_gate.pipeline", "_placement_findings"),
-    ("_dynamic_shape_findings", "npu_gate.pipeline", "_dynamic_shape_findings"),
+    ("tensor_layouts", "npu_gate.stages.analyse", "tensor_layouts"),
+    ("place_all", "npu_gate.stages.analyse", "place_all"),
+    ("collect_subgraph_nodes", "npu_gate.stages.analyse", "collect_subgraph_nodes"),
+    ("build_partitions", "npu_gate.stages.analyse", "build_partitions"),
+    ("boundaries", "npu_gate.stages.analyse", "boundaries"),
+    ("_node_entry (all nodes)", "npu_gate.stages.analyse", "_node_entry"),
+    ("_placement_findings", "npu_gate.stages.analyse", "_placement_findings"),
+    ("_dynamic_shape_findings", "npu_gate.stages.analyse", "_dynamic_shape_findings"),
     ("result.to_dict", "npu_gate.result.types", "GateResult.to_dict"),
     ("json_.dumps", "npu_gate.render.json_", "dumps"),
 ]

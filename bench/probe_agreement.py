@@ -37,8 +37,9 @@ sys.path.insert(0, str(ROOT / "examples" / "seed-hardswish"))
 
 from seed_net import SeedNet  # noqa: E402
 
+from npu_gate.pipeline import probe_model as probe  # noqa: E402
+from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
-from npu_gate.probe.runner import probe, replay  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
 
 

@@ -1135,14 +1135,14 @@ def _probe(args: argparse.Namespace) -> int:
         return _probe_setup(get_compiler(args.setup_args[0]), Path(args.setup_args[1]), args)
     if args.setup_args:
         raise GateError(f"probe: unexpected arguments {' '.join(args.setup_args)} (one MODEL.onnx per probe)")
-    from npu_gate.probe.runner import probe
+    from npu_gate.pipeline import probe_model
     from npu_gate.render.probe import markdown, text
     from npu_gate.target.profile import load_profile
 
     compiler = get_compiler(args.compiler)
     venv = Path(args.venv or f".venv-{compiler.name}")
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
-    result = probe(Path(args.model), compiler, args.target, compiler.python(venv),
+    result = probe_model(Path(args.model), compiler, args.target, compiler.python(venv),
                    inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,
                    keep=Path(args.keep_work).resolve() if args.keep_work else None)
     if args.json:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
-SEVERITIES = (ERROR, WARNING, INFO)
 
 
 @dataclass(frozen=True)
@@ -21,6 +20,10 @@ class Rule:
     summary: str
     doc: str
     finding: bool = True  # False: the run stops with exit 2 instead of reporting a finding
+    # True: the finding puts a node on CPU (a missing op, a failed constraint, a profile limit).
+    # A compiler's measurement (``target.probe.decide: measured``) judges these findings; the
+    # review table, the minimal models and the probe stage read this flag, nobody keeps a list.
+    placement: bool = False
 
 
 # How findings, reports and waivers name a node (docs/rules.md and `npu-gate explain waiver-unused`).
@@ -115,6 +118,7 @@ RULES: dict[str, Rule] = {
             "The node is predicted to run on CPU. Every CPU node can split the graph into more "
             "NPU partitions, each boundary costing copies and syncs. Replace the op, or waive "
             "it with a reason.",
+            placement=True,
         ),
         Rule(
             "op-constraint",
@@ -122,6 +126,7 @@ RULES: dict[str, Rule] = {
             "The op is in the profile but a constraint fails: CPU fallback.",
             "One finding per failed constraint, each with the constraint id, the actual value "
             "and the allowed values. All constraints are evaluated, not only the first.",
+            placement=True,
         ),
         Rule(
             "profile-limit",
@@ -133,6 +138,7 @@ RULES: dict[str, Rule] = {
             "...), the value seen and the value allowed; the node is predicted to run on CPU. "
             "A model opset outside `limits.opset` is one finding without a node: the target's "
             "converter is expected to refuse the model.",
+            placement=True,
         ),
         Rule(
             "unchecked-condition",
@@ -240,12 +246,11 @@ RULES: dict[str, Rule] = {
     )
 }
 
+# The rules whose findings put a node on CPU (see ``Rule.placement``).
+PLACEMENT_RULES = frozenset(r.id for r in RULES.values() if r.placement)
+
 # Ids that existed once and must never be reused, with the version that retired them.
 RETIRED: dict[str, str] = {}
-
-
-def rule(rule_id: str) -> Rule:
-    return RULES[rule_id]
 
 
 def rules_markdown() -> str:

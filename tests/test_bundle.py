@@ -765,7 +765,7 @@ def test_out_takes_one_contract(tmp_path: Path, run_cli: Callable[..., Any]) -> 
 
 
 def test_temporary_export_folder_never_reaches_the_result() -> None:
-    from npu_gate.pipeline import _scrub
+    from npu_gate.stages.export import scrub as _scrub
 
     assert _scrub("Load model from /tmp/npu-gate-x1/model.onnx failed", "/tmp/npu-gate-x1") == (
         "Load model from <export dir>/model.onnx failed"

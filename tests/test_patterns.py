@@ -17,8 +17,8 @@ from onnx import helper, numpy_helper
 
 from npu_gate.errors import ProfileError
 from npu_gate.pipeline import inspect_model
+from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe.rknn import RknnCompiler
-from npu_gate.probe.runner import replay
 from npu_gate.result.types import SCHEMA_VERSION
 from npu_gate.target.profile import load_profile
 

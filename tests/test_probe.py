@@ -14,11 +14,12 @@ import probe_models
 import pytest
 
 from npu_gate.errors import GateError
+from npu_gate.pipeline import probe_model as probe
+from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import ChildRun, clean_log
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
-from npu_gate.probe.runner import probe, replay
 from npu_gate.render.probe import markdown, text
 from npu_gate.resources import load_schema
 from npu_gate.target.profile import load_profile
@@ -292,8 +293,9 @@ def test_late_fused_op_named_after_its_conv() -> None:
 
 
 def test_fused_node_prefers_the_op_named_after_it() -> None:
-    from npu_gate.probe.base import CompilerOutput, OpRow
+    from npu_gate.probe.base import CompilerOutput
     from npu_gate.probe.mapping import map_nodes
+    from npu_gate.result.probe import OpRow
 
     # a residual Add with no row between a Transpose and a Conv the compiler calls ConvAdd
     out = CompilerOutput(
@@ -393,8 +395,9 @@ def test_adapter_lines_in_the_probe_reports() -> None:
 
 
 def test_edge_ops_need_the_last_graph_and_skip_original_nodes() -> None:
-    from npu_gate.probe.base import CompilerOutput, OpRow
+    from npu_gate.probe.base import CompilerOutput
     from npu_gate.probe.mapping import edge_ops, map_nodes
+    from npu_gate.result.probe import OpRow
 
     rows = [OpRow(0, "InputOperator", "cpu", "x", io=True), OpRow(1, "Reshape", "cpu", "x_rs", None, "(2,12)",
                                                                   "(1,2,1,12)"),
@@ -691,8 +694,9 @@ def test_replay_needs_attempts(tmp_path: Path) -> None:
 
 
 def test_lineage_rules() -> None:
-    from npu_gate.probe.base import CompilerOutput, Rewrite
+    from npu_gate.probe.base import CompilerOutput
     from npu_gate.probe.mapping import lineage
+    from npu_gate.result.probe import Rewrite
 
     out = CompilerOutput(rewrites=[
         Rewrite("absorb", ["a", "b"], ["a"]),  # a keeps its name and absorbs b

@@ -153,8 +153,8 @@ def _replay_instead_of_building(name: str, folder: Path, monkeypatch: pytest.Mon
     fixture = Path(__file__).parent / "fixtures" / "rknn" / name
     shutil.copy(fixture / "model.onnx", folder / "model.onnx")
 
-    def replayed(model, compiler, target, python, *, profile, **options):
-        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", profile)
+    def replayed(model, compiler, target, python, *, prediction, **options):
+        result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", prediction)
         result.timings["total_s"] = 0.0
         return result
 

@@ -59,8 +59,8 @@ def measure(compiler: Any, target: str, python: Path, families: list[Family], *,
             options: dict[str, Any] | None = None, timeout: float | None = None, keep: Path | None = None,
             progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Probe every point; the record's ``compiler``, ``points`` and ``timings``."""
+    from npu_gate.pipeline import probe_model
     from npu_gate.probe.batch import BatchChild
-    from npu_gate.probe.runner import probe
     from npu_gate.target.profile import load_profile
 
     reference = load_profile("demo")  # the probe maps rows to nodes through a prediction; any profile does
@@ -76,8 +76,8 @@ def measure(compiler: Any, target: str, python: Path, families: list[Family], *,
             for point in family.points:
                 path = work / "models" / f"{point.id}.onnx"
                 path.write_bytes(point.build().SerializeToString())
-                result = probe(path, compiler, target, python, profile=reference, options=options, timeout=timeout,
-                               keep=work / "points" / point.id, child=child)
+                result = probe_model(path, compiler, target, python, profile=reference, options=options,
+                                     timeout=timeout, keep=work / "points" / point.id, child=child)
                 info = result.compiler
                 points.append(measured_point(family, point, result))
                 if progress is not None:

@@ -17,6 +17,7 @@ from typing import Any
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
 from npu_gate.rules import RULES
+from npu_gate.target.compilers import COMPILERS, KNOWN
 from npu_gate.target.profile import Profile, load_profile
 from npu_gate.validation import read_valid_document
 
@@ -330,12 +331,9 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
             problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
         named.add(name)
     probe = doc["target"].get("probe")
-    if probe is not None:
-        from npu_gate.probe import COMPILERS, KNOWN
-
-        if probe["compiler"] not in COMPILERS:
-            problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
-                            f"(known: {', '.join(KNOWN)})")
+    if probe is not None and probe["compiler"] not in COMPILERS:
+        problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
+                        f"(known: {', '.join(KNOWN)})")
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

@@ -160,7 +160,8 @@ def write_any(
 ) -> None:
     """The bundle of a contract run, or of ``inspect`` (``contract`` None: no contract
     copy and no inputs.npz, since inspect runs no numerics)."""
-    from npu_gate.evidence.minimal import folded_model, write_minimal
+    from npu_gate.evidence.minimal import write_minimal
+    from npu_gate.graph.edit import folded_model
     from npu_gate.render import json_, markdown
 
     fold_note = "no model analysed"

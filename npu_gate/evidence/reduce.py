@@ -51,10 +51,10 @@ from onnx import ModelProto
 from npu_gate.contract.spec import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError
 from npu_gate.evidence.bundle import write_npz
-from npu_gate.evidence.minimal import submodel
 from npu_gate.graph import facts as graphlib
+from npu_gate.graph.edit import submodel
+from npu_gate.graph.fold import fold
 from npu_gate.graph.model_file import load_onnx
-from npu_gate.placement.place import fold
 
 
 @dataclass

@@ -9,26 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from npu_gate.contract.spec import InputSpec
 from npu_gate.graph.facts import TensorInfo
 from npu_gate.graph.shape_chains import ShapeChain
-from npu_gate.result.types import Finding
 
 
 def dynamic_dims(
-    model_inputs: list[TensorInfo], declared: dict[str, InputSpec], chains: list[ShapeChain]
+    model_inputs: list[TensorInfo], declared: dict[str, list[int]], chains: list[ShapeChain]
 ) -> list[dict[str, Any]]:
-    """Every non-static input dim: its symbol, the contract's value, and the shape chains
+    """Every non-static input dim: its symbol, the contract's value (``declared``: the
+    contract's shape of each input it declares), and the shape chains
     fixing it folds (under a contract: those that fold because it does; without one: the
     staying chains that depend on it and only on input dims)."""
     out = []
     for info in model_inputs:
-        spec = declared.get(info.name)
+        shape = declared.get(info.name)
         for d, dim in enumerate(info.shape or []):
             if isinstance(dim, int):
                 continue
             where = f"{info.name}[{d}]"
-            fixed = spec.shape[d] if spec is not None and d < len(spec.shape) else None
+            fixed = shape[d] if shape is not None and d < len(shape) else None
             if fixed is not None:
                 folds = [c.key for c in chains if where in c.fixed_by_contract]
             else:
@@ -52,40 +51,24 @@ def dynamic_dims(
     return out
 
 
-def add_fix_effects(
-    findings: list[Finding], model_inputs: list[TensorInfo], chains: list[ShapeChain]
-) -> None:
-    """Append to each dynamic-input finding which shape chains fixing the input's dims
-    folds: under a contract the chains it already folds, without one those it would."""
-    for finding in findings:
-        info = next(
-            (
-                i
-                for i in model_inputs
-                if finding.rule == "dynamic-input"
-                and finding.message.startswith(f"input {i.name} has dynamic shape ")
-            ),
-            None,
-        )
-        if info is None:
-            continue
-        dims = {
-            f"{info.name}[{d}]" for d, v in enumerate(info.shape or []) if not isinstance(v, int)
-        }
-        folded_now = [c for c in chains if c.folds and dims & set(c.fixed_by_contract)]
-        would_fold = [
-            c
-            for c in chains
-            if not c.folds
-            and c.blocking
-            and all(b.origin and set(b.origin) <= dims for b in c.blocking)
-        ]
-        if folded_now:
-            finding.message += f"; fixing it folds {chains_text(folded_now)}"
-        elif would_fold:
-            finding.message += (
-                f"; fixing {', '.join(sorted(dims))} would fold {chains_text(would_fold)}"
-            )
+def fix_effect(info: TensorInfo, chains: list[ShapeChain]) -> str:
+    """What fixing a dynamic input's dims folds, as the tail of its dynamic-input finding
+    ("; fixing it folds 2 shape chains (...)"), or "" when it folds none: under a contract
+    the chains it already folds, without one those it would."""
+    dims = {f"{info.name}[{d}]" for d, v in enumerate(info.shape or []) if not isinstance(v, int)}
+    if not dims:
+        return ""
+    folded_now = [c for c in chains if c.folds and dims & set(c.fixed_by_contract)]
+    if folded_now:
+        return f"; fixing it folds {chains_text(folded_now)}"
+    would_fold = [
+        c
+        for c in chains
+        if not c.folds and c.blocking and all(b.origin and set(b.origin) <= dims for b in c.blocking)
+    ]
+    if would_fold:
+        return f"; fixing {', '.join(sorted(dims))} would fold {chains_text(would_fold)}"
+    return ""
 
 
 def chains_text(chains: list[ShapeChain]) -> str:

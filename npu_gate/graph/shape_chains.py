@@ -15,16 +15,16 @@ nodes behind a consumer's shape-like input of kind ``shape``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from onnx import GraphProto, ModelProto, TypeProto
 
 from npu_gate.graph import facts as graphlib
-from npu_gate.graph import shape_values
+from npu_gate.graph import shape_values, symbolic
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
-from npu_gate.placement.place import fold_nodes, shape_extent
+from npu_gate.graph.fold import fold_nodes, shape_extent
+from npu_gate.graph.symbols import origin_of
 
 # op → ((first opset, shape-like input positions), ...), newest rule last.
 _SLOTS: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
@@ -63,7 +63,6 @@ for _reduce in (
     _SLOTS[_reduce] = ((18, (1,)),)
 
 _SOURCES = ("Shape", "Size")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def shape_slots(node: NodeFacts, opset: int) -> tuple[int, ...]:
@@ -126,31 +125,6 @@ class ShapeChain:
             "fixed_by_contract": self.fixed_by_contract,
             "static_value": self.static_value,
         }
-
-
-def input_symbols(inputs: list[TensorInfo]) -> dict[str, list[str]]:
-    """Symbolic dim name → the graph input dims that declare it, e.g. {"N": ["x[0]"]}."""
-    out: dict[str, list[str]] = {}
-    for info in inputs:
-        for d, dim in enumerate(info.shape or []):
-            if isinstance(dim, str):
-                out.setdefault(dim, []).append(f"{info.name}[{d}]")
-    return out
-
-
-def origin_of(value: str | None, symbols: dict[str, list[str]]) -> list[str]:
-    """Input dims behind a symbolic dim: the name itself, or the names in an expression
-    (symbolic shape inference writes dims such as ``2*N``)."""
-    if value is None:
-        return []
-    if value in symbols:
-        return list(symbols[value])
-    out: list[str] = []
-    for ident in _IDENT.findall(value):
-        for where in symbols.get(ident, []):
-            if where not in out:
-                out.append(where)
-    return out
 
 
 def find_chains(
@@ -410,8 +384,7 @@ def model_view_chains(
     """Shape chains under the model's own input shapes: ``model_types`` (the inputs' types
     before the contract's shapes were applied) are put back, then inference and folding
     run again. ``mark_fixed_by_contract`` compares the result with the contract's view."""
-    from npu_gate.graph import symbolic  # imports this module: import it late
-    from npu_gate.placement.place import fold
+    from npu_gate.graph.fold import fold
 
     for value in model.graph.input:
         if value.name in model_types:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
 from npu_gate.graph.facts import NodeFacts, TensorInfo
-from npu_gate.placement.place import shape_extent
+from npu_gate.graph.fold import shape_extent
 
 Prov = tuple[int, str, int, str | None]  # (Shape node index, tensor, dim, symbol)
 Elem = int | float | frozenset[Prov]
@@ -267,7 +267,7 @@ class ConstantValues:
         if self._made_by.get(name) not in self._folded:
             return None
         if self._folded_values is None:
-            from npu_gate.evidence.minimal import folded_model  # minimal imports the analysis modules
+            from npu_gate.graph.edit import folded_model
 
             shape_like = shape_like_folding(self._nodes, self._tensors, self._folded)
             replaced, _ = folded_model(self._model, shape_like)

@@ -15,7 +15,7 @@ from onnx import AttributeProto
 
 from npu_gate.graph import facts as graphlib
 from npu_gate.graph.facts import NodeFacts, TensorInfo
-from npu_gate.placement.place import foldable
+from npu_gate.graph.fold import foldable
 
 
 @dataclass

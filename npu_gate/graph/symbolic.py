@@ -29,7 +29,7 @@ from onnx import ModelProto
 
 from npu_gate.graph import shape_values
 from npu_gate.graph.facts import Dim, GraphFacts, TensorInfo, tensor_info_from_type
-from npu_gate.graph.shape_chains import origin_of
+from npu_gate.graph.symbols import origin_of
 
 
 def _unknown(dim: Dim, symbols: dict[str, list[str]]) -> bool:
@@ -101,7 +101,7 @@ def refine_by_folding(
     shape_like = shape_values.shape_like_folding(facts.nodes, facts.tensors, folded)
     if not unknown or not shape_like:
         return None
-    from npu_gate.evidence.minimal import folded_model
+    from npu_gate.graph.edit import folded_model
 
     replaced, note = folded_model(model, shape_like)
     if replaced is model:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.placement.place import CPU, NPU
+from npu_gate.result.types import CPU, NPU
 
 if TYPE_CHECKING:
     from npu_gate.graph.facts import GraphFacts, TensorInfo
@@ -55,17 +55,11 @@ def rank_adapters(profile: Profile, inputs: list[TensorInfo], outputs: list[Tens
     return found
 
 
-def record(result: GateResult, profile: Profile, facts: GraphFacts, model_inputs: list[TensorInfo]) -> None:
-    """``rank_adapters`` into the result (shapes as the contract fixed them), a warning per CPU one."""
-    from npu_gate.result.types import Finding
-    from npu_gate.rules import RULES
-
+def graph_adapters(profile: Profile, facts: GraphFacts, model_inputs: list[TensorInfo]) -> list[dict[str, Any]]:
+    """The result's ``rank_adapters``: the model's inputs (shapes as the contract fixed them)
+    and outputs. A CPU one is a ``rank-adapter`` finding (the analysis stage makes it)."""
     inputs = [facts.tensors.get(i.name) or i for i in model_inputs]
-    result.rank_adapters = rank_adapters(profile, inputs, facts.outputs)
-    for a in result.rank_adapters:
-        if a["device"] == CPU:
-            result.findings.append(Finding("rank-adapter", RULES["rank-adapter"].severity, a["reason"],
-                                           evidence=profile.evidence))
+    return rank_adapters(profile, inputs, facts.outputs)
 
 
 def partitions_with_adapters(result: GateResult) -> dict[str, int] | None:

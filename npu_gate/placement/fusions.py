@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.placement.place import CPU, FOLDED, NPU, Placement
+from npu_gate.placement.place import Placement
+from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.target.constraints import Failure, evaluate
 from npu_gate.target.limits import node_failures
 

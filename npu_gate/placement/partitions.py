@@ -21,8 +21,8 @@ import heapq
 from dataclasses import dataclass
 
 from npu_gate.graph.facts import GraphFacts
-from npu_gate.placement.place import CPU, FOLDED, NPU, Placement
-from npu_gate.result.types import BoundaryResult
+from npu_gate.placement.place import Placement
+from npu_gate.result.types import CPU, FOLDED, NPU, BoundaryResult
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """Probes: put a real compiler in the loop and compare its placement with npu_gate's prediction.
 
-One compiler is one module here. ``COMPILERS`` maps the ``--compiler`` name to its class;
-``fake`` is a stand-in compiler for tests of the plug-in machinery: it works by name, but
-``KNOWN`` (what messages offer users) leaves it out.
+One compiler is one module here; ``npu_gate.target.compilers`` maps each ``--compiler``
+name to its class.
 """
 
 from __future__ import annotations
@@ -12,13 +11,7 @@ from pathlib import Path
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import Compiler
-
-COMPILERS = {
-    "rknn": "npu_gate.probe.rknn:RknnCompiler",
-    "fake": "npu_gate.probe.fake:FakeCompiler",
-}
-
-KNOWN = sorted(name for name in COMPILERS if name != "fake")
+from npu_gate.target.compilers import COMPILERS, KNOWN
 
 
 def get_compiler(name: str) -> Compiler:

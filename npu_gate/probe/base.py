@@ -1,4 +1,5 @@
-"""The probe plug-in interface: what a compiler module provides and what a probe returns.
+"""The probe plug-in interface: what a compiler module provides (the result types are in
+``npu_gate.result.probe``).
 
 A profile check predicts; a probe measures what a real compiler did with the model. One
 compiler is one small module in this package (``rknn.py``; ``fake.py`` for tests) that
@@ -15,48 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Placements a probe can report for an original ONNX node.
-NPU = "npu"
-CPU = "cpu"
-SPLIT = "split"  # its computation ended up in ops on both devices
-FOLDED = "folded"  # the compiler evaluated it ahead of time or removed it as a no-op
-FUSED = "fused"  # it became part of another op (``became`` names that op)
-ACTUALS = (NPU, CPU, SPLIT, FOLDED, FUSED)
-
-OK = "ok"
-FAILED = "failed"  # the compiler reported an error and built nothing
-CRASHED = "crashed"  # the compiler's process died (signal) or hung (timeout)
-STATUSES = (OK, FAILED, CRASHED)
-
-
-@dataclass
-class OpRow:
-    """One row of the compiler's op table, in execution order."""
-
-    id: int
-    op_type: str
-    target: str  # npu | cpu
-    full_name: str  # the compiler's name for the op (the node of its last graph)
-    data_type: str | None = None
-    input_shapes: str | None = None
-    output_shapes: str | None = None
-    io: bool = False  # a graph input/output pseudo-op, not computation
-    sources: list[str] = field(default_factory=list)  # original ONNX nodes it came from
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Rewrite:
-    """One graph rewrite the compiler logged: ``rule`` removed some nodes and added others."""
-
-    rule: str
-    removed: list[str]
-    added: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+from npu_gate.result.probe import OpRow, Rewrite
 
 
 @dataclass
@@ -78,59 +38,6 @@ class CompilerOutput:
     # node -> its (input tensors other than weights, output tensors) in that graph: where the work
     # of a node a ``fuse_*`` rule removed without naming its replacement went
     final_tensors: dict[str, tuple[list[str], list[str]]] | None = None
-
-
-@dataclass
-class ProbeNode:
-    name: str
-    op_type: str
-    predicted: str | None  # npu | cpu | folded from npu_gate's own analysis; None if it did not run
-    actual: str | None  # one of ACTUALS; None when the compiler did not build
-    became: str | None = None  # the compiler op(s) this node ended up in, when not itself
-    runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
-    rows: list[int] = field(default_factory=list)
-    via: list[str] = field(default_factory=list)  # rewrite rules that touched it
-
-    @property
-    def agrees(self) -> bool | None:
-        if self.predicted is None or self.actual is None:
-            return None
-        if self.actual == FOLDED:
-            return self.predicted == FOLDED
-        return self.predicted == self.runs_on
-
-    def to_dict(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        out["agrees"] = self.agrees
-        return out
-
-
-@dataclass
-class Segment:
-    """A maximal run of consecutive compiler ops on one device, in execution order."""
-
-    index: int
-    device: str
-    rows: list[int]
-    ops: list[str]
-    nodes: list[str]  # original ONNX nodes whose computation is in this segment
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Attempt:
-    """One compiler run (a probe retries once with a rule disabled when the compiler suggests it)."""
-
-    options: dict[str, Any]
-    status: str
-    error: str | None
-    returncode: int | None
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -217,57 +124,3 @@ def clean_log(raw: str) -> list[str]:
     return lines
 
 
-@dataclass
-class ProbeResult:
-    """What ``npu-gate probe`` writes as JSON. ``timings`` and ``log`` vary run to run."""
-
-    model: dict[str, Any]
-    compiler: dict[str, Any]  # {name, version, target, plugin}
-    status: str  # ok | failed | crashed
-    predicted_with: dict[str, Any]  # the profile npu_gate predicted with
-    nodes: list[ProbeNode] = field(default_factory=list)
-    ops: list[OpRow] = field(default_factory=list)
-    segments: list[Segment] = field(default_factory=list)
-    rewrites: list[Rewrite] = field(default_factory=list)
-    attempts: list[Attempt] = field(default_factory=list)
-    error: str | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    log: list[str] = field(default_factory=list)
-
-    @property
-    def built(self) -> bool:
-        return self.status == OK
-
-    @property
-    def evidence(self) -> str:
-        c = self.compiler
-        return f"measured: {c['name']} {c.get('version') or 'unknown version'} {c['target']}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": PROBE_SCHEMA_VERSION,
-            "kind": "probe",
-            "verdict": "pass" if self.built else "fail",
-            "evidence": self.evidence,
-            "note": "A probe measures what the compiler did with the model (op placement); "
-                    "it is not a device latency or accuracy result.",
-            "model": self.model,
-            "compiler": self.compiler,
-            "status": self.status,
-            "error": self.error,
-            "predicted_with": self.predicted_with,
-            "summary": self.summary,
-            "findings": self.findings,
-            "nodes": [n.to_dict() for n in self.nodes],
-            "segments": [s.to_dict() for s in self.segments],
-            "ops": [r.to_dict() for r in self.ops],
-            "rewrites": [r.to_dict() for r in self.rewrites],
-            "attempts": [a.to_dict() for a in self.attempts],
-            "timings": self.timings,
-            "log": self.log,
-        }
-
-
-PROBE_SCHEMA_VERSION = "probe-1.1"  # 1.1: summary.adapters, predicted_*_partitions_with_adapters

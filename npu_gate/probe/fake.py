@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from npu_gate.probe.base import CPU, NPU, ChildRun, Compiler, CompilerOutput, OpRow
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
+from npu_gate.result.probe import CPU, NPU, OpRow
 
 _ROW = re.compile(r"^ROW (\d+) (\S+) (NPU|CPU) (.+)$")
 _DISABLE = re.compile(r"disable_rules=\['([^']+)'\]")

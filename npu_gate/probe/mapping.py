@@ -15,17 +15,8 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from npu_gate.probe.base import (
-    CPU,
-    FOLDED,
-    FUSED,
-    NPU,
-    SPLIT,
-    CompilerOutput,
-    OpRow,
-    ProbeNode,
-    Segment,
-)
+from npu_gate.probe.base import CompilerOutput
+from npu_gate.result.probe import CPU, FOLDED, FUSED, NPU, SPLIT, OpRow, ProbeNode, Segment
 
 MAX_FUSE_HOPS = 4  # how far to walk through rowless neighbours to find the op a node fused into
 

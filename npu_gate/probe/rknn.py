@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from npu_gate.probe.base import CPU, NPU, ChildRun, Compiler, CompilerOutput, OpRow, Rewrite
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
+from npu_gate.result.probe import CPU, NPU, OpRow, Rewrite
 
 # Pins from the toolkit's own metadata limits (numpy<=1.26.4, onnx<=1.18.0, protobuf<=4.25.4);
 # onnxruntime 1.26.0 is the newest that accepts numpy 1.x. The toolkit itself goes in with

@@ -22,21 +22,10 @@ from typing import Any
 
 from npu_gate.errors import GateError
 from npu_gate.placement.adapters import partitions_with_adapters
-from npu_gate.probe.base import (
-    CPU,
-    CRASHED,
-    FAILED,
-    NPU,
-    OK,
-    Attempt,
-    ChildRun,
-    Compiler,
-    CompilerOutput,
-    ProbeNode,
-    ProbeResult,
-    clean_log,
-)
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
 from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, map_nodes
+from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
+from npu_gate.result.types import GateResult
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 # Environment that would make the compiler's Python pick up our packages instead of its own.
@@ -132,7 +121,7 @@ def probe(
     python: Path,
     *,
     inputs: dict[str, list[int]] | None = None,
-    profile: Any = None,
+    prediction: GateResult | None = None,
     options: dict[str, Any] | None = None,
     timeout: float | None = None,
     keep: Path | None = None,
@@ -140,6 +129,9 @@ def probe(
     venv_key: str | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
+
+    ``prediction``: the gate's own analysis of this model (with these ``inputs``), which the
+    compiler's placement is compared with node by node; None: no comparison.
 
     ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
     ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
@@ -154,10 +146,8 @@ def probe(
         raise GateError(f"{python}: no {compiler.product} environment there; create one with "
                         f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
     start = time.perf_counter()
-    predicted = _predict(model, profile, inputs)
-    predicted_s = time.perf_counter() - start
-    if predicted is not None:
-        _check_inputs(model, predicted.inputs, inputs or {})
+    if prediction is not None:
+        _check_inputs(model, prediction.inputs, inputs or {})
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
     # a kept folder holds this probe's attempts only: replay() reads every attempt-N in it
@@ -188,17 +178,19 @@ def probe(
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    result = assemble(model.name, compiler, target, predicted, runs)
+    result = assemble(model.name, compiler, target, prediction, runs)
     if result.compiler["version"] is None:  # it stopped before saying: the venv's installed one
         result.compiler["version"] = compiler.installed_version(python.parent.parent)
-    result.timings = {"predict_s": round(predicted_s, 3),
+    result.timings = {"predict_s": round(prediction.timings.get("total_s", 0.0), 3) if prediction else 0.0,
                       "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
                       "total_s": round(time.perf_counter() - start, 3), **result.timings}
     return result
 
 
-def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: Any = None) -> ProbeResult:
-    """Rebuild a ProbeResult from a kept work folder (``--keep-work``) without running anything."""
+def replay(model: Path, compiler: Compiler, target: str, work: Path,
+           prediction: GateResult | None = None) -> ProbeResult:
+    """Rebuild a ProbeResult from a kept work folder (``--keep-work``) without running anything;
+    ``prediction``: as for ``probe``, with the shapes the compiler was given (``requested_inputs``)."""
     runs = []
     for attempt_dir in sorted(work.glob("attempt-*"), key=lambda p: int(p.name.split("-")[1])):
         exit_info = json.loads((attempt_dir / "exit.json").read_text(encoding="utf-8"))
@@ -210,10 +202,14 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path, profile: An
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    request_path = work / "attempt-1" / "request.json"  # the shapes the compiler was given
+    return assemble(model.name, compiler, target, prediction, runs)
+
+
+def requested_inputs(work: Path) -> dict[str, list[int]]:
+    """The input shapes a kept probe gave the compiler (its first attempt's request)."""
+    request_path = work / "attempt-1" / "request.json"
     request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
-    inputs = {i["name"]: i["shape"] for i in request.get("inputs") or []}
-    return assemble(model.name, compiler, target, _predict(model, profile, inputs), runs)
+    return {i["name"]: i["shape"] for i in request.get("inputs") or []}
 
 
 def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
@@ -230,13 +226,6 @@ def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[s
         raise GateError(*problems)
 
 
-def _predict(model: Path, profile: Any, inputs: dict[str, list[int]] | None = None) -> Any:
-    """npu_gate's prediction for the model the compiler builds: with the input shapes it is given."""
-    from npu_gate.pipeline import inspect_model
-
-    return inspect_model(model, profile, shapes=inputs) if profile is not None else None
-
-
 def _judge(compiler: Compiler, run: ChildRun, work: Path,
            options: dict[str, Any]) -> tuple[ChildRun, CompilerOutput, Attempt]:
     output = compiler.parse(run, work)
@@ -245,7 +234,7 @@ def _judge(compiler: Compiler, run: ChildRun, work: Path,
                                 returncode=run.returncode, seconds=round(run.seconds, 3))
 
 
-def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: Any,
+def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: GateResult | None,
              runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> ProbeResult:
     """The probe result from the last run, compared with npu_gate's own prediction."""
     run, output, last = runs[-1]
@@ -288,7 +277,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     return result
 
 
-def _graph_names(compiler: Compiler, predicted_result: Any) -> dict[str, str]:
+def _graph_names(compiler: Compiler, predicted_result: GateResult | None) -> dict[str, str]:
     """Original nodes the compiler names differently (an unnamed node), unless that name is taken."""
     if not predicted_result:
         return {}
@@ -301,7 +290,7 @@ def _graph_names(compiler: Compiler, predicted_result: Any) -> dict[str, str]:
     return out
 
 
-def _predicted_partitions(predicted_result: Any) -> dict[str, int | None]:
+def _predicted_partitions(predicted_result: GateResult | None) -> dict[str, int | None]:
     """npu/cpu partitions of the model's nodes, and with the predicted rank adapters when the profile has a rule."""
     if not predicted_result:
         return {}
@@ -317,7 +306,7 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
-def _predicted_with(result: Any) -> dict[str, Any]:
+def _predicted_with(result: GateResult | None) -> dict[str, Any]:
     if result is None:
         return {"profile": None}
     s = result.summary

@@ -1,13 +1,19 @@
-"""Table cells as a reader takes them in: a byte count with its unit beside it, many node
-names as how many and the first few."""
+"""Tables and cells as a reader takes them in: a GitHub table of at most ``MAX_ROWS`` rows, a
+byte count with its unit beside it, many node names as how many and the first few, a tensor,
+a value in one short line."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
-from npu_gate.escape import md_code
+from tabulate import tabulate
+
+from npu_gate.escape import md, md_code
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
+MAX_ROWS = 200  # per table; the JSON result always has everything
 MAX_NAMES = 5  # node names in one cell of a row that stands for several nodes
 
 
@@ -37,3 +43,32 @@ def node_names(nodes: Sequence[str | None]) -> str:
         return shown
     what = "nodes" if len(names) == len(nodes) else "findings"
     return f"{len(nodes)} {what}" + (f": {shown}" if shown else "")
+
+
+def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:
+    """A GitHub table of at most MAX_ROWS rows; ``total`` counts rows not even built."""
+    shown = rows[:MAX_ROWS]
+    text = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
+    hidden = (total if total is not None else len(rows)) - len(shown)
+    if hidden > 0:
+        text += f"\n\n_{hidden} more rows in the JSON result._"
+    return text
+
+
+def tensor(t: dict[str, Any]) -> str:
+    """Name, dims joined by a multiplication sign, dtype; a scalar's shape is ``[]``, a dim
+    not known ``?``, a tensor known by name only ``(unknown)``."""
+    if t["shape"] is None and t["dtype"] is None:
+        return f"{md_code(t['name'])} (unknown)"
+    if t["shape"] is None:
+        shape = "(shape unknown)"
+    else:
+        shape = md("×".join("?" if d is None else str(d) for d in t["shape"]) or "[]")
+    dtype = md(t["dtype"]) if t["dtype"] else "(dtype unknown)"
+    return f"{md_code(t['name'])} {shape} {dtype}"
+
+
+def short(value: Any) -> str:
+    """A value in one line of at most 60 characters; lists and dicts (a Constant's value) as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -5,10 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from npu_gate.escape import md, md_code, term
-from npu_gate.render.cells import size
-from npu_gate.render.markdown import _short as markdown_short
-from npu_gate.render.markdown import _table
-from npu_gate.render.markdown import _tensor as markdown_tensor
+from npu_gate.render.cells import short, size, table, tensor
 
 MAX_NAMES = 30
 
@@ -78,7 +75,7 @@ def _sides(a: dict[str, Any], b: dict[str, Any]) -> str:
         ["profile", _profile(a), _profile(b)],
         ["verdict", md(a["verdict"] or "?"), md(b["verdict"] or "?")],
     ]
-    return _table(["", "A", "B"], rows)
+    return table(["", "A", "B"], rows)
 
 
 def _profile(side: dict[str, Any]) -> str:
@@ -99,7 +96,7 @@ def _metrics(d: dict[str, Any]) -> str:
             a, b = _v(m["a"]), _v(m["b"])
             delta = "" if m["delta"] is None else f"{m['delta']:+,}" if m["delta"] else "="
         rows.append([m["metric"], a, b, delta])
-    return "### Summary\n\n" + _table(["", "A", "B", "delta"], rows)
+    return "### Summary\n\n" + table(["", "A", "B", "delta"], rows)
 
 
 def _ops(d: dict[str, Any]) -> str:
@@ -108,7 +105,7 @@ def _ops(d: dict[str, Any]) -> str:
     rows = [
         [md_code(op), str(c["a"]), str(c["b"]), f"{c['delta']:+d}"] for op, c in d["ops"].items()
     ]
-    return "### Op census\n\n" + _table(["op", "A", "B", "delta"], rows)
+    return "### Op census\n\n" + table(["op", "A", "B", "delta"], rows)
 
 
 def _names(nodes: list[dict[str, Any]]) -> str:
@@ -134,7 +131,7 @@ def _placements(d: dict[str, Any]) -> str:
         [md_code(p["name"]), md(p["op_type"]), p["a"], p["b"], md("; ".join(p["reasons"]))]
         for p in d["placement_changes"]
     ]
-    return "### Placement changes\n\n" + _table(["node", "op", "A", "B", "reason in B"], rows)
+    return "### Placement changes\n\n" + table(["node", "op", "A", "B", "reason in B"], rows)
 
 
 def _placement_by_op(d: dict[str, Any]) -> str:
@@ -146,7 +143,7 @@ def _placement_by_op(d: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v}" for k, v in c.items() if v) or "none"
 
     rows = [[md_code(op), cell(c["a"]), cell(c["b"])] for op, c in by_op.items()]
-    return "### Placement by op\n\n" + _table(["op", "A", "B"], rows)
+    return "### Placement by op\n\n" + table(["op", "A", "B"], rows)
 
 
 def _chains(d: dict[str, Any]) -> str:
@@ -160,7 +157,7 @@ def _chains(d: dict[str, Any]) -> str:
         rows.append([md_code(c["key"]), "removed", c["status"], "", _list(c["nodes"])])
     for c in ch["changed"]:
         rows.append([md_code(c["key"]), "changed", c["a"], c["b"], _list(c["nodes_b"])])
-    return "### Shape chains\n\n" + _table(["consumer", "change", "A", "B", "nodes"], rows)
+    return "### Shape chains\n\n" + table(["consumer", "change", "A", "B", "nodes"], rows)
 
 
 def _list(names: list[str]) -> str:
@@ -170,7 +167,7 @@ def _list(names: list[str]) -> str:
 
 
 def _shape(t: dict[str, Any] | None) -> str:
-    return "absent" if t is None else markdown_tensor(t)
+    return "absent" if t is None else tensor(t)
 
 
 def _changed(d: dict[str, Any]) -> str:
@@ -182,11 +179,11 @@ def _changed(d: dict[str, Any]) -> str:
         if "op_type" in c:
             rows.append([name, "op", md(c["op_type"]["a"]), md(c["op_type"]["b"])])
         for key, v in c.get("attributes", {}).items():
-            rows.append([name, f"attribute {md(key)}", md(_short(v["a"])), md(_short(v["b"]))])
+            rows.append([name, f"attribute {md(key)}", md(_value(v["a"])), md(_value(v["b"]))])
         for t in c.get("tensors", []):
             rows.append([name, f"{t['io']} {t['index']}", _shape(t["a"]), _shape(t["b"])])
-    return "### Changed nodes\n\n" + _table(["node", "what", "A", "B"], rows)
+    return "### Changed nodes\n\n" + table(["node", "what", "A", "B"], rows)
 
 
-def _short(value: Any) -> str:
-    return "absent" if value is None else markdown_short(value)
+def _value(value: Any) -> str:
+    return "absent" if value is None else short(value)

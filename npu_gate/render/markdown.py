@@ -6,19 +6,15 @@ the final Timings section only, so everything above it is reproducible.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections import Counter
 from typing import Any
 
-from tabulate import tabulate
-
 from npu_gate.escape import md, md_code
 from npu_gate.render import rewrites_md
-from npu_gate.render.cells import node_names, size
+from npu_gate.render.cells import MAX_ROWS, node_names, short, size, table, tensor
 from npu_gate.result.types import GateResult
 
-MAX_ROWS = 200  # per table; the JSON result always has everything
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
 
@@ -49,16 +45,6 @@ def render(result: GateResult, bundle_dir: str | None = "") -> str:
         _timings(result),
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
-
-
-def _table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:
-    """A GitHub table of at most MAX_ROWS rows; ``total`` counts rows not even built."""
-    shown = rows[:MAX_ROWS]
-    text = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
-    hidden = (total if total is not None else len(rows)) - len(shown)
-    if hidden > 0:
-        text += f"\n\n_{hidden} more rows in the JSON result._"
-    return text
 
 
 def _verdict(result: GateResult) -> str:
@@ -105,7 +91,7 @@ def _summary(result: GateResult) -> str:
     rows.append(["Model", source])
     if m.get("opset") is not None:
         rows.append(["Opset / IR", f"{m['opset']} / {m.get('ir_version')}"])
-    if "node_count" in s:
+    if result.analysed:
         rows += [
             ["Nodes", f"{s['node_count']} ({s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
                       f"{s['folded_nodes']} folded)"],
@@ -124,7 +110,7 @@ def _summary(result: GateResult) -> str:
             reason += (f", **{failed} of {len(result.numerics)} outputs outside tolerance**" if failed
                        else f", {_count(len(result.numerics), 'output')} within tolerance")
         rows.append([f"Stage: {stage}", f"{status}{reason}"])
-    return "### Summary\n\n" + _table(["", ""], rows)
+    return "### Summary\n\n" + table(["", ""], rows)
 
 
 def _findings(result: GateResult) -> str:
@@ -143,7 +129,7 @@ def _findings(result: GateResult) -> str:
         if f.doc and f.doc.startswith(("https://", "http://")):
             message += f" ([doc]({_url(f.doc)}))"
         rows.append([severity, f"`{f.rule}`", node_names([g.node for g in same]), message])
-    return "### Findings\n\n" + _table(["severity", "rule", "node", "message"], rows, total=len(groups))
+    return "### Findings\n\n" + table(["severity", "rule", "node", "message"], rows, total=len(groups))
 
 
 def _cpu_fallback(result: GateResult) -> str:
@@ -163,7 +149,7 @@ def _cpu_fallback(result: GateResult) -> str:
         else:
             kind = "limit" if f.rule == "profile-limit" else md_code(f.op_type)
             key = (f.rule, f"{f.op_type if f.rule == 'op-constraint' else ''}:{f.constraint}")
-            label = f"{kind} {md_code(f.constraint)}: allowed {md(_short(_value(f.allowed)))}"
+            label = f"{kind} {md_code(f.constraint)}: allowed {md(short(_value(f.allowed)))}"
             if f.doc and f.doc.startswith(("https://", "http://")):
                 label += f" ([doc]({_url(f.doc)}))"
         group = groups.setdefault(key, {"label": label, "nodes": {}})
@@ -185,15 +171,15 @@ def _cpu_fallback(result: GateResult) -> str:
         for name in names:
             crossing.update(cost.get(name, {}))
         total = sum(crossing.values())
-        shown = [md_code(x) + (f": {md(_short(', '.join(v)))}" if v else "")
+        shown = [md_code(x) + (f": {md(short(', '.join(v)))}" if v else "")
                  for x, v in group["nodes"].items()]
         which = "; ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
         rows.append((total, len(names), group["label"], which))
     rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
-    table = _table(["reason", "nodes", "which (actual value)", "boundary bytes"],
-                   [[label, str(n), which, size(total)] for total, n, label, which in rows])
+    text = table(["reason", "nodes", "which (actual value)", "boundary bytes"],
+                  [[label, str(n), which, size(total)] for total, n, label, which in rows])
     return ("### CPU fallback\n\nGrouped by reason, most costly first (bytes crossing partitions "
-            "at these nodes, then node count).\n\n" + table)
+            "at these nodes, then node count).\n\n" + text)
 
 
 def _value(value: Any) -> str:
@@ -230,12 +216,12 @@ def _partitions(result: GateResult) -> str:
         if len(p.nodes) > 12:
             names += f" and {len(p.nodes) - 12} more"
         rows.append([str(p.id), p.device, str(len(p.nodes)), names])
-    text = _table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
+    text = table(["id", "device", "nodes", "which"], rows, total=len(result.partitions))
     if result.boundaries:
         brows = [[md_code(b.tensor), size(b.bytes), f"{b.source} → {b.target}"]
                  for b in result.boundaries[:MAX_ROWS]]
         text += "\n\nTensors crossing partitions (each costs a copy and a sync):\n\n"
-        text += _table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
+        text += table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
     if len(result.partitions) <= FOLD_PARTITIONS:
         return "### Partitions\n\n" + text
     devices = Counter(p.device for p in result.partitions)  # too long to read past: folded, like the census
@@ -258,7 +244,7 @@ def _numerics(result: GateResult) -> str:
         rows.append([md_code(c["output"]), _num(c["max_abs_err"]), _num(c["max_rel_err"]),
                      f"{c['atol']:g}", f"{c['rtol']:g}", str(c["samples"]), verdict])
     head = "### Numerics (onnxruntime CPU vs PyTorch eager)\n\n"
-    return head + _table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)
+    return head + table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)
 
 
 def _num(value: float | None) -> str:
@@ -281,7 +267,7 @@ def _gates(result: GateResult) -> str:
         actual = number(g.actual)
         outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"
         rows.append([g.name, limit, actual, outcome])
-    return "### Gates\n\n" + _table(["gate", "limit", "actual", "result"], rows)
+    return "### Gates\n\n" + table(["gate", "limit", "actual", "result"], rows)
 
 
 def _census(result: GateResult) -> str:
@@ -295,33 +281,14 @@ def _census(result: GateResult) -> str:
            for op, count in sorted(result.ops.items(), key=lambda kv: (-kv[1], kv[0]))]
     rows = []
     for n in result.nodes[:MAX_ROWS]:  # the rest is in the JSON; don't render what is cut
-        ins = "; ".join(_tensor(t) for t in n.inputs if t["name"])
-        outs = "; ".join(_tensor(t) for t in n.outputs if t["name"])
-        attrs = ", ".join(f"{md(k)}={md(_short(v))}" for k, v in n.attributes.items())
+        ins = "; ".join(tensor(t) for t in n.inputs if t["name"])
+        outs = "; ".join(tensor(t) for t in n.outputs if t["name"])
+        attrs = ", ".join(f"{md(k)}={md(short(v))}" for k, v in n.attributes.items())
         rows.append([md_code(n.name), md(n.op_type), ins, outs, n.placement, attrs])
-    body = _table(["op", "count", "placement"], ops) + "\n\n" + _table(
+    body = table(["op", "count", "placement"], ops) + "\n\n" + table(
         ["node", "op", "inputs", "outputs", "placement", "attributes"], rows, total=len(result.nodes))
     return (f"<details><summary>Op census and shapes ({_count(len(result.nodes), 'node')})</summary>\n\n"
             f"{body}\n\n</details>")
-
-
-def _tensor(t: dict[str, Any]) -> str:
-    """Name, dims joined by a multiplication sign, dtype; a scalar's shape is ``[]``, a dim
-    not known ``?``, a tensor known by name only ``(unknown)``."""
-    if t["shape"] is None and t["dtype"] is None:
-        return f"{md_code(t['name'])} (unknown)"
-    if t["shape"] is None:
-        shape = "(shape unknown)"
-    else:
-        shape = md("×".join("?" if d is None else str(d) for d in t["shape"]) or "[]")
-    dtype = md(t["dtype"]) if t["dtype"] else "(dtype unknown)"
-    return f"{md_code(t['name'])} {shape} {dtype}"
-
-
-def _short(value: Any) -> str:
-    """A value in one line of at most 60 characters; lists and dicts (a Constant's value) as JSON."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _minimal(result: GateResult, bundle_dir: str | None = "") -> str:
@@ -353,7 +320,7 @@ def _minimal(result: GateResult, bundle_dir: str | None = "") -> str:
         "Each failure cut down to its node, producers turned into graph inputs with their "
         "inferred shapes, constants kept; verified means re-analysing that file gives the same "
         f"finding.{where}\n\n"
-    ) + _table(["failure", "first node", "seen", "model", "nodes", "verified"], rows)
+    ) + table(["failure", "first node", "seen", "model", "nodes", "verified"], rows)
     left = result.minimal["distinct_failures"] - len(models)
     if left > 0:
         text += f"\n\n_{left} more distinct failures without a minimal model (limit reached)._"
@@ -368,7 +335,7 @@ def _timings(result: GateResult) -> str:
     if any(k.startswith("cpu_reference") for k in result.timings):
         note += (" `cpu_reference_*`: median of repeated onnxruntime CPU runs of the whole model on one "
                  "sample: CPU reference, not device.")
-    return f"### Timings\n\n{note}\n\n" + _table(["stage", "seconds"], rows)
+    return f"### Timings\n\n{note}\n\n" + table(["stage", "seconds"], rows)
 
 
 def _shape_chains(result: GateResult) -> str:
@@ -393,7 +360,7 @@ def _shape_chains(result: GateResult) -> str:
     staying = sum(1 for c in result.shape_chains if c["status"] == "stays")
     head = (f"### Shape computation\n\n{len(result.shape_chains)} chain(s) compute a shape input "
             f"from a runtime shape; {staying} stay in the graph the compiler receives.\n\n")
-    return head + _table(["consumer", "input", "status", "why", "nodes"], rows)
+    return head + table(["consumer", "input", "status", "why", "nodes"], rows)
 
 
 def _blocking(b: dict[str, Any]) -> str:
@@ -421,7 +388,7 @@ def _dynamic_dims(result: GateResult) -> str:
         rows.append([md_code(f"{d['input']}[{d['dim']}]"), symbol, fix, chains])
     return ("### Dynamic dims\n\nThe model keeps these input dims symbolic; NPU compilers "
             "need static shapes.\n\n"
-            + _table(["input dim", "symbol", "fix", "shape chains folded by fixing it"], rows))
+            + table(["input dim", "symbol", "fix", "shape chains folded by fixing it"], rows))
 
 
 def _exporter_comparison(result: GateResult) -> str:
@@ -440,7 +407,7 @@ def _exporter_comparison(result: GateResult) -> str:
             f"(not gated; verdict there: {md(comparison['verdict'])}).\n\n"
             f"<details><summary>How the graphs differ</summary>\n\n{body}\n</details>")
     rows = [[k, f"{v:.3f}"] for k, v in result.timings.items()]
-    return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + _table(
+    return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + table(
         ["stage", "seconds"], rows)
 
 
@@ -468,7 +435,7 @@ def _probe(result: GateResult) -> str:
         rows.append(["Partitions", compared_partitions(s, info.get("status") == "ok")])  # failed: no segments
     if adapter_line := adapters_text(s, md):
         rows.append(["Rank adapters", adapter_line.removeprefix("rank adapters: ")])
-    return text + "\n\n" + _table(["", ""], rows)
+    return text + "\n\n" + table(["", ""], rows)
 
 
 def _fusions(result: GateResult) -> str:
@@ -479,4 +446,4 @@ def _fusions(result: GateResult) -> str:
             for f in result.fusions[:MAX_ROWS]]
     return ("### Fused patterns\n\nSubgraphs profile " + md_code(str(result.profile.get("name")))
             + " says the target fuses into one op; their nodes are placed with the fused op.\n\n"
-            + _table(["pattern", "becomes", "device", "nodes"], rows, total=len(result.fusions)))
+            + table(["pattern", "becomes", "device", "nodes"], rows, total=len(result.fusions)))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tabulate import tabulate
 
 from npu_gate.escape import md, md_code, term
-from npu_gate.probe.base import ProbeResult
-
-MAX_ROWS = 200
+from npu_gate.render.cells import table
+from npu_gate.result.probe import ProbeResult
 
 
 def text(result: ProbeResult) -> str:
@@ -74,22 +73,16 @@ def markdown(result: ProbeResult) -> str:
             parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
                       "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
-        parts.append("### Predicted vs actual\n\n" + _table(
+        parts.append("### Predicted vs actual\n\n" + table(
             ["node", "op", "predicted", "actual", "became", "agrees"], node_rows))
         if s["disagreements"]:
             by_cause = [[md(c), n, md(", ".join(d["node"] for d in s["disagreements"] if d["cause"] == c))]
                         for c, n in s["disagreements_by_cause"].items()]
-            parts.append("### Disagreements by cause\n\n" + _table(["cause", "nodes", "which"], by_cause))
+            parts.append("### Disagreements by cause\n\n" + table(["cause", "nodes", "which"], by_cause))
         seg_rows = [[sg.index, sg.device, md(" ".join(sg.ops)), md(", ".join(sg.nodes))] for sg in result.segments]
-        parts.append("### Segments (execution order)\n\n" + _table(["#", "device", "ops", "original nodes"], seg_rows))
+        parts.append("### Segments (execution order)\n\n" + table(["#", "device", "ops", "original nodes"], seg_rows))
     return "\n\n".join(parts) + "\n"
 
-
-def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
-    out = tabulate(rows[:MAX_ROWS], headers=headers, tablefmt="github", disable_numparse=True)
-    if len(rows) > MAX_ROWS:
-        out += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
-    return out
 
 
 def _with_adapters_row(s: dict[str, Any]) -> list[list[str]]:

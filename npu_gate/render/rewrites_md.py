@@ -9,20 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
 from npu_gate.escape import md, md_code
-from npu_gate.render.cells import node_names, size
+from npu_gate.render.cells import node_names, size, table
 from npu_gate.result.types import GateResult
-
-MAX_ROWS = 200
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    text = tabulate(rows[:MAX_ROWS], headers=headers, tablefmt="github", disable_numparse=True)
-    if len(rows) > MAX_ROWS:
-        text += f"\n\n_{len(rows) - MAX_ROWS} more rows in the JSON result._"
-    return text
 
 
 def _num(value: float | None) -> str:
@@ -84,9 +73,9 @@ def applied(result: GateResult) -> str:
                           for p in entry["placement_after"])
         parts += ["", f"**`{entry['name']}`** ({kind}): replaced {before}; emitted {after}."]
         if entry["verification"]:
-            parts += ["", _table(CHECK_HEADERS, _check_rows(entry["verification"]))]
+            parts += ["", table(CHECK_HEADERS, _check_rows(entry["verification"]))]
     parts += ["", "Before and after under the profile:", "",
-              _table(["", "before", "after"], _figures(check.get("before", {}), check.get("after", {})))]
+              table(["", "before", "after"], _figures(check.get("before", {}), check.get("after", {})))]
     return "\n".join(parts)
 
 
@@ -102,9 +91,9 @@ def replacement(result: GateResult) -> str:
     if stage.get("reason"):
         parts += ["", f"{stage['status']}: {md(stage['reason'])}."]
     if r["verification"]:
-        parts += ["", _table(CHECK_HEADERS, _check_rows(r["verification"]))]
+        parts += ["", table(CHECK_HEADERS, _check_rows(r["verification"]))]
     if "before" in r:
-        parts += ["", _table(["", "model", "replacement"], _figures(r["before"], r["after"]))]
+        parts += ["", table(["", "model", "replacement"], _figures(r["before"], r["after"]))]
     return "\n".join(parts)
 
 
@@ -116,12 +105,12 @@ def metric(result: GateResult) -> str:
     if "error" in m:
         return head + f"**could not be computed**: {md(m['error'])}"
     rows = [[md_code(name), _num(value)] for name, value in m["values"].items()]
-    text = head + ("passed." if m["passed"] else "**failed**.") + "\n\n" + _table(["metric", "value"], rows)
+    text = head + ("passed." if m["passed"] else "**failed**.") + "\n\n" + table(["metric", "value"], rows)
     if m["checks"]:
         crows = [[md_code(c["name"]), _num(c["value"]), "" if c["min"] is None else f"{c['min']:g}",
                   "" if c["max"] is None else f"{c['max']:g}", "pass" if c["passed"] else "**fail**"]
                  for c in m["checks"]]
-        text += "\n\n" + _table(["threshold", "value", "min", "max", "result"], crows)
+        text += "\n\n" + table(["threshold", "value", "min", "max", "result"], crows)
     return text
 
 
@@ -143,10 +132,10 @@ def suggestions(result: GateResult) -> str:
                       f"max abs error {_num(worst['max_abs_err'])} at {md_code(worst['where'])}, atol "
                       f"{worst['atol']:g}): add `\"rewrites\": [\"{s['rewrite']}\"]` to the contract. CPU "
                       f"reference latency: Timings `{s['timing']}`.",
-                  "", _table(["", "now", "with the rewrite"], _figures(s["before"], s["after"]))]
+                  "", table(["", "now", "with the rewrite"], _figures(s["before"], s["after"]))]
     if stage.get("rejected"):
         rows = [[md_code(r["rewrite"]), md_code(r["node"]), md(r["reason"])] for r in stage["rejected"]]
-        parts += ["", "Tried and not suggested:", "", _table(["rewrite", "node", "why not"], rows)]
+        parts += ["", "Tried and not suggested:", "", table(["rewrite", "node", "why not"], rows)]
     if not result.suggestions and not stage.get("rejected"):
         parts += ["", "No catalog rewrite matches a CPU-fallback node."]
     return "\n".join(parts)
@@ -176,7 +165,7 @@ def review(result: GateResult) -> str:
         groups.setdefault(key, []).append(r["node"])
     rows = [[node_names(nodes), *key] for key, nodes in groups.items()]
     text = ("### Review\n\nEach CPU-fallback or rewritten node; nodes alike in every other column "
-            "share a row.\n\n") + _table(
+            "share a row.\n\n") + table(
         ["node", "op", "placement", "failed constraint / reason", "strategy", "numerical verification", "latency"],
         rows)
     if result.device_timings is not None:

@@ -21,7 +21,7 @@ def render(result: GateResult, headline_note: str = "") -> str:
     lines = [f"npu-gate: {term(result.name)}: {result.verdict.upper()}{note}"]
     p = result.profile
     lines.append(f"  profile {p['name']} ({p['evidence']}): static prediction, not a device result")
-    if "node_count" in s:
+    if result.analysed:
         bb = s["boundary_bytes"]
         lines.append(
             f"  {_nodes(s['node_count'])}: {s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "

@@ -54,6 +54,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
         numerics=doc.get("numerics", []),
         gates=[GateCheck(**g) for g in doc.get("gates", [])],
         timings=doc.get("timings", {}),
+        analysed="node_count" in doc.get("summary", {}),
     )
     # Plain fields added to the result later (e.g. by newer versions) pass through unchanged.
     for f in fields(GateResult):

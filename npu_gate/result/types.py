@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from npu_gate.rules import RULES
+
 # 1.1: optional "minimal" (bundle runs), shape_chains, dynamic_dims, exporter_comparison;
 # 1.2: optional "cache" (a result answered from the cache);
 # 1.3: rewrites, rewrite_check, suggestions, review, metric, device_timings, replacement
@@ -17,6 +19,10 @@ from typing import Any
 SCHEMA_VERSION = "1.5"
 PASS = "pass"
 FAIL = "fail"
+# Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of time).
+NPU = "npu"
+CPU = "cpu"
+FOLDED = "folded"
 
 
 @dataclass
@@ -49,6 +55,12 @@ class Finding:
         if self.waiver_reason is not None:
             out["waiver_reason"] = self.waiver_reason
         return out
+
+
+def make_finding(rule_id: str, message: str, *, severity: str | None = None, **where: Any) -> Finding:
+    """A finding of a registered rule, with the rule's default severity unless ``severity``
+    says otherwise (a dynamic shape is a warning under ``gates.allow_dynamic_shapes``)."""
+    return Finding(rule=rule_id, severity=severity or RULES[rule_id].severity, message=message, **where)
 
 
 @dataclass
@@ -147,6 +159,9 @@ class GateResult:
     replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
     fusions: list[dict[str, Any]] | None = None  # profile patterns matched (profiles with patterns only)
     rank_adapters: list[dict[str, Any]] | None = None  # adapters the target adds (profile rank_adapters only)
+    # Whether a graph was analysed (False: the export failed, or the run stopped before); not
+    # in the JSON, where an analysed result is one with ``summary.node_count``.
+    analysed: bool = False
 
     @property
     def passed(self) -> bool:

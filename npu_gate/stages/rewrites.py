@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
@@ -25,21 +25,17 @@ from npu_gate.contract import device_timings as devtimes
 from npu_gate.contract.spec import Contract, InputSpec
 from npu_gate.errors import ContractError, ModelError
 from npu_gate.model.samples import make_samples
-from npu_gate.result.types import Finding, GateResult, NodeResult
+from npu_gate.result.types import GateResult, NodeResult, make_finding
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
-from npu_gate.rules import RULES
-
-if TYPE_CHECKING:
-    from npu_gate.pipeline import Settings
+from npu_gate.rules import PLACEMENT_RULES
+from npu_gate.stages.analyse import analysed
+from npu_gate.stages.context import Settings, new_result
 
 MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
 LATENCY_RUNS = 20
 CPU_LABEL = "CPU reference, not device"
-# The findings that put a node on CPU: a profile limit (rank, dtype, size) does it as surely
-# as a missing op, and its waiver or its error decides the row's strategy just the same.
-PLACEMENT_RULES = ("unsupported-op", "op-constraint", "profile-limit")
 NEW = "emitted by an earlier rewrite"  # a replaced node that is not in the model as given
 GONE = "replaced by a later rewrite"  # an emitted node that is not in the checked graph
 # The reason a replaced node without findings shows; placements are the static prediction.
@@ -55,20 +51,14 @@ def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
-def _finding(rule: str, message: str, **where: Any) -> Finding:
-    return Finding(rule=rule, severity=RULES[rule].severity, message=message, **where)
-
-
 def summary(result: GateResult) -> dict[str, Any]:
     return {k: result.summary.get(k) for k in SUMMARY_KEYS}
 
 
 def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
     """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
-    from npu_gate.pipeline import _analyze, _new_result
-
-    scratch = _new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
-    _analyze(_copy(model), settings, scratch)
+    scratch = new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
+    analysed(_copy(model), settings, scratch)
     return scratch
 
 
@@ -107,7 +97,7 @@ class Rewriting:
         done = Counter(a.rewrite for a in self.applied)
         for r in self.contract.rewrites:
             if not done[r.name]:
-                result.findings.append(_finding("rewrite-unmatched", f"rewrite {r.name} matched no node"))
+                result.findings.append(make_finding("rewrite-unmatched", f"rewrite {r.name} matched no node"))
         result.stages["rewrites"] = {"status": "ok", "applied": [f"{name} ({n} regions)" for name, n in done.items()]}
         result.log.append("rewrites: " + ("; ".join(
             f"{a.rewrite}: {', '.join(n for n, _ in a.replaced)} -> {', '.join(n for n, _ in a.emitted)}"
@@ -120,7 +110,7 @@ class Rewriting:
         into the models ``evaluate`` will run with onnxruntime, from the model's ``folder``.
         Called while that folder exists (an export's is temporary), and only when ``evaluate``
         will run them: rewrites applied, a replacement, or CPU-fallback nodes to suggest for."""
-        if self.checked is None or self.original is None or "node_count" not in result.summary:
+        if self.checked is None or self.original is None or not result.analysed:
             return
         samples = self.contract.numerics.samples or self.contract.numerics.samples_file is not None
         runs = (bool(self.applied) or self.contract.replacement is not None
@@ -159,7 +149,7 @@ class Rewriting:
 
     # 2 ---------------------------------------------------------------------------------
     def evaluate(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
-        if self.checked is None or self.original is None or "node_count" not in result.summary:
+        if self.checked is None or self.original is None or not result.analysed:
             return  # export failed: nothing was analysed
         self.samples, origin = self._load_samples()
         if self.applied:
@@ -168,7 +158,7 @@ class Rewriting:
             except Exception as exc:  # onnxruntime cannot run one of the models on the samples
                 message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
-                result.findings.append(_finding("numerics-failed", message))
+                result.findings.append(make_finding("numerics-failed", message))
                 # What would have run on the same samples says why it did not, not nothing.
                 skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
                 wanted = {"replacement": self.contract.replacement is not None,
@@ -228,19 +218,19 @@ class Rewriting:
                     result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
                                                ver.candidate, self.samples)
                     if not result.metric["passed"]:
-                        result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+                        result.findings.append(make_finding("task-metric", _metric_message(result.metric)))
             except Exception as exc:
                 failure = exc
         else:
             result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
-            result.findings.append(_finding(
+            result.findings.append(make_finding(
                 "rewrite-unverified", f"rewrites {', '.join(check['applied'])} applied but not verified: "
                 "numerics.samples is 0 and no samples_file"))
         for c in checks:
             if not c.passed:
                 where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
                 who = c.rewrite or ", ".join(check["applied"])
-                result.findings.append(_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
+                result.findings.append(make_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
                                                 node=c.node if c.kind == "region" else None))
         before_nodes = _by_output(before.nodes)
         after_nodes = _by_output(result.nodes)
@@ -276,13 +266,13 @@ class Rewriting:
         result.replacement = entry
         if loaded.model is None:
             result.stages["replacement"] = {"status": "failed", "reason": loaded.error}
-            result.findings.append(_finding("export-failed", f"replacement: {loaded.error}"))
+            result.findings.append(make_finding("export-failed", f"replacement: {loaded.error}"))
             return
         entry["before"] = summary(analyse(self.original, settings))
         entry["after"] = summary(analyse(loaded.model, settings))
         if not self.samples:
             result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
-            result.findings.append(_finding(
+            result.findings.append(make_finding(
                 "rewrite-unverified", "replacement not compared with the model: numerics.samples is 0 and "
                 "no samples_file"))
             return
@@ -293,20 +283,21 @@ class Rewriting:
         except Exception as exc:
             message = f"replacement verification: onnxruntime: {_one_line(exc)}"
             result.stages["replacement"] = {"status": "failed", "reason": message}
-            result.findings.append(_finding("numerics-failed", message))
+            result.findings.append(make_finding("numerics-failed", message))
             return
         result.stages["replacement"] = {"status": "ok"}
         entry["verification"] = [c.to_dict() for c in checks]
         for c in checks:
             if not c.passed:
-                result.findings.append(_finding("rewrite-mismatch", f"replacement at output {c.where}: {_mismatch(c)}"))
+                result.findings.append(make_finding("rewrite-mismatch",
+                                                    f"replacement at output {c.where}: {_mismatch(c)}"))
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 
             result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
                                        self.samples)
             if not result.metric["passed"]:
-                result.findings.append(_finding("task-metric", _metric_message(result.metric)))
+                result.findings.append(make_finding("task-metric", _metric_message(result.metric)))
 
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
@@ -409,7 +400,7 @@ class Rewriting:
     # 3 ---------------------------------------------------------------------------------
     def review(self, result: GateResult, timings: dict[str, float]) -> None:
         """One row per rewritten or CPU-fallback node; needs waivers applied (after _finish)."""
-        if self.checked is None or "node_count" not in result.summary:
+        if self.checked is None or not result.analysed:
             return
         self._timings = timings
         rows: list[dict[str, Any]] = []

@@ -1,175 +1,18 @@
-"""Check a profile's op types and attribute names against the ONNX op schemas.
+"""``npu-gate profile check``: a profile file's problems, one line each with its JSON path.
 
-A typo must not silently allow everything: ``"Cnov"`` names no op, so its constraints
-would never run; ``"stride"`` names no Conv attribute, so its test would always see an
-absent value. Ops in domains that ``onnx.defs`` does not describe (``com.microsoft``,
-vendor domains) cannot be checked here and are reported as warnings.
-
-The lint also reads a profile that fails its schema: it checks what has the expected shape
-(an op entry that is an object, an attribute name that is a string...) and skips the rest,
-which the schema errors already name. ``profile check`` reports both in one run.
+Schema errors, then the ONNX vocabulary (``vocabulary.onnx_problems``: unknown ops and
+attributes), then constraint semantics and ``extends``; and ops its own limits rule out.
 """
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+from npu_gate.target.vocabulary import onnx_problems, split_key
 
 if TYPE_CHECKING:
     from npu_gate.target.profile import Profile
-
-ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
-
-
-@dataclass(frozen=True)
-class OpInfo:
-    attributes: frozenset[str]
-    max_input: int
-    max_output: int
-
-
-@cache
-def _schemas() -> dict[tuple[str, str], OpInfo]:
-    """(domain, op_type) -> what any opset version of the op allows."""
-    import onnx.defs
-
-    merged: dict[tuple[str, str], tuple[set[str], int, int]] = {}
-    for schema in onnx.defs.get_all_schemas_with_history():
-        key = (schema.domain, schema.name)
-        attrs, max_in, max_out = merged.get(key, (set(), 0, 0))
-        attrs.update(schema.attributes)
-        merged[key] = (attrs, max(max_in, schema.max_input), max(max_out, schema.max_output))
-    return {k: OpInfo(frozenset(a), i, o) for k, (a, i, o) in merged.items()}
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """``Conv`` -> ("", "Conv"); ``com.microsoft::FusedConv`` -> ("com.microsoft", "FusedConv")."""
-    if "::" in key:
-        domain, op = key.split("::", 1)
-        return ("" if domain == "ai.onnx" else domain), op
-    return "", key
-
-
-def op_info(key: str) -> OpInfo | None:
-    return _schemas().get(split_key(key))
-
-
-def known_onnx_domain(domain: str) -> bool:
-    return domain in ONNX_DOMAINS
-
-
-def _objects(value: Any) -> list[tuple[int, dict[str, Any]]]:
-    """The (index, item) pairs of a list that are objects; nothing when ``value`` is not a list."""
-    return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _index(value: Any) -> int | None:
-    """A tensor index as the schema allows it (an integer, not a boolean), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) about op keys and the attribute names and tensor indices they use."""
-    errors: list[str] = []
-    warnings: list[str] = []
-    schemas = _schemas()
-    ops = doc.get("ops")
-    for key, spec in (ops.items() if isinstance(ops, dict) else []):
-        if not isinstance(spec, dict):
-            continue  # null removes a base op; anything else is a schema error
-        domain, op = split_key(key)
-        where = f"{label}: ops.{key}"
-        if not known_onnx_domain(domain):
-            warnings.append(
-                f"{where}: domain {domain} is not described by onnx.defs; "
-                "op type and attribute names not checked"
-            )
-            continue
-        info = schemas.get((domain, op))
-        if info is None:
-            names = [name for d, name in schemas if d == domain]
-            hint = difflib.get_close_matches(op, names, n=1)
-            errors.append(
-                f"{where}: unknown op type {op!r} in domain {domain or 'ai.onnx'}"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
-            )
-            continue
-        for i, c in _objects(spec.get("constraints")):
-            tests = [(f"{where}.constraints[{i}]", c)]
-            tests += [(f"{where}.constraints[{i}].any_of[{j}]", a) for j, a in _objects(c.get("any_of"))]
-            for at, test in tests:
-                errors.extend(_test_problems(at, op, info, test))
-    errors.extend(_pattern_problems(doc.get("patterns"), label, schemas))
-    return errors, warnings
-
-
-def _pattern_problems(patterns: Any, label: str, schemas: dict[tuple[str, str], OpInfo]) -> list[str]:
-    """Pattern node op types and attribute names, checked like the ops' (other domains skipped)."""
-    errors = []
-    for i, pattern in _objects(patterns):
-        for k, node in _objects(pattern.get("nodes")):
-            where = f"{label}: patterns[{i}].nodes[{k}]"
-            if not isinstance(node.get("op"), str):
-                continue
-            domain, op = split_key(node["op"])
-            if not known_onnx_domain(domain):
-                continue
-            info = schemas.get((domain, op))
-            if info is None:
-                names = [name for d, name in schemas if d == domain]
-                hint = difflib.get_close_matches(op, names, n=1)
-                errors.append(f"{where}.op: unknown op type {op!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
-                continue
-            attributes = node.get("attributes")
-            for name in attributes if isinstance(attributes, dict) else []:
-                errors.extend(_test_problems(f"{where}.attributes", op, info, {"attribute": name}))
-    return errors
-
-
-def _attribute_ref(item: Any) -> str | None:
-    """The attribute name of a ``{"ref": {"attribute": NAME}}`` value, if it is one."""
-    ref = item.get("ref") if isinstance(item, dict) else None
-    name = ref.get("attribute") if isinstance(ref, dict) else None
-    return name if isinstance(name, str) else None
-
-
-def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:
-    out = []
-    names = [(f"{where}.attribute", test["attribute"])] if isinstance(test.get("attribute"), str) else []
-    for key in ("in", "not_in"):
-        items = test.get(key)
-        for k, item in enumerate(items if isinstance(items, list) else []):
-            name = _attribute_ref(item)
-            if name is not None:
-                names.append((f"{where}.{key}[{k}].ref.attribute", name))
-    for key in ("min", "max"):
-        name = _attribute_ref(test.get(key))
-        if name is not None:
-            names.append((f"{where}.{key}.ref.attribute", name))
-    for at, name in names:
-        if name not in info.attributes:
-            hint = difflib.get_close_matches(name, sorted(info.attributes), n=1)
-            out.append(
-                f"{at}: {op} has no attribute {name!r}"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                + f"; its attributes: {', '.join(sorted(info.attributes)) or 'none'}"
-            )
-    for kind, limit in (("input", info.max_input), ("output", info.max_output)):
-        index = _index(test.get(kind))
-        if index is not None and index >= limit:
-            out.append(
-                f"{where}.{kind}: {op} has at most {limit} {kind}s; "
-                f"index {index} does not exist"
-            )
-    value = test.get("value")
-    ratio_to = _index(value.get("ratio_to_input")) if isinstance(value, dict) else None
-    if ratio_to is not None and ratio_to >= info.max_input:
-        out.append(f"{where}.value.ratio_to_input: {op} has at most {info.max_input} inputs; "
-                   f"index {ratio_to} does not exist")
-    return out
 
 
 class FileCheck(NamedTuple):
@@ -184,7 +27,7 @@ def check_file(path: Path) -> FileCheck:
     wherever it can be read; the semantics and the base wait for a valid file (``deferred``).
     Raises ProfileError only when the file cannot be read."""
     from npu_gate.errors import ProfileError
-    from npu_gate.target.profile import _record_not_profile, is_calibration_record, load_profile, semantic_problems
+    from npu_gate.target.profile import is_calibration_record, load_profile, record_not_profile, semantic_problems
     from npu_gate.validation import read_document, schema_problems
 
     label = str(path)
@@ -193,7 +36,7 @@ def check_file(path: Path) -> FileCheck:
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
     if is_calibration_record(doc):  # say what it is, not the profile schema's errors about it
-        return FileCheck([_record_not_profile(path, label)], [])
+        return FileCheck([record_not_profile(path, label)], [])
     errors = schema_problems(doc, "profile", label)
     if errors:
         lint, warnings = onnx_problems(doc, label) if isinstance(doc, dict) else ([], [])

@@ -167,7 +167,7 @@ def read_profile_document(path: Path, label: str, *, builtin: bool = False) -> d
     except ValueError as exc:
         raise ProfileError(str(exc)) from None
     if is_calibration_record(doc):
-        raise ProfileError(_record_not_profile(path, label))
+        raise ProfileError(record_not_profile(path, label))
     # Built-in profiles are validated by the test suite; skipping jsonschema here keeps
     # `npu-gate inspect` lean. User profiles are always validated.
     problems = [] if builtin else schema_problems(doc, "profile", label)
@@ -180,7 +180,7 @@ def is_calibration_record(doc: Any) -> bool:
     return isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("calibration-")
 
 
-def _record_not_profile(path: Path, label: str) -> str:
+def record_not_profile(path: Path, label: str) -> str:
     """A calibration record given where a profile belongs: name the profile beside it, if any."""
     text = f"{label}: this is a calibration record (written by npu-gate profile calibrate), not a profile"
     if path.name.endswith(".calibration.json"):
@@ -220,7 +220,7 @@ def semantic_problems(
     problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
     if not check_onnx:
         return problems
-    from npu_gate.target.lint import onnx_problems
+    from npu_gate.target.vocabulary import onnx_problems
 
     errors, _ = onnx_problems(doc, label)
     return problems + errors

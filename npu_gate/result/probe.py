@@ -1,0 +1,160 @@
+"""What a real compiler did with a model (``npu-gate probe``, ``target.probe``): the probe result types.
+
+Plain data, written by ``npu_gate.probe`` and read by renderers and the gate's probe stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from npu_gate.result.types import CPU, FOLDED, NPU
+
+# Placements a probe can report for an original ONNX node: NPU, CPU, FOLDED (the compiler
+# evaluated it ahead of time or removed it as a no-op), and these two.
+SPLIT = "split"  # its computation ended up in ops on both devices
+FUSED = "fused"  # it became part of another op (``became`` names that op)
+ACTUALS = (NPU, CPU, SPLIT, FOLDED, FUSED)
+OK = "ok"
+FAILED = "failed"  # the compiler reported an error and built nothing
+CRASHED = "crashed"  # the compiler's process died (signal) or hung (timeout)
+STATUSES = (OK, FAILED, CRASHED)
+
+
+@dataclass
+class OpRow:
+    """One row of the compiler's op table, in execution order."""
+
+    id: int
+    op_type: str
+    target: str  # npu | cpu
+    full_name: str  # the compiler's name for the op (the node of its last graph)
+    data_type: str | None = None
+    input_shapes: str | None = None
+    output_shapes: str | None = None
+    io: bool = False  # a graph input/output pseudo-op, not computation
+    sources: list[str] = field(default_factory=list)  # original ONNX nodes it came from
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Rewrite:
+    """One graph rewrite the compiler logged: ``rule`` removed some nodes and added others."""
+
+    rule: str
+    removed: list[str]
+    added: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ProbeNode:
+    name: str
+    op_type: str
+    predicted: str | None  # npu | cpu | folded from npu_gate's own analysis; None if it did not run
+    actual: str | None  # one of ACTUALS; None when the compiler did not build
+    became: str | None = None  # the compiler op(s) this node ended up in, when not itself
+    runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
+    rows: list[int] = field(default_factory=list)
+    via: list[str] = field(default_factory=list)  # rewrite rules that touched it
+
+    @property
+    def agrees(self) -> bool | None:
+        if self.predicted is None or self.actual is None:
+            return None
+        if self.actual == FOLDED:
+            return self.predicted == FOLDED
+        return self.predicted == self.runs_on
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["agrees"] = self.agrees
+        return out
+
+
+@dataclass
+class Segment:
+    """A maximal run of consecutive compiler ops on one device, in execution order."""
+
+    index: int
+    device: str
+    rows: list[int]
+    ops: list[str]
+    nodes: list[str]  # original ONNX nodes whose computation is in this segment
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Attempt:
+    """One compiler run (a probe retries once with a rule disabled when the compiler suggests it)."""
+
+    options: dict[str, Any]
+    status: str
+    error: str | None
+    returncode: int | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ProbeResult:
+    """What ``npu-gate probe`` writes as JSON. ``timings`` and ``log`` vary run to run."""
+
+    model: dict[str, Any]
+    compiler: dict[str, Any]  # {name, version, target, plugin}
+    status: str  # ok | failed | crashed
+    predicted_with: dict[str, Any]  # the profile npu_gate predicted with
+    nodes: list[ProbeNode] = field(default_factory=list)
+    ops: list[OpRow] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    error: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def built(self) -> bool:
+        return self.status == OK
+
+    @property
+    def evidence(self) -> str:
+        c = self.compiler
+        return f"measured: {c['name']} {c.get('version') or 'unknown version'} {c['target']}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": PROBE_SCHEMA_VERSION,
+            "kind": "probe",
+            "verdict": "pass" if self.built else "fail",
+            "evidence": self.evidence,
+            "note": "A probe measures what the compiler did with the model (op placement); "
+                    "it is not a device latency or accuracy result.",
+            "model": self.model,
+            "compiler": self.compiler,
+            "status": self.status,
+            "error": self.error,
+            "predicted_with": self.predicted_with,
+            "summary": self.summary,
+            "findings": self.findings,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "segments": [s.to_dict() for s in self.segments],
+            "ops": [r.to_dict() for r in self.ops],
+            "rewrites": [r.to_dict() for r in self.rewrites],
+            "attempts": [a.to_dict() for a in self.attempts],
+            "timings": self.timings,
+            "log": self.log,
+        }
+
+
+PROBE_SCHEMA_VERSION = "probe-1.1"  # 1.1: summary.adapters, predicted_*_partitions_with_adapters

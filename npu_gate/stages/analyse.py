@@ -1,0 +1,397 @@
+"""The analysis stage: graph facts, placement, partitions, shape chains of one ONNX graph.
+
+``analyse`` fills the result's analysis part (nodes, partitions, boundaries, summary...) and
+returns what the findings are made from. ``findings`` makes them, once: after the probe stage
+when a real compiler's placement decides (``target.probe.decide: measured``), so a CPU
+fallback the compiler did not make is an info finding from the start, never edited later.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import onnx
+from onnx import ModelProto
+
+from npu_gate.contract.spec import InputSpec
+from npu_gate.gc_pause import gc_paused
+from npu_gate.graph import dims, shape_chains, shape_values, symbolic
+from npu_gate.graph import facts as graphlib
+from npu_gate.graph.facts import GraphFacts, TensorInfo
+from npu_gate.graph.fold import fold
+from npu_gate.graph.layout import tensor_layouts
+from npu_gate.graph.model_file import external_tensors
+from npu_gate.graph.shape_chains import ShapeChain
+from npu_gate.graph.subgraphs import ScopedNode, collect_subgraph_nodes
+from npu_gate.graph.symbols import input_symbols
+from npu_gate.placement import fusions as patterns
+from npu_gate.placement.adapters import graph_adapters
+from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
+from npu_gate.placement.place import Placement, place_all, place_subgraphs
+from npu_gate.result.probe import ProbeNode
+from npu_gate.result.types import CPU, FOLDED, NPU, Finding, GateResult, NodeResult, PartitionResult, make_finding
+from npu_gate.rules import ERROR, INFO, WARNING
+from npu_gate.stages.context import Artifacts, Settings
+from npu_gate.target.constraints import Failure
+from npu_gate.target.limits import opset_failure
+
+
+@dataclass
+class Measured:
+    """A real compiler's placement, when it decides (``target.probe.decide: measured`` and
+    the compiler built the model): its nodes by name, and the evidence line naming it."""
+
+    nodes: Mapping[str, ProbeNode]
+    evidence: str
+
+
+@dataclass
+class Analysis:
+    """What the findings of one analysed graph are made from (``findings``)."""
+
+    facts: GraphFacts
+    model_inputs: list[TensorInfo]
+    inputs: list[InputSpec] | None  # the contract's; None: shapes from the model (inspect)
+    checker_errors: list[str]
+    strict_error: str | None
+    shape_error: str | None
+    opset_limit: Failure | None
+    placements: list[Placement]
+    scoped: list[ScopedNode]
+    body: list[Placement]
+    chains: list[ShapeChain]
+    adapters: list[dict[str, Any]] | None
+    dynamic_severity: str
+    evidence: str  # the profile's
+
+
+@gc_paused()  # see gc_pause.py: collections would rescan every node's objects
+def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None) -> Analysis:
+    """Graph facts, placement and partitions of ``model`` into ``result``; every finding but
+    those comes from ``findings(analysis)``."""
+    declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
+    initializer_names = {i.name for i in model.graph.initializer}
+    as_inputs = frozenset(n for n in declared if n in initializer_names)
+    model_inputs = [
+        graphlib.tensor_info_from_type(v.name, v.type)
+        for v in model.graph.input
+        if v.name not in initializer_names or v.name in as_inputs
+    ]
+    unread = len(external_tensors(model.graph))
+    if unread:
+        result.model["external_weights_unread"] = unread  # left on disk: dims suffice
+
+    checker_errors = graphlib.run_checker(model, external=bool(unread))
+    # The contract fixes the dims the model leaves open; a static dim it contradicts stays the
+    # model's (an input-mismatch finding): the model could not run with the contract's.
+    fixable = {i.name: [m if isinstance(m, int) else c for m, c in zip(i.shape, declared[i.name].shape, strict=True)]
+               for i in model_inputs
+               if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
+    # Inputs whose symbolic dims the contract fixes: keep the model's own types to see
+    # later which shape chains fold only because of the contract.
+    model_types = {v.name: onnx.TypeProto.FromString(v.type.SerializeToString())
+                   for v in model.graph.input
+                   if v.name in fixable
+                   and any(not isinstance(d, int) for d in _declared(model_inputs, v.name))}
+    graphlib.apply_input_shapes(model, fixable)
+    inferred, strict_error, shape_error = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
+
+    symbols = input_symbols(model_inputs)
+    deps = graphlib.node_dependencies(facts.nodes)
+    order = graphlib.topological_order(facts.nodes, deps)
+    folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages)
+    chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
+    if model_types:
+        model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)
+        shape_chains.mark_fixed_by_contract(chains, model_view)
+    declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
+    layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
+    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded)  # read only if a test asks
+    placements = place_all(facts, settings.profile, folded, constants, layouts, values)
+    fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
+    scoped = collect_subgraph_nodes(inferred, facts, constants)
+    body = place_subgraphs(scoped, settings.profile, placements, layouts)
+    partitions = build_partitions(facts, placements, deps)
+    crossings = boundaries(facts, partitions)
+    part_of = {i: p.id for p in partitions for i in p.nodes}
+
+    result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
+                         "producer": facts.producer, "node_count": len(facts.nodes)})
+    result.inputs = [_input_entry(i, facts, declared) for i in model_inputs]
+    result.outputs = [o.to_dict() | {"static": o.static} for o in facts.outputs]
+    result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
+    tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
+    result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
+    result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
+    if fusions is not None:
+        patterns.record(result, fusions, placements)
+    adapters = graph_adapters(settings.profile, facts, model_inputs) if settings.profile.rank_adapters else None
+    result.rank_adapters = adapters
+    names = [n.name for n in facts.nodes]
+    result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
+    result.boundaries = crossings
+    result.shape_chains = [c.to_dict() for c in chains]
+    result.dynamic_dims = dims.dynamic_dims(model_inputs, {n: list(s.shape) for n, s in declared.items()}, chains)
+    devices = Counter(p.device for p in placements)
+    result.summary = {
+        "node_count": len(facts.nodes),
+        "npu_nodes": devices[NPU],
+        "cpu_nodes": devices[CPU],
+        "folded_nodes": devices[FOLDED],
+        "npu_partitions": sum(1 for p in partitions if p.device == NPU),
+        "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
+        "boundary_bytes": total_bytes(crossings),
+        "dynamic_inputs": [i.name for i in model_inputs if not i.static],
+        "subgraph_nodes": len(scoped),
+        "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
+        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],
+        "shape_chains": len(chains),
+        "shape_chains_staying": sum(1 for c in chains if not c.folds),
+    }
+    result.analysed = True
+    if keep is not None:
+        keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
+    return Analysis(
+        facts=facts, model_inputs=model_inputs, inputs=settings.inputs, checker_errors=checker_errors,
+        strict_error=strict_error, shape_error=shape_error,
+        opset_limit=opset_failure(settings.profile.limits, facts.opset), placements=placements, scoped=scoped,
+        body=body, chains=chains, adapters=adapters,
+        dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
+        evidence=settings.profile.evidence,
+    )
+
+
+def findings(analysis: Analysis, measured: Measured | None = None) -> list[Finding]:
+    """The analysis' findings in report order: inputs, checker and shape inference, the
+    opset limit, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
+    compiler's placement decides whether a placement finding is a CPU fallback (error) or a
+    node the compiler ran on the NPU or folded away (info, saying so)."""
+    a = analysis
+    out = _input_findings(a.model_inputs, a.inputs, a.dynamic_severity, a.chains)
+    out += [make_finding("onnx-checker", message) for message in a.checker_errors]
+    if a.strict_error:  # the full check's strict shape inference failed: the model is invalid
+        node = graphlib.node_named_in(a.strict_error)
+        known = {n.name for n in a.facts.nodes}
+        out.append(make_finding("onnx-checker", f"full check: {a.strict_error}", node=node if node in known else None))
+    if a.shape_error:
+        out.append(make_finding("shape-inference", a.shape_error))
+    if a.opset_limit is not None:
+        out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
+    out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence)
+            for adapter in a.adapters or [] if adapter["device"] == CPU]
+    out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
+                               a.body, measured)
+    out += _dynamic_shape_findings(a.facts, a.placements, a.dynamic_severity)
+    out += [make_finding("shape-computation", shape_chains.describe(chain), severity=a.dynamic_severity,
+                         node=chain.consumer, op_type=chain.consumer_op)
+            for chain in a.chains if not chain.folds]
+    return out
+
+
+def analysed(model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None) -> None:
+    """``analyse`` and its findings into ``result``, for a graph no compiler measures
+    (``inspect``, a rewrite candidate, the exporter the contract does not gate)."""
+    result.findings.extend(findings(analyse(model, settings, result, keep)))
+
+
+def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
+    info = next((i for i in model_inputs if i.name == name), None)
+    return list(info.shape or []) if info is not None else []
+
+
+def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:
+    used = facts.tensors.get(info.name, info)
+    return {"name": info.name, "shape": used.shape, "dtype": used.dtype, "static": info.static,
+            "model_shape": info.shape, "declared": info.name in declared}
+
+
+def _fold_refining_shapes(
+    inferred: onnx.ModelProto, facts: GraphFacts, order: list[int], symbols: dict[str, list[str]],
+    stages: dict[str, Any],
+) -> tuple[set[int], set[str]]:
+    """Fold constants, filling the dims ONNX left unknown on the way (``facts.tensors``).
+
+    Cheapest first: ONNX inference again on the folded graph (``stages.folded_shapes``), then
+    onnxruntime's symbolic inference for what is still unknown (``stages.symbolic_shapes``;
+    loading it and sympy costs ~0.5 s). A dim either makes known may let more Shape nodes fold.
+    """
+    folded, constants = fold(facts, order, facts.initializers)
+    by_folding = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+    if by_folding is not None:
+        stages["folded_shapes"] = by_folding
+        if by_folding["resolved"]:
+            folded, constants = fold(facts, order, facts.initializers)
+    by_symbols = symbolic.refine_stage(inferred, facts, symbols, folded)
+    if by_symbols is not None:
+        stages["symbolic_shapes"] = by_symbols
+        if by_symbols["resolved"]:
+            folded, constants = fold(facts, order, facts.initializers)
+            again = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+            if again is not None and again["resolved"]:
+                first = stages.get("folded_shapes", again)
+                stages["folded_shapes"] = {"status": "ok", "unknown": first["unknown"],
+                                           "resolved": first["resolved"] + again["resolved"]}
+                folded, constants = fold(facts, order, facts.initializers)
+    return folded, constants
+
+
+def _input_findings(
+    model_inputs: list[TensorInfo], declared: list[InputSpec] | None, dynamic_severity: str,
+    chains: list[ShapeChain],
+) -> list[Finding]:
+    out = []
+    for info in model_inputs:
+        if not info.static:
+            fix = ""
+            spec = next((s for s in declared or [] if s.name == info.name), None)
+            if spec is not None and info.shape is None:
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       "shapes or declare the input's shape in the model")
+            elif spec is not None:
+                fixed = ", ".join(f"{info.name}[{d}] = {spec.shape[d]}"
+                                  for d, v in enumerate(info.shape or [])
+                                  if not isinstance(v, int) and d < len(spec.shape))
+                fix = (f"; the contract fixes {_shape_text(list(spec.shape))}: export with static "
+                       f"shapes or fix the dim in the model ({fixed})")
+            # No shape at all is not "[?]", which would read as rank 1.
+            shape = "no shape (not even a rank)" if info.shape is None else f"dynamic shape {_shape_text(info.shape)}"
+            effect = dims.fix_effect(info, chains) if info.shape is not None else ""
+            message = f"input {info.name} has {shape} in the model{fix}{effect}"
+            out.append(make_finding("dynamic-input", message, severity=dynamic_severity))
+    if declared is None:
+        return out
+    by_name = {i.name: i for i in model_inputs}
+    for spec in declared:
+        found = by_name.get(spec.name)
+        if found is None:
+            out.append(make_finding("input-mismatch", f"contract input {spec.name} is not an input of the model "
+                                    f"(model inputs: {', '.join(by_name) or 'none'})"))
+            continue
+        info = found
+        if info.dtype is not None and info.dtype != spec.dtype:
+            out.append(make_finding("input-mismatch", f"input {spec.name}: contract dtype {spec.dtype}, "
+                                    f"model dtype {info.dtype}"))
+        if info.shape is not None:
+            if len(info.shape) != len(spec.shape):
+                out.append(make_finding("input-mismatch", f"input {spec.name}: contract shape "
+                                        f"{_shape_text(list(spec.shape))} has rank {len(spec.shape)}, "
+                                        f"the model's {_shape_text(info.shape)} rank {len(info.shape)}"))
+            elif any(isinstance(m, int) and m != c for m, c in zip(info.shape, spec.shape, strict=True)):
+                out.append(make_finding("input-mismatch", f"input {spec.name}: contract shape "
+                                        f"{_shape_text(list(spec.shape))}, model shape {_shape_text(info.shape)}"))
+    names = {s.name for s in declared}
+    out += [make_finding("input-mismatch", f"model input {info.name} is not declared in the contract")
+            for info in model_inputs if info.name not in names]
+    return out
+
+
+def _shape_text(shape: list[Any] | None) -> str:
+    if shape is None:
+        return "[?]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _node_entry(
+    node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, dict[str, Any]], partition: int | None
+) -> NodeResult:
+    get = tensor_dicts.get  # called for every node: no nested helper per call
+    return NodeResult(
+        name=node.name, op_type=node.op_type, domain=node.domain,
+        inputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.inputs],
+        outputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.outputs],
+        attributes=node.attributes, defaulted_attributes=node.defaulted,
+        placement=placement.device, reasons=placement.reasons, partition=partition,
+        original_name=node.original_name,
+    )
+
+
+def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
+    """A node inside a control-flow body: named by its path, outside the partitions."""
+    def tensors(names: list[str]) -> list[dict[str, Any]]:
+        out = []
+        for name in names:
+            info = sn.tensors.get(name) if name else None
+            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
+        return out
+
+    node = sn.node
+    return NodeResult(
+        name=sn.path, op_type=node.op_type, domain=node.domain,
+        inputs=tensors(node.inputs), outputs=tensors(node.outputs),
+        attributes=node.attributes, defaulted_attributes=node.defaulted,
+        placement=placement.device, reasons=placement.reasons, partition=None, scope=sn.scope,
+        original_name=node.original_name,
+    )
+
+
+def _failure_finding(rule_id: str, message: str, f: Failure, evidence: str, **where: Any) -> Finding:
+    """A finding of one failed (or unchecked) constraint, with its id and values."""
+    return make_finding(rule_id, message, constraint=f.constraint, actual=f.actual, allowed=f.allowed, doc=f.doc,
+                        evidence=evidence, **where)
+
+
+def _placement_findings(
+    facts: GraphFacts,
+    placements: list[Placement],
+    evidence: str,
+    body_nodes: Sequence[tuple[str, str]] = (),
+    body: Sequence[Placement] = (),
+    measured: Measured | None = None,
+) -> list[Finding]:
+    """Findings of placements (CPU fallbacks, unchecked conditions on NPU nodes): top-level
+    nodes, then subgraph nodes named by path."""
+    out = []
+    named = [(n.name, n.key) for n in facts.nodes] + list(body_nodes)
+    for (name, key), placement in zip(named, [*placements, *body], strict=True):
+        for f in placement.unchecked if placement.device == NPU else []:
+            out.append(_failure_finding("unchecked-condition", f.message, f, evidence, node=name, op_type=key))
+        if placement.device != CPU:
+            continue
+        # CPU fallback, unless the compiler's measurement says the node runs on the NPU or nowhere
+        severity, note = _measured(measured, name)
+        if not placement.op_supported:
+            out.append(make_finding("unsupported-op", placement.reasons[0] + note, severity=severity, node=name,
+                                    op_type=key))
+        for f in placement.failures:  # which constraint failed, then how
+            out.append(_failure_finding("op-constraint", f"{f.constraint}: {f.message}{note}", f, evidence,
+                                        severity=severity, node=name, op_type=key))
+        for f in placement.limit_failures:
+            out.append(_failure_finding("profile-limit", f.message + note, f, evidence, severity=severity,
+                                        node=name, op_type=key))
+    return out
+
+
+def _measured(measured: Measured | None, name: str) -> tuple[str | None, str]:
+    """The severity (None: the rule's) and the note of a node's placement findings (the
+    rules of ``PLACEMENT_RULES``) when a compiler's placement decides: info, and why, when
+    the compiler ran the node on the NPU or removed it at compile time (it runs nowhere)."""
+    node = measured.nodes.get(name) if measured is not None else None
+    if measured is None or node is None:
+        return None, ""
+    if node.runs_on == NPU:
+        return INFO, f" (measured on the NPU{' as ' + node.became if node.became else ''}: {measured.evidence})"
+    if node.actual == FOLDED:
+        return INFO, f" (measured: folded away by the compiler: {measured.evidence})"
+    return None, ""
+
+
+def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
+    out = []
+    for node, placement in zip(facts.nodes, placements, strict=True):
+        if placement.device == FOLDED:
+            continue  # constants: the compiler evaluates them ahead of time
+        dynamic = []
+        for name in node.outputs:
+            info = facts.tensors.get(name) if name else None
+            if name and (info is None or not info.static):
+                dynamic.append(info or TensorInfo(name, None, None))
+        if dynamic:
+            shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
+                               for t in dynamic)
+            out.append(make_finding("dynamic-shape", f"output shape not static: {shapes}", severity=severity,
+                                    node=node.name, op_type=node.key))
+    return out

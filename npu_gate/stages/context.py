@@ -1,0 +1,47 @@
+"""What every stage is given: the settings of the run, and what a run leaves for an evidence bundle."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from onnx import ModelProto
+
+from npu_gate.contract.spec import Gates, InputSpec, Waiver
+from npu_gate.graph.facts import GraphFacts
+from npu_gate.result.types import FAIL, GateResult
+from npu_gate.target.profile import Profile
+from npu_gate.versions import tool_versions
+
+
+@dataclass
+class Settings:
+    """What the analysis needs beyond the model: from a contract, or defaults for inspect."""
+
+    profile: Profile
+    inputs: list[InputSpec] | None = None  # None: take shapes from the model
+    gates: Gates = field(default_factory=Gates)
+    waivers: list[Waiver] = field(default_factory=list)
+    today: dt.date = field(default_factory=dt.date.today)
+
+
+@dataclass
+class Artifacts:
+    """What a run leaves behind for an evidence bundle: pass one as ``keep`` and the
+    pipeline fills it in (the model as analysed, its shape-inferred form, the fold
+    decisions and the numerics samples). Never part of the result."""
+
+    folder: Path  # model.onnx (and its external data) are copied here
+    model_path: Path | None = None
+    inferred: ModelProto | None = None  # contract shapes applied, shape-inferred
+    facts: GraphFacts | None = None
+    folded: set[int] = field(default_factory=set)
+    constants: set[str] = field(default_factory=set)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
+
+
+def new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:
+    """An empty result (verdict fail until the verdict stage decides) for one model."""
+    return GateResult(name=name, verdict=FAIL, profile=profile.to_dict(), versions=tool_versions(), model=model)

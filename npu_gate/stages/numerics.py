@@ -1,0 +1,40 @@
+"""The numerics stage: onnxruntime (CPU) against the eager PyTorch module on seeded samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from npu_gate.contract.spec import Contract
+from npu_gate.result.types import GateResult, make_finding
+from npu_gate.stages.context import Artifacts
+from npu_gate.stages.export import scrub
+
+
+def run(contract: Contract, module: Any, onnx_path: Path, work: Path, result: GateResult,
+        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+    """Compare ``onnx_path`` with ``module`` into ``result`` (stage row, comparisons, findings)."""
+    if contract.numerics.samples == 0:
+        result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
+        return
+    from npu_gate.model.numerics import compare
+
+    numerics = compare(contract, module, onnx_path)
+    timings["numerics_s"] = numerics.seconds
+    if keep is not None:
+        keep.samples = numerics.samples
+    result.log.extend(numerics.log)
+    error = scrub(numerics.error, str(work))
+    if error:
+        result.stages["numerics"] = {"status": "failed", "reason": error}
+        result.findings.append(make_finding("numerics-failed", error))
+        return
+    result.stages["numerics"] = {"status": "ok", "samples": contract.numerics.samples}
+    result.numerics = [c.to_dict() for c in numerics.comparisons]
+    for c in numerics.comparisons:
+        if not c.passed:
+            detail = c.problem or (
+                f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
+                f"(atol {c.atol:g}, rtol {c.rtol:g})"
+            )
+            result.findings.append(make_finding("numeric-mismatch", f"output {c.output}: {detail}"))

@@ -1,0 +1,66 @@
+"""The probe stage (``target.probe``): build the model with the real compiler and compare its
+placement with the gate's own, node by node. With ``decide: measured`` and a build, the
+compiler's placement decides: the analysis stage's findings and the gates read ``Measured``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npu_gate.contract.spec import Contract
+from npu_gate.result.probe import ProbeResult
+from npu_gate.result.types import CPU, GateResult, make_finding
+from npu_gate.stages.analyse import Measured
+
+
+@dataclass
+class ProbeOutcome:
+    probe: ProbeResult
+    measured: Measured | None  # the compiler's placement, when it decides
+
+
+def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float]) -> ProbeOutcome | None:
+    """Probe ``onnx_path`` (the graph the gate analysed into ``result``) with the contract's
+    compiler; the comparison is with ``result``'s placement, never with one recomputed here."""
+    spec = contract.probe
+    if spec is None or not result.analysed:
+        return None
+    from npu_gate.probe import get_compiler, venv_for
+    from npu_gate.probe.runner import probe
+
+    compiler = get_compiler(spec.compiler)
+    venv = venv_for(spec.venv, compiler)
+    given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
+    measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
+                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout,
+                     venv_key=f"{contract.path}: target.probe.venv: {given}")
+    timings["probe_s"] = measured.timings["total_s"]
+    decides = spec.decide == "measured" and measured.built
+    return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
+                        else None)
+
+
+def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
+    """The probe's stage row, log and findings into ``result``; with the measurement deciding,
+    the measured CPU nodes and partitions the gates judge (``summary.measured``)."""
+    measured = outcome.probe
+    spec = contract.probe
+    assert spec is not None
+    result.log.extend(f"probe: {line}" for line in measured.log)
+    result.stages["probe"] = {
+        "status": "ok" if measured.built else "failed", "probe_status": measured.status,
+        "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
+        "compiler": measured.compiler, "summary": measured.summary,
+        "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
+    }
+    result.findings += [make_finding(f["rule"], f["message"], severity=f["severity"]) for f in measured.findings]
+    if outcome.measured is None:
+        result.summary["evidence"] = f"prediction: profile {contract.profile.name}"
+        return
+    result.summary["evidence"] = measured.evidence
+    s: dict[str, Any] = measured.summary
+    result.summary["measured"] = {
+        "cpu_nodes": sum(1 for n in measured.nodes if n.runs_on in (CPU, "split")),
+        "npu_partitions": s["npu_segments"], "cpu_partitions": s["cpu_segments"],
+    }

@@ -1,0 +1,78 @@
+"""The verdict stage: gates, waivers, and the verdict of one result."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+
+from npu_gate.contract.spec import Waiver
+from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
+from npu_gate.rules import ERROR
+from npu_gate.stages.context import Settings
+
+
+def decide(result: GateResult, settings: Settings) -> None:
+    """Gates, waivers and the verdict, into ``result``."""
+    summary = result.summary
+    measured = summary.get("measured", {})  # target.probe.decide = measured, and the compiler built it
+    checks = [
+        ("max_cpu_nodes", settings.gates.max_cpu_nodes, measured.get("cpu_nodes", summary.get("cpu_nodes"))),
+        ("max_npu_partitions", settings.gates.max_npu_partitions,
+         measured.get("npu_partitions", summary.get("npu_partitions"))),
+        ("max_boundary_bytes", settings.gates.max_boundary_bytes, summary.get("boundary_bytes")),
+    ]
+    for name, limit, actual in checks:
+        if limit is None or not result.analysed:
+            result.gates.append(GateCheck(name, limit, actual, True))
+            continue
+        passed = actual is not None and actual <= limit
+        result.gates.append(GateCheck(name, limit, actual, passed))
+        if not passed:
+            what = "unknown (shapes not static)" if actual is None else actual
+            result.findings.append(make_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}"))
+
+    used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
+    for finding in result.findings:
+        matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding)]
+        used.update(matching)
+        live = [i for i in matching if not _expired(settings.waivers[i], settings.today)]
+        if live:
+            finding.waived = True
+            finding.waiver_reason = settings.waivers[live[0]].reason
+    for i, waiver in enumerate(settings.waivers):
+        where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items() if k in ("rule", "node", "op_type"))
+        if _expired(waiver, settings.today):
+            result.findings.append(make_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
+                                                f"{waiver.expires} and no longer waives"))
+        elif i not in used:
+            hint = _not_unique_hint(waiver, result.nodes)
+            result.findings.append(make_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}"))
+
+    errors = result.active_findings(ERROR)
+    result.verdict = FAIL if errors else PASS
+    counts = Counter(f.severity for f in result.findings if not f.waived)
+    result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
+                                  "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
+
+
+def _not_unique_hint(waiver: Waiver, nodes: list[NodeResult], most: int = 10) -> str:
+    """For a waiver naming a node by a name several nodes share: the display names to use."""
+    if not waiver.node:
+        return ""
+    names = [n.name for n in nodes if n.original_name == waiver.node]
+    if not names:
+        return ""
+    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return f": node '{waiver.node}' is not unique in the model: use {shown}"
+
+
+def _expired(waiver: Waiver, today: dt.date) -> bool:
+    return waiver.expires is not None and waiver.expires < today
+
+
+def _matches(waiver: Waiver, finding: Finding) -> bool:
+    return (
+        waiver.rule == finding.rule
+        and (waiver.node is None or waiver.node == finding.node)
+        and (waiver.op_type is None or waiver.op_type == finding.op_type)
+    )
