@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from npu_gate.gc_pause import gc_paused
@@ -89,16 +90,44 @@ def test_tensor_info_from_type_without_shape_or_tensor() -> None:
     assert (info.dtype, info.shape) == (None, None)
 
 
-def test_bench_phases_run() -> None:
-    """The bench's phase list names functions that exist (it wraps them by name)."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "bench_inspect.py"), "--phases-only", "--sizes", "20"],
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_inspect.py"), *args],
         capture_output=True, text=True, check=False, cwd=ROOT,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
+
+
+def test_bench_phases_run() -> None:
+    """The bench's phase list names functions that exist (it wraps them by name)."""
+    done = _bench("--phases-only", "--sizes", "20")
     assert done.returncode == 0, done.stderr
     assert "20 nodes: floor (load + infer_shapes)" in done.stdout
     assert "graph.collect" in done.stdout and "json_.dumps" in done.stdout
+
+
+def test_bench_before_needs_an_npu_gate_tree(tmp_path: Path) -> None:
+    """--before a folder without npu_gate/__init__.py: one line on stderr, exit 2, nothing timed."""
+    done = _bench("--before", str(tmp_path), "--sizes", "20", "--repeat", "1", "--skip-ort")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert "not an npu_gate source tree" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.slow
+def test_bench_before_prints_the_before_column() -> None:
+    """--before this tree: both sides checked to import their own tree, before/after columns printed."""
+    done = _bench("--before", ".", "--sizes", "20", "--repeat", "1", "--skip-ort")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert f"after: npu_gate from {ROOT}" in lines and f"before: npu_gate from {ROOT}" in lines
+    header = next(line for line in lines if line.lstrip().startswith("nodes"))
+    assert "before s" in header and "after s" in header and "after/before" in header
+    row = next(line for line in lines if line.split()[:1] == ["20"])
+    values = row.split("floor")[0].split()  # nodes, the nine columns of today (ort: nan), before, after, ratio
+    assert len(values) == 13 and values[11] == values[3]  # "after s" is the insp+json time
+    assert float(values[12]) == pytest.approx(float(values[11]) / float(values[10]), abs=0.02)
+    assert "linear growth: n/a (needs three sizes or more)" in lines
 
 
 def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, monkeypatch) -> None:
