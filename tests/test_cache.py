@@ -311,6 +311,7 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
         tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     from npu_gate import cli
+    from npu_gate.commands.cached import cached
     from npu_gate.result.types import GateResult
 
     contract_path = torch_contract(tmp_path / "seed")
@@ -325,7 +326,7 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
     result = GateResult(name="seed", verdict="pass", profile={"name": "demo", "evidence": "x"},
                         versions={}, model={})
     args = cli.build_parser().parse_args(["check", str(contract_path), "-q"])
-    code = cli._cached(args, "seed", lambda: cache.contract_key(
+    code = cached(args, "seed", lambda: cache.contract_key(
         load_contract(contract_path), dt.date(2026, 1, 1)), lambda: (result, []))
     assert code == 0
     assert capsys.readouterr().err == (

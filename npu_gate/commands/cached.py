@@ -1,0 +1,116 @@
+"""The result cache for `npu-gate check` and `npu-gate check-onnx`: answer a gate from it, or run
+the gate and store the result."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from npu_gate.commands.common import warn_device_timings, write_output
+from npu_gate.errors import EXIT_FAIL, EXIT_PASS
+
+if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
+    from npu_gate.contract.spec import Contract
+
+
+def load_contract_file(path: Path, *, cheap: bool) -> Contract:
+    """A contract named on the command line; ``cheap`` skips the onnx-based profile lint (a cache
+    lookup needs no onnx), and a contract with problems is then checked in full to list them all."""
+    from npu_gate.contract.spec import load_contract
+    from npu_gate.errors import ContractError
+
+    try:
+        return load_contract(path, check_onnx=not cheap)
+    except ContractError:
+        if cheap:
+            load_contract(path)  # the full check: every problem in one go
+        raise
+
+
+def check_cached(contract: Any, args: argparse.Namespace) -> int:
+    """Gate one contract, answering from the result cache when its key is unchanged."""
+    from npu_gate import cache
+
+    today = args.today or dt.date.today()
+    outputs = [Path(p) for p in (args.json, args.markdown, args.log) if p]
+
+    def key() -> str:
+        return cache.contract_key(contract, today, exclude=outputs)
+
+    def run() -> tuple[Any, list[Any] | None]:
+        from npu_gate.contract.spec import load_contract
+        from npu_gate.pipeline import check_contract
+
+        full = load_contract(contract.path)  # with the onnx-based profile lint skipped above
+        result = check_contract(full, today=args.today)
+        deps = cache.onnx_dependencies(contract.onnx_path) if contract.onnx_path else []
+        return result, deps
+
+    return cached(args, str(contract.path), key, run)
+
+
+def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
+           run: Callable[[], tuple[Any, list[Any] | None]]) -> int:
+    """Answer from the cache, or ``run()`` the gate (result, external files read) and store."""
+    from npu_gate import cache
+
+    # --no-cache skips the lookup only: the fresh result replaces whatever was stored.
+    store = cache.Store(cache.resolve_dir(args.cache_dir))
+    key = None
+    uncached = None  # said once the run has a result: a run that cannot start says only why
+    try:
+        key = key_fn()
+    except cache.NotCacheable as exc:
+        uncached = str(exc)
+    except OSError as exc:  # an unreadable file in a torch contract's folder, say
+        uncached = f"cannot read {exc.filename}: {exc.strerror}"
+    if key is not None and not args.no_cache:
+        entry = store.get(key)
+        if entry is not None:
+            _emit_cached(entry, args)
+            return entry.exit_code
+    result, deps = run()
+    json_text, markdown_text, terminal = _render_all(result)
+    _emit_texts(args, json_text, markdown_text, terminal, result.log)
+    warn_device_timings(result.device_timings, result.name)
+    if uncached is not None:
+        print(f"npu-gate: note: {label}: not cached: {uncached}", file=sys.stderr)
+    code = EXIT_PASS if result.passed else EXIT_FAIL
+    if key is not None and deps is not None:
+        store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
+    return code
+
+
+def _render_all(result: Any) -> tuple[str, str, str]:
+    from npu_gate.render import json_, markdown, text
+
+    return json_.render(result), markdown.render(result), text.render(result)
+
+
+def _emit_texts(args: argparse.Namespace, json_text: str, markdown_text: str, terminal: str,
+                log: list[str]) -> None:
+    if args.json:
+        write_output(args.json, json_text)
+    if args.markdown:
+        write_output(args.markdown, markdown_text)
+    if args.log:
+        write_output(args.log, "\n".join(log) + ("\n" if log else ""))
+    if not args.quiet:
+        sys.stdout.write(terminal)
+
+
+def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
+    """The stored outputs, each saying that it came from the cache."""
+    note = f"result from cache (key {entry.key[:12]}, computed {entry.created})"
+    doc = json.loads(entry.json)
+    doc["cache"] = {"hit": True, "key": entry.key, "created": entry.created}
+    json_text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    markdown_text = (f"{entry.markdown}\n_{note[0].upper()}{note[1:]}; "
+                     "`npu-gate check --no-cache` recomputes it._\n")
+    _emit_texts(args, json_text, markdown_text, f"{entry.text}  {note}\n", entry.log)
+    warn_device_timings(doc.get("device_timings"), doc["name"])

@@ -1,0 +1,69 @@
+"""`npu-gate probe` and `npu-gate probe setup`: build a model with a real compiler and compare its
+placement with the prediction; create a compiler's venv."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from npu_gate.commands.common import write_output
+from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
+
+
+def run(args: argparse.Namespace) -> int:
+    from npu_gate.probe import get_compiler
+
+    if args.model == "setup":
+        if len(args.setup_args) != 2:
+            raise GateError("usage: npu-gate probe setup COMPILER VENV [--torch] [--force]")
+        return _probe_setup(get_compiler(args.setup_args[0]), Path(args.setup_args[1]), args)
+    if args.setup_args:
+        raise GateError(f"probe: unexpected arguments {' '.join(args.setup_args)} (one MODEL.onnx per probe)")
+    from npu_gate.pipeline import probe_model
+    from npu_gate.render.probe import markdown, text
+    from npu_gate.target.profile import load_profile
+
+    compiler = get_compiler(args.compiler)
+    venv = Path(args.venv or f".venv-{compiler.name}")
+    profile = load_profile(args.profile, Path.cwd(), where="--profile")
+    result = probe_model(Path(args.model), compiler, args.target, compiler.python(venv),
+                         inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,
+                         keep=Path(args.keep_work).resolve() if args.keep_work else None)
+    if args.json:
+        write_output(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
+    if args.markdown:
+        write_output(args.markdown, markdown(result))
+    if args.log:
+        write_output(args.log, "\n".join(result.log) + "\n")
+    if not args.quiet:
+        sys.stdout.write(text(result))
+    return EXIT_PASS if result.built else EXIT_FAIL
+
+
+def _probe_setup(compiler: object, venv: Path, args: argparse.Namespace) -> int:
+    from npu_gate.probe.setup_env import setup
+
+    doc = setup(compiler, venv, torch=args.torch, python=args.python, force=args.force)  # type: ignore[arg-type]
+    if not args.quiet:
+        how = "reused" if doc["reused"] else f"created in {doc['setup_s']:.1f} s"
+        packages = doc.get("packages", {})
+        version = packages.get(doc.get("product"), "?")
+        print(f"npu-gate probe setup: {venv}: {doc['product']} {version}, torch {doc['torch']}, "
+              f"{doc['size_bytes'] / 1e6:.0f} MB, {how}")
+    return EXIT_PASS
+
+
+def _input_shapes(specs: list[str]) -> dict[str, list[int]]:
+    shapes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition(":")
+        try:
+            shape = [int(d) for d in dims.replace("x", ",").split(",")]
+        except ValueError:
+            shape = []
+        if not sep or not name or not shape or any(d < 1 for d in shape):
+            raise GateError(f"--inputs {spec}: expected NAME:DIMS with positive dims, e.g. images:1,3,224,224")
+        shapes[name] = shape
+    return shapes
