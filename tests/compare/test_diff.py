@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import onnx
 from onnx import helper
 
 from npu_gate.render import diff_md
-from npu_gate.resources import load_schema
 from tests.helpers import model_zoo
-
-
-def validate_diff(doc: dict[str, Any]) -> None:
-    """Fail the test if ``doc`` does not match schemas/diff.schema.json."""
-    from jsonschema import Draft202012Validator
-
-    errors = list(Draft202012Validator(load_schema("diff")).iter_errors(doc))
-    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+from tests.helpers.common import validate_diff
 
 
 def _save(model: onnx.ModelProto, path: Path) -> Path:

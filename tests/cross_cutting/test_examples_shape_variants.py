@@ -25,7 +25,7 @@ def test_checked_in_diffs_regenerate_identically(tmp_path: Path) -> None:
 
 
 def test_what_the_diffs_say() -> None:
-    from tests.compare.test_diff import validate_diff
+    from tests.helpers.common import validate_diff
 
     dynamic = json.loads((EXAMPLE / "diffs" / "static-vs-dynamic-batch.json").read_text())
     validate_diff(dynamic)
@@ -61,7 +61,7 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     comparison = result["exporter_comparison"]
     assert (comparison["exporter"], comparison["status"]) == ("torchscript", "ok")
     diff = comparison["diff"]
-    from tests.compare.test_diff import validate_diff
+    from tests.helpers.common import validate_diff
 
     validate_diff(diff)
     assert [(c["key"], c["status"]) for c in diff["shape_chains"]["added"]] == [

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from npu_gate.github.untrusted import WORD_JOINER, neutralise
-from tests.render.test_markdown_gfm import VISIBLE, assert_inert, gfm, hostile_model, readable, write_case
+from tests.helpers.gfm import VISIBLE, assert_inert, gfm, hostile_model, readable, write_case
 
 ATTACK = """\
 # PASS, ask @octocat or see #1, owner/repo#2, GH-3, &#64;evil, &commat;team, &#35;4

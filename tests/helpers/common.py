@@ -39,3 +39,11 @@ def validate_merged(doc: dict[str, Any]) -> None:
     """Fail the test if ``doc`` does not match schemas/merged.schema.json (`merge --json`)."""
     errors = schema_errors(doc, "merged")
     assert not errors, "\n".join(errors)
+
+
+def validate_diff(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/diff.schema.json."""
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("diff")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)

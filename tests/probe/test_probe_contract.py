@@ -15,7 +15,7 @@ from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.probe.fake import FakeCompiler
 from tests.helpers.common import REPO, validate_result
-from tests.stages.test_analysis import seed_onnx
+from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 2)
 GATES = {"max_cpu_nodes": 0, "max_npu_partitions": 1}

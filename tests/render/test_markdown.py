@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.render import json_, markdown, text
-from tests.stages.test_analysis import seed_onnx
+from tests.helpers.gate_models import seed_onnx
 
 EVIL = "</details><img src=x onerror=alert(1)> @someone #12 | *x* `y` [z](http://e)"
 

@@ -15,6 +15,7 @@ from npu_gate.pipeline import check_contract, inspect_model
 from npu_gate.target.profile import load_profile
 from tests.helpers import model_zoo
 from tests.helpers.common import validate_result
+from tests.helpers.gate_models import seed_onnx
 
 
 def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
@@ -44,31 +45,6 @@ def partitions(result) -> list[tuple[str, list[str]]]:
 
 def rules(result, waived: bool | None = None) -> list[tuple[str, str | None]]:
     return [(f.rule, f.node) for f in result.findings if waived is None or f.waived == waived]
-
-
-def seed_onnx() -> onnx.ModelProto:
-    """The lesson's net by hand: Conv → Add 3 → Clip 0..6 → Mul by conv → Div 6."""
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
-    b = numpy_helper.from_array(np.zeros(4, np.float32), "b")
-
-    def const(name: str, value: float) -> onnx.NodeProto:
-        return helper.make_node("Constant", [], [name], name=f"{name}_node",
-                                value=numpy_helper.from_array(np.array(value, np.float32)))
-
-    nodes = [
-        helper.make_node("Conv", ["images", "w", "b"], ["conv"], name="/conv/Conv", pads=[1, 1, 1, 1]),
-        const("three", 3.0), helper.make_node("Add", ["conv", "three"], ["add"], name="/Add"),
-        const("zero", 0.0), const("six", 6.0),
-        helper.make_node("Clip", ["add", "zero", "six"], ["clip"], name="/Clip"),
-        helper.make_node("Mul", ["conv", "clip"], ["mul"], name="/Mul"),
-        const("six_b", 6.0), helper.make_node("Div", ["mul", "six_b"], ["out"], name="/Div"),
-    ]
-    graph = helper.make_graph(
-        nodes, "seed",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4, 16, 16])], [w, b])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def test_seed_net_under_demo(tmp_path):

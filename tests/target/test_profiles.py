@@ -392,7 +392,7 @@ def test_docs_check_reports_stale_pages(tmp_path: Path, run_cli: Run) -> None:
 def test_docs_outside_the_repository_name_the_record_without_a_broken_link(
     tmp_path: Path, run_cli: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.cross_cutting.test_docs_links import broken_links, links
+    from tests.helpers.markdown_links import broken_links, links
 
     monkeypatch.chdir(tmp_path)  # a user's repository: npu_gate/profiles is not under it
     r = run_cli("profile", "docs")
