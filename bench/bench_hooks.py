@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the repository root: `tests.helpers` holds the fixtures
 
-from hook_fixtures import contract_doc, tiny_model, write_onnx_contract  # noqa: E402
+from tests.helpers.hook_fixtures import contract_doc, tiny_model, write_onnx_contract  # noqa: E402
 
 
 def npu_gate() -> list[str]:

@@ -59,9 +59,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the repository root: `tests.helpers` holds the generated graphs
 
-import model_zoo  # noqa: E402  (generated graphs live with the tests)
+from tests.helpers import model_zoo  # noqa: E402  (generated graphs live with the tests)
 
 FLOOR = (
     "import sys, onnx; m = onnx.load(sys.argv[1]); "

@@ -1,11 +1,12 @@
-"""Shared fixtures: run the CLI in-process, write contracts and models, validate results."""
+"""Shared fixtures: run the CLI in-process, write contracts and models, compare with golden files.
+
+What tests import (REPO, CliRun, the schema checks, model builders) lives in tests/helpers/."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,7 @@ import onnx
 import pytest
 
 from npu_gate.cli import main
-from npu_gate.resources import load_schema
-
-sys.path.insert(0, str(Path(__file__).parent))  # `import model_zoo` from any test
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers.common import REPO, CliRun
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,13 +37,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if stray:
         print(f"\ntests left files in {Path.cwd()}: {', '.join(stray)}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-@dataclass
-class CliRun:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -77,28 +67,6 @@ def write_contract(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
-
-
-def schema_errors(doc: Any, name: str) -> list[str]:
-    """``doc``'s violations of schemas/<name>.schema.json, one line each (the schemas refer to each other)."""
-    from jsonschema import Draft202012Validator
-
-    from npu_gate.validation import schema_registry
-
-    validator = Draft202012Validator(load_schema(name), registry=schema_registry())
-    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
-
-
-def validate_result(doc: dict[str, Any]) -> None:
-    """Fail the test if ``doc`` does not match schemas/result.schema.json."""
-    errors = schema_errors(doc, "result")  # stages.probe: probe's schema
-    assert not errors, "\n".join(errors)
-
-
-def validate_merged(doc: dict[str, Any]) -> None:
-    """Fail the test if ``doc`` does not match schemas/merged.schema.json (`merge --json`)."""
-    errors = schema_errors(doc, "merged")
-    assert not errors, "\n".join(errors)
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
     python make_diffs.py
 
 Runs ``npu-gate diff A B`` from this folder (so the reports name the files relatively)
-under the demo profile. tests/test_examples_shape_variants.py checks that the output is
-identical to what is checked in.
+under the demo profile. tests/cross_cutting/test_examples_shape_variants.py checks that the
+output is identical to what is checked in.
 """
 
 from __future__ import annotations

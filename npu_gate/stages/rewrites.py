@@ -218,7 +218,7 @@ class Rewriting:
                     result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
                                                ver.candidate, self.samples)
                     if not result.metric["passed"]:
-                        result.findings.append(make_finding("task-metric", _metric_message(result.metric)))
+                        result.findings.append(make_finding("task-metric", metric_message(result.metric)))
             except Exception as exc:
                 failure = exc
         else:
@@ -297,7 +297,7 @@ class Rewriting:
             result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
                                        self.samples)
             if not result.metric["passed"]:
-                result.findings.append(make_finding("task-metric", _metric_message(result.metric)))
+                result.findings.append(make_finding("task-metric", metric_message(result.metric)))
 
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
@@ -382,7 +382,7 @@ class Rewriting:
 
             task = run_metric(self.contract.metric, self.contract.folder, ver.reference, ver.candidate, self.samples)
             if not task["passed"]:
-                self._rejected.append(where | {"reason": _metric_message(task)})
+                self._rejected.append(where | {"reason": metric_message(task)})
                 return "numerics", None
         key = f"cpu_reference_suggestion_{index}_s"
         timings[key] = cpu_latency(candidate, self.samples[0], LATENCY_RUNS)
@@ -536,7 +536,7 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def _metric_message(metric: dict[str, Any]) -> str:
+def metric_message(metric: dict[str, Any]) -> str:
     if "error" in metric:
         return f"task metric could not be computed: {metric['error']}"
     bad = [c for c in metric["checks"] if not c["passed"]]

@@ -1,0 +1,903 @@
+"""`npu-gate profile calibrate`: the sweeps, the derivation from a record (offline), the
+checked-in rknn-rk3588 profile against its record, the profile diff, the whole path on the fake
+compiler (batch child with a crash and a restart), and on the real RKNN-Toolkit2 (marked `rknn`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_document, record_json
+from npu_gate.calibrate.diff import diff_profiles
+from npu_gate.calibrate.infer import compiler_fused, derive
+from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, X, between, single
+from npu_gate.probe.fake import FakeCompiler
+from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
+from npu_gate.result.probe import ACTUALS, STATUSES
+from npu_gate.target.profile import load_profile
+from npu_gate.validation import schema_problems
+from tests.helpers.common import REPO
+
+TINY = {f.op: f for f in SWEEPS["tiny"]()}
+
+
+def _point(pid: str, family: str, status: str = "ok", device: str | None = None, **more: Any) -> dict[str, Any]:
+    return {"point": pid, "family": family, "status": status, "device": device, **more}
+
+
+def _record(families: list[Family], devices: dict[str, str | None], **more: Any) -> dict[str, Any]:
+    """A record with the given device per point (None: the point crashed)."""
+    points = [_point(p.id, f.id, "ok" if devices[p.id] else "crashed", devices[p.id])
+              for f in families for p in f.points]
+    return {"name": "cal", "record_name": "cal.calibration.json", "sweep": "tiny", "command": "npu-gate ...",
+            "extends": None, "compiler": {"name": "c", "version": "1", "target": "t"}, "points": points, **more}
+
+
+# --- the sweeps ---------------------------------------------------------------------------
+
+def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
+    for name, make in SWEEPS.items():
+        families = make()
+        points = [p for f in families for p in f.points]
+        assert len({f.id for f in families}) == len(families), name
+        assert len({p.id for p in points}) == len(points), name
+        for family in families:
+            for point in family.points:
+                nodes = {n.name for n in point.build().graph.node}
+                if family.kind == OP:
+                    assert family.node_of(point) in nodes, point.id
+    standard = SWEEPS["standard"]()
+    assert sum(len(f.points) for f in standard) == 335
+    assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
+    assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER}
+
+
+def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path) -> None:
+    ops: dict[str, Any] = {}
+    for family in (f for f in SWEEPS["standard"]() if f.kind == OP):
+        written = ops.setdefault(family.op, {"constraints": []})["constraints"]
+        written += [c for c in family.constraints if c not in written]  # Resize's two families share one
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps({"name": "all", "description": "d", "source": "s", "evidence": "illustrative",
+                                "ops": ops}), encoding="utf-8")
+    assert load_profile(str(path)).ops["AveragePool"]["constraints"][0]["id"] == "averagepool-pads-count-include-pad"
+
+
+# --- derivation from a record (no compiler) -----------------------------------------------
+
+def test_a_hypothesis_that_predicts_every_point_is_written_citing_the_record() -> None:
+    family = TINY["AveragePool"]
+    devices = dict(zip([p.id for p in family.points], ["cpu", "npu", "npu"], strict=True))
+    derived = derive(_record([family], devices), [family])
+    entry = derived.ops["AveragePool"]
+    assert entry is not None
+    [constraint] = entry["constraints"]
+    assert constraint["id"] == "averagepool-pads-count-include-pad"
+    assert constraint["doc"] == "cal.calibration.json#AveragePool"
+    assert constraint["message"] == ("in calibration AveragePool ran on CPU (or was not built) at every sweep point "
+                                     "failing this constraint (1 of 3 points off the NPU; "
+                                     "cal.calibration.json#AveragePool)")
+    assert derived.verdicts["AveragePool"]["verdict"] == "constrained"
+    assert derived.verdicts["AveragePool"]["measured"] == [["averagepool-k3-s1-pad1-include0", "cpu"],
+                                                           ["averagepool-k3-s1-pad1-include1", "npu"],
+                                                           ["averagepool-k3-s1-pad0-include0", "npu"]]
+
+
+def test_a_hypothesis_message_follows_what_was_measured() -> None:
+    """A hypothesis may say what the sweep did not measure; the written message keeps it after the counts."""
+    from dataclasses import replace
+
+    family = TINY["AveragePool"]
+    [hypothesis] = family.constraints
+    said = replace(family, constraints=[{**hypothesis, "message": "kernels other than 3 were not measured"}])
+    devices = dict(zip([p.id for p in family.points], ["cpu", "npu", "npu"], strict=True))
+    entry = derive(_record([said], devices), [said]).ops["AveragePool"]
+    assert entry is not None
+    assert entry["constraints"][0]["message"] == (
+        "in calibration AveragePool ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(1 of 3 points off the NPU; cal.calibration.json#AveragePool); kernels other than 3 were not measured")
+
+
+@pytest.mark.parametrize(("devices", "verdict", "written", "against"), [
+    (["npu", "cpu", "cpu"], "unexplained", False, [0, 1, 2]),  # contradicts the hypothesis: nothing is written
+    (["npu", "npu", "npu"], "npu", True, None),  # no condition seen: the op without constraints
+    (["cpu", "cpu", "split"], "cpu", False, None),  # never on the NPU: left out (no base)
+    (["cpu", None, "npu"], "unexplained", False, [1]),  # a crash counts as "not on the NPU"
+    ([None, "npu", "npu"], "constrained", True, None),  # ... and the hypothesis excludes it
+])
+def test_what_is_claimed_from_the_points(devices: list[str | None], verdict: str, written: bool,
+                                         against: list[int] | None) -> None:
+    family = TINY["AveragePool"]
+    derived = derive(_record([family], dict(zip([p.id for p in family.points], devices, strict=True))), [family])
+    assert derived.verdicts["AveragePool"]["verdict"] == verdict
+    assert ("AveragePool" in derived.ops) is written
+    assert derived.verdicts["AveragePool"].get("contradicted_by") == \
+        (None if against is None else [family.points[i].id for i in against])
+
+
+def test_mixed_points_without_a_hypothesis_are_unexplained() -> None:
+    family = Family("relu-mixed", "Relu", [single("relu-a", "Relu"), single("relu-b", "Relu")])
+    derived = derive(_record([family], {"relu-a": "npu", "relu-b": "cpu"}), [family])
+    assert derived.ops == {}
+    assert derived.verdicts["Relu"]["verdict"] == "unexplained"
+    assert derived.verdicts["Relu"]["hypotheses"] == [] and derived.verdicts["Relu"]["contradicted_by"] == ["relu-b"]
+
+
+def test_the_base_claim_is_kept_where_the_points_agree_and_removed_where_they_do_not() -> None:
+    base = load_profile("rknn-toolkit2-v2.1")  # Softmax: softmax-batch-1 (input dim 0 at most 1); lists Erf
+    softmax = Family("softmax", "Softmax", [single("softmax-b1", "Softmax", axis=-1),
+                                            single("softmax-b2", "Softmax", {"x": ("float32", [2, 16, 32, 32])},
+                                                   axis=-1)])
+    erf, relu = TINY["Erf"], TINY["Relu"]
+    abs_ = Family("abs", "Abs", [single("abs-x", "Abs")])
+    devices = {"softmax-b1": "npu", "softmax-b2": "npu", erf.points[0].id: "cpu", relu.points[0].id: "npu",
+               "abs-x": "cpu"}
+    derived = derive(_record([softmax, erf, relu, abs_], devices), [softmax, erf, relu, abs_], base)
+    assert derived.ops["Softmax"] == {"constraints": [], "note": (
+        "measured on the NPU at all 2 sweep points (softmax; cal.calibration.json#Softmax); dropped from the base, "
+        "contradicted by the points: softmax-batch-1")}
+    assert derived.ops["Erf"] is None  # the base lists it: null removes it
+    assert "Abs" not in derived.ops  # not in the base: nothing to remove
+    assert derived.ops["Relu"] is not None and derived.ops["Relu"]["constraints"] == []
+    one = derive(_record([softmax], {"softmax-b1": "npu", "softmax-b2": "npu"}), [
+        Family("softmax", "Softmax", softmax.points[:1])], base)
+    assert [c["id"] for c in one.ops["Softmax"]["constraints"]] == ["softmax-batch-1"]  # kept: not contradicted
+
+
+def test_a_record_from_another_sweep_is_refused() -> None:
+    with pytest.raises(ValueError, match="no measurement for 7 sweep point"):
+        derive(_record([], {}), SWEEPS["tiny"]())
+
+
+def _pattern_record(family: Family, fused: dict[str, bool]) -> dict[str, Any]:
+    points = []
+    for p in family.points:
+        names = [n.name for n in p.build().graph.node]
+        rows = {n: [1] if fused[p.id] or n == "conv" else [i + 2] for i, n in enumerate(names)}
+        points.append({"point": p.id, "family": family.id, "status": "ok",
+                       "nodes": {n: ["npu", "npu", None] for n in names}, "rows": rows})
+    candidates = candidates_from(load_profile("rknn-rk3588-fused"))
+    return {"record_name": "cal.calibration.json", "points": points, "candidates": candidates}
+
+
+def test_a_pattern_is_carried_only_when_every_point_it_matches_was_fused() -> None:
+    family = next(f for f in SWEEPS["standard"]() if f.id == "pattern-hardswish")
+    ids = [p.id for p in family.points]
+    assert ids == ["hardswish-after-conv", "hardswish-near-miss-clip-0-5", "hardswish-near-miss-div-5"]
+    good = derive(_pattern_record(family, {ids[0]: True, ids[1]: False, ids[2]: False}), [family])
+    [pattern] = good.patterns
+    assert pattern["name"] == "hardswish-add-clip-mul-div"
+    assert pattern["evidence"] == (
+        "calibration (cal.calibration.json#pattern-hardswish-add-clip-mul-div): fused by the compiler at "
+        "hardswish-after-conv; not matched here: hardswish-near-miss-clip-0-5, hardswish-near-miss-div-5")
+    wider = derive(_pattern_record(family, {ids[0]: True, ids[1]: True, ids[2]: False}), [family])
+    assert len(wider.patterns) == 1
+    assert wider.verdicts["pattern hardswish-add-clip-mul-div"]["fused_but_not_matched"] == [ids[1]]
+    wrong = derive(_pattern_record(family, {ids[0]: False, ids[1]: False, ids[2]: False}), [family])
+    assert wrong.patterns == []
+    assert wrong.verdicts["pattern hardswish-add-clip-mul-div"]["contradicted_by"] == [ids[0]]
+
+
+def test_compiler_fused_needs_one_npu_op_holding_every_pattern_node() -> None:
+    nodes = {"conv": ["npu", "npu", None], "a": ["fused", "npu", "ConvX"], "b": ["fused", "npu", "ConvX"]}
+    assert compiler_fused({"status": "ok", "nodes": nodes, "rows": {"conv": [1], "a": [1], "b": [1, 2]}})
+    assert not compiler_fused({"status": "ok", "nodes": nodes, "rows": {"conv": [1], "a": [1], "b": [2]}})
+    assert not compiler_fused({"status": "ok", "nodes": {**nodes, "b": ["cpu", "cpu", None]},
+                               "rows": {"a": [1], "b": [1]}})
+    assert not compiler_fused({"status": "crashed", "nodes": nodes, "rows": {"a": [1], "b": [1]}})
+
+
+def test_the_rank_adapter_rule_is_carried_only_when_it_predicts_every_point() -> None:
+    family = Family("adapters", "Reshape", [single("a-2x8", "Relu", {"x": ("float32", [2, 8])}),
+                                            single("a-2x12", "Relu", {"x": ("float32", [2, 12])}),
+                                            single("a-4d", "Relu")], kind=ADAPTER)
+
+    def record(added: dict[str, list[list[str]]]) -> dict[str, Any]:
+        points = [{"point": p, "family": "adapters", "status": "ok", "nodes": {}, "added": a} for p, a in added.items()]
+        return {"record_name": "r.json", "points": points,
+                "candidates": candidates_from(load_profile("rknn-rk3588-fused"))}
+
+    agree = derive(record({"a-2x8": [["Reshape", "npu"], ["Reshape", "npu"]],
+                           "a-2x12": [["Reshape", "cpu"], ["Reshape", "cpu"]], "a-4d": []}), [family])
+    assert agree.rank_adapters is not None and agree.rank_adapters["npu_when"] == {"axis": -1, "multiple_of": 8}
+    assert agree.verdicts["rank_adapters"]["verdict"] == "confirmed"
+    against = derive(record({"a-2x8": [["Reshape", "npu"], ["Reshape", "npu"]],
+                             "a-2x12": [["Reshape", "npu"], ["Reshape", "cpu"]], "a-4d": []}), [family])
+    assert against.rank_adapters is None
+    assert against.verdicts["rank_adapters"]["contradicted_by"] == ["a-2x12"]
+
+
+# --- the built-in calibrated profile ------------------------------------------------------
+
+def test_the_builtin_rknn_rk3588_profile_is_what_its_record_derives() -> None:
+    """Re-derived without the compiler: the checked-in profile and record cannot drift apart."""
+    record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+    profile = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))
+    doc, derived = derive_profile(record)
+    assert doc == profile, "regenerate: the command in the profile's source"
+    assert derived.verdicts == record["verdicts"]
+    assert record_json(record) == (profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8")
+
+
+def test_the_builtin_record_says_what_was_measured() -> None:
+    record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+    assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 335
+    assert record["command"] in load_profile("rknn-rk3588").source
+    verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
+    assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Reshape", "Transpose"]
+    assert sorted(k for k, v in verdicts.items() if v == "constrained") == [
+        "Add", "AveragePool", "ConvTranspose", "Max", "Pad", "Pow", "Relu", "Resize", "Slice"]
+    assert verdicts["rank_adapters"] == "contradicted"
+    crashed = sorted(p["point"] for p in record["points"] if p["status"] == "crashed")
+    assert crashed == ["relu-1x16x32x32-int8", "resize-cubic-asymmetric-x0.5", "resize-cubic-half_pixel-x2"]
+    assert "rknn-rk3588" in builtin_profile_names() and "rknn-rk3588.calibration" not in builtin_profile_names()
+
+
+def test_reshape_is_unexplained_by_the_points_beyond_rank_2() -> None:
+    """[1,C] alone said "last dim a multiple of 8"; the points at other ranks and shapes contradict
+    it, and the channel shuffle's Reshapes are folded away, so nothing is claimed for Reshape."""
+    verdict = _builtin_record()["verdicts"]["Reshape"]
+    assert (verdict["verdict"], verdict["points"], verdict["on_npu"]) == ("unexplained", 31, 15)
+    assert verdict["hypotheses"] == ["reshape-2d-output-last-dim-multiple-of-8"]
+    assert verdict["contradicted_by"] == [
+        "reshape-1x16x6x6-to-1x576", "reshape-1x16x2x2-to-1x2x8x2x2", "reshape-shuffle-1x16x2x2-reshape",
+        "reshape-shuffle-1x16x2x2-reshape-back", "reshape-shuffle-1x16x4x4-reshape",
+        "reshape-shuffle-1x16x4x4-reshape-back", "reshape-1x12x5x5-to-1x12x25", "reshape-1x16x6x6-to-1x16x36"]
+    off = {pid: outcome for pid, outcome in verdict["measured"] if outcome != "npu"}
+    assert off == {
+        **{f"reshape-1x{c}x1x1-to-1x{c}": "cpu" for c in (7, 9, 12, 15, 17, 33)},
+        "reshape-1x16x6x6-to-1x576": "cpu", "reshape-1x12x5x5-to-1x300": "cpu", "reshape-1x16x6x6-to-16x36": "cpu",
+        "reshape-1x16x2x2-to-1x2x8x2x2": "cpu", "reshape-1x12x5x5-to-1x12x25": "cpu",
+        "reshape-1x16x6x6-to-1x16x36": "cpu",
+        **{f"reshape-shuffle-1x16x{w}x{w}-{m}": "folded" for w in (2, 4) for m in ("reshape", "reshape-back")}}
+    assert "Reshape" not in json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))["ops"]
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_channel_shuffle_runs_on_the_npu_under_rknn_rk3588(tmp_path: Path, width: int) -> None:
+    """shufflenet's shuffle (Reshape to 5-D, Transpose, Reshape back, last dim a width of 2 or 4):
+    one NPU partition, as the compiler built it (the Reshape claim is the base's, unconstrained)."""
+    from npu_gate.calibrate.sweeps import shuffle
+    from npu_gate.pipeline import inspect_model
+
+    (tmp_path / "m.onnx").write_bytes(shuffle(width, "reshape").build().SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [(n.name, n.op_type, n.placement, n.partition) for n in result.nodes] == [
+        ("before", "Relu", "npu", 0), ("reshape", "Reshape", "npu", 0), ("transpose", "Transpose", "npu", 0),
+        ("reshape_back", "Reshape", "npu", 0), ("after", "Relu", "npu", 0)]
+    assert result.findings == []
+
+
+def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> None:
+    """The input-value hypotheses of the sweep predict every measured point of the three ops
+    that attribute and shape tests left unexplained; each written constraint cites its points."""
+    verdicts = _builtin_record()["verdicts"]
+    profile = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))
+    ops = ("Resize", "Slice", "Pad")
+    cpu = {op: [pid for pid, outcome in verdicts[op]["measured"] if outcome != "npu"] for op in ops}
+    assert cpu == {
+        "Resize": ["resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
+                   "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3",
+                   "resize-linear-align_corners-x1.5", "resize-linear-pytorch_half_pixel-x1.5",
+                   "resize-cubic-half_pixel-x2", "resize-cubic-asymmetric-x0.5", "resize-linear-half_pixel-x1.25",
+                   "resize-linear-asymmetric-x1.25",
+                   "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
+                   "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
+                   "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
+                   "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
+                   "resize-sizes-linear-half_pixel-48x64", "resize-sizes-linear-half_pixel-40x40"],
+        "Slice": ["slice-axis1-step2", "slice-axis2-step2", "slice-axis3-step2"],
+        "Pad": ["pad-ch-constant"]}
+    assert {op: (verdicts[op]["verdict"], verdicts[op]["constraints"], verdicts[op]["points"], verdicts[op]["on_npu"])
+            for op in ("Resize", "Slice", "Pad")} == {
+        "Resize": ("constrained", ["resize-linear-not-align-corners", "resize-linear-scales-measured",
+                                   "resize-mode-nearest-or-linear"], 93, 72),
+        "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 8, 5),
+        "Pad": ("constrained", ["pad-not-c-and-h"], 6, 5)}
+    written = {op: {c["id"]: c for c in profile["ops"][op]["constraints"]} for op in ("Resize", "Slice", "Pad")}
+    ratios = [0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8]  # every one measured on the NPU, no other
+    assert written["Resize"]["resize-linear-scales-measured"]["any_of"] == [
+        {"attribute": "mode", "in": ["nearest"]},
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": ratios}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": ratios}}]
+    assert written["Resize"]["resize-linear-not-align-corners"]["any_of"] == [
+        {"attribute": "mode", "in": ["nearest"]},
+        {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]},
+        {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [1]}},
+        {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [1]}}]
+    assert {i: c["message"] for i, c in written["Resize"].items() if i != "resize-2d"} == RESIZE_MESSAGES
+    assert verdicts["Resize"]["families"] == ["resize-mode-coordinates-scales", "resize-sizes"]
+    assert [c["id"] for c in profile["ops"]["Resize"]["constraints"]] == [  # the two families' hypothesis once
+        "resize-mode-nearest-or-linear", "resize-linear-not-align-corners", "resize-linear-scales-measured",
+        "resize-2d"]
+    assert written["Slice"]["slice-steps-1-or-minus-1"]["value"] == {"each": True, "in": [1, -1], "default": [1]}
+    assert written["Pad"]["pad-not-c-and-h"]["value"] == {"padded_axes": True, "not_in": [[1, 2]]}
+    assert [written[op][i]["doc"] for op, i in (("Resize", "resize-linear-scales-measured"),
+                                                 ("Slice", "slice-steps-1-or-minus-1"), ("Pad", "pad-not-c-and-h"))] \
+        == ["rknn-rk3588.calibration.json#Resize", "rknn-rk3588.calibration.json#Slice",
+            "rknn-rk3588.calibration.json#Pad"]
+    assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
+        "in calibration Slice ran on CPU (or was not built) at every sweep point failing this constraint "
+        "(3 of 8 points off the NPU; rknn-rk3588.calibration.json#Slice)")
+
+
+MEASURED = ("in calibration Resize ran on CPU (or was not built) at every sweep point failing this constraint "
+            "(21 of 93 points off the NPU; rknn-rk3588.calibration.json#Resize)")
+RESIZE_MESSAGES = {
+    "resize-mode-nearest-or-linear": MEASURED,
+    "resize-linear-not-align-corners": f"{MEASURED}; linear align_corners was measured on the NPU only as an "
+                                       "identity (H and W ratio 1)",
+    "resize-linear-scales-measured": f"{MEASURED}; linear was measured on the NPU at H and W ratios 1/8, 1/4, 1/3, "
+                                     "1/2, 1, 2, 3, 4, 5 and 8, on CPU at 1.5, 1.25 and 0.625; other ratios, integer "
+                                     "ones (6, 7, 16...) and their reciprocals too, were not measured and are not "
+                                     "claimed"}
+
+# Torch-like Resize by sizes on x [1, 3, 40, 24] (not the sweep's shape): roi and scales absent, sizes
+# an initializer (the dynamo exporter) or folded from Shape -> Slice -> Concat (the TorchScript exporter).
+RESIZE_BY_SIZES = [
+    ("nearest asymmetric x2", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                               "nearest_mode": "floor", "sizes": [1, 3, 80, 48]}, "npu", []),
+    ("nearest asymmetric x1.5", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                 "sizes": [1, 3, 60, 36]}, "npu", []),
+    ("linear half_pixel x2", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                              "sizes": [1, 3, 80, 48]}, "npu", []),
+    ("linear half_pixel x0.5 from Shape", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                           "sizes": [1, 3, 20, 12], "sizes_from_shape": True}, "npu", []),
+    ("linear half_pixel H x3, W x0.5", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                        "sizes": [1, 3, 120, 12]}, "npu", []),
+    ("linear half_pixel x1.5", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                "sizes": [1, 3, 60, 36]}, "cpu",
+     [("resize-linear-scales-measured", ["linear", "absent", [1.5, 1.5]])]),
+    ("linear pytorch_half_pixel H x2, W x1.5 from Shape", {
+        "mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel", "sizes": [1, 3, 80, 36],
+        "sizes_from_shape": True}, "cpu", [("resize-linear-scales-measured", ["linear", "absent", 1.5])]),
+    ("linear align_corners x2", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                 "sizes": [1, 3, 80, 48]}, "cpu",
+     [("resize-linear-not-align-corners", ["linear", "align_corners", "absent", [2.0, 2.0]])]),
+]
+
+
+# The wider ratios (segmentation heads and FPNs upsample by 4 and 8), by scales and by sizes, on the
+# same x: H and W ratios in {1/8, 1/4, 1/3, 1/2, 1, 2, 3, 4, 5, 8} on the NPU; x6 was never measured.
+NOT_MEASURED_X6 = [("resize-linear-scales-measured", ["linear", [6.0, 6.0], "absent"])]
+RESIZE_RATIOS = [
+    ("scales linear half_pixel x4", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                     "scale": 4.0}, "npu", []),
+    ("scales linear asymmetric x8", {"mode": "linear", "coordinate_transformation_mode": "asymmetric",
+                                     "scale": 8.0}, "npu", []),
+    ("scales linear pytorch_half_pixel x0.25", {"mode": "linear", "coordinate_transformation_mode":
+                                                "pytorch_half_pixel", "scale": 0.25}, "npu", []),
+    ("scales nearest asymmetric x8", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                      "scale": 8.0}, "npu", []),
+    ("scales linear half_pixel x6", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                     "scale": 6.0}, "cpu", NOT_MEASURED_X6),
+    ("scales linear half_pixel x1.25", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                        "scale": 1.25}, "cpu",
+     [("resize-linear-scales-measured", ["linear", [1.25, 1.25], "absent"])]),
+    ("scales linear align_corners x1", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                        "scale": 1.0}, "npu", []),
+    ("scales linear align_corners x4", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                        "scale": 4.0}, "cpu",
+     [("resize-linear-not-align-corners", ["linear", "align_corners", [4.0, 4.0], "absent"])]),
+    ("sizes linear half_pixel x4", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                    "sizes": [1, 3, 160, 96]}, "npu", []),
+    ("sizes linear half_pixel x8 from Shape", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                               "sizes": [1, 3, 320, 192], "sizes_from_shape": True}, "npu", []),
+    ("sizes linear pytorch_half_pixel x0.25", {"mode": "linear", "coordinate_transformation_mode":
+                                               "pytorch_half_pixel", "sizes": [1, 3, 10, 6]}, "npu", []),
+    ("sizes linear half_pixel H x4, W x8", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                            "sizes": [1, 3, 160, 192]}, "npu", []),
+    ("sizes linear align_corners identity", {"mode": "linear", "coordinate_transformation_mode": "align_corners",
+                                             "sizes": [1, 3, 40, 24]}, "npu", []),
+    ("sizes linear half_pixel x6", {"mode": "linear", "coordinate_transformation_mode": "half_pixel",
+                                    "sizes": [1, 3, 240, 144]}, "cpu",
+     [("resize-linear-scales-measured", ["linear", "absent", [6.0, 6.0]])]),
+]
+
+
+@pytest.mark.parametrize(("args", "placement", "failures"), [pytest.param(*case[1:], id=case[0])
+                                                             for case in RESIZE_BY_SIZES + RESIZE_RATIOS])
+def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placement: str,
+                                  failures: list[tuple[str, Any]]) -> None:
+    """The measured rule on torch-like Resize nodes: linear on the NPU only where the scales (or sizes
+    / input dims) on H and W are ratios measured there, and not align_corners except as an identity;
+    nearest everywhere (the resize-mode-coordinates-scales and resize-sizes families)."""
+    from npu_gate.pipeline import inspect_model
+    from tests.helpers.profile_builders import resize
+
+    (tmp_path / "m.onnx").write_bytes(resize(x=[1, 3, 40, 24], **args).SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert {n.name: n.placement for n in result.nodes}["node0"] == placement
+    found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
+    assert found == failures
+    # the constraint, what failed, then the calibration's evidence
+    messages = {f.constraint: f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
+    assert {c: (m.startswith(f"{c}: "), m.endswith(f"; {RESIZE_MESSAGES[c]}")) for c, m in messages.items()} == {
+        c: (True, True) for c, _ in failures}
+
+
+def test_a_calibrated_constraint_finding_says_which_condition_failed(tmp_path: Path) -> None:
+    """Every Resize constraint of rknn-rk3588 used to give the same message: the calibration counts only."""
+    from npu_gate.pipeline import inspect_model
+    from tests.helpers.profile_builders import resize
+
+    (tmp_path / "m.onnx").write_bytes(resize(mode="cubic").SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [f.message for f in result.findings if f.rule == "op-constraint"] == [
+        f"resize-mode-nearest-or-linear: attribute mode cubic not in {{nearest, linear}}; {MEASURED}"]
+
+
+@pytest.mark.torch
+def test_torch_upsampling_under_rknn_rk3588(tmp_path: Path) -> None:
+    """F.interpolate as segmentation heads and FPNs write it, exported by TorchScript (scales as a
+    Constant, size folded from Shape -> Slice -> Concat): x4, x8 and x0.25 bilinear run on the NPU,
+    x6 (never measured) and align_corners x4 on CPU."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    from npu_gate.pipeline import inspect_model
+
+    interpolate = torch.nn.functional.interpolate
+
+    class Heads(torch.nn.Module):
+        def forward(self, x: Any) -> tuple[Any, ...]:
+            bilinear = [interpolate(x, scale_factor=s, mode="bilinear") for s in (4.0, 8.0, 0.25)]
+            return (*bilinear, interpolate(x, size=(160, 96), mode="bilinear"),
+                    interpolate(x, scale_factor=8.0, mode="nearest"), interpolate(x, scale_factor=6.0, mode="bilinear"),
+                    interpolate(x, scale_factor=4.0, mode="bilinear", align_corners=True))
+
+    path = tmp_path / "heads.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Heads().eval(), (torch.rand(1, 3, 40, 24),), str(path), dynamo=False, opset_version=17)
+    result = inspect_model(path, load_profile("rknn-rk3588"))
+    resizes = [n for n in result.nodes if n.op_type == "Resize"]
+    assert [(n.attributes["mode"], n.attributes["coordinate_transformation_mode"], n.placement) for n in resizes] == [
+        ("linear", "half_pixel", "npu"), ("linear", "half_pixel", "npu"), ("linear", "half_pixel", "npu"),
+        ("linear", "half_pixel", "npu"), ("nearest", "asymmetric", "npu"), ("linear", "half_pixel", "cpu"),
+        ("linear", "align_corners", "cpu")]
+    assert [(f.node, f.constraint, f.actual) for f in result.findings if f.rule == "op-constraint"] == [
+        (resizes[5].name, "resize-linear-scales-measured", ["linear", [6.0, 6.0], "absent"]),
+        (resizes[6].name, "resize-linear-not-align-corners", ["linear", "align_corners", [4.0, 4.0], "absent"])]
+
+
+def test_from_record_beside_out_rewrites_only_the_verdicts(run_cli, tmp_path: Path) -> None:
+    """The built-in is regenerated by the tool: the record's points stay, its verdicts are derived again."""
+    record = _builtin_record()
+    pad = record["verdicts"]["Pad"]
+    before = {k: pad[k] for k in ("families", "points", "on_npu", "measured")} | {
+        "verdict": "unexplained", "hypotheses": [], "contradicted_by": ["pad-ch-constant"], "notes": ["vocabulary"]}
+    stale = {**record, "verdicts": {**record["verdicts"], "Pad": before}}  # Pad as derived before value tests
+    path = tmp_path / "rknn-rk3588.calibration.json"
+    path.write_text(record_json(stale), encoding="utf-8")
+    run = run_cli("profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "rknn-rk3588.json",
+                  "--from-record", path)
+    assert run.code == 0, run.err
+    assert run.out.endswith(f"wrote {tmp_path / 'rknn-rk3588.json'} (64 ops, 5 patterns) and {path}\n")
+    assert path.read_text(encoding="utf-8") == (profile_dir() / "rknn-rk3588.calibration.json").read_text(
+        encoding="utf-8")
+    # the same profile; its $schema is left out, the bundled schemas not being under the current folder
+    builtin = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))
+    assert builtin["$schema"] == "../../schemas/profile.schema.json"
+    del builtin["$schema"]
+    assert json.loads((tmp_path / "rknn-rk3588.json").read_text(encoding="utf-8")) == builtin
+
+
+def test_without_value_tests_the_three_ops_stay_unexplained() -> None:
+    """The same record and sweep with the value hypotheses removed: the verdicts of before."""
+    from dataclasses import replace
+
+    record = _builtin_record()
+    families = [replace(f, constraints=[c for c in f.constraints
+                                        if "value" not in json.dumps(c)]) for f in SWEEPS["standard"]()]
+    _, derived = derive_profile(record, families)
+    assert {op: derived.verdicts[op]["verdict"] for op in ("Resize", "Slice", "Pad")} == {
+        "Resize": "unexplained", "Slice": "unexplained", "Pad": "unexplained"}
+    # (resize-linear-not-align-corners has value alternatives too: without it align_corners points count)
+    assert derived.verdicts["Resize"]["contradicted_by"] == [
+        "resize-linear-half_pixel-x1.5", "resize-linear-asymmetric-x1.5", "resize-linear-align_corners-x2",
+        "resize-linear-align_corners-x0.5", "resize-linear-align_corners-x3", "resize-linear-align_corners-x1.5",
+        "resize-linear-pytorch_half_pixel-x1.5", "resize-linear-half_pixel-x1.25", "resize-linear-asymmetric-x1.25",
+        "resize-sizes-linear-half_pixel-48x48", "resize-sizes-linear-half_pixel-20x20",
+        "resize-sizes-linear-pytorch_half_pixel-48x48", "resize-sizes-linear-pytorch_half_pixel-20x20",
+        "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
+        "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
+        "resize-sizes-linear-half_pixel-48x64", "resize-sizes-linear-half_pixel-40x40"]
+    assert derived.verdicts["Pad"]["contradicted_by"] == ["pad-ch-constant"]
+
+
+def test_without_the_sizes_ratio_linear_resize_by_sizes_contradicts_the_scales_rule() -> None:
+    """The hypothesis of before (scales only): the linear points by sizes that ran on the NPU, where
+    input 2 is absent, are what it gets wrong; with ratio_to_input every point is predicted."""
+    from dataclasses import replace
+
+    def scales_only(c: dict[str, Any]) -> dict[str, Any]:
+        if c["id"] != "resize-linear-scales-measured":
+            return c
+        return {**c, "any_of": [a for a in c["any_of"] if "ratio_to_input" not in json.dumps(a)]}
+
+    families = [replace(f, constraints=[scales_only(c) for c in f.constraints]) for f in SWEEPS["standard"]()]
+    _, derived = derive_profile(_builtin_record(), families)
+    assert derived.verdicts["Resize"]["verdict"] == "unexplained"
+    assert derived.verdicts["Resize"]["contradicted_by"] == [
+        "resize-sizes-linear-half_pixel-64x64", "resize-sizes-linear-half_pixel-16x16",
+        "resize-sizes-linear-half_pixel-96x96", "resize-sizes-linear-pytorch_half_pixel-64x64",
+        "resize-sizes-linear-pytorch_half_pixel-16x16", "resize-sizes-linear-asymmetric-64x64",
+        "resize-sizes-linear-half_pixel-64x16", "resize-sizes-linear-half_pixel-16x96",
+        "resize-sizes-linear-half_pixel-64x64-from-shape", "resize-sizes-linear-half_pixel-128x128",
+        "resize-sizes-linear-half_pixel-8x8", "resize-sizes-linear-half_pixel-256x256",
+        "resize-sizes-linear-half_pixel-4x4", "resize-sizes-linear-half_pixel-160x160",
+        "resize-sizes-linear-half_pixel-32x32", "resize-sizes-linear-half_pixel-16x16-from-48x48",
+        "resize-sizes-linear-half_pixel-128x64", "resize-sizes-linear-asymmetric-128x128",
+        "resize-sizes-linear-asymmetric-256x256", "resize-sizes-linear-pytorch_half_pixel-8x8",
+        "resize-sizes-linear-align_corners-32x32"]
+
+
+# --- profile diff ---------------------------------------------------------------------------
+
+def test_profile_diff_of_the_calibrated_profile_against_its_base() -> None:
+    d = diff_profiles(load_profile("rknn-toolkit2-v2.1"), load_profile("rknn-rk3588"))
+    assert d["ops_added"] == ["Abs", "Neg"]
+    assert d["ops_removed"] == ["ArgMax", "Cast", "Cos", "Equal", "Erf", "Exp", "Floor", "Greater", "LRN", "Less",
+                                "Log", "LogSoftmax", "MeanVarianceNormalization", "Min", "Mish", "ReduceMax",
+                                "ReduceMin", "Sin", "SpaceToDepth", "Tile"]
+    assert [c["op"] for c in d["ops_constrained_differently"]] == [
+        "Add", "AveragePool", "ConvTranspose", "Max", "Pad", "Pow", "Relu", "Resize", "Slice"]
+    assert d["patterns_added"] == ["attention-matmul-div-softmax-matmul", "gelu-erf", "gelu-erf-half-first",
+                                   "hardswish-add-clip-mul-div", "silu-sigmoid-mul"]
+    assert d["rank_adapters"] is None and not d["identical"]
+
+
+def test_profile_diff_cli(run_cli, tmp_path: Path) -> None:
+    same = run_cli("profile", "diff", "rknn-rk3588", "rknn-rk3588")
+    assert same.code == 0
+    assert same.out == ("profile diff: rknn-rk3588 (71 ops) -> rknn-rk3588 (71 ops)\n"
+                        "  no difference in ops, constraints, patterns or rank adapters\n")
+    run = run_cli("profile", "diff", "rknn-rk3588-fused", "rknn-rk3588", "--json", tmp_path / "d.json",
+                  "--markdown", tmp_path / "d.md")
+    assert run.code == 1
+    assert "  ops rknn-rk3588 removes (2; rknn-rk3588-fused runs them on the NPU): Min, Tile\n" in run.out
+    doc = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))
+    assert doc["rank_adapters"] == {"a": {"rank": 4, "op": "Reshape", "npu_when": {"axis": -1, "multiple_of": 8}},
+                                    "b": None}
+    report = (tmp_path / "d.md").read_text(encoding="utf-8")
+    assert report.startswith("# Profile diff: <code>rknn-rk3588-fused</code> → <code>rknn-rk3588</code>\n")
+    assert "- ops <code>rknn-rk3588</code> removes (2; <code>rknn-rk3588-fused</code> runs them on the NPU): " \
+           "<code>Min</code>, <code>Tile</code>\n" in report
+
+
+def test_profile_diff_markdown_escapes_profile_text(tmp_path: Path) -> None:
+    """A user's profile is text from outside: its names cannot open HTML or ping anyone."""
+    from npu_gate.calibrate.diff import render_markdown
+
+    d = {"a": {"name": "</details><img src=x>", "evidence": "@someone", "ops": 1},
+         "b": {"name": "b", "evidence": "measured", "ops": 1}, "ops_added": ["#12"], "ops_removed": [],
+         "ops_constrained_differently": [], "patterns_added": [], "patterns_removed": [], "rank_adapters": None}
+    text = render_markdown(d)
+    assert "<img" not in text and "@someone" not in text and "#12" not in text
+    assert "<code>&#60;/details&#62;&#60;img src=x&#62;</code> (&#64;&#8288;someone, 1 ops)" in text
+    assert "- ops <code>b</code> adds (1): <code>&#35;12</code>" in text
+
+
+# --- end to end on the fake compiler --------------------------------------------------------
+
+def test_calibrate_on_the_fake_compiler(run_cli, tmp_path: Path) -> None:
+    """The fake compiler runs Erf on CPU and every other op on the NPU, whatever its shape."""
+    out = tmp_path / "fake-cal.json"
+    run = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                  "--out", out, "--diff-against", "demo")
+    assert run.code == 0, run.err
+    assert "7 points in " in run.out and "(batch, median " in run.out and ", 1 compiler process(es))" in run.out
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert {op: e["constraints"] for op, e in doc["ops"].items()} == {"AveragePool": [], "Relu": [], "Transpose": []}
+    record = json.loads((tmp_path / "fake-cal.calibration.json").read_text(encoding="utf-8"))
+    assert [(p["point"], p["device"]) for p in record["points"]] == [
+        ("transpose-1x2x8192x4", "npu"), ("transpose-1x2x8200x4", "npu"),
+        ("averagepool-k3-s1-pad1-include0", "npu"), ("averagepool-k3-s1-pad1-include1", "npu"),
+        ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
+    assert record["verdicts"]["Erf"]["verdict"] == "cpu"
+    assert record["compiler"] == {"name": "fake-compiler", "version": "0.1", "target": "fake1"}
+    assert schema_problems(record, "calibration", "record") == []
+    assert json.loads((tmp_path / "fake-cal.diff.json").read_text(encoding="utf-8"))["ops_added"] == [
+        "AveragePool", "Relu", "Transpose"]
+    assert (tmp_path / "fake-cal.diff.md").is_file()
+    assert "$schema" not in doc  # the bundled schema is not under the current folder with tmp_path
+
+
+def test_from_record_into_another_folder_writes_the_record_beside_the_profile(run_cli, tmp_path: Path) -> None:
+    """It wrote no record there, and the profile cited the record of the first folder; it also
+    wanted --target and printed compile timings, though no compiler runs."""
+    first = tmp_path / "fake-cal.json"
+    assert run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                   "--out", first).code == 0
+    source = tmp_path / "fake-cal.calibration.json"
+    other = tmp_path / "y" / "again.json"
+    run = run_cli("profile", "calibrate", "--out", other, "--from-record", source)
+    assert run.code == 0, run.err
+    assert run.out == (f"derived from {source}: 7 points measured with fake-compiler 0.1 fake1; no compiler ran\n"
+                       f"wrote {other} (3 ops, 0 patterns) and {tmp_path / 'y' / 'again.calibration.json'}\n")
+    derived = json.loads(other.read_text(encoding="utf-8"))
+    record = json.loads((tmp_path / "y" / "again.calibration.json").read_text(encoding="utf-8"))
+    assert (derived["name"], record["name"], record["record_name"]) == ("again", "again", "again.calibration.json")
+    assert record["points"] == json.loads(source.read_text(encoding="utf-8"))["points"]
+    assert derived["ops"]["Relu"]["note"] == ("measured on the NPU at the one sweep point "
+                                              "(relu; again.calibration.json#Relu)")
+    assert "fake-cal.calibration.json" not in derived["description"] + derived["source"]
+    wrong = run_cli("profile", "calibrate", "--target", "rk3588", "--out", other, "--from-record", source)
+    assert (wrong.code, wrong.err) == (2, f"npu-gate: error: --target rk3588: {source} was measured for fake1\n")
+    none = run_cli("profile", "calibrate", "--out", tmp_path / "z.json")
+    assert none.code == 2
+    assert none.err.startswith("npu-gate: error: --target: required to measure")
+
+
+def test_schema_reference_is_relative_to_out_when_both_are_in_the_current_folder(tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    import npu_gate.resources
+    from npu_gate.calibrate import schema_reference
+
+    (tmp_path / "checkout" / "schemas").mkdir(parents=True)
+    monkeypatch.setattr(npu_gate.resources, "schema_dir", lambda: tmp_path / "checkout" / "schemas")
+    monkeypatch.chdir(tmp_path / "checkout")
+    assert schema_reference(Path("cal/p.json")) == "../schemas/profile.schema.json"
+    assert schema_reference(Path("p.json")) == "schemas/profile.schema.json"
+    assert schema_reference(tmp_path / "elsewhere" / "p.json") is None
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert schema_reference(Path("p.json")) is None  # the schema is not under the current folder
+
+
+def test_a_crash_and_a_hang_cost_their_point_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    """The fake driver crashes (SIGSEGV) on a node named crash_me and hangs on hang_me."""
+    def relu_named(pid: str, name: str) -> Any:
+        point = between(pid, "Relu", X)
+        build = point.build
+
+        def renamed() -> Any:
+            m = build()
+            m.graph.node[1].name = name
+            return m
+        return type(point)(pid, renamed, node=name)
+
+    families = [Family("relus", "Relu", [relu_named("first", "relu"), relu_named("crash", "crash_me"),
+                                         relu_named("after-crash", "relu"), relu_named("hang", "hang_me"),
+                                         relu_named("after-hang", "relu")])]
+    seen: list[str] = []
+    record = measure(FakeCompiler(), "fake1", Path(sys.executable), families, timeout=2, keep=tmp_path / "work",
+                     progress=lambda p: seen.append(p["point"]))
+    assert seen == ["first", "crash", "after-crash", "hang", "after-hang"]
+    assert [(p["point"], p["status"], p["device"]) for p in record["points"]] == [
+        ("first", "ok", "npu"), ("crash", "crashed", None), ("after-crash", "ok", "npu"), ("hang", "crashed", None),
+        ("after-hang", "ok", "npu")]
+    crash, hang = record["points"][1], record["points"][3]
+    assert crash["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
+    assert crash["log_tail"] == ["I fake-compiler version: 0.1", " 100%", "fatal: about to crash"]
+    assert hang["error"] == "timed out after 2 s (stage: load)"
+    assert record["timings"]["processes"] == 3 and record["timings"]["mode"] == "batch"
+    doc = record_document(record, name="relus", record_name="relus.calibration.json", sweep="tiny",
+                          command="npu-gate profile calibrate --sweep tiny", extends=None, patterns_from=None,
+                          candidates=candidates_from(None))
+    assert schema_problems({**doc, "verdicts": {}}, "calibration", "record") == []  # crashed points included
+    responses = [json.loads((tmp_path / "work" / "points" / p / "attempt-1" / "response.json").read_text())
+                 for p in ("first", "after-crash", "after-hang")]
+    assert len({r["pid"] for r in responses}) == 3  # a new child after the crash and after the hang
+    for name in ("first", "after-crash"):
+        log = (tmp_path / "work" / "points" / name / "attempt-1" / "compiler.log").read_text()
+        rows = [line for line in log.splitlines() if line.startswith("ROW")]
+        assert rows == ["ROW 0 Relu NPU before", "ROW 1 Relu NPU relu", "ROW 2 Relu NPU after"]  # its own slice
+
+
+def test_one_process_per_point_when_asked(tmp_path: Path) -> None:
+    families = SWEEPS["tiny"]()[2:]
+    batch = measure(FakeCompiler(), "fake1", Path(sys.executable), families)
+    single_ = measure(FakeCompiler(), "fake1", Path(sys.executable), families, batch=False)
+    expected = [("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
+    assert [(p["point"], p["device"]) for p in batch["points"]] == expected
+    assert [(p["point"], p["device"]) for p in single_["points"]] == expected
+    assert (batch["timings"]["processes"], single_["timings"]["processes"]) == (1, 2)
+    assert single_["timings"]["mode"] == "process per point"
+
+
+# --- the record's schema (schemas/calibration.schema.json) ----------------------------------
+
+def _builtin_record() -> dict[str, Any]:
+    return json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+
+
+def test_the_builtin_record_matches_the_schema() -> None:
+    """Every kind of point (op, pattern, adapter, crashed, failed) and of verdict is in it."""
+    record = _builtin_record()
+    assert schema_problems(record, "calibration", "record") == []
+    assert {p["status"] for p in record["points"]} == set(STATUSES)
+    assert {v["verdict"] for v in record["verdicts"].values()} == {
+        "npu", "cpu", "constrained", "unexplained", "confirmed", "contradicted"}
+
+
+def test_the_schema_enums_are_the_writers() -> None:
+    defs = load_schema("calibration")["$defs"]
+    assert defs["point"]["properties"]["status"]["enum"] == list(STATUSES)
+    assert defs["actual"]["enum"] == [*ACTUALS, None]
+    assert load_schema("calibration")["properties"]["sweep"]["enum"] == list(SWEEPS)
+
+
+def test_a_broken_record_fails_with_json_paths() -> None:
+    record = _builtin_record()
+    record["points"][0]["status"] = "skipped"
+    del record["points"][1]["device"]
+    pattern_point = next(p for p in record["points"] if p["family"] == "pattern-silu")
+    pattern_point["device"] = "npu"
+    record["points"][2]["error"] = "boom"  # without its log_tail
+    record["candidates"]["patterns"][0]["becomes"] = "Hard Swish"  # checked as a profile pattern
+    record["verdicts"]["Transpose"]["verdict"] = "constrained"  # without its constraints
+    record["verdicts"]["rank_adapters"]["points"][0][1]["measured"] = ["gpu"]
+    record["timings"]["mode"] = "threads"
+    record["notes"] = "hand-edited"
+    i = record["points"].index(pattern_point)
+    assert schema_problems(record, "calibration", "r.json") == [
+        "r.json: (root): Additional properties are not allowed ('notes' was unexpected)",
+        "r.json: candidates.patterns[0].becomes: 'Hard Swish' does not match '^[A-Za-z][A-Za-z0-9_]*$'",
+        "r.json: points[0].status: 'skipped' is not one of ['ok', 'failed', 'crashed']",
+        "r.json: points[1]: 'device' is a required property",
+        "r.json: points[2]: 'log_tail' is a dependency of 'error'",
+        f"r.json: points[{i}].device: 'npu' should not be valid under {{}}",
+        "r.json: timings.mode: 'threads' is not one of ['batch', 'process per point']",
+        "r.json: verdicts.Transpose: 'constraints' is a required property",
+        "r.json: verdicts.rank_adapters.points[0][1].measured[0]: 'gpu' is not one of ['npu', 'cpu']",
+    ]
+
+
+def test_from_record_reports_a_broken_record_in_one_line_per_problem(run_cli, tmp_path: Path) -> None:
+    record = _builtin_record()
+    record["points"][3]["seconds"] = -1
+    del record["compiler"]["version"]
+    path = tmp_path / "bad.calibration.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    run = run_cli("profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "p.json", "--from-record", path)
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {path}: compiler: 'version' is a required property\n"
+                       f"npu-gate: error: {path}: points[3].seconds: -1 is less than the minimum of 0\n")
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_from_record_refuses_a_record_of_another_sweep_unreadable_or_missing(run_cli, tmp_path: Path) -> None:
+    record = _builtin_record()
+    del record["points"][:2]
+    path = tmp_path / "old.calibration.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    args = ["profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "p.json", "--from-record"]
+    run = run_cli(*args, path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}: points: no measurement for 2 point(s) of the "
+                                      f"standard sweep, e.g. conv-k1: the record was made with another sweep\n")
+    path.write_text("{", encoding="utf-8")
+    run = run_cli(*args, path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}:1:2: invalid JSON: Expecting property name "
+                                      f"enclosed in double quotes\n")
+    run = run_cli(*args, tmp_path / "none.json")
+    assert (run.code, run.err) == (2, f"npu-gate: error: {tmp_path / 'none.json'}: file not found\n")
+
+
+# --- on the real compiler -------------------------------------------------------------------
+
+RKNN_VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn"))
+
+
+@pytest.mark.rknn
+def test_calibrate_with_rknn_toolkit2(run_cli, tmp_path: Path) -> None:
+    if not (RKNN_VENV / "npu-gate-probe.json").exists():
+        pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
+    out = tmp_path / "rknn-rk3588-calibrated.json"
+    run = run_cli("profile", "calibrate", "--compiler", "rknn", "--target", "rk3588", "--venv", RKNN_VENV,
+                  "--sweep", "tiny", "--out", out, "--extends", "rknn-toolkit2-v2.1")
+    assert run.code == 0, run.err
+    assert ", 1 compiler process(es))" in run.out  # all seven points in one batch child
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["evidence"] == "measured" and doc["extends"] == "rknn-toolkit2-v2.1"
+    ops = {op: (None if e is None else [c["id"] for c in e["constraints"]]) for op, e in doc["ops"].items()}
+    assert ops == {"AveragePool": ["averagepool-pads-count-include-pad"], "Erf": None, "Relu": [],
+                   "Transpose": ["transpose-dim2-max-8192"]}
+    record = json.loads((tmp_path / "rknn-rk3588-calibrated.calibration.json").read_text(encoding="utf-8"))
+    assert record["compiler"]["version"] == "2.5.0"
+    assert [(p["point"], p["device"]) for p in record["points"]] == [
+        ("transpose-1x2x8192x4", "npu"), ("transpose-1x2x8200x4", "cpu"),
+        ("averagepool-k3-s1-pad1-include0", "cpu"), ("averagepool-k3-s1-pad1-include1", "npu"),
+        ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
+    load_profile(str(out))
+
+
+def test_a_diff_against_typo_fails_before_the_sweep(run_cli, tmp_path: Path, monkeypatch) -> None:
+    """It used to run the whole sweep and write the profile, then exit 2."""
+    import npu_gate.calibrate
+
+    def no_sweep(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(npu_gate.calibrate, "measure", no_sweep)
+    run = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                  "--out", tmp_path / "x" / "a.json", "--diff-against", "nosuch")
+    assert run.code == 2
+    assert run.err.startswith("npu-gate: error: --diff-against: unknown profile 'nosuch'")
+    assert run.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_profile_diff_of_a_calibration_record_says_what_it_is(run_cli, tmp_path: Path) -> None:
+    """It used to print six schema errors ending with `extends: None is not of type 'string'`."""
+    record = profile_dir() / "rknn-rk3588.calibration.json"
+    run = run_cli("profile", "diff", record, "rknn-rk3588")
+    assert run.code == 2
+    profile = profile_dir() / "rknn-rk3588.json"
+    assert run.err == (f"npu-gate: error: {record}: this is a calibration record (written by npu-gate profile "
+                       f"calibrate), not a profile; the profile derived from it is {profile}\n")
+    alone = tmp_path / "r.json"
+    shutil.copy(record, alone)
+    run = run_cli("profile", "diff", "rknn-rk3588", alone)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {alone}: this is a calibration record (written by "
+                                      "npu-gate profile calibrate), not a profile\n")
+
+
+def test_profile_check_of_a_calibration_record_says_what_it_is(run_cli, tmp_path: Path) -> None:
+    """It used to print five schema errors (`'description' is a required property`, ...)."""
+    record = profile_dir() / "rknn-rk3588.calibration.json"
+    run = run_cli("profile", "check", record)
+    assert (run.code, run.out) == (1, f"{record}: 1 error(s)\n")
+    profile = profile_dir() / "rknn-rk3588.json"
+    assert run.err == (f"npu-gate: error: {record}: this is a calibration record (written by npu-gate profile "
+                       f"calibrate), not a profile; the profile derived from it is {profile}\n")
+    alone = tmp_path / "r.json"
+    shutil.copy(record, alone)
+    run = run_cli("profile", "check", alone)
+    assert (run.code, run.err) == (1, f"npu-gate: error: {alone}: this is a calibration record (written by "
+                                      "npu-gate profile calibrate), not a profile\n")
+
+
+def test_profile_diff_says_not_measured_for_ops_a_calibration_without_a_base_never_measured(
+        run_cli, tmp_path: Path) -> None:
+    """Erf was measured off the NPU (removed); Add was never in the sweep: it used to be "removed" too."""
+    out = tmp_path / "cal.json"
+    assert run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                   "--out", out).code == 0
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps({"name": "a", "description": "d", "source": "s", "evidence": "illustrative",
+                             "ops": {"Add": {}, "Erf": {}, "Relu": {}}}), encoding="utf-8")
+    run = run_cli("profile", "diff", a, out, "--json", tmp_path / "d.json")
+    assert run.code == 1
+    assert run.out == ("profile diff: a (3 ops) -> cal (3 ops)\n"
+                       "  ops cal adds (2): AveragePool, Transpose\n"
+                       "  ops cal removes (1; a runs them on the NPU): Erf\n"
+                       "  ops not in cal, not measured by its calibration (1; a runs them on the NPU): Add\n")
+    doc = json.loads((tmp_path / "d.json").read_text(encoding="utf-8"))
+    assert (doc["ops_removed"], doc["ops_not_measured"]) == (["Erf"], ["Add"])
+    (tmp_path / "cal.calibration.json").unlink()  # without its record, what was measured is not known
+    assert "  ops cal removes (2; a runs them on the NPU): Add, Erf\n" in run_cli("profile", "diff", a, out).out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_calibrate_timeout_must_be_a_positive_number(run_cli, tmp_path: Path, capsys, value: str) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "tiny",
+                "--out", tmp_path / "a.json", "--timeout", value)
+    assert stopped.value.code == 2
+    assert f"argument --timeout: {value!r} is not a positive number of seconds" in capsys.readouterr().err
+    assert not (tmp_path / "a.json").exists()
+
+
+@pytest.mark.rknn
+def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> None:
+    """The 31 Reshape points built again on the real compiler place the measured node as the
+    checked-in record says (the shuffle triplet's Reshapes folded, [1,576] and [1,2,8,2,2] on CPU)."""
+    if not (RKNN_VENV / "npu-gate-probe.json").exists():
+        pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
+    from npu_gate.calibrate.sweeps import reshape_families
+    from npu_gate.probe import get_compiler
+
+    compiler = get_compiler("rknn")
+    measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), reshape_families(), keep=tmp_path)
+    got = [[p["point"], p["device"]] for p in measured["points"]]
+    assert got == _builtin_record()["verdicts"]["Reshape"]["measured"]
+    assert sum(device == "npu" for _, device in got) == 15

@@ -1,0 +1,253 @@
+"""Bad input exits 2 with one line per problem naming file and JSON path, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import model_zoo
+
+
+def _base(onnx_file: str = "model.onnx") -> dict:
+    return {
+        "model": {"onnx": onnx_file},
+        "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+        "target": {"profile": "demo"},
+    }
+
+
+@pytest.fixture
+def contract_dir(tmp_path: Path, save_model) -> Path:
+    save_model(model_zoo.conv_relu())
+    return tmp_path
+
+
+def test_negative_dim_names_json_path(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["shape"][2] = -3
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "inputs[0].shape[2]: -3 is less than the minimum of 1" in run.err
+    assert "Traceback" not in run.err
+
+
+def test_every_schema_error_is_reported(contract_dir, write_contract, run_cli):
+    doc = _base()
+    del doc["target"]
+    doc["inputs"][0]["dtype"] = "float64"
+    doc["gates"] = {"max_cpu_nodes": -1, "colour": "red"}
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert run.code == 2
+    lines = run.err.strip().splitlines()
+    assert f"npu-gate: error: {path}: (root): 'target' is a required property" in lines
+    assert any("inputs[0].dtype: 'float64' is not one of" in line for line in lines)
+    assert any("gates.max_cpu_nodes: -1 is less than the minimum of 0" in line for line in lines)
+    assert any("gates: Additional properties are not allowed ('colour' was unexpected)" in line
+               for line in lines)
+    assert len(lines) == 4
+
+
+def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["target"]["profile"] = "hisilicon-magic"
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "target.profile: unknown profile 'hisilicon-magic' (built-in: demo" in run.err
+
+
+def test_missing_model_file(contract_dir, write_contract, run_cli):
+    run = run_cli("check", write_contract(_base("nope.onnx")))
+    assert run.code == 2
+    assert "model.onnx: file 'nope.onnx' not found" in run.err
+
+
+def test_file_that_is_not_onnx(contract_dir, write_contract, run_cli):
+    (contract_dir / "junk.onnx").write_bytes(b"\xff\xfe this is not protobuf \x00\x01" * 10)
+    run = run_cli("check", write_contract(_base("junk.onnx")))
+    assert run.code == 2
+    assert "junk.onnx: not an ONNX model" in run.err
+
+
+def test_invalid_json_names_line_and_column(tmp_path, run_cli):
+    path = tmp_path / "npu-gate.json"
+    path.write_text('{"model": {"onnx": "m.onnx"},\n  "inputs": [,]}', encoding="utf-8")
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert f"{path}:2:14: invalid JSON" in run.err
+
+
+def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["waivers"] = [
+        {"rule": "unsupported-opp", "reason": "typo"},
+        {"rule": "unsupported-op", "reason": "x", "expires": "2026-02-30"},
+    ]
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "waivers[0].rule: unknown rule 'unsupported-opp'" in run.err
+    assert "waivers[1].expires: '2026-02-30' is not a date" in run.err
+
+
+def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["waivers"] = [{"rule": "unsupported-op", "reason": "y", "expires": "next week"}]
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert run.err.endswith("waivers[0].expires: 'next week': expected a date, YYYY-MM-DD (e.g. 2027-03-01)\n")
+
+
+def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["dtype"] = "f" * 1_000_000
+    path = write_contract(doc)
+    run = run_cli("validate", path)
+    [line] = run.err.splitlines()
+    assert (run.code, line[:len(f"npu-gate: error: {path}: inputs[0].dtype: 'fff")]) == (
+        2, f"npu-gate: error: {path}: inputs[0].dtype: 'fff")
+    assert len(line) == len("npu-gate: error: ") + 500 and line.endswith("f…")
+
+
+def test_semantic_input_errors(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"].append({"name": "x", "shape": [1], "dtype": "int64", "range": [5, 1],
+                          "layout": "NCHW"})
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "inputs[1].name: duplicate input 'x'" in run.err
+    assert "inputs[1].range: low 5 is above high 1" in run.err
+    assert "inputs[1].layout: 'NCHW' has 4 letters but the shape has rank 1" in run.err
+
+
+def test_a_layout_letter_twice_is_refused(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["layout"] = "NCHH"  # layout constraints look dims up by letter
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "inputs[0].layout: 'NCHH' names H more than once: each letter is one dimension" in run.err
+
+
+def test_range_the_dtype_cannot_hold(contract_dir, write_contract, run_cli):
+    """Samples are drawn from the range: values the dtype cannot hold would wrap around
+    (uint8 300 is 44) or become infinite (float16), and an integer range without a whole
+    number has nothing to draw (it was an internal error)."""
+    doc = _base()
+    doc["inputs"] += [
+        {"name": "u", "shape": [1], "dtype": "uint8", "range": [-5, 300]},
+        {"name": "h", "shape": [1], "dtype": "float16", "range": [0, 100000]},
+        {"name": "i", "shape": [1], "dtype": "int64", "range": [0.5, 0.7]},
+        {"name": "b", "shape": [1], "dtype": "bool", "range": [5, 9]},
+        {"name": "ok8", "shape": [1], "dtype": "int8", "range": [-128, 127]},
+        {"name": "okb", "shape": [1], "dtype": "bool", "range": [1, 1]},
+    ]
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: inputs[1].range: [-5, 300] is outside what uint8 holds, [0, 255]",
+        f"npu-gate: error: {path}: inputs[2].range: [0, 100000] is outside what float16 holds, [-65504, 65504]",
+        f"npu-gate: error: {path}: inputs[3].range: [0.5, 0.7] holds no whole number, so no int64 value to sample",
+        f"npu-gate: error: {path}: inputs[4].range: [5, 9] is outside what bool holds, [0, 1]",
+    ]
+
+
+def test_no_contract_in_folder(tmp_path, run_cli):
+    run = run_cli("check", tmp_path)
+    assert run.code == 2
+    assert "no npu-gate.json" in run.err
+
+
+def test_contract_found_in_current_folder(contract_dir, write_contract, run_cli, monkeypatch):
+    write_contract(_base())
+    monkeypatch.chdir(contract_dir)
+    run = run_cli("check", "-q")
+    assert run.code == 1  # Relu is not in the demo profile
+    assert run.err == ""
+
+
+def test_contract_file_is_not_modified(contract_dir, write_contract, run_cli):
+    path = write_contract(_base())
+    before = path.read_bytes()
+    model_before = (contract_dir / "model.onnx").read_bytes()
+    run_cli("check", path, "-q")
+    assert path.read_bytes() == before
+    assert (contract_dir / "model.onnx").read_bytes() == model_before
+
+
+@pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
+def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_cache):
+    """The one error, without a `not cached` note about a result that never came."""
+    pytest.importorskip("torch")
+    doc = _base()
+    doc["model"] = {"torch": {"factory": "missing_module:build"}}
+    path = write_contract(doc)
+    run = run_cli("check", path, *no_cache)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {path}: model.torch.factory: cannot import 'missing_module': "
+                       "No module named 'missing_module'\n")
+
+
+@pytest.mark.parametrize(("key", "value", "example"), [
+    ("factory", "net", "seed_net:build_model"), ("factory", "a.b:c.d", "seed_net:build_model"),
+    ("callable", "metrics.agreement", "metrics:agreement"),
+])
+def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract, run_cli, key, value, example):
+    doc = _base()
+    if key == "factory":
+        doc["model"] = {"torch": {"factory": value}}
+        where = "model.torch.factory"
+    else:
+        doc["metric"] = {"callable": value}
+        where = "metric.callable"
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert (run.code, run.err) == (2, f"npu-gate: error: {path}: {where}: {value!r}: expected module:callable, "
+                                      f"e.g. {example}\n")
+
+
+def test_factory_that_returns_no_module(tmp_path, write_contract, run_cli):
+    pytest.importorskip("torch")
+    (tmp_path / "bad_factory.py").write_text("def build():\n    return 42\n", encoding="utf-8")
+    doc = _base()
+    doc["model"] = {"torch": {"factory": "bad_factory:build"}}
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert "bad_factory:build() returned int, not a torch.nn.Module" in run.err
+
+
+def test_yaml_contract(contract_dir, run_cli):
+    pytest.importorskip("yaml")
+    path = contract_dir / "npu-gate.yaml"
+    path.write_text(
+        "model: {onnx: model.onnx}\n"
+        "inputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
+        "target: {profile: demo}\n",
+        encoding="utf-8",
+    )
+    run = run_cli("check", contract_dir, "--json", contract_dir / "r.json", "-q")
+    assert run.code == 1
+    assert json.loads((contract_dir / "r.json").read_text())["name"] == contract_dir.name
+
+
+def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_contract, run_cli):
+    a = write_contract(_base(), "a.json")
+    b = write_contract(_base(), "b.json")
+    run = run_cli("check", a, b, "--json", contract_dir / "r.json")
+    assert run.code == 2
+    assert "--json, --markdown, --log and --out take one contract" in run.err
+
+
+def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path, save_model, run_cli):
+    """check a b: a's model is not ONNX; b still runs and its verdict is printed; the exit is 2."""
+    save_model(model_zoo.conv_relu(), "good.onnx")
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    for name, model in (("a.json", "junk.onnx"), ("b.json", "good.onnx")):
+        doc = {"model": {"onnx": model}, "name": name[0],
+               "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}], "target": {"profile": "demo"}}
+        (tmp_path / name).write_text(json.dumps(doc), encoding="utf-8")
+    run = run_cli("check", tmp_path / "a.json", tmp_path / "b.json", "--no-cache")
+    assert run.code == 2
+    assert "junk.onnx: not an ONNX model" in run.err
+    assert run.out.startswith("npu-gate: b: FAIL")

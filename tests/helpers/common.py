@@ -1,0 +1,49 @@
+"""What the tests share besides fixtures: the repository root, the record of an in-process CLI
+run (the ``run_cli`` fixture's result) and the schema checks of result documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from npu_gate.resources import load_schema
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class CliRun:
+    code: int
+    out: str
+    err: str
+
+
+def schema_errors(doc: Any, name: str) -> list[str]:
+    """``doc``'s violations of schemas/<name>.schema.json, one line each (the schemas refer to each other)."""
+    from jsonschema import Draft202012Validator
+
+    from npu_gate.validation import schema_registry
+
+    validator = Draft202012Validator(load_schema(name), registry=schema_registry())
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def validate_result(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/result.schema.json."""
+    errors = schema_errors(doc, "result")  # stages.probe: probe's schema
+    assert not errors, "\n".join(errors)
+
+
+def validate_merged(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/merged.schema.json (`merge --json`)."""
+    errors = schema_errors(doc, "merged")
+    assert not errors, "\n".join(errors)
+
+
+def validate_diff(doc: dict[str, Any]) -> None:
+    """Fail the test if ``doc`` does not match schemas/diff.schema.json."""
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("diff")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)

@@ -1,0 +1,103 @@
+"""The real RKNN-Toolkit2 in the loop. Run with `pytest -m rknn` (.ci/run does, after setup).
+
+Needs the toolkit's venv: `npu-gate probe setup rknn .venv-rknn` (or NPU_GATE_RKNN_VENV).
+Without it every test here SKIPS with the reason; none passes without the compiler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import probe_models
+from tests.helpers.common import REPO
+
+pytestmark = pytest.mark.rknn
+
+VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn"))
+
+
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    manifest = VENV / "npu-gate-probe.json"
+    if not manifest.exists():
+        pytest.skip(f"no RKNN-Toolkit2 venv at {VENV}: create it with `npu-gate probe setup rknn {VENV}`")
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    if not doc.get("complete") or doc.get("compiler") != "rknn":
+        pytest.skip(f"{VENV} is not a complete rknn probe venv (setup failed?): {doc}")
+    return VENV
+
+
+def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict]:
+    model = save_model(probe_models.MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--json", out, "--keep-work", tmp_path / "work")
+    assert run.code in (0, 1), run.err
+    return run.code, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_lesson_net_builds_as_one_npu_op_with_the_clip_fused_away(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "seed_hardswish")
+    assert code == 0 and doc["status"] == "ok"
+    assert doc["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588", "plugin": "rknn"}
+    assert [(s["device"], s["ops"]) for s in doc["segments"]] == [("npu", ["ConvHardSwish"])]
+    clip = next(n for n in doc["nodes"] if n["op_type"] == "Clip")
+    assert (clip["predicted"], clip["actual"], clip["became"], clip["runs_on"]) == ("cpu", "fused", "ConvHardSwish",
+                                                                                     "npu")
+    # the toolkit's graph dumps stayed in the probe's own work folder
+    assert sorted(p.name for p in (tmp_path / "work" / "attempt-1").glob("check*.onnx"))
+
+
+def test_cpu_only_op_between_npu_ops_gives_two_npu_segments(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between")
+    assert code == 0
+    assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [
+        ("npu", ["conv1"]), ("cpu", ["erf"]), ("npu", ["conv2"])]
+    assert doc["summary"]["npu_segments"] == 2
+
+
+def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "resize_cubic")
+    assert code == 1
+    assert doc["status"] == "crashed"
+    assert doc["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
+    assert [f["rule"] for f in doc["findings"]] == ["compiler-failed"]
+
+
+def test_resize_behind_a_conv_the_compiler_inserts(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "resize_odd_dims")
+    assert code == 0 and doc["status"] == "ok"
+    resize = doc["nodes"][0]
+    assert (resize["actual"], resize["runs_on"], resize["rows"]) == ("npu", "npu", [2])
+    assert [(r["op_type"], r["target"], r["full_name"], r["sources"]) for r in doc["ops"] if not r["io"]] == [
+        ("Conv", "npu", "", []), ("Resize", "npu", "resize", ["resize"])]
+    assert doc["summary"]["compiler_added_ops"] == 1
+
+
+def test_unnamed_nodes_are_mapped_by_their_output_names(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "unnamed_nodes")
+    assert code == 0 and doc["status"] == "ok"
+    assert [(n["name"], n["actual"], n["became"]) for n in doc["nodes"]] == [
+        ("Conv#0", "npu", "ConvRelu"), ("Relu#1", "fused", "ConvRelu"), ("conv_b", "npu", None)]
+    assert doc["summary"]["compiler_added_ops"] == 0
+
+
+def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
+    save_model(probe_models.seed_hardswish())
+    doc = {"model": {"onnx": "model.onnx"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+           "target": {"profile": "demo", "probe": {"compiler": "rknn", "target": "rk3588", "venv": str(venv.resolve()),
+                                                   "decide": "measured"}},
+           "gates": {"max_cpu_nodes": 0, "max_npu_partitions": 1}}
+    run = run_cli("check", write_contract(doc), "--json", tmp_path / "result.json")
+    assert run.code == 0, run.out + run.err
+    result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
+    assert result["summary"]["evidence"] == "measured: rknn-toolkit2 2.5.0 rk3588"
+    assert result["summary"]["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    clip = next(f for f in result["findings"] if f["rule"] == "unsupported-op")
+    assert clip["severity"] == "info"
+    assert clip["message"].endswith("(measured on the NPU as ConvHardSwish: measured: rknn-toolkit2 2.5.0 rk3588)")
