@@ -269,7 +269,7 @@ def _reshape_to(shape: list[int], to: list[int]) -> Point:
     return between(f"reshape-{_dims(shape)}-to-{_dims(to)}", "Reshape", shape, {"shape": i64(*to)}, ["shape"])
 
 
-def shuffle(w: int, measured: str) -> Point:
+def shuffle_point(w: int, measured: str) -> Point:
     """shufflenet's channel shuffle, Relu -> Reshape [1,16,w,w] -> [1,2,8,w,w] -> Transpose [0,2,1,3,4] ->
     Reshape back -> Relu: ``measured`` is the Reshape measured, "reshape" (to 5-D) or "reshape_back" (to 4-D)."""
     def build() -> onnx.ModelProto:
@@ -296,7 +296,7 @@ def reshape_families() -> list[Family]:
               _reshape_to([1, 16, 6, 6], [16, 36])]
     to5 = [_reshape_to([1, 16, w, w], [1, 2, 8, w, w]) for w in (2, 4, 8, 16)]
     to4 = [_reshape_to([1, 2, 8, w, w], [1, 16, w, w]) for w in (2, 4, 8, 16)]
-    shuffle = [shuffle(w, m) for w in (2, 4) for m in ("reshape", "reshape_back")]
+    shuffle = [shuffle_point(w, m) for w in (2, 4) for m in ("reshape", "reshape_back")]
     rank34 = [_reshape_to([1, 16, 8, 8], [1, 16, 64]), _reshape_to([1, 12, 5, 5], [1, 12, 25]),
               _reshape_to([1, 16, 6, 6], [1, 16, 36]), _reshape_to([1, 16, 8, 8], [1, 8, 2, 64]),
               _reshape_to([1, 16, 6, 6], [1, 16, 3, 12]), _reshape_to([1, 16, 6, 6], [1, 8, 12, 6])]

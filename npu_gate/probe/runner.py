@@ -253,7 +253,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
-        graph_names = graph_names(compiler, predicted_result)
+        graph_names = compiler_graph_names(compiler, predicted_result)
         tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
                    for n in predicted_result.nodes} if predicted_result else None
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
@@ -277,7 +277,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     return result
 
 
-def graph_names(compiler: Compiler, predicted_result: GateResult | None) -> dict[str, str]:
+def compiler_graph_names(compiler: Compiler, predicted_result: GateResult | None) -> dict[str, str]:
     """Original nodes the compiler names differently (an unnamed node), unless that name is taken."""
     if not predicted_result:
         return {}

@@ -257,7 +257,7 @@ def test_unnamed_nodes_map_to_the_rows_named_after_their_outputs() -> None:
 def test_an_unnamed_nodes_output_name_is_not_used_when_another_node_has_that_name() -> None:
     from types import SimpleNamespace
 
-    from npu_gate.probe.runner import graph_names
+    from npu_gate.probe.runner import compiler_graph_names as graph_names
 
     def node(name: str, original_name: str | None, output: str) -> SimpleNamespace:
         return SimpleNamespace(name=name, original_name=original_name, outputs=[{"name": output}])
