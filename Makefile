@@ -25,6 +25,7 @@ demo: venv
 test: venv
 	$(BIN)/ruff check npu_gate tests bench examples
 	$(BIN)/mypy npu_gate
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -96,10 +96,10 @@ def find_contracts(spec: str) -> tuple[list[Path], dict[str, list[str]]]:
 def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[Any]:
     """Gate every contract on its own: one that cannot run does not stop the others.
     ``profile`` (the input) is a built-in name or a path relative to ``workspace``."""
+    from npu_gate.compare.report import ModelReport
     from npu_gate.contract.spec import load_contract
     from npu_gate.errors import GateError
     from npu_gate.pipeline import check_contract
-    from npu_gate.render.report import ModelReport
     from npu_gate.target.profile import load_profile
 
     models = []
@@ -132,9 +132,8 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
     workspace: the annotations point there.
     """
     from npu_gate.compare.merge import load_reports
+    from npu_gate.compare.report import ModelReport
     from npu_gate.errors import GateError
-    from npu_gate.render.report import ModelReport
-
     models: list[ModelReport] = []
     seen: dict[str, str] = {}  # result name -> the file it came from: results are matched by name
     for pattern in spec.split():
@@ -255,11 +254,12 @@ def _safe(name: str) -> str:
 
 
 def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
-    from npu_gate.compare.merge import FAIL_ON, attach_baseline, merged_document, should_fail, text_lines
+    from npu_gate.compare.merge import FAIL_ON, attach_baseline, merged_document
+    from npu_gate.compare.report import ModelReport, combined_verdict, should_fail
     from npu_gate.errors import GateError
     from npu_gate.render import json_
-    from npu_gate.render.report import ModelReport, combined_verdict, render_report
-
+    from npu_gate.render.report import render_report
+    from npu_gate.render.text import text_lines
     env = dict(os.environ if env is None else env)
     for name in TOKEN_VARIABLES:  # this process imports the user's model code
         os.environ.pop(name, None)

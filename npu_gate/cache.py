@@ -309,12 +309,12 @@ def onnx_dependencies(model: Path) -> list[Dependency] | None:
     None when they cannot be listed, and then the result is not stored."""
     import onnx
 
-    from npu_gate.graph.model_file import _external_tensors
+    from npu_gate.graph.model_file import external_tensors
 
     try:
         proto = onnx.load(str(model), load_external_data=False)
         folder = model.resolve().parent
-        names = sorted({e.value for t in _external_tensors(proto.graph) for e in t.external_data
+        names = sorted({e.value for t in external_tensors(proto.graph) for e in t.external_data
                         if e.key == "location"})
         return [Dependency.of(folder / n) for n in names if (folder / n).is_file()]
     except Exception:

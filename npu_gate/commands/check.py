@@ -63,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
             code = EXIT_ERROR
         worst = max(worst, code)
     if missing and not args.quiet:
-        from npu_gate.compare.merge import absent_line
-
+        from npu_gate.render.text import absent_line
         sys.stdout.write(absent_line(missing))
     return worst
 
@@ -175,10 +174,10 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
     """`check` with --baseline / --fail-on: the report gains the baseline section (and names
     the baseline's ``missing`` models; the terminal line for them comes after all contracts)."""
     from npu_gate.compare.baseline import compare_all
-    from npu_gate.compare.merge import should_fail, text_lines
+    from npu_gate.compare.report import ModelReport, should_fail
     from npu_gate.render import json_
-    from npu_gate.render.report import ModelReport, render_report
-
+    from npu_gate.render.report import render_report
+    from npu_gate.render.text import text_lines
     model = ModelReport(label, result=result)
     if args.markdown:
         model.bundle_dir = bundle_dir(bundle, args.markdown)

@@ -12,15 +12,10 @@ from npu_gate.errors import GateError
 
 
 def run(args: argparse.Namespace) -> int:
-    from npu_gate.compare.merge import (
-        attach_baseline,
-        exit_code,
-        load_reports,
-        merged_document,
-        should_fail,
-        text_lines,
-    )
+    from npu_gate.compare.merge import attach_baseline, load_reports, merged_document
+    from npu_gate.compare.report import exit_code, should_fail
     from npu_gate.render.report import render_report
+    from npu_gate.render.text import text_lines
 
     if args.fail_on == "regressions" and not args.baseline:
         raise GateError("--fail-on regressions needs --baseline FILE")

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.compare.baseline import Comparison, absent, compare_all
-from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
-from npu_gate.render.report import ERROR, ModelReport, combined_verdict
+from npu_gate.compare.report import ModelReport, combined_verdict
+from npu_gate.errors import GateError
 from npu_gate.result.read import MERGED_KIND, load_results, result_from_dict
-from npu_gate.result.types import PASS
 
 MERGED_SCHEMA_VERSION = "1.0"
 FAIL_ON = ("errors", "regressions", "never")
@@ -111,74 +110,4 @@ def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> list[str]:
     return absent([m.name for m in gated], before)
 
 
-def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:
-    """The applied verdict: ``errors`` fails on any failed or unrunnable model; ``regressions``
-    only on an unrunnable model or a regression against the baseline (models without a
-    comparison fall back to their own verdict); ``never`` reports only."""
-    if fail_on == "never":
-        return False
-    for m in models:
-        if m.verdict == ERROR:
-            return True
-        if fail_on == "regressions" and m.comparison is not None:
-            if m.comparison.regressions:
-                return True
-        elif m.verdict != "pass":
-            return True
-    return False
 
-
-def exit_code(models: Sequence[ModelReport], fail_on: str) -> int:
-    """2 when a model could not run (as `check` exits on a contract it cannot gate, whatever
-    ``fail_on``), else 1 when ``should_fail``, else 0."""
-    if any(m.verdict == ERROR for m in models):
-        return EXIT_ERROR
-    return EXIT_FAIL if should_fail(models, fail_on) else EXIT_PASS
-
-
-def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
-    """The terminal summary: each model's short text, plus its baseline delta. Under
-    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
-    ``missing``: baseline models not in this run (``absent_line``)."""
-    from npu_gate.escape import term
-    from npu_gate.render import text
-
-    code = exit_code(models, fail_on)
-    out = []
-    for m in models:
-        if m.result is None:
-            out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
-                       + "".join(f"  {term(p)}\n" for p in m.problems))
-            continue
-        note = _applied_note(m, fail_on)
-        if note and len(models) == 1:
-            note += f": exit {code}"
-        out.append(text.render(m.result, note))
-        c = m.comparison
-        if c is not None:
-            line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
-                    if c.found else f"  baseline: no result named {term(c.name)} (new model)")
-            regressions = c.regressions
-            line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
-            out.append(line + "\n")
-    if missing:
-        out.append(absent_line(missing))
-    if len(models) > 1 and fail_on != "errors":
-        out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
-    return "".join(out)
-
-
-def absent_line(missing: Sequence[str]) -> str:
-    from npu_gate.escape import term
-
-    return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"
-
-
-def _applied_note(m: ModelReport, fail_on: str) -> str:
-    """Why a model's verdict and its effect on the exit code disagree, or ""."""
-    fails = should_fail([m], fail_on)
-    if fails == (m.verdict != PASS):
-        return ""
-    if fail_on == "never":
-        return "fail-on never"
-    return "regressed" if fails else "no regression"

@@ -48,10 +48,6 @@ def load_onnx(
 
 def external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
     """Tensors (initializers, Constant values, in subgraphs too) whose data is external."""
-    return _external_tensors(graph)
-
-
-def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
     out = [t for t in graph.initializer if t.data_location == TensorProto.EXTERNAL]
     for node in graph.node:
         for attr in node.attribute if node.attribute else ():  # most nodes have none
@@ -59,9 +55,9 @@ def _external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
             if kind == onnx.AttributeProto.TENSOR and attr.t.data_location == TensorProto.EXTERNAL:
                 out.append(attr.t)
             if kind == onnx.AttributeProto.GRAPH:
-                out.extend(_external_tensors(attr.g))
+                out.extend(external_tensors(attr.g))
             for g in attr.graphs:
-                out.extend(_external_tensors(g))
+                out.extend(external_tensors(g))
     return out
 
 
@@ -70,7 +66,7 @@ def _load_external_data(
 ) -> None:
     """Refuse external data outside the model's folder; then read it in (all of it, or
     with ``weights=False`` only the small tensors)."""
-    tensors = _external_tensors(model.graph)
+    tensors = external_tensors(model.graph)
     if not tensors:
         return
     problems = []
@@ -144,7 +140,7 @@ def external_data_files(path: Path) -> list[str]:
     """Relative locations of the external data files a model references (sorted, unique)."""
     model = onnx.load_model(str(path), load_external_data=False)
     locations = set()
-    for tensor in _external_tensors(model.graph):
+    for tensor in external_tensors(model.graph):
         entries = {e.key: e.value for e in tensor.external_data}
         if entries.get("location"):
             locations.add(entries["location"])

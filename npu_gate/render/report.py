@@ -7,51 +7,17 @@ The per-model body is ``markdown.render`` unchanged; this module only adds aroun
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from tabulate import tabulate
 
 from npu_gate.compare.baseline import Comparison, Metric
+from npu_gate.compare.report import ModelReport, combined_verdict
 from npu_gate.escape import md, md_code
 from npu_gate.render import markdown
 from npu_gate.render.cells import node_names, size
-from npu_gate.result.types import GateResult
 
-ERROR = "error"  # combined verdict when a contract could not be gated at all
 MAX_DELTA_ROWS = 50
-
-
-@dataclass
-class ModelReport:
-    """One contract's outcome: a result, or the problems that stopped it (exit 2)."""
-
-    label: str  # the contract path as the user wrote it
-    result: GateResult | None = None
-    problems: list[str] = field(default_factory=list)
-    comparison: Comparison | None = None
-    file: str | None = None  # the contract file, when this run gated it (for annotations)
-    # a pattern of the action's contracts/merge input that named no contract: listed with its
-    # problems, but not counted as a model
-    input_problem: bool = False
-    # its evidence bundle relative to the report's folder; None: not known (markdown.render)
-    bundle_dir: str | None = None
-
-    @property
-    def verdict(self) -> str:
-        return ERROR if self.result is None else self.result.verdict
-
-    @property
-    def name(self) -> str:
-        return self.label if self.result is None else self.result.name
-
-
-def combined_verdict(models: list[ModelReport]) -> str:
-    verdicts = {m.verdict for m in models}
-    for v in (ERROR, "fail"):
-        if v in verdicts:
-            return v
-    return "pass"
 
 
 def _num(value: Any) -> str:

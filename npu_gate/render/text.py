@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
 from npu_gate.result.types import Finding, GateResult
 
@@ -161,3 +163,36 @@ def top_reasons(reasons: list[list[Finding]]) -> list[list[Finding]]:
     warnings = [r for r in reasons if r[0].severity != "error"]
     shown_errors = min(len(errors), MAX_REASONS - min(len(warnings), 1))
     return errors[:shown_errors] + warnings[:MAX_REASONS - shown_errors]
+
+
+def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: Sequence[str] = ()) -> str:
+    """The terminal summary: each model's short text, plus its baseline delta. Under
+    ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
+    ``missing``: baseline models not in this run (``absent_line``)."""
+    code = exit_code(models, fail_on)
+    out = []
+    for m in models:
+        if m.result is None:
+            out.append(f"npu-gate: {term(m.label)}: COULD NOT RUN\n"
+                       + "".join(f"  {term(p)}\n" for p in m.problems))
+            continue
+        note = applied_note(m, fail_on)
+        if note and len(models) == 1:
+            note += f": exit {code}"
+        out.append(render(m.result, note))
+        c = m.comparison
+        if c is not None:
+            line = (f"  baseline: {len(c.new)} new, {len(c.fixed)} fixed findings"
+                    if c.found else f"  baseline: no result named {term(c.name)} (new model)")
+            regressions = c.regressions
+            line += f"; regressed: {'; '.join(regressions)}" if regressions else "; no regression"
+            out.append(line + "\n")
+    if missing:
+        out.append(absent_line(missing))
+    if len(models) > 1 and fail_on != "errors":
+        out.append(f"npu-gate: exit {code} (--fail-on {fail_on})\n")
+    return "".join(out)
+
+
+def absent_line(missing: Sequence[str]) -> str:
+    return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"

@@ -276,9 +276,8 @@ def test_composed_report_golden(tmp_path: Path, two_results: tuple[Path, Path],
                                 golden: Callable[[str, str], None]) -> None:
     """Two models, one with a baseline that had fewer problems: the report a PR shows."""
     from npu_gate.compare.baseline import compare
-    from npu_gate.compare.merge import should_fail
-    from npu_gate.render.report import ModelReport, render_report
-
+    from npu_gate.compare.report import ModelReport, should_fail
+    from npu_gate.render.report import render_report
     conv_doc, relu_doc = (json.loads(p.read_text()) for p in two_results)
     for doc in (conv_doc, relu_doc):
         doc["timings"] = {}  # measured: not reproducible
