@@ -341,8 +341,8 @@ def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     workflow.append_summary(summary, env)
     stream.write(text_lines(models, fail_on, missing))
     annotate(models, workspace, stream, fail_on)
-    totals = {k: sum(int(r.summary.get(k) or 0) for r in results)
-              for k in ("cpu_nodes", "npu_partitions")}
+    totals = {"cpu_nodes": sum(r.summary.get("cpu_nodes") or 0 for r in results),
+              "npu_partitions": sum(r.summary.get("npu_partitions") or 0 for r in results)}
     compared = [m.comparison for m in models if m.comparison is not None]
     workflow.set_outputs({
         "verdict": verdict,

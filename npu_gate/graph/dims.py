@@ -7,15 +7,14 @@ Each such dim is traced to the shape chains it keeps (or that the contract's val
 
 from __future__ import annotations
 
-from typing import Any
-
 from npu_gate.graph.facts import TensorInfo
 from npu_gate.graph.shape_chains import ShapeChain
+from npu_gate.result.types import DynamicDim
 
 
 def dynamic_dims(
     model_inputs: list[TensorInfo], declared: dict[str, list[int]], chains: list[ShapeChain]
-) -> list[dict[str, Any]]:
+) -> list[DynamicDim]:
     """Every non-static input dim: its symbol, the contract's value (``declared``: the
     contract's shape of each input it declares), and the shape chains
     fixing it folds (under a contract: those that fold because it does; without one: the
@@ -39,15 +38,7 @@ def dynamic_dims(
                     and any(where in b.origin for b in c.blocking)
                     and all(b.origin for b in c.blocking)
                 ]
-            out.append(
-                {
-                    "input": info.name,
-                    "dim": d,
-                    "symbol": dim,
-                    "contract": fixed,
-                    "chains_folded_by_fixing": folds,
-                }
-            )
+            out.append(DynamicDim(input=info.name, dim=d, symbol=dim, contract=fixed, chains_folded_by_fixing=folds))
     return out
 
 

@@ -17,6 +17,8 @@ from typing import Any
 import onnx
 from onnx import AttributeProto, GraphProto, ModelProto, TensorProto
 
+from npu_gate.result.types import TensorEntry
+
 # numpy names for ONNX element types, and their sizes in bytes (None: no fixed size).
 _DTYPES: dict[int, tuple[str, int | None]] = {
     TensorProto.FLOAT: ("float32", 4),
@@ -95,8 +97,8 @@ class TensorInfo:
         size = dtype_size(self.dtype)
         return None if size is None else size * elements
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "shape": self.shape, "dtype": self.dtype}
+    def to_dict(self) -> TensorEntry:
+        return TensorEntry(name=self.name, shape=self.shape, dtype=self.dtype)
 
 
 @dataclass

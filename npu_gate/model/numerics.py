@@ -18,6 +18,7 @@ import numpy as np
 from npu_gate.contract.spec import Contract
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
+from npu_gate.result.types import NumericsEntry
 
 
 @dataclass
@@ -31,8 +32,8 @@ class OutputComparison:
     samples: int
     problem: str | None = None  # shape/dtype mismatch, non-finite values
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {
+    def to_dict(self) -> NumericsEntry:
+        out = NumericsEntry({
             "output": self.output,
             "max_abs_err": self.max_abs_err,
             "max_rel_err": self.max_rel_err,
@@ -40,7 +41,7 @@ class OutputComparison:
             "rtol": self.rtol,
             "passed": self.passed,
             "samples": self.samples,
-        }
+        })
         if self.problem:
             out["problem"] = self.problem
         return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.result.types import CPU, NPU
+from npu_gate.result.types import CPU, NPU, RankAdapter
 
 if TYPE_CHECKING:
     from npu_gate.graph.facts import GraphFacts, TensorInfo
@@ -35,7 +35,7 @@ def _npu_when(rule: dict[str, Any], shape: list[Any]) -> str | None:
     return None
 
 
-def rank_adapters(profile: Profile, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> list[dict[str, Any]]:
+def rank_adapters(profile: Profile, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> list[RankAdapter]:
     """One entry per graph input/output whose (known) rank is not the target's."""
     rule = profile.rank_adapters
     if not rule:
@@ -50,12 +50,12 @@ def rank_adapters(profile: Profile, inputs: list[TensorInfo], outputs: list[Tens
             op = rule.get("op", "Reshape")
             reason = (f"graph {at} {info.name} has rank {len(info.shape)}: {profile.name} adds a {op} to rank "
                       f"{rule['rank']} on {device.upper()}" + (f" ({why_cpu})" if why_cpu else ""))
-            found.append({"tensor": info.name, "at": at, "rank": len(info.shape), "op": op,
-                          "device": device, "reason": reason})
+            found.append(RankAdapter(tensor=info.name, at=at, rank=len(info.shape), op=op, device=device,
+                                     reason=reason))
     return found
 
 
-def graph_adapters(profile: Profile, facts: GraphFacts, model_inputs: list[TensorInfo]) -> list[dict[str, Any]]:
+def graph_adapters(profile: Profile, facts: GraphFacts, model_inputs: list[TensorInfo]) -> list[RankAdapter]:
     """The result's ``rank_adapters``: the model's inputs (shapes as the contract fixed them)
     and outputs. A CPU one is a ``rank-adapter`` finding (the analysis stage makes it)."""
     inputs = [facts.tensors.get(i.name) or i for i in model_inputs]

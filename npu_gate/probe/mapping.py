@@ -17,6 +17,7 @@ from typing import Any
 
 from npu_gate.probe.base import CompilerOutput
 from npu_gate.result.probe import CPU, FOLDED, FUSED, NPU, SPLIT, OpRow, ProbeNode, Segment
+from npu_gate.result.types import RankAdapter
 
 MAX_FUSE_HOPS = 4  # how far to walk through rowless neighbours to find the op a node fused into
 
@@ -232,7 +233,7 @@ def _rank(shapes: str | None) -> int | None:
     return len(first.group(1).split(",")) if first.group(1).strip() else 0
 
 
-def compare_adapters(predicted: Sequence[dict[str, Any]] | None,
+def compare_adapters(predicted: Sequence[RankAdapter] | None,
                      actual: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The profile's predicted rank adapters against the ops the compiler added at the graph edge.
 

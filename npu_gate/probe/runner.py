@@ -25,7 +25,7 @@ from npu_gate.placement.adapters import partitions_with_adapters
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
 from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, map_nodes
 from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
-from npu_gate.result.types import GateResult
+from npu_gate.result.types import GateResult, InputEntry
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 # Environment that would make the compiler's Python pick up our packages instead of its own.
@@ -212,7 +212,7 @@ def requested_inputs(work: Path) -> dict[str, list[int]]:
     return {i["name"]: i["shape"] for i in request.get("inputs") or []}
 
 
-def _check_inputs(model: Path, model_inputs: list[dict[str, Any]], given: dict[str, list[int]]) -> None:
+def _check_inputs(model: Path, model_inputs: list[InputEntry], given: dict[str, list[int]]) -> None:
     """--inputs must name model inputs, and every dynamic input needs one (compilers want static shapes)."""
     names = [i["name"] for i in model_inputs]
     problems = [f"--inputs {name}: {model.name} has no input {name} (inputs: {', '.join(names) or 'none'})"

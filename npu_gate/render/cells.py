@@ -11,6 +11,7 @@ from typing import Any
 from tabulate import tabulate
 
 from npu_gate.escape import md, md_code
+from npu_gate.result.types import TensorEntry
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
 MAX_ROWS = 200  # per table; the JSON result always has everything
@@ -55,7 +56,7 @@ def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -
     return text
 
 
-def tensor(t: dict[str, Any]) -> str:
+def tensor(t: TensorEntry | dict[str, Any]) -> str:
     """Name, dims joined by a multiplication sign, dtype; a scalar's shape is ``[]``, a dim
     not known ``?``, a tensor known by name only ``(unknown)``."""
     if t["shape"] is None and t["dtype"] is None:

@@ -6,7 +6,7 @@ Everything except ``timings`` is reproducible: the same inputs give the same res
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from npu_gate.rules import RULES
 
@@ -23,6 +23,112 @@ FAIL = "fail"
 NPU = "npu"
 CPU = "cpu"
 FOLDED = "folded"
+
+
+
+# ---------------------------------------------------------------- the JSON's parts, typed
+# TypedDicts: the result stays plain JSON-ready dicts, and mypy checks every key read or written.
+
+
+class TensorEntry(TypedDict):
+    """A tensor as nodes[].inputs/outputs show it: shape None when unknown, a dim None or a
+    symbol (str) when not static."""
+
+    name: str
+    shape: list[Any] | None
+    dtype: str | None
+
+
+class InputEntry(TensorEntry):
+    static: bool  # the model's own shape is static
+    model_shape: list[Any] | None  # before the contract's shapes were applied
+    declared: bool  # the contract declares it
+
+
+class OutputEntry(TensorEntry):
+    static: bool
+
+
+class ModelInfo(TypedDict, total=False):
+    source: str  # onnx | torch
+    path: str | None
+    sha256: str | None
+    factory: str
+    exporter: str
+    opset_requested: int
+    opset: int
+    ir_version: int
+    producer: str
+    node_count: int
+    external_weights_unread: int
+
+
+class FindingCounts(TypedDict):
+    error: int
+    warning: int
+    info: int
+    waived: int
+
+
+class MeasuredCounts(TypedDict):
+    """``target.probe.decide: measured``: what the compiler made, which the gates judge."""
+
+    cpu_nodes: int
+    npu_partitions: int
+    cpu_partitions: int
+
+
+class Summary(TypedDict, total=False):
+    """Counts over the analysed graph (absent keys: the graph was not analysed)."""
+
+    node_count: int
+    npu_nodes: int
+    cpu_nodes: int
+    folded_nodes: int
+    npu_partitions: int
+    cpu_partitions: int
+    boundary_bytes: int | None  # None: a crossing tensor's size is not static
+    dynamic_inputs: list[str]
+    subgraph_nodes: int
+    subgraph_cpu_nodes: int
+    nodes_after_folding: int
+    shape_chains: int
+    shape_chains_staying: int
+    findings: FindingCounts
+    evidence: str  # target.probe runs: what decided the placement
+    measured: MeasuredCounts
+
+
+class DynamicDim(TypedDict):
+    input: str
+    dim: int
+    symbol: Any  # the model's symbolic name, or None
+    contract: int | None  # the contract's value for it
+    chains_folded_by_fixing: list[str]
+
+
+class RankAdapter(TypedDict):
+    tensor: str
+    at: str  # input | output
+    rank: int
+    op: str
+    device: str
+    reason: str
+
+
+class NumericsEntry(TypedDict, total=False):
+    output: str
+    max_abs_err: float | None
+    max_rel_err: float | None
+    atol: float
+    rtol: float
+    passed: bool
+    samples: int
+    problem: str
+
+
+# A stage row (``stages.<name>``): ``status`` ok | failed | skipped, and what the stage says.
+StageRow = dict[str, Any]
 
 
 @dataclass
@@ -68,8 +174,8 @@ class NodeResult:
     name: str
     op_type: str
     domain: str
-    inputs: list[dict[str, Any]]
-    outputs: list[dict[str, Any]]
+    inputs: list[TensorEntry]
+    outputs: list[TensorEntry]
     attributes: dict[str, Any]
     defaulted_attributes: list[str]
     placement: str  # npu | cpu | folded
@@ -128,27 +234,27 @@ class GateResult:
     verdict: str
     profile: dict[str, Any]
     versions: dict[str, Any]
-    model: dict[str, Any]
+    model: ModelInfo
     contract: dict[str, Any] | None = None
-    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    outputs: list[dict[str, Any]] = field(default_factory=list)
+    stages: dict[str, StageRow] = field(default_factory=dict)
+    inputs: list[InputEntry] = field(default_factory=list)
+    outputs: list[OutputEntry] = field(default_factory=list)
     ops: dict[str, int] = field(default_factory=dict)
     nodes: list[NodeResult] = field(default_factory=list)
     partitions: list[PartitionResult] = field(default_factory=list)
     boundaries: list[BoundaryResult] = field(default_factory=list)
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: Summary = field(default_factory=Summary)
     findings: list[Finding] = field(default_factory=list)
-    numerics: list[dict[str, Any]] = field(default_factory=list)
+    numerics: list[NumericsEntry] = field(default_factory=list)
     gates: list[GateCheck] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
     # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see minimal.py.
     minimal: dict[str, Any] | None = None
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
-    dynamic_dims: list[dict[str, Any]] = field(default_factory=list)  # pipeline.dynamic_dims
+    dynamic_dims: list[DynamicDim] = field(default_factory=list)  # graph.dims.dynamic_dims
     exporter_comparison: dict[str, Any] | None = None  # compare_exporters: the other graph's diff
-    # Rewrites (npu_gate/rewrites/stage.py): applied ones with their proof, verified
+    # Rewrites (npu_gate/stages/rewrites.py): applied ones with their proof, verified
     # suggestions, the review table; rewrite_check/metric/device_timings only when they apply.
     rewrites: list[dict[str, Any]] = field(default_factory=list)
     rewrite_check: dict[str, Any] | None = None
@@ -158,7 +264,7 @@ class GateResult:
     device_timings: dict[str, Any] | None = None
     replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
     fusions: list[dict[str, Any]] | None = None  # profile patterns matched (profiles with patterns only)
-    rank_adapters: list[dict[str, Any]] | None = None  # adapters the target adds (profile rank_adapters only)
+    rank_adapters: list[RankAdapter] | None = None  # adapters the target adds (profile rank_adapters only)
     # Whether a graph was analysed (False: the export failed, or the run stopped before); not
     # in the JSON, where an analysed result is one with ``summary.node_count``.
     analysed: bool = False

@@ -32,7 +32,20 @@ from npu_gate.placement.adapters import graph_adapters
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.result.probe import ProbeNode
-from npu_gate.result.types import CPU, FOLDED, NPU, Finding, GateResult, NodeResult, PartitionResult, make_finding
+from npu_gate.result.types import (
+    CPU,
+    FOLDED,
+    NPU,
+    Finding,
+    GateResult,
+    InputEntry,
+    NodeResult,
+    OutputEntry,
+    PartitionResult,
+    RankAdapter,
+    TensorEntry,
+    make_finding,
+)
 from npu_gate.rules import ERROR, INFO, WARNING
 from npu_gate.stages.context import Artifacts, Settings
 from npu_gate.target.constraints import Failure
@@ -63,7 +76,7 @@ class Analysis:
     scoped: list[ScopedNode]
     body: list[Placement]
     chains: list[ShapeChain]
-    adapters: list[dict[str, Any]] | None
+    adapters: list[RankAdapter] | None
     dynamic_severity: str
     evidence: str  # the profile's
 
@@ -122,7 +135,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
                          "producer": facts.producer, "node_count": len(facts.nodes)})
     result.inputs = [_input_entry(i, facts, declared) for i in model_inputs]
-    result.outputs = [o.to_dict() | {"static": o.static} for o in facts.outputs]
+    result.outputs = [OutputEntry(name=o.name, shape=o.shape, dtype=o.dtype, static=o.static) for o in facts.outputs]
     result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
     tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
     result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
@@ -203,10 +216,10 @@ def _declared(model_inputs: list[TensorInfo], name: str) -> list[Any]:
     return list(info.shape or []) if info is not None else []
 
 
-def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> dict[str, Any]:
+def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputSpec]) -> InputEntry:
     used = facts.tensors.get(info.name, info)
-    return {"name": info.name, "shape": used.shape, "dtype": used.dtype, "static": info.static,
-            "model_shape": info.shape, "declared": info.name in declared}
+    return InputEntry(name=info.name, shape=used.shape, dtype=used.dtype, static=info.static,
+                      model_shape=info.shape, declared=info.name in declared)
 
 
 def _fold_refining_shapes(
@@ -296,13 +309,13 @@ def _shape_text(shape: list[Any] | None) -> str:
 
 
 def _node_entry(
-    node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, dict[str, Any]], partition: int | None
+    node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, TensorEntry], partition: int | None
 ) -> NodeResult:
     get = tensor_dicts.get  # called for every node: no nested helper per call
     return NodeResult(
         name=node.name, op_type=node.op_type, domain=node.domain,
-        inputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.inputs],
-        outputs=[get(name) or {"name": name, "shape": None, "dtype": None} for name in node.outputs],
+        inputs=[get(name) or TensorEntry(name=name, shape=None, dtype=None) for name in node.inputs],
+        outputs=[get(name) or TensorEntry(name=name, shape=None, dtype=None) for name in node.outputs],
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=partition,
         original_name=node.original_name,
@@ -311,11 +324,11 @@ def _node_entry(
 
 def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
     """A node inside a control-flow body: named by its path, outside the partitions."""
-    def tensors(names: list[str]) -> list[dict[str, Any]]:
+    def tensors(names: list[str]) -> list[TensorEntry]:
         out = []
         for name in names:
             info = sn.tensors.get(name) if name else None
-            out.append(info.to_dict() if info else {"name": name, "shape": None, "dtype": None})
+            out.append(info.to_dict() if info else TensorEntry(name=name, shape=None, dtype=None))
         return out
 
     node = sn.node

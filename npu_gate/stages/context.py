@@ -11,7 +11,7 @@ from onnx import ModelProto
 
 from npu_gate.contract.spec import Gates, InputSpec, Waiver
 from npu_gate.graph.facts import GraphFacts
-from npu_gate.result.types import FAIL, GateResult
+from npu_gate.result.types import FAIL, GateResult, ModelInfo
 from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions
 
@@ -42,6 +42,6 @@ class Artifacts:
     samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
 
 
-def new_result(name: str, profile: Profile, model: dict[str, Any]) -> GateResult:
+def new_result(name: str, profile: Profile, model: ModelInfo) -> GateResult:
     """An empty result (verdict fail until the verdict stage decides) for one model."""
     return GateResult(name=name, verdict=FAIL, profile=profile.to_dict(), versions=tool_versions(), model=model)
