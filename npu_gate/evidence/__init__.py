@@ -1,0 +1,3 @@
+"""The evidence a run keeps: the bundle folder, minimal failing models, and reduce (shrinking a
+model while an external command keeps failing).
+"""

@@ -2,7 +2,7 @@
 
 The author of a fork's pull request controls the workflow run that wrote the artifact, so the
 text is theirs. It stays readable, but nothing in it may notify anyone, link anywhere or load
-an image. An invisible word joiner (U+2060) breaks each trigger, as ``render/escape.py`` does
+an image. An invisible word joiner (U+2060) breaks each trigger, as ``npu_gate/escape.py`` does
 for our own reports:
 
 - mentions and references: after ``@`` or ``#`` before a word character (``@team``, ``#12``,
@@ -16,7 +16,7 @@ for our own reports:
 GitHub decodes entities before it links text (``&#64;name`` pings), so the first two rules read
 the text with entities decoded; entities never form Markdown or HTML syntax, so the last two
 read it as written. The joiner is the literal character, invisible in text and in code alike.
-Our own reports (escaped by ``render/escape.py``, using only allowed tags) read the same
+Our own reports (escaped by ``npu_gate/escape.py``, using only allowed tags) read the same
 afterwards, except that their links show as text.
 
 Stdlib only: the comment step runs without npu-gate's dependencies.

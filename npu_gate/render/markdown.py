@@ -308,7 +308,7 @@ def _minimal(result: GateResult, bundle_dir: str | None = "") -> str:
         if bundle_dir is None:
             model = md_code(m["path"])
         else:
-            path = posixpath.join(bundle_dir, m["path"])  # a sanitised relative file name, see minimal.py
+            path = posixpath.join(bundle_dir, m["path"])  # a sanitised relative file name, see evidence/minimal.py
             model = f"[{md(path)}]({_url(path)})"
         verified = "yes" if m["verified"] else "**no**: re-check found " + (
             ", ".join(f"`{r}`" for r in m.get("recheck_rules", [])) or "nothing")

@@ -249,7 +249,7 @@ class GateResult:
     gates: list[GateCheck] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
-    # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see minimal.py.
+    # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see evidence/minimal.py.
     minimal: dict[str, Any] | None = None
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()
     dynamic_dims: list[DynamicDim] = field(default_factory=list)  # graph.dims.dynamic_dims
