@@ -1,8 +1,9 @@
 """The baseline ratchet: compare a result with the base branch's result for the same model.
 
-A finding is matched by a key that does not depend on its message's numbers: rule, node
-and constraint, and for findings without a node the subject of the message (the part
-before the first ": ", e.g. ``max_cpu_nodes`` or ``output logits``). Only active
+A finding is matched by a key that does not depend on its message: rule, node, constraint
+and subject (what a finding names when it names no node: ``max_cpu_nodes``, an output).
+A result written before findings had a subject (schema < 1.6) is keyed, for its findings
+without node or constraint, by the part of the message before the first ": ". Only active
 (not waived) findings count. The PR regresses when it adds an active error, or raises the
 CPU node count, the NPU partition count or the boundary bytes. Numeric error is shown but
 not judged here (float noise moves it; a real mismatch is a ``numeric-mismatch`` finding).
@@ -22,15 +23,22 @@ METRICS = (("cpu_nodes", "CPU nodes"), ("npu_partitions", "NPU partitions"),
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 
 
-def finding_key(f: dict[str, Any]) -> FindingKey:
+def finding_key(f: dict[str, Any], legacy: bool = False) -> FindingKey:
+    """``legacy``: key as results before schema 1.6 (findings without ``subject``) can be keyed."""
     node = f.get("node") or ""
     constraint = f.get("constraint") or ""
-    subject = ""
-    if not node and not constraint:
+    subject = "" if legacy else str(f.get("subject") or "")
+    if legacy and not node and not constraint:
         message = str(f.get("message", ""))
-        head = message.split(": ", 1)[0] if ": " in message else _NUMBER.sub("#", message)
-        subject = head
+        subject = message.split(": ", 1)[0] if ": " in message else _NUMBER.sub("#", message)
     return (str(f["rule"]), str(node), str(constraint), subject)
+
+
+def _has_subjects(doc: dict[str, Any]) -> bool:
+    """Whether the result was written with findings' ``subject`` (schema 1.6 and later)."""
+    version = str(doc.get("schema_version", "0"))
+    major, _, minor = version.partition(".")
+    return (int(major) if major.isdigit() else 0, int(minor) if minor.isdigit() else 0) >= (1, 6)
 
 
 def _active(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -102,18 +110,19 @@ def compare(current: dict[str, Any], baseline: dict[str, Any] | None) -> Compari
                                    for k, label in METRICS],
                           error_after=max_abs_error(current))
     before = _active(baseline)
-    remaining = Counter(finding_key(f) for f in before)
+    legacy = not (_has_subjects(baseline) and _has_subjects(current))
+    remaining = Counter(finding_key(f, legacy) for f in before)
     new = []
     for f in now:  # multiset difference, keeping the current findings' order
-        key = finding_key(f)
+        key = finding_key(f, legacy)
         if remaining[key]:
             remaining[key] -= 1
         else:
             new.append(f)
-    still = Counter(finding_key(f) for f in now)
+    still = Counter(finding_key(f, legacy) for f in now)
     fixed = []
     for f in before:
-        key = finding_key(f)
+        key = finding_key(f, legacy)
         if still[key]:
             still[key] -= 1
         else:

@@ -29,7 +29,6 @@ MAX_MODELS = 50  # per run: a bundle stays small even when every node fails
 # The findings a node is blamed for: its placement (a profile limit too: the opset limit
 # names no node) and its dynamic output shape.
 _BLAMED = PLACEMENT_RULES | {"dynamic-shape"}
-_CHECKER_NODE = re.compile(r"Name: (\S*) OpType: (\S+)")
 
 
 
@@ -73,28 +72,16 @@ def distinct_failures(
                 failures[key].occurrences += 1
             else:
                 failures[key] = Failure(f.rule, f.op_type, f.constraint, i, f.node or "")
-        elif f.rule == "onnx-checker":
-            # The full check's finding names its node (its message has no "Name: ... OpType:")
-            blamed = index_of[f.node] if f.node in index_of else _checker_node(f.message, model)
-            if blamed is not None:
-                node = facts.nodes[blamed]
-                key = (f.rule, node.name, None)
-                failures.setdefault(key, Failure(f.rule, node.key, None, blamed, node.name))
+        elif f.rule == "onnx-checker" and f.node in index_of:  # a checker error naming a node
+            node = facts.nodes[index_of[f.node]]
+            key = (f.rule, node.name, None)
+            failures.setdefault(key, Failure(f.rule, node.key, None, node.index, node.name))
     for chain in _chains(dynamic, facts):
         first = facts.nodes[chain[0]]
         key = ("dynamic-shape", first.name, None)
         failures[key] = Failure("dynamic-shape", first.key, None, first.index, first.name,
                                 len(chain))
     return sorted(failures.values(), key=lambda x: (x.node, x.rule, x.constraint or ""))
-
-
-def _checker_node(message: str, model: ModelProto) -> int | None:
-    match = _CHECKER_NODE.search(message)
-    if match is None:
-        return None
-    name, op_type = match.groups()
-    hits = [i for i, n in enumerate(model.graph.node) if n.name == name and n.op_type == op_type]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _chains(dynamic: list[int], facts: GraphFacts) -> list[list[int]]:

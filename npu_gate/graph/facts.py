@@ -246,12 +246,25 @@ def infer_shapes(model: ModelProto) -> tuple[ModelProto, str | None, str | None]
 
 
 _NODE_IN_ERROR = re.compile(r"node name: ([^)]*)\)")
+_CHECKER_NODE = re.compile(r"Name: (\S*) OpType: (\S+)")
 
 
 def node_named_in(error: str) -> str | None:
     """The node an ONNX inference error names, if any."""
     match = _NODE_IN_ERROR.search(error)
     return match.group(1) if match and match.group(1) else None
+
+
+def checker_node(message: str, facts: GraphFacts) -> NodeFacts | None:
+    """The node an ``onnx.checker`` error names ("... Name: X OpType: Y"), when exactly one
+    top-level node has that (model) name and op type."""
+    match = _CHECKER_NODE.search(message)
+    if match is None:
+        return None
+    name, op_type = match.groups()
+    hits = [n for n in facts.nodes
+            if (n.original_name if n.original_name is not None else n.name) == name and n.op_type == op_type]
+    return hits[0] if len(hits) == 1 else None
 
 
 def _first_line(text: str) -> str:

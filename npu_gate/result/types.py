@@ -16,7 +16,8 @@ from npu_gate.rules import RULES
 # 1.4: optional "fusions" and nodes[].fused (profiles with fusion patterns), "rank_adapters"
 # 1.5: device_timings.unmatched; optional nodes[].original_name (the model's name of a
 #      node shown by a display name)
-SCHEMA_VERSION = "1.5"
+# 1.6: optional findings[].subject (what a finding names when it names no node)
+SCHEMA_VERSION = "1.6"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of time).
@@ -145,10 +146,13 @@ class Finding:
     waiver_reason: str | None = None
     doc: str | None = None  # link given by the profile constraint
     evidence: str | None = None  # the profile's evidence, for constraint findings
+    # What the finding is about when it names no node: an input or output name, a gate, a
+    # waiver (``waivers[2]``), a rewrite, a tensor. The baseline matches findings by it.
+    subject: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
-        for key in ("node", "op_type", "constraint"):
+        for key in ("node", "op_type", "constraint", "subject"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.constraint is not None:

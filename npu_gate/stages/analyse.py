@@ -185,7 +185,10 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     node the compiler ran on the NPU or folded away (info, saying so)."""
     a = analysis
     out = _input_findings(a.model_inputs, a.inputs, a.dynamic_severity, a.chains)
-    out += [make_finding("onnx-checker", message) for message in a.checker_errors]
+    for message in a.checker_errors:  # a checker error naming one node is that node's finding
+        named = graphlib.checker_node(message, a.facts)
+        out.append(make_finding("onnx-checker", message, node=named.name if named else None,
+                                op_type=named.key if named else None))
     if a.strict_error:  # the full check's strict shape inference failed: the model is invalid
         node = graphlib.node_named_in(a.strict_error)
         known = {n.name for n in a.facts.nodes}
@@ -194,7 +197,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(make_finding("shape-inference", a.shape_error))
     if a.opset_limit is not None:
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
-    out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence)
+    out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
@@ -274,7 +277,7 @@ def _input_findings(
             shape = "no shape (not even a rank)" if info.shape is None else f"dynamic shape {_shape_text(info.shape)}"
             effect = dims.fix_effect(info, chains) if info.shape is not None else ""
             message = f"input {info.name} has {shape} in the model{fix}{effect}"
-            out.append(make_finding("dynamic-input", message, severity=dynamic_severity))
+            out.append(make_finding("dynamic-input", message, severity=dynamic_severity, subject=info.name))
     if declared is None:
         return out
     by_name = {i.name: i for i in model_inputs}
@@ -282,22 +285,25 @@ def _input_findings(
         found = by_name.get(spec.name)
         if found is None:
             out.append(make_finding("input-mismatch", f"contract input {spec.name} is not an input of the model "
-                                    f"(model inputs: {', '.join(by_name) or 'none'})"))
+                                    f"(model inputs: {', '.join(by_name) or 'none'})", subject=spec.name))
             continue
         info = found
         if info.dtype is not None and info.dtype != spec.dtype:
             out.append(make_finding("input-mismatch", f"input {spec.name}: contract dtype {spec.dtype}, "
-                                    f"model dtype {info.dtype}"))
+                                    f"model dtype {info.dtype}", subject=spec.name))
         if info.shape is not None:
             if len(info.shape) != len(spec.shape):
                 out.append(make_finding("input-mismatch", f"input {spec.name}: contract shape "
                                         f"{_shape_text(list(spec.shape))} has rank {len(spec.shape)}, "
-                                        f"the model's {_shape_text(info.shape)} rank {len(info.shape)}"))
+                                        f"the model's {_shape_text(info.shape)} rank {len(info.shape)}",
+                                        subject=spec.name))
             elif any(isinstance(m, int) and m != c for m, c in zip(info.shape, spec.shape, strict=True)):
                 out.append(make_finding("input-mismatch", f"input {spec.name}: contract shape "
-                                        f"{_shape_text(list(spec.shape))}, model shape {_shape_text(info.shape)}"))
+                                        f"{_shape_text(list(spec.shape))}, model shape {_shape_text(info.shape)}",
+                                        subject=spec.name))
     names = {s.name for s in declared}
-    out += [make_finding("input-mismatch", f"model input {info.name} is not declared in the contract")
+    out += [make_finding("input-mismatch", f"model input {info.name} is not declared in the contract",
+                         subject=info.name)
             for info in model_inputs if info.name not in names]
     return out
 

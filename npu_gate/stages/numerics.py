@@ -37,4 +37,5 @@ def run(contract: Contract, module: Any, onnx_path: Path, work: Path, result: Ga
                 f"max abs error {c.max_abs_err:.3g}, max rel error {c.max_rel_err:.3g} "
                 f"(atol {c.atol:g}, rtol {c.rtol:g})"
             )
-            result.findings.append(make_finding("numeric-mismatch", f"output {c.output}: {detail}"))
+            result.findings.append(make_finding("numeric-mismatch", f"output {c.output}: {detail}",
+                                                subject=f"output {c.output}"))

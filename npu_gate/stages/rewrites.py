@@ -97,7 +97,8 @@ class Rewriting:
         done = Counter(a.rewrite for a in self.applied)
         for r in self.contract.rewrites:
             if not done[r.name]:
-                result.findings.append(make_finding("rewrite-unmatched", f"rewrite {r.name} matched no node"))
+                result.findings.append(make_finding("rewrite-unmatched", f"rewrite {r.name} matched no node",
+                                                    subject=r.name))
         result.stages["rewrites"] = {"status": "ok", "applied": [f"{name} ({n} regions)" for name, n in done.items()]}
         result.log.append("rewrites: " + ("; ".join(
             f"{a.rewrite}: {', '.join(n for n, _ in a.replaced)} -> {', '.join(n for n, _ in a.emitted)}"
@@ -231,7 +232,8 @@ class Rewriting:
                 where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
                 who = c.rewrite or ", ".join(check["applied"])
                 result.findings.append(make_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
-                                                node=c.node if c.kind == "region" else None))
+                                                    node=c.node if c.kind == "region" else None,
+                                                    subject=None if c.kind == "region" else f"output {c.where}"))
         before_nodes = _by_output(before.nodes)
         after_nodes = _by_output(result.nodes)
         entries = []
@@ -290,7 +292,8 @@ class Rewriting:
         for c in checks:
             if not c.passed:
                 result.findings.append(make_finding("rewrite-mismatch",
-                                                    f"replacement at output {c.where}: {_mismatch(c)}"))
+                                                    f"replacement at output {c.where}: {_mismatch(c)}",
+                                                    subject=f"replacement output {c.where}"))
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 

@@ -29,7 +29,8 @@ def decide(result: GateResult, settings: Settings) -> None:
         result.gates.append(GateCheck(name, limit, actual, passed))
         if not passed:
             what = "unknown (shapes not static)" if actual is None else actual
-            result.findings.append(make_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}"))
+            result.findings.append(make_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}",
+                                                subject=name))
 
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     for finding in result.findings:
@@ -43,10 +44,11 @@ def decide(result: GateResult, settings: Settings) -> None:
         where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items() if k in ("rule", "node", "op_type"))
         if _expired(waiver, settings.today):
             result.findings.append(make_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
-                                                f"{waiver.expires} and no longer waives"))
+                                                f"{waiver.expires} and no longer waives", subject=f"waivers[{i}]"))
         elif i not in used:
             hint = _not_unique_hint(waiver, result.nodes)
-            result.findings.append(make_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}"))
+            result.findings.append(make_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}",
+                                                subject=f"waivers[{i}]"))
 
     errors = result.active_findings(ERROR)
     result.verdict = FAIL if errors else PASS

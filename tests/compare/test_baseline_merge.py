@@ -30,15 +30,38 @@ def _doc(name: str, findings: list[dict[str, object]], cpu: int = 0, parts: int 
             "summary": {"cpu_nodes": cpu, "npu_partitions": parts, "boundary_bytes": boundary}}
 
 
-def test_finding_key_ignores_numbers_in_messages_but_not_the_subject() -> None:
-    a = _finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0")
-    b = _finding("gate-exceeded", "max_cpu_nodes: 5 exceeds the limit 1")
-    c = _finding("gate-exceeded", "max_npu_partitions: 3 exceeds the limit 0")
+def test_finding_key_is_rule_node_constraint_and_subject_never_the_message() -> None:
+    a = _finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0") | {"subject": "max_cpu_nodes"}
+    b = _finding("gate-exceeded", "3 CPU nodes, more than 0") | {"subject": "max_cpu_nodes"}
+    c = _finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0") | {"subject": "max_npu_partitions"}
     assert finding_key(a) == finding_key(b) == ("gate-exceeded", "", "", "max_cpu_nodes")
     assert finding_key(c) != finding_key(a)
     d = _finding("op-constraint", "pads 2 above 1", node="conv0") | {"constraint": "pads"}
     e = _finding("op-constraint", "pads 3 above 1", node="conv0") | {"constraint": "pads"}
     assert finding_key(d) == finding_key(e) == ("op-constraint", "conv0", "pads", "")
+
+
+def test_results_from_before_subjects_are_keyed_by_the_message_subject() -> None:
+    """Schema < 1.6 findings had no ``subject``: a finding naming no node is keyed by the
+    message up to the first ": ", numbers ignored."""
+    a = _finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0")
+    b = _finding("gate-exceeded", "max_cpu_nodes: 5 exceeds the limit 1")
+    c = _finding("gate-exceeded", "max_npu_partitions: 3 exceeds the limit 0")
+    assert finding_key(a, legacy=True) == finding_key(b, legacy=True) == ("gate-exceeded", "", "", "max_cpu_nodes")
+    assert finding_key(c, legacy=True) != finding_key(a, legacy=True)
+
+
+def test_a_baseline_from_before_subjects_matches_todays_findings() -> None:
+    """Upgrading npu-gate with a 1.5 baseline: the same gate failure is not new, not fixed."""
+    old = _doc("m", [_finding("gate-exceeded", "max_cpu_nodes: 3 exceeds the limit 0")]) | {"schema_version": "1.5"}
+    now = _doc("m", [_finding("gate-exceeded", "max_cpu_nodes: 4 exceeds the limit 0")
+                     | {"subject": "max_cpu_nodes"}]) | {"schema_version": "1.6"}
+    c = compare(now, old)
+    assert (c.new, c.fixed) == ([], [])
+    moved = _doc("m", [_finding("gate-exceeded", "changed wording") | {"subject": "max_cpu_nodes"}]) \
+        | {"schema_version": "1.6"}
+    both_new = compare(moved, now | {"findings": now["findings"]})
+    assert (both_new.new, both_new.fixed) == ([], [])
 
 
 def test_compare_counts_new_and_fixed_as_multisets_and_ignores_waived() -> None:
