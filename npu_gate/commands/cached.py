@@ -4,6 +4,7 @@ the gate and store the result."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -32,26 +33,63 @@ def load_contract_file(path: Path, *, cheap: bool) -> Contract:
         raise
 
 
-def check_cached(contract: Any, args: argparse.Namespace) -> int:
-    """Gate one contract, answering from the result cache when its key is unchanged."""
+def check_cached(contract: Any, args: argparse.Namespace, known_key: str | None = None) -> int:
+    """Gate one contract, answering from the result cache when its key is unchanged.
+    ``known_key``: the key ``load_misses`` computed (None: compute it)."""
     from npu_gate import cache
 
-    today = args.today or dt.date.today()
-    outputs = [Path(p) for p in (args.json, args.markdown, args.log) if p]
-
     def key() -> str:
-        return cache.contract_key(contract, today, exclude=outputs)
+        return known_key or cache.contract_key(contract, _today(args), exclude=_outputs(args))
 
     def run() -> tuple[Any, list[Any] | None]:
         from npu_gate.contract.spec import load_contract
         from npu_gate.pipeline import check_contract
 
-        full = load_contract(contract.path)  # with the onnx-based profile lint skipped above
+        # A lookup's contract skipped the onnx-based profile lint and the files' contents.
+        full = contract if contract.complete else load_contract(contract.path)
         result = check_contract(full, today=args.today)
         deps = cache.onnx_dependencies(contract.onnx_path) if contract.onnx_path else []
         return result, deps
 
     return cached(args, str(contract.path), key, run)
+
+
+def load_misses(contracts: list[Contract], args: argparse.Namespace) -> list[tuple[Contract, str | None]]:
+    """Several contracts: each the cache has no result for is loaded in full now (the profile's
+    onnx-based lint, the samples file's arrays, the replacement model's inputs), so that a
+    problem in any of them stops the run before any model runs or any verdict is printed. A
+    contract the cache answers was valid when its result was stored: its key covers the
+    contract, the profile and every file they name. Each comes with its key (None: not
+    cacheable), computed once."""
+    from npu_gate import cache
+    from npu_gate.contract.spec import load_contract
+    from npu_gate.errors import ContractError, GateError
+
+    store = cache.Store(cache.resolve_dir(args.cache_dir))
+    loaded: list[tuple[Contract, str | None]] = []
+    problems: list[str] = []
+    for contract in contracts:
+        key = None
+        with contextlib.suppress(cache.NotCacheable, OSError):  # said by check_cached, which tries again
+            key = cache.contract_key(contract, _today(args), exclude=_outputs(args))
+        if key is not None and not args.no_cache and store.path(key).is_file():
+            loaded.append((contract, key))
+            continue
+        try:
+            loaded.append((load_contract(contract.path), key))
+        except ContractError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise GateError(*problems)
+    return loaded
+
+
+def _today(args: argparse.Namespace) -> dt.date:
+    return args.today or dt.date.today()
+
+
+def _outputs(args: argparse.Namespace) -> list[Path]:
+    return [Path(p) for p in (args.json, args.markdown, args.log) if p]
 
 
 def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.commands.cached import check_cached, load_contract_file
+from npu_gate.commands.cached import check_cached, load_contract_file, load_misses
 from npu_gate.commands.common import bundle_dir, emit, print_problems, warn_device_timings, write_output
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 
@@ -27,9 +27,10 @@ def run(args: argparse.Namespace) -> int:
         raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
                         "contract (or use --bundle)")
     # Every contract is valid before any model runs. A plain gate may be answered from the
-    # cache: its lookup skips the onnx-based profile lint, which a miss then runs in full.
+    # cache: its lookup skips the onnx-based profile lint and reading the named files (samples,
+    # replacement model), which a miss then does in full.
     cacheable = not _uncached_run(args)
-    contracts = [load_contract_file(p, cheap=cacheable) for p in paths]
+    contracts = _load_all(paths, cheap=cacheable)
     _require_torch(contracts)
     baseline = _baseline(args)
     if baseline is not None:
@@ -48,13 +49,17 @@ def run(args: argparse.Namespace) -> int:
         from npu_gate.compare.baseline import absent
 
         missing = absent([c.name for c in contracts], baseline)
+    # Several contracts loaded for a cache lookup: those the cache has no result for are loaded
+    # in full now (the profile lint, the files' contents), before the first model runs.
+    keyed: list[tuple[Contract, str | None]] = (load_misses(contracts, args) if cacheable and len(contracts) > 1
+                                                else [(c, None) for c in contracts])
     worst = EXIT_PASS
-    for contract in contracts:
+    for contract, key in keyed:
         try:
             if not cacheable:
                 code = _check_uncached(contract, args, baseline, missing)
             else:
-                code = check_cached(contract, args)
+                code = check_cached(contract, args, key)
         except GateError as exc:
             if len(contracts) == 1:
                 raise
@@ -66,6 +71,25 @@ def run(args: argparse.Namespace) -> int:
         from npu_gate.render.text import absent_line
         sys.stdout.write(absent_line(missing))
     return worst
+
+
+def _load_all(paths: list[Path], *, cheap: bool) -> list[Contract]:
+    """Every contract; when one has a problem, every problem of every contract (each then
+    checked in full, with what the load for a cache lookup skips), before any model runs."""
+    from npu_gate.contract.spec import load_contract
+
+    try:
+        return [load_contract_file(p, cheap=cheap) for p in paths]
+    except GateError:
+        if len(paths) == 1:
+            raise
+    problems = []
+    for p in paths:
+        try:
+            load_contract(p)
+        except GateError as exc:
+            problems.extend(exc.problems)
+    raise GateError(*problems)
 
 
 def _refuse_shared_names(contracts: list[Contract]) -> None:

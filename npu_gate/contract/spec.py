@@ -2,7 +2,12 @@
 
 Everything is checked before any model is loaded: schema (every error with its JSON
 path), then what a schema cannot say (duplicate inputs, range order, known rule ids in
-waivers, the profile). Relative paths resolve against the contract's own folder.
+waivers, the profile, the files it names: the samples file's arrays against the inputs, a
+replacement model's inputs, the device timings, and that the modules of ``metric.callable``
+and ``replacement.torch.factory`` exist). Relative paths resolve against the contract's own
+folder. The user's modules are not imported here (importing runs their code): the rewrite
+stage imports them, before any model work of that contract, as the export imports
+``model.torch.factory``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
@@ -20,6 +25,9 @@ from npu_gate.rules import RULES
 from npu_gate.target.compilers import COMPILERS, KNOWN
 from npu_gate.target.profile import Profile, load_profile
 from npu_gate.validation import read_valid_document
+
+if TYPE_CHECKING:
+    import numpy as np
 
 CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
 UNWAIVABLE = ("waiver-expired", "waiver-unused")  # reported after the waivers are applied
@@ -143,6 +151,12 @@ class Contract:
     device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
     replacement: Replacement | None = None
     probe: ProbeSpec | None = None
+    # The rows of numerics.samples_file, read and checked by the full load (None: no
+    # samples_file, or not loaded in full).
+    file_samples: list[dict[str, np.ndarray]] | None = field(default=None, compare=False, repr=False)
+    # False: loaded for a result-cache lookup (``check_onnx=False``), without what needs onnx
+    # or numpy; the gate reloads such a contract in full before it runs.
+    complete: bool = True
 
     @property
     def folder(self) -> Path:
@@ -163,7 +177,9 @@ def find_contract(arg: str | None) -> Path:
 
 
 def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
-    """Load and validate a contract. ``check_onnx=False``: see ``profile.load_profile``."""
+    """Load and validate a contract. ``check_onnx=False`` (a result-cache lookup) skips what
+    needs onnx or numpy: the profile's onnx-based lint (see ``profile.load_profile``), reading
+    the samples file and the replacement model; the contract is then not ``complete``."""
     label = str(path)
     doc = read_valid_document(path, "contract", ContractError)
     problems = _semantic_problems(doc, label)
@@ -180,13 +196,26 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         onnx_path = folder / model["onnx"]
         if not onnx_path.is_file():
             problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
+    files: dict[str, Path] = {}  # the named files that exist
     for key, ref in (("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
                      ("device_timings", doc.get("device_timings"))):
-        if ref is not None and not (folder / ref).is_file():
+        if ref is None:
+            continue
+        if (folder / ref).is_file():
+            files[key] = folder / ref
+        elif (folder / ref).exists():
+            problems.append(f"{label}: {key}: {ref!r} is not a regular file")
+        else:
             problems.append(f"{label}: {key}: file {ref!r} not found")
     replacement_doc = doc.get("replacement", {})
     if "onnx" in replacement_doc and not (folder / replacement_doc["onnx"]).is_file():
         problems.append(f"{label}: replacement.onnx: file {replacement_doc['onnx']!r} not found")
+    problems.extend(_code_problems(doc, folder, label))
+    inputs = [_input_spec(i) for i in doc["inputs"]]
+    file_samples = None
+    if check_onnx:
+        file_samples, found = _file_problems(doc, folder, label, files, inputs)
+        problems.extend(found)
     if problems or profile is None:
         raise ContractError(*problems)
 
@@ -203,7 +232,7 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         onnx_path=onnx_path,
         onnx_ref=model.get("onnx"),
         torch=torch_model,
-        inputs=[_input_spec(i) for i in doc["inputs"]],
+        inputs=inputs,
         profile=profile,
         numerics=Numerics(
             atol=float(numerics.get("atol", Numerics.atol)),
@@ -235,7 +264,90 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         device_timings=folder / doc["device_timings"] if "device_timings" in doc else None,
         replacement=replacement,
         probe=_probe_spec(doc["target"].get("probe"), folder),
+        file_samples=file_samples,
+        complete=check_onnx,
     )
+
+
+def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
+    """``metric.callable`` and ``replacement.torch.factory`` whose module neither the contract
+    folder nor the installed packages have. Only that is certain without importing the module,
+    which runs the user's code; whether it imports and has the callable, the rewrite stage finds
+    out by importing it before any model work of this contract."""
+    import importlib.util
+
+    refs = []
+    if "metric" in doc:
+        refs.append(("metric.callable", doc["metric"]["callable"]))
+    factory = doc.get("replacement", {}).get("torch", {}).get("factory")
+    # Without PyTorch a torch replacement cannot run at all, which `check` says as such.
+    if factory is not None and importlib.util.find_spec("torch") is not None:
+        refs.append(("replacement.torch.factory", factory))
+    problems = []
+    for where, ref in refs:
+        module = ref.split(":")[0]
+        top = module.split(".")[0]
+        if not _module_exists(top, folder):  # the words import_callable would say
+            problems.append(f"{label}: {where}: cannot import {module!r}: No module named {top!r}")
+    return problems
+
+
+def _module_exists(top: str, folder: Path) -> bool:
+    """Whether ``import top`` can find a module with ``folder`` first on sys.path (as
+    ``model.user_code.import_callable`` imports it), without importing anything."""
+    import importlib.machinery
+    import importlib.util
+
+    if (folder / top).is_dir() or any((folder / f"{top}{suffix}").is_file()
+                                      for suffix in importlib.machinery.all_suffixes()):
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):  # a half-imported module in sys.modules: not for us to judge
+        return True
+
+
+def _file_problems(doc: dict[str, Any], folder: Path, label: str, files: dict[str, Path],
+                   inputs: list[InputSpec]) -> tuple[list[dict[str, np.ndarray]] | None, list[str]]:
+    """The contents of the files the contract names (those that exist), read by the full load
+    only (the samples file needs numpy, the replacement model onnx): the samples file's rows and
+    their problems, the device timings' problems, a replacement ONNX model whose inputs are not
+    exactly the contract's (the samples are fed by name)."""
+    from npu_gate.contract import device_timings
+    from npu_gate.contract.samples_file import read_samples
+
+    problems: list[str] = []
+    rows = None
+    if "numerics.samples_file" in files:
+        try:
+            rows = read_samples(files["numerics.samples_file"], inputs)
+        except ContractError as exc:
+            problems.extend(exc.problems)
+    if "device_timings" in files:
+        try:
+            device_timings.load(files["device_timings"])
+        except ContractError as exc:
+            problems.extend(exc.problems)
+    ref = doc.get("replacement", {}).get("onnx")
+    if ref is not None and (folder / ref).is_file():
+        problems.extend(_replacement_problems(folder / ref, ref, inputs, f"{label}: replacement.onnx"))
+    return rows, problems
+
+
+def _replacement_problems(path: Path, ref: str, inputs: list[InputSpec], where: str) -> list[str]:
+    from npu_gate.errors import GateError
+    from npu_gate.graph.model_file import load_onnx
+
+    try:
+        model, _ = load_onnx(path, f"{where}: {ref}", weights=False)
+    except GateError as exc:
+        return exc.problems
+    wanted = [i.name for i in inputs]
+    weights = {t.name for t in model.graph.initializer}
+    found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
+    if sorted(found) != sorted(wanted):
+        return [f"{where}: {ref} has input(s) {', '.join(found) or 'none'}, the contract has {', '.join(wanted)}"]
+    return []
 
 
 def _as_typed(name: str | None) -> str | None:

@@ -22,8 +22,9 @@ import numpy as np
 import onnx
 
 from npu_gate.contract import device_timings as devtimes
-from npu_gate.contract.spec import Contract, InputSpec
-from npu_gate.errors import ContractError, ModelError
+from npu_gate.contract.samples_file import read_samples
+from npu_gate.contract.spec import Contract
+from npu_gate.errors import ModelError
 from npu_gate.model.samples import make_samples
 from npu_gate.result.types import GateResult, NodeResult, make_finding
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
@@ -77,12 +78,15 @@ class Rewriting:
         self.default = default
         self.tolerances = {r.name: (default[0] if r.atol is None else r.atol,
                                     default[1] if r.rtol is None else r.rtol) for r in contract.rewrites}
-        # Read the board's figures and the real samples up front: a bad file stops the run
-        # before any model work.
+        # The board's figures (maybe from --device-timings) and the user's code before any model
+        # work of this contract. The samples file was read and checked with the contract.
         self.device = devtimes.load(contract.device_timings) if contract.device_timings else None
         samples_file = contract.numerics.samples_file
-        self.file_rows = _read_npz(samples_file, contract.inputs) if samples_file is not None else []
-        _check_user_code(contract)
+        rows = contract.file_samples
+        if rows is None and samples_file is not None:  # a contract not loaded in full
+            rows = read_samples(samples_file, contract.inputs)
+        self.file_rows = rows or []
+        _import_user_code(contract)
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
@@ -569,14 +573,13 @@ def _distinct(value: float, bound: float) -> tuple[str, str]:
     return repr(value), repr(bound)
 
 
-def _check_user_code(contract: Contract) -> None:
-    """What the contract's replacement and metric name must be usable before any model work:
-    the metric and a torch replacement's factory import from the contract folder, a
-    replacement ONNX file takes exactly the contract's inputs (the samples are fed by name).
-    What the user's code raises when it runs stays a finding."""
+def _import_user_code(contract: Contract) -> None:
+    """The metric and a torch replacement's factory import from the contract folder before any
+    model work (the contract check found their modules; only importing them, which runs the
+    user's code, tells whether they import and have the callable). What the user's code raises
+    when it runs stays a finding."""
     import importlib.util
 
-    from npu_gate.graph.model_file import load_onnx
     from npu_gate.model.user_code import import_callable
 
     spec = contract.replacement
@@ -588,64 +591,3 @@ def _check_user_code(contract: Contract) -> None:
         import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
     if spec is not None and spec.torch is not None:
         import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
-    if spec is not None and spec.onnx_path is not None:
-        label = f"{contract.path}: replacement.onnx"
-        model, _ = load_onnx(spec.onnx_path, f"{label}: {spec.onnx_ref}", weights=False)
-        wanted = [i.name for i in contract.inputs]
-        weights = {t.name for t in model.graph.initializer}
-        found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
-        if sorted(found) != sorted(wanted):
-            raise ContractError(f"{label}: {spec.onnx_ref} has input(s) {', '.join(found) or 'none'}, "
-                                f"the contract has {', '.join(wanted)}")
-
-
-def _read_npz(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
-    """Rows of a bundle-layout .npz (one array per input, sample k in row k), checked against
-    the contract's inputs: every problem is one line naming the file and the array."""
-    where = f"{path}: numerics.samples_file"
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except Exception as exc:
-        raise ContractError(f"{where}: cannot read: {exc}") from None
-    missing = [i.name for i in inputs if i.name not in arrays]
-    problems = [f"{where}: no array for input(s) {', '.join(missing)}"] if missing else []
-    for index, spec in enumerate(inputs):
-        if spec.name in arrays:
-            problems += _array_problems(f"{where}: array {spec.name}", arrays[spec.name], spec, index)
-    if problems:
-        raise ContractError(*problems)
-    counts = {i.name: arrays[i.name].shape[0] for i in inputs}
-    if len(set(counts.values())) != 1 or 0 in counts.values():
-        found = ", ".join(f"{name} {n}" for name, n in counts.items())
-        raise ContractError(f"{where}: arrays must share a non-empty first axis (samples); found {found}")
-    n = counts[inputs[0].name]
-    return [{i.name: np.ascontiguousarray(arrays[i.name][k], dtype=i.dtype) for i in inputs} for k in range(n)]
-
-
-def _array_problems(where: str, array: np.ndarray, spec: InputSpec, index: int) -> list[str]:
-    """What keeps ``array`` from being samples of ``spec`` (contract ``inputs[index]``)."""
-    problems = []
-    if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
-        problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
-                        f"(inputs[{index}].dtype)")
-    elif np.issubdtype(np.dtype(spec.dtype), np.floating):
-        # NaN or infinity (also a float64 value beyond float16's range) would make every
-        # comparison on that sample meaningless: refuse them rather than report "error 0".
-        with np.errstate(over="ignore"):
-            values = array.astype(spec.dtype, copy=False)
-        bad = int(np.count_nonzero(~np.isfinite(values)))
-        if bad:
-            nan = int(np.count_nonzero(np.isnan(values)))
-            problems.append(f"{where}: {bad} of {values.size} values are not finite as {spec.dtype} "
-                            f"({nan} NaN, {bad - nan} infinite); samples must be finite")
-    shape, expected = list(array.shape), list(spec.shape)
-    contract_shape = f"contract inputs[{index}].shape {expected}"
-    stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k
-    if len(shape) == len(expected) + 1 and shape[1:] != expected:
-        problems.append(f"{where}: per-sample shape {shape[1:]}, {contract_shape} (sample k in row k)")
-    elif shape == expected:
-        problems.append(f"{where}: shape {shape} has no sample axis: expected {stacked} (sample k in row k)")
-    elif len(shape) != len(expected) + 1:
-        problems.append(f"{where}: shape {shape}, expected {stacked} ({contract_shape}, sample k in row k)")
-    return problems
