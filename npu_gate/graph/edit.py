@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, TypeProto, ValueInfoProto, helper
 
+from npu_gate.errors import one_line
 from npu_gate.graph.facts import outer_scope_names
 
 
@@ -114,8 +115,7 @@ def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
             values.update(zip(to_evaluate, ReferenceEvaluator(sub).run(None, feeds), strict=True))
         computed = [numpy_helper.from_array(np.asarray(values[n]), name=n) for n in needed]
     except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        return model, f"folded nodes kept: the reference evaluator failed ({why})"
+        return model, f"folded nodes kept: the reference evaluator failed ({one_line(exc)})"
     out = ModelProto()
     out.CopyFrom(model)
     del out.graph.node[:]

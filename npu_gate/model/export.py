@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.contract.spec import Contract
-from npu_gate.errors import ModelError
+from npu_gate.errors import ModelError, one_line
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
-from npu_gate.model.user_code import import_callable, one_line
+from npu_gate.model.user_code import import_callable
 from npu_gate.versions import installed
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from npu_gate.contract.spec import Contract
+from npu_gate.errors import one_line
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
 
@@ -63,12 +64,12 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
         try:
             ort_outputs, names = _run_onnxruntime(onnx_path, samples)
         except Exception as exc:
-            return NumericsOutcome([], f"onnxruntime: {_one_line(exc)}",
+            return NumericsOutcome([], f"onnxruntime: {one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
         try:
             torch_outputs = _run_torch(module, contract, samples)
         except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
-            return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
+            return NumericsOutcome([], f"PyTorch module: {one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
     comparisons = []
     for index in range(len(names)):
@@ -255,8 +256,3 @@ def _non_finite_problem(arrays: list[tuple[np.ndarray, np.ndarray]]) -> str | No
     if differ:
         return f"infinite values differ from the reference on sample(s) {', '.join(map(str, differ))}"
     return None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -23,7 +23,7 @@ import onnx
 
 from npu_gate.contract import device_timings as devtimes
 from npu_gate.contract.spec import Contract, InputSpec
-from npu_gate.errors import ContractError, ModelError
+from npu_gate.errors import ContractError, ModelError, one_line
 from npu_gate.model.samples import make_samples
 from npu_gate.result.types import GateResult, NodeResult, make_finding
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
@@ -156,7 +156,7 @@ class Rewriting:
             try:
                 self._prove(settings, result, timings, origin)
             except Exception as exc:  # onnxruntime cannot run one of the models on the samples
-                message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
+                message = f"rewrite verification: onnxruntime: {one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
                 result.findings.append(make_finding("numerics-failed", message))
                 # What would have run on the same samples says why it did not, not nothing.
@@ -181,7 +181,7 @@ class Rewriting:
                 timings["cpu_reference_s"] = cpu_latency(self.checked, self.samples[0], LATENCY_RUNS)
         except Exception as exc:  # suggestions are advice: never stop the gate for them
             result.suggestions = []
-            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {_one_line(exc)}"}
+            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {one_line(exc)}"}
 
     def _load_samples(self) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
         spec = self.contract.numerics
@@ -281,7 +281,7 @@ class Rewriting:
             timings.setdefault("cpu_reference_original_s", cpu_latency(self.original, self.samples[0], LATENCY_RUNS))
             timings["cpu_reference_replacement_s"] = cpu_latency(loaded.model, self.samples[0], LATENCY_RUNS)
         except Exception as exc:
-            message = f"replacement verification: onnxruntime: {_one_line(exc)}"
+            message = f"replacement verification: onnxruntime: {one_line(exc)}"
             result.stages["replacement"] = {"status": "failed", "reason": message}
             result.findings.append(make_finding("numerics-failed", message))
             return
@@ -529,11 +529,6 @@ def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: st
         return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
     return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
             "partition": found.partition}
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def metric_message(metric: dict[str, Any]) -> str:
