@@ -18,8 +18,8 @@ import onnx
 from onnx import ModelProto
 from onnx.external_data_helper import load_external_data_for_tensor
 
-from npu_gate.graph.edit import node_reads, submodel
-from npu_gate.graph.facts import GraphFacts
+from npu_gate.graph.edit import submodel
+from npu_gate.graph.facts import GraphFacts, node_reads
 from npu_gate.graph.model_file import external_tensors
 from npu_gate.result.types import Finding
 from npu_gate.rules import PLACEMENT_RULES

@@ -495,6 +495,18 @@ def outer_scope_names(graph: GraphProto) -> Iterator[str]:
         defined.update(node.output)
 
 
+def node_reads(node: onnx.NodeProto) -> list[str]:
+    """Every tensor a node reads, once each: its inputs, then the outer-scope names its
+    subgraphs (If/Loop/Scan bodies, nested ones too) read. A name a body defines is never one
+    of the outer graph's (names are unique, SSA), so this answers "does the node read this
+    tensor?" for any tensor of the node's own graph."""
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        for g in _attr_graphs(attr):
+            names.extend(outer_scope_names(g))
+    return list(dict.fromkeys(names))
+
+
 def _clean_float(x: float) -> float | str:
     if math.isnan(x) or math.isinf(x):
         return str(x)

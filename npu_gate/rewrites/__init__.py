@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from npu_gate.graph.facts import node_reads
 from npu_gate.rewrites import gelu, hardsigmoid, hardswish, layernorm, pad
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 
@@ -139,7 +140,7 @@ def _drop_dead_constants(
     fed = {name for i in removed for name in view.nodes[i].input if name}
     kept = nodes
     while True:
-        read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+        read = {name for n in kept for name in node_reads(n)} | view.outputs | {i.name for i in view.graph.input}
         dead = {name for name in fed if name not in read}
         dropping = [n for n in kept if n.output and all(o in dead or not o for o in n.output)
                     and all(view.is_constant(o) for o in n.output if o)]
@@ -148,19 +149,8 @@ def _drop_dead_constants(
         fed |= {name for n in dropping for name in n.input if name}
         drop_ids = {id(n) for n in dropping}
         kept = [n for n in kept if id(n) not in drop_ids]
-    read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+    read = {name for n in kept for name in node_reads(n)} | view.outputs | {i.name for i in view.graph.input}
     return kept, {name for name in fed if name not in read and name in view.initializers}
-
-
-def _reads(node: onnx.NodeProto) -> set[str]:
-    """Tensor names a node reads, including those read inside its subgraphs (If/Loop bodies)."""
-    names = {n for n in node.input if n}
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            for inner in g.node:
-                names |= _reads(inner)
-    return names
 
 
 def rewrites_markdown() -> str:
