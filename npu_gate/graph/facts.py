@@ -36,7 +36,6 @@ _DTYPES: dict[int, tuple[str, int | None]] = {
     TensorProto.COMPLEX128: ("complex128", 16),
     TensorProto.BFLOAT16: ("bfloat16", 2),
 }
-DTYPE_TO_ONNX = {name: code for code, (name, _) in _DTYPES.items()}
 _DTYPE_SIZES = {name: size for name, size in _DTYPES.values()}
 # Later element types, by ONNX's own (lower-cased) names: float8 takes a byte; 4- and 2-bit
 # types are packed, so a tensor of them takes ceil(elements * bits / 8) bytes.

@@ -14,7 +14,6 @@ from npu_gate.errors import ModelError, one_line
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
 from npu_gate.model.user_code import import_callable
-from npu_gate.versions import installed
 
 
 @dataclass
@@ -26,10 +25,6 @@ class ExportOutcome:
     log: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
-
-
-def torch_version() -> str | None:
-    return installed("torch")
 
 
 def build_module(contract: Contract, key: str = "model.torch", log: list[str] | None = None) -> Any:
