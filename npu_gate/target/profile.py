@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,19 @@ class Profile:
         }
         if self.limits:
             doc["limits"] = self.limits
-        doc["ops"] = self.ops
-        if self.patterns:
-            doc["patterns"] = self.patterns
-        if self.rank_adapters:
-            doc["rank_adapters"] = self.rank_adapters
-        return doc
+        return doc | placement_part(self.ops, self.patterns, self.rank_adapters)
+
+
+def placement_part(
+    ops: Mapping[str, Any], patterns: list[dict[str, Any]], rank_adapters: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The end of a profile document: ``ops``, then ``patterns`` and ``rank_adapters`` when set."""
+    doc: dict[str, Any] = {"ops": ops}
+    if patterns:
+        doc["patterns"] = patterns
+    if rank_adapters:
+        doc["rank_adapters"] = rank_adapters
+    return doc
 
 
 def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str, str]:
