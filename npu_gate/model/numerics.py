@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,18 +33,28 @@ class OutputComparison:
     problem: str | None = None  # shape/dtype mismatch, non-finite values
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            "output": self.output,
-            "max_abs_err": self.max_abs_err,
-            "max_rel_err": self.max_rel_err,
-            "atol": self.atol,
-            "rtol": self.rtol,
-            "passed": self.passed,
-            "samples": self.samples,
-        }
-        if self.problem:
-            out["problem"] = self.problem
-        return out
+        return {"output": self.output, **measured_fields(self)}
+
+
+class Measured(Protocol):
+    """Outputs compared against a tolerance: an OutputComparison, a rewrite's verify.Check."""
+
+    max_abs_err: float | None
+    max_rel_err: float | None
+    atol: float
+    rtol: float
+    passed: bool
+    samples: int
+    problem: str | None
+
+
+def measured_fields(c: Measured) -> dict[str, Any]:
+    """The JSON of what ``c`` measured: errors, tolerance, verdict, samples, then its problem if any."""
+    out: dict[str, Any] = {"max_abs_err": c.max_abs_err, "max_rel_err": c.max_rel_err, "atol": c.atol,
+                           "rtol": c.rtol, "passed": c.passed, "samples": c.samples}
+    if c.problem:
+        out["problem"] = c.problem
+    return out
 
 
 @dataclass
