@@ -443,7 +443,7 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
         for attr in node.attribute:
             attributes[attr.name] = attribute_value(attr)
             if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-                for sub in _attr_graphs(attr):
+                for sub in attr_graphs(attr):
                     subgraph_nodes += _count_nodes(sub)
                     implicit.extend(outer_scope_names(sub))
     key = (op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
@@ -460,7 +460,8 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
                      sorted(set(implicit)) if implicit else [], subgraph_nodes, schema[0])
 
 
-def _attr_graphs(attr: AttributeProto) -> list[GraphProto]:
+def attr_graphs(attr: AttributeProto) -> list[GraphProto]:
+    """The subgraphs an attribute holds: its graph, its graphs, or none."""
     if attr.type == AttributeProto.GRAPH:
         return [attr.g]
     if attr.type == AttributeProto.GRAPHS:
@@ -473,7 +474,7 @@ def _count_nodes(graph: GraphProto) -> int:
     for node in graph.node:
         total += 1
         for attr in node.attribute:
-            for sub in _attr_graphs(attr):
+            for sub in attr_graphs(attr):
                 total += _count_nodes(sub)
     return total
 
@@ -487,7 +488,7 @@ def outer_scope_names(graph: GraphProto) -> Iterator[str]:
             if name and name not in defined:
                 yield name
         for attr in node.attribute:
-            for sub in _attr_graphs(attr):
+            for sub in attr_graphs(attr):
                 for name in outer_scope_names(sub):
                     if name not in defined:
                         yield name
@@ -501,7 +502,7 @@ def node_reads(node: onnx.NodeProto) -> list[str]:
     tensor?" for any tensor of the node's own graph."""
     names = [n for n in node.input if n]
     for attr in node.attribute:
-        for g in _attr_graphs(attr):
+        for g in attr_graphs(attr):
             names.extend(outer_scope_names(g))
     return list(dict.fromkeys(names))
 
@@ -618,7 +619,7 @@ def subgraphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
     """(attribute name, graph) for every subgraph a node holds."""
     out = []
     for attr in node.attribute:
-        graphs = _attr_graphs(attr)
+        graphs = attr_graphs(attr)
         for k, g in enumerate(graphs):
             out.append((attr.name if len(graphs) == 1 else f"{attr.name}[{k}]", g))
     return out

@@ -53,12 +53,7 @@ def _walk(
     out: list[ScopedNode],
 ) -> None:
     for attr in proto.attribute:
-        graphs = (
-            [attr.g]
-            if attr.type == AttributeProto.GRAPH
-            else (list(attr.graphs) if attr.type == AttributeProto.GRAPHS else [])
-        )
-        for k, sub in enumerate(graphs):
+        for k, sub in enumerate(graphlib.attr_graphs(attr)):
             scope = f"{parent}/{attr.name}" + (
                 f"[{k}]" if attr.type == AttributeProto.GRAPHS else ""
             )
