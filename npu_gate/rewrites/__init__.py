@@ -58,7 +58,7 @@ def apply(model: onnx.ModelProto, rewrites: list[Rewrite]) -> tuple[onnx.ModelPr
         if matches:
             current, done = _replace(view, rewrite, matches)
             applied.extend(done)
-    return (current if applied else _copy(model)), applied
+    return (current if applied else copy_model(model)), applied
 
 
 def apply_matches(
@@ -78,7 +78,8 @@ def disjoint(matches: list[Match]) -> list[Match]:
     return out
 
 
-def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
+def copy_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` to change (a protobuf copy is deep): the model given stays as it is."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     return out
@@ -111,7 +112,7 @@ def _replace(view: GraphView, rewrite: Rewrite, matches: list[Match]) -> tuple[o
             list(emitted.nodes),
             list(emitted.initializers),
         ))
-    model = _copy(view.model)
+    model = copy_model(view.model)
     nodes = []
     for i, node in enumerate(view.nodes):
         if i in insert_at:

@@ -26,7 +26,7 @@ from npu_gate.contract.spec import Contract, InputSpec
 from npu_gate.errors import ContractError, ModelError, one_line
 from npu_gate.model.samples import make_samples
 from npu_gate.result.types import GateResult, NodeResult, make_finding
-from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
+from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, copy_model, disjoint
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
 from npu_gate.rules import PLACEMENT_RULES
@@ -45,12 +45,6 @@ SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_par
                 "boundary_bytes")
 
 
-def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    return out
-
-
 def summary(result: GateResult) -> dict[str, Any]:
     return {k: result.summary.get(k) for k in SUMMARY_KEYS}
 
@@ -58,7 +52,7 @@ def summary(result: GateResult) -> dict[str, Any]:
 def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
     """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
     scratch = new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
-    analysed(_copy(model), settings, scratch)
+    analysed(copy_model(model), settings, scratch)
     return scratch
 
 
@@ -89,7 +83,7 @@ class Rewriting:
         if not self.contract.rewrites:
             self.original = self.checked = model  # no copy: big models stay single in memory
             return model
-        self.original = _copy(model)
+        self.original = copy_model(model)
         try:
             rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
         except ValueError as exc:  # an emitted name already exists in the model
