@@ -10,7 +10,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -606,6 +606,17 @@ def topological_order(nodes: list[NodeFacts], deps: list[list[int]]) -> list[int
         placed = set(order)
         order.extend(i for i in range(len(nodes)) if i not in placed)
     return order
+
+
+def scope_tensors(graph: GraphProto, outer: Mapping[str, TensorInfo]) -> dict[str, TensorInfo]:
+    """The tensors a subgraph's nodes see: its initializers, inputs, value_info and outputs
+    over the outer scopes' tensors ``outer``."""
+    tensors = dict(outer)
+    for init in graph.initializer:
+        tensors[init.name] = TensorInfo(init.name, dtype_name(init.data_type), list(init.dims))
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensors[value.name] = tensor_info_from_type(value.name, value.type)
+    return tensors
 
 
 def subgraph_nodes(graph: GraphProto, opsets: dict[str, int]) -> list[NodeFacts]:
