@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from npu_gate.github import workflow
 from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
@@ -36,6 +36,9 @@ from npu_gate.github.comment import (
     without_timings,
 )
 from npu_gate.github.untrusted import neutralise
+
+if TYPE_CHECKING:  # annotations only: render is imported lazily, where it is used
+    from npu_gate.render.report import ModelReport
 
 COMMENT_MODES = ("always", "on-change", "on-failure", "never")
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")
@@ -163,7 +166,8 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
     return models
 
 
-def annotate(models: Sequence[Any], workspace: Path, out: Any = None, fail_on: str = "errors") -> None:
+def annotate(models: Sequence[ModelReport], workspace: Path, out: TextIO | None = None,
+             fail_on: str = "errors") -> None:
     """::error/::warning on each contract file, 10 per level (errors of the worst rules first).
 
     Under a baseline, findings the baseline does not have come first; the ones it has say so,
@@ -253,7 +257,7 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "model"
 
 
-def gate(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
     from npu_gate.compare.merge import FAIL_ON, attach_baseline, merged_document
     from npu_gate.compare.report import ModelReport, combined_verdict, should_fail
     from npu_gate.errors import GateError
@@ -378,7 +382,7 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def comment(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+def comment(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
     """Post comment.md as the sticky comment. Always exits 0: commenting is best effort.
 
     ``COMMENT_FILE`` (the ``comment-file`` input) is an untrusted artifact: its mentions,

@@ -30,11 +30,15 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate import __version__
 from npu_gate.resources import schema_dir
 from npu_gate.versions import tool_versions
+
+if TYPE_CHECKING:  # annotations only: this module imports the standard library only
+    from npu_gate.contract.spec import Contract, ProbeSpec
+    from npu_gate.target.profile import Profile
 
 ENV_VAR = "NPU_GATE_CACHE_DIR"
 FORMAT = 1  # layout of an entry file; bump when it changes
@@ -213,8 +217,8 @@ def tree_digest(folders: dict[str, Path]) -> str:
     return h.hexdigest()
 
 
-def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) -> str:
-    """The key of gating ``contract`` (a ``npu_gate.contract.Contract``) on ``today``.
+def contract_key(contract: Contract, today: dt.date, exclude: Iterable[Path] = ()) -> str:
+    """The key of gating ``contract`` on ``today``.
 
     ``exclude``: files this run writes (--json, --markdown, --log); when they sit in the
     contract folder they must not change the key of the next run.
@@ -231,6 +235,7 @@ def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) ->
     if contract.onnx_path is not None:
         parts["model"] = {"onnx": _sha256_file(Path(contract.onnx_path))}
     else:
+        assert contract.torch is not None  # a contract names an ONNX model or a torch factory
         parts["model"] = {"torch_sources": _code_fingerprint(contract.torch.factory, folder, exclude)}
     # Everything else the contract names changes the result too: its files' bytes, and the
     # code of a metric or a torch replacement (imported from the contract folder).
@@ -249,7 +254,7 @@ def contract_key(contract: Any, today: dt.date, exclude: Iterable[Path] = ()) ->
     return make_key(parts)
 
 
-def probe_environment(spec: Any) -> dict[str, Any]:
+def probe_environment(spec: ProbeSpec) -> dict[str, Any]:
     """What a ``target.probe`` verdict rests on besides the model and the contract: the compiler
     venv (its resolved path and interpreter, and the ``npu-gate-probe.json`` that ``probe setup``
     wrote) and the compiler package's installed version, read from the venv's files (nothing is
@@ -277,7 +282,7 @@ def _code_fingerprint(callable_ref: str, folder: Path, exclude: Iterable[Path]) 
     return folder_fingerprint(folder, exclude)
 
 
-def inspect_key(model: Path, profile: Any) -> str:
+def inspect_key(model: Path, profile: Profile) -> str:
     return make_key({"kind": "inspect", "model_path": str(model.resolve()),
                      "model": {"onnx": _sha256_file(model)}, "profile_sha256": profile.sha256})
 

@@ -338,8 +338,8 @@ def _internal_error(exc: Exception, args: argparse.Namespace) -> str:
     `--debug` shows it."""
     import traceback
 
+    from npu_gate.errors import one_line
     from npu_gate.escape import term
-    from npu_gate.model.user_code import one_line
 
     where = "rerun with --debug for the traceback"
     log = args.log if args.command == "check" else None

@@ -37,3 +37,10 @@ class RecordError(GateError):
 
 class ModelError(GateError):
     """A model file cannot be read as ONNX, or its factory cannot be imported."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception in one line: its type, then the first line of its message if it has one
+    (``ValueError: bad axis``; ``KeyError`` alone for an empty message)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -22,9 +22,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
+
+if TYPE_CHECKING:
+    from npu_gate.calibrate.infer import Derived
+    from npu_gate.probe.base import Compiler
+    from npu_gate.result.probe import ProbeResult
+    from npu_gate.target.profile import Profile
 
 __all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure", "measured_point"]
 
@@ -32,7 +38,7 @@ RECORD_VERSION = "calibration-1.0"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 
-def measured_point(family: Family, point: Point, result: Any) -> dict[str, Any]:
+def measured_point(family: Family, point: Point, result: ProbeResult) -> dict[str, Any]:
     """What the record keeps of one probe result."""
     nodes = {n.name: [n.actual, n.runs_on, n.became] for n in result.nodes}
     out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
@@ -55,7 +61,7 @@ def measured_point(family: Family, point: Point, result: Any) -> dict[str, Any]:
     return out
 
 
-def measure(compiler: Any, target: str, python: Path, families: list[Family], *, batch: bool = True,
+def measure(compiler: Compiler, target: str, python: Path, families: list[Family], *, batch: bool = True,
             options: dict[str, Any] | None = None, timeout: float | None = None, keep: Path | None = None,
             progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Probe every point; the record's ``compiler``, ``points`` and ``timings``."""
@@ -121,7 +127,7 @@ def record_document(measured: dict[str, Any], *, name: str, record_name: str, sw
             "compiler": measured["compiler"], "timings": measured["timings"], "points": measured["points"]}
 
 
-def candidates_from(profile: Any) -> dict[str, Any]:
+def candidates_from(profile: Profile | None) -> dict[str, Any]:
     """The fusion patterns and rank-adapter rule of ``profile`` that pattern and adapter points check."""
     if profile is None:
         return {"patterns": [], "rank_adapters": None}
@@ -145,7 +151,7 @@ def load_record(path: Path) -> dict[str, Any]:
 
 
 def derive_profile(record: dict[str, Any], families: list[Family] | None = None,
-                   schema: str | None = "../../schemas/profile.schema.json") -> tuple[dict[str, Any], Any]:
+                   schema: str | None = "../../schemas/profile.schema.json") -> tuple[dict[str, Any], Derived]:
     """(the profile document, the derivation with its verdicts) from a record, without the compiler."""
     from npu_gate.calibrate.infer import derive
     from npu_gate.target.profile import load_profile
@@ -170,10 +176,12 @@ def schema_reference(out: Path) -> str | None:
     return Path(os.path.relpath(schema, folder)).as_posix()
 
 
-def profile_document(derived: Any, record: dict[str, Any], base: Any = None,
+def profile_document(derived: Derived, record: dict[str, Any], base: Profile | None = None,
                      schema: str | None = "../../schemas/profile.schema.json") -> dict[str, Any]:
     """The profile file's document; ``schema``: its ``$schema`` path (relative to the file), or None
     to leave the key out."""
+    from npu_gate.target.profile import placement_part
+
     c = record["compiler"]
     evidence = f"{c.get('name')} {c.get('version')} {c.get('target')}"
     extends = record.get("extends")
@@ -201,9 +209,4 @@ def profile_document(derived: Any, record: dict[str, Any], base: Any = None,
     }
     if extends:
         doc["extends"] = extends
-    doc["ops"] = derived.ops
-    if derived.patterns:
-        doc["patterns"] = derived.patterns
-    if derived.rank_adapters:
-        doc["rank_adapters"] = derived.rank_adapters
-    return doc
+    return doc | placement_part(derived.ops, derived.patterns, derived.rank_adapters)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.escape import md, md_code, term
+
+if TYPE_CHECKING:
+    from npu_gate.target.profile import Profile
 
 _WORDING = ("message", "doc")  # not part of what a constraint claims
 _RULE_WORDING = ("evidence", "note", "doc")
@@ -24,7 +27,7 @@ def _claims(constraints: list[dict[str, Any]]) -> list[str]:
                   for c in constraints)
 
 
-def diff_profiles(a: Any, b: Any, measured: set[str] | None = None) -> dict[str, Any]:
+def diff_profiles(a: Profile, b: Profile, measured: set[str] | None = None) -> dict[str, Any]:
     """``measured``: the ops B's calibration record measured, for a calibrated B that extends nothing."""
     changed = []
     for op in sorted(set(a.ops) & set(b.ops)):

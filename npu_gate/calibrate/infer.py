@@ -27,9 +27,13 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, OP, PATTERN, Family, Point
+
+if TYPE_CHECKING:
+    from npu_gate.result.types import GateResult
+    from npu_gate.target.profile import Profile
 
 NPU = "npu"
 
@@ -53,7 +57,7 @@ class _Checker:
     def close(self) -> None:
         self._tmp.cleanup()
 
-    def inspect(self, point: Point, doc: dict[str, Any]) -> Any:
+    def inspect(self, point: Point, doc: dict[str, Any]) -> GateResult:
         from npu_gate.pipeline import inspect_model
         from npu_gate.target.profile import load_profile
 
@@ -73,7 +77,7 @@ class _Checker:
         return {f.constraint for f in result.findings if f.node == node and f.constraint}
 
 
-def derive(record: dict[str, Any], families: list[Family], base: Any = None) -> Derived:
+def derive(record: dict[str, Any], families: list[Family], base: Profile | None = None) -> Derived:
     """The profile's ops, patterns and rank adapters from ``record`` (see the module doc)."""
     measured = {p["point"]: p for p in record["points"]}
     missing = unmeasured(record, families)

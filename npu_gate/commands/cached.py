@@ -10,13 +10,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from npu_gate.commands.common import warn_device_timings, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
+    from npu_gate.cache import Dependency, Entry
     from npu_gate.contract.spec import Contract
+    from npu_gate.result.types import GateResult
 
 
 def load_contract_file(path: Path, *, cheap: bool) -> Contract:
@@ -33,7 +35,7 @@ def load_contract_file(path: Path, *, cheap: bool) -> Contract:
         raise
 
 
-def check_cached(contract: Any, args: argparse.Namespace, known_key: str | None = None) -> int:
+def check_cached(contract: Contract, args: argparse.Namespace, known_key: str | None = None) -> int:
     """Gate one contract, answering from the result cache when its key is unchanged.
     ``known_key``: the key ``load_misses`` computed (None: compute it)."""
     from npu_gate import cache
@@ -41,7 +43,7 @@ def check_cached(contract: Any, args: argparse.Namespace, known_key: str | None 
     def key() -> str:
         return known_key or cache.contract_key(contract, _today(args), exclude=_outputs(args))
 
-    def run() -> tuple[Any, list[Any] | None]:
+    def run() -> tuple[GateResult, list[Dependency] | None]:
         from npu_gate.contract.spec import load_contract
         from npu_gate.pipeline import check_contract
 
@@ -93,7 +95,7 @@ def _outputs(args: argparse.Namespace) -> list[Path]:
 
 
 def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
-           run: Callable[[], tuple[Any, list[Any] | None]]) -> int:
+           run: Callable[[], tuple[GateResult, list[Dependency] | None]]) -> int:
     """Answer from the cache, or ``run()`` the gate (result, external files read) and store."""
     from npu_gate import cache
 
@@ -124,7 +126,7 @@ def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     return code
 
 
-def _render_all(result: Any) -> tuple[str, str, str]:
+def _render_all(result: GateResult) -> tuple[str, str, str]:
     from npu_gate.render import json_, markdown, text
 
     return json_.render(result), markdown.render(result), text.render(result)
@@ -142,7 +144,7 @@ def _emit_texts(args: argparse.Namespace, json_text: str, markdown_text: str, te
         sys.stdout.write(terminal)
 
 
-def _emit_cached(entry: Any, args: argparse.Namespace) -> None:
+def _emit_cached(entry: Entry, args: argparse.Namespace) -> None:
     """The stored outputs, each saying that it came from the cache."""
     note = f"result from cache (key {entry.key[:12]}, computed {entry.created})"
     doc = json.loads(entry.json)

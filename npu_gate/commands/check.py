@@ -129,7 +129,8 @@ def _uncached_run(args: argparse.Namespace) -> bool:
                 or args.device_timings)
 
 
-def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: Any, missing: list[str]) -> int:
+def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: list[dict[str, Any]] | None,
+                   missing: list[str]) -> int:
     """Bundle and ratchet runs: always the whole gate (they need the live artifacts)."""
     from npu_gate.pipeline import check_contract
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from npu_gate.commands.cached import cached, check_cached, load_contract_file
 from npu_gate.errors import EXIT_PASS, GateError
+
+if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
+    from npu_gate.cache import Dependency
+    from npu_gate.result.types import GateResult
+    from npu_gate.target.profile import Profile
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     return worst
 
 
-def _load_profile_option(ref: str, *, cheap: bool) -> Any:
+def _load_profile_option(ref: str, *, cheap: bool) -> Profile:
     from npu_gate.errors import ProfileError
     from npu_gate.target.profile import load_profile
 
@@ -50,10 +55,10 @@ def _load_profile_option(ref: str, *, cheap: bool) -> Any:
         raise
 
 
-def _inspect_cached(model: Path, profile: Any, args: argparse.Namespace) -> int:
+def _inspect_cached(model: Path, profile: Profile, args: argparse.Namespace) -> int:
     from npu_gate import cache
 
-    def run() -> tuple[Any, list[Any] | None]:
+    def run() -> tuple[GateResult, list[Dependency] | None]:
         from npu_gate.pipeline import inspect_model
 
         full = _load_profile_option(args.profile, cheap=False)  # the lint the lookup skipped

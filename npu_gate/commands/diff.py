@@ -8,6 +8,7 @@ JSON written earlier. Both become result dicts (``GateResult.to_dict()``), which
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PASS if result["identical"] else EXIT_FAIL
 
 
-def load_side(arg: str, profile: str, today: Any = None) -> dict[str, Any]:
+def load_side(arg: str, profile: str, today: dt.date | None = None) -> dict[str, Any]:
     """A result dict for one side: .onnx → inspect, contract → check, result JSON → as is."""
     path = Path(arg)
     if path.is_dir() or path.suffix in (".yaml", ".yml"):
@@ -72,7 +73,7 @@ def load_side(arg: str, profile: str, today: Any = None) -> dict[str, Any]:
     )
 
 
-def _check(path: Path, today: Any) -> dict[str, Any]:
+def _check(path: Path, today: dt.date | None) -> dict[str, Any]:
     from npu_gate.contract.spec import find_contract, load_contract
     from npu_gate.pipeline import check_contract
 

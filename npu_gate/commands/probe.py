@@ -7,9 +7,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from npu_gate.commands.common import write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
+
+if TYPE_CHECKING:
+    from npu_gate.probe.base import Compiler
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PASS if result.built else EXIT_FAIL
 
 
-def _probe_setup(compiler: object, venv: Path, args: argparse.Namespace) -> int:
+def _probe_setup(compiler: Compiler, venv: Path, args: argparse.Namespace) -> int:
     from npu_gate.probe.setup_env import setup
 
-    doc = setup(compiler, venv, torch=args.torch, python=args.python, force=args.force)  # type: ignore[arg-type]
+    doc = setup(compiler, venv, torch=args.torch, python=args.python, force=args.force)
     if not args.quiet:
         how = "reused" if doc["reused"] else f"created in {doc['setup_s']:.1f} s"
         packages = doc.get("packages", {})

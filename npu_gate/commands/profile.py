@@ -7,11 +7,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from npu_gate.commands.common import write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.escape import visible
+
+if TYPE_CHECKING:
+    from npu_gate.target.profile import Profile
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,7 +163,7 @@ def _calibrate_command(args: argparse.Namespace) -> str:
     return " ".join([*parts, f"--out {args.out}"])
 
 
-def _write_profile_diff(a: object, b: object, json_path: Path | None, md_path: Path | None) -> dict[str, object]:
+def _write_profile_diff(a: Profile, b: Profile, json_path: Path | None, md_path: Path | None) -> dict[str, object]:
     from npu_gate.calibrate.diff import diff_profiles, render_markdown, render_text
 
     d = diff_profiles(a, b, _measured_ops(b))
@@ -172,7 +175,7 @@ def _write_profile_diff(a: object, b: object, json_path: Path | None, md_path: P
     return d
 
 
-def _measured_ops(profile: Any) -> set[str] | None:
+def _measured_ops(profile: Profile) -> set[str] | None:
     """The ops the calibration record beside a calibrated profile that extends nothing measured
     (None otherwise, or when there is no readable record)."""
     if profile.evidence != "measured" or profile.extends:
@@ -189,7 +192,5 @@ def _measured_ops(profile: Any) -> set[str] | None:
         return None
 
 
-def _origin(profile: object) -> str:
-    origin = getattr(profile, "origin", "")
-    name = getattr(profile, "name", "")
-    return f"npu_gate/profiles/{name}.json" if origin == "builtin" else str(origin)
+def _origin(profile: Profile) -> str:
+    return f"npu_gate/profiles/{profile.name}.json" if profile.origin == "builtin" else profile.origin

@@ -30,7 +30,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from npu_gate.pipeline import Artifacts
 from npu_gate.result.types import GateResult
 from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions as versions
+
+if TYPE_CHECKING:  # onnx is imported where a model is written
+    from onnx import ModelProto
 
 DEFAULT_ROOT = Path("npu-gate-out")
 MARKER = "versions.json"  # with a manifest of the bundle's files: what npu-gate may replace
@@ -200,7 +203,7 @@ def contract_copy_name(contract: Contract) -> str:
     return f"contract-{name}" if name in _OWN else name
 
 
-def _save_model(model: Any, path: Path) -> None:
+def _save_model(model: ModelProto, path: Path) -> None:
     import onnx
 
     if model.ByteSize() < 2_000_000_000:

@@ -18,8 +18,9 @@ import onnx
 from onnx import ModelProto
 from onnx.external_data_helper import load_external_data_for_tensor
 
-from npu_gate.graph.edit import node_reads, submodel
-from npu_gate.graph.facts import GraphFacts
+from npu_gate.graph.components import components
+from npu_gate.graph.edit import submodel
+from npu_gate.graph.facts import GraphFacts, node_reads
 from npu_gate.graph.model_file import external_tensors
 from npu_gate.result.types import Finding
 from npu_gate.rules import PLACEMENT_RULES
@@ -86,26 +87,11 @@ def distinct_failures(
 
 def _chains(dynamic: list[int], facts: GraphFacts) -> list[list[int]]:
     """Dynamic-shape nodes grouped into chains: connected through the tensors they pass."""
-    members = set(dynamic)
+    members = sorted(set(dynamic))
     made_by = {o: n.index for n in facts.nodes for o in n.outputs if o}
-    parent = {i: i for i in members}
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in members:
-        node = facts.nodes[i]
-        for name in (*node.inputs, *node.implicit_inputs):
-            p = made_by.get(name)
-            if p in members:
-                parent[root(i)] = root(p)
-    groups: dict[int, list[int]] = {}
-    for i in sorted(members):
-        groups.setdefault(root(i), []).append(i)
-    return sorted(groups.values())
+    reads = ((i, made_by[name]) for i in members
+             for name in (*facts.nodes[i].inputs, *facts.nodes[i].implicit_inputs) if name in made_by)
+    return components(members, reads)
 
 
 def _constant_feeders(index: int, model: ModelProto, folded: set[int]) -> set[int]:

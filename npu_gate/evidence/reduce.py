@@ -49,7 +49,7 @@ import onnx
 from onnx import ModelProto
 
 from npu_gate.contract.spec import MAX_SAMPLE_BYTES
-from npu_gate.errors import GateError
+from npu_gate.errors import GateError, one_line
 from npu_gate.evidence.bundle import write_npz
 from npu_gate.graph import facts as graphlib
 from npu_gate.graph.edit import submodel
@@ -265,9 +265,7 @@ class Reducer:
             for name, row in zip(wanted, rows, strict=True):
                 self.computed[name] = np.stack(row)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            why = f"{type(exc).__name__}: {first}"
-            return f"cut tensors generated: onnxruntime failed on the original ({why})"
+            return f"cut tensors generated: onnxruntime failed on the original ({one_line(exc)})"
         return ""
 
 

@@ -12,20 +12,10 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import onnx
 from onnx import ModelProto, TypeProto, ValueInfoProto, helper
 
-from npu_gate.graph.facts import outer_scope_names
-
-
-def node_reads(node: onnx.NodeProto) -> list[str]:
-    """Every tensor a node reads, including outer-scope names its subgraphs use."""
-    names = [n for n in node.input if n]
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            names.extend(outer_scope_names(g))
-    return list(dict.fromkeys(names))
+from npu_gate.errors import one_line
+from npu_gate.graph.facts import node_reads
 
 
 def _types(model: ModelProto) -> dict[str, TypeProto]:
@@ -114,8 +104,7 @@ def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
             values.update(zip(to_evaluate, ReferenceEvaluator(sub).run(None, feeds), strict=True))
         computed = [numpy_helper.from_array(np.asarray(values[n]), name=n) for n in needed]
     except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        return model, f"folded nodes kept: the reference evaluator failed ({why})"
+        return model, f"folded nodes kept: the reference evaluator failed ({one_line(exc)})"
     out = ModelProto()
     out.CopyFrom(model)
     del out.graph.node[:]

@@ -10,7 +10,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,6 @@ _DTYPES: dict[int, tuple[str, int | None]] = {
     TensorProto.COMPLEX128: ("complex128", 16),
     TensorProto.BFLOAT16: ("bfloat16", 2),
 }
-DTYPE_TO_ONNX = {name: code for code, (name, _) in _DTYPES.items()}
 _DTYPE_SIZES = {name: size for name, size in _DTYPES.values()}
 # Later element types, by ONNX's own (lower-cased) names: float8 takes a byte; 4- and 2-bit
 # types are packed, so a tensor of them takes ceil(elements * bits / 8) bytes.
@@ -459,7 +458,7 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
         for attr in node.attribute:
             attributes[attr.name] = attribute_value(attr)
             if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-                for sub in _attr_graphs(attr):
+                for sub in attr_graphs(attr):
                     subgraph_nodes += _count_nodes(sub)
                     implicit.extend(outer_scope_names(sub))
     key = (op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
@@ -476,7 +475,8 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
                      sorted(set(implicit)) if implicit else [], subgraph_nodes, schema[0])
 
 
-def _attr_graphs(attr: AttributeProto) -> list[GraphProto]:
+def attr_graphs(attr: AttributeProto) -> list[GraphProto]:
+    """The subgraphs an attribute holds: its graph, its graphs, or none."""
     if attr.type == AttributeProto.GRAPH:
         return [attr.g]
     if attr.type == AttributeProto.GRAPHS:
@@ -489,7 +489,7 @@ def _count_nodes(graph: GraphProto) -> int:
     for node in graph.node:
         total += 1
         for attr in node.attribute:
-            for sub in _attr_graphs(attr):
+            for sub in attr_graphs(attr):
                 total += _count_nodes(sub)
     return total
 
@@ -503,11 +503,23 @@ def outer_scope_names(graph: GraphProto) -> Iterator[str]:
             if name and name not in defined:
                 yield name
         for attr in node.attribute:
-            for sub in _attr_graphs(attr):
+            for sub in attr_graphs(attr):
                 for name in outer_scope_names(sub):
                     if name not in defined:
                         yield name
         defined.update(node.output)
+
+
+def node_reads(node: onnx.NodeProto) -> list[str]:
+    """Every tensor a node reads, once each: its inputs, then the outer-scope names its
+    subgraphs (If/Loop/Scan bodies, nested ones too) read. A name a body defines is never one
+    of the outer graph's (names are unique, SSA), so this answers "does the node read this
+    tensor?" for any tensor of the node's own graph."""
+    names = [n for n in node.input if n]
+    for attr in node.attribute:
+        for g in attr_graphs(attr):
+            names.extend(outer_scope_names(g))
+    return list(dict.fromkeys(names))
 
 
 def _clean_float(x: float) -> float | str:
@@ -611,6 +623,17 @@ def topological_order(nodes: list[NodeFacts], deps: list[list[int]]) -> list[int
     return order
 
 
+def scope_tensors(graph: GraphProto, outer: Mapping[str, TensorInfo]) -> dict[str, TensorInfo]:
+    """The tensors a subgraph's nodes see: its initializers, inputs, value_info and outputs
+    over the outer scopes' tensors ``outer``."""
+    tensors = dict(outer)
+    for init in graph.initializer:
+        tensors[init.name] = TensorInfo(init.name, dtype_name(init.data_type), list(init.dims))
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensors[value.name] = tensor_info_from_type(value.name, value.type)
+    return tensors
+
+
 def subgraph_nodes(graph: GraphProto, opsets: dict[str, int]) -> list[NodeFacts]:
     """NodeFacts for the nodes of a subgraph (Loop/If/Scan body), names made unique."""
     nodes = [_node_facts(i, node, opsets) for i, node in enumerate(graph.node)]
@@ -622,7 +645,7 @@ def subgraphs(node: onnx.NodeProto) -> list[tuple[str, GraphProto]]:
     """(attribute name, graph) for every subgraph a node holds."""
     out = []
     for attr in node.attribute:
-        graphs = _attr_graphs(attr)
+        graphs = attr_graphs(attr)
         for k, g in enumerate(graphs):
             out.append((attr.name if len(graphs) == 1 else f"{attr.name}[{k}]", g))
     return out

@@ -174,14 +174,8 @@ def _subgraph_chains(
     inputs = {v.name for v in graph.input}
     values = {k: v for k, v in outer_values.items() if k not in inputs}
     values.update(shape_values.initializer_values(graph))
-    tensors = dict(outer_tensors)
+    tensors = graphlib.scope_tensors(graph, outer_tensors)
     weights = {i.name for i in graph.initializer}
-    for init in graph.initializer:
-        tensors[init.name] = TensorInfo(
-            init.name, graphlib.dtype_name(init.data_type), list(init.dims)
-        )
-    for value in (*graph.input, *graph.value_info, *graph.output):
-        tensors[value.name] = graphlib.tensor_info_from_type(value.name, value.type)
     # Subgraph inputs (loop counters, carried values) are runtime values, even if an outer
     # constant has the same name.
     constants = (set(outer_constants) - {v.name for v in graph.input}) | weights

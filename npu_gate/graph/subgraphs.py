@@ -53,25 +53,13 @@ def _walk(
     out: list[ScopedNode],
 ) -> None:
     for attr in proto.attribute:
-        graphs = (
-            [attr.g]
-            if attr.type == AttributeProto.GRAPH
-            else (list(attr.graphs) if attr.type == AttributeProto.GRAPHS else [])
-        )
-        for k, sub in enumerate(graphs):
+        for k, sub in enumerate(graphlib.attr_graphs(attr)):
             scope = f"{parent}/{attr.name}" + (
                 f"[{k}]" if attr.type == AttributeProto.GRAPHS else ""
             )
-            tensors = dict(outer)
-            for init in sub.initializer:
-                tensors[init.name] = TensorInfo(
-                    init.name, graphlib.dtype_name(init.data_type), list(init.dims)
-                )
-            for value in (*sub.input, *sub.value_info, *sub.output):
-                tensors[value.name] = graphlib.tensor_info_from_type(value.name, value.type)
+            tensors = graphlib.scope_tensors(sub, outer)
             constants = set(outer_constants) | {i.name for i in sub.initializer}
-            nodes = [graphlib._node_facts(i, n, opsets) for i, n in enumerate(sub.node)]
-            graphlib._make_names_unique(nodes)
+            nodes = graphlib.subgraph_nodes(sub, opsets)
             folded: list[bool] = []
             for node, sub_proto in zip(nodes, sub.node, strict=True):
                 graphlib._fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))

@@ -27,6 +27,7 @@ from typing import Any
 import onnx
 from onnx import ModelProto
 
+from npu_gate.errors import one_line
 from npu_gate.graph import shape_values
 from npu_gate.graph.facts import Dim, GraphFacts, TensorInfo, tensor_info_from_type
 from npu_gate.graph.symbols import origin_of
@@ -63,7 +64,7 @@ def refine(
     try:
         inferred, stopped = _symbolic_inference(model)
     except Exception as exc:  # unknown ops, odd models: keep ONNX's shapes
-        return [], _error_text(exc)
+        return [], one_line(exc)
     if inferred is None:
         return [], "symbolic shape inference returned no model"
     return _merge_known(inferred, facts, names, symbols), stopped
@@ -109,7 +110,7 @@ def refine_by_folding(
     try:
         inferred = onnx.shape_inference.infer_shapes(replaced, data_prop=True)
     except Exception as exc:
-        return {"status": "failed", "reason": _error_text(exc), "unknown": len(unknown), "resolved": 0}
+        return {"status": "failed", "reason": one_line(exc), "unknown": len(unknown), "resolved": 0}
     improved = _merge_known(inferred, facts, unknown, symbols)
     return {"status": "ok", "unknown": len(unknown), "resolved": len(improved)}
 
@@ -134,7 +135,7 @@ def _symbolic_inference(model: ModelProto) -> tuple[ModelProto | None, str | Non
             partial = Path(scratch) / _PARTIAL_MODEL
             if not partial.is_file():
                 raise
-            reason = f"stopped early: {_error_text(exc)}"
+            reason = f"stopped early: {one_line(exc)}"
             return onnx.load_model(str(partial), load_external_data=False), reason
 
 
@@ -172,11 +173,6 @@ def _working_folder(folder: str) -> Iterator[None]:
         yield
     finally:
         os.chdir(previous)
-
-
-def _error_text(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def _merge(

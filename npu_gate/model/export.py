@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.contract.spec import Contract
-from npu_gate.errors import ModelError
+from npu_gate.errors import ModelError, one_line
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
-from npu_gate.model.user_code import import_callable, one_line
-from npu_gate.versions import installed
+from npu_gate.model.user_code import import_callable
 
 
 @dataclass
@@ -26,10 +25,6 @@ class ExportOutcome:
     log: list[str] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
-
-
-def torch_version() -> str | None:
-    return installed("torch")
 
 
 def build_module(contract: Contract, key: str = "model.torch", log: list[str] | None = None) -> Any:

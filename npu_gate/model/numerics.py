@@ -11,11 +11,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from npu_gate.contract.spec import Contract
+from npu_gate.errors import one_line
 from npu_gate.model.capture import capture_output
 from npu_gate.model.samples import make_samples
 from npu_gate.result.types import NumericsEntry
@@ -33,18 +34,28 @@ class OutputComparison:
     problem: str | None = None  # shape/dtype mismatch, non-finite values
 
     def to_dict(self) -> NumericsEntry:
-        out = NumericsEntry({
-            "output": self.output,
-            "max_abs_err": self.max_abs_err,
-            "max_rel_err": self.max_rel_err,
-            "atol": self.atol,
-            "rtol": self.rtol,
-            "passed": self.passed,
-            "samples": self.samples,
-        })
-        if self.problem:
-            out["problem"] = self.problem
-        return out
+        return NumericsEntry(output=self.output, **measured_fields(self))  # type: ignore[typeddict-item]
+
+
+class Measured(Protocol):
+    """Outputs compared against a tolerance: an OutputComparison, a rewrite's verify.Check."""
+
+    max_abs_err: float | None
+    max_rel_err: float | None
+    atol: float
+    rtol: float
+    passed: bool
+    samples: int
+    problem: str | None
+
+
+def measured_fields(c: Measured) -> dict[str, Any]:
+    """The JSON of what ``c`` measured: errors, tolerance, verdict, samples, then its problem if any."""
+    out: dict[str, Any] = {"max_abs_err": c.max_abs_err, "max_rel_err": c.max_rel_err, "atol": c.atol,
+                           "rtol": c.rtol, "passed": c.passed, "samples": c.samples}
+    if c.problem:
+        out["problem"] = c.problem
+    return out
 
 
 @dataclass
@@ -64,12 +75,12 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
         try:
             ort_outputs, names = _run_onnxruntime(onnx_path, samples)
         except Exception as exc:
-            return NumericsOutcome([], f"onnxruntime: {_one_line(exc)}",
+            return NumericsOutcome([], f"onnxruntime: {one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
         try:
             torch_outputs = _run_torch(module, contract, samples)
         except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
-            return NumericsOutcome([], f"PyTorch module: {_one_line(exc)}",
+            return NumericsOutcome([], f"PyTorch module: {one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
     comparisons = []
     for index in range(len(names)):
@@ -256,8 +267,3 @@ def _non_finite_problem(arrays: list[tuple[np.ndarray, np.ndarray]]) -> str | No
     if differ:
         return f"infinite values differ from the reference on sample(s) {', '.join(map(str, differ))}"
     return None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

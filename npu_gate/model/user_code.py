@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from npu_gate.errors import ModelError
+from npu_gate.errors import ModelError, one_line
 
 
 def import_callable(spec: str, folder: Path, label: str, log: list[str] | None = None) -> Callable[..., Any]:
@@ -51,9 +51,3 @@ def import_callable(spec: str, folder: Path, label: str, log: list[str] | None =
     if not callable(found):
         raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")
     return found
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+from npu_gate.graph.components import components
 from npu_gate.graph.facts import GraphFacts
 from npu_gate.placement.place import Placement
 from npu_gate.result.types import CPU, FOLDED, NPU, BoundaryResult
@@ -75,33 +76,9 @@ def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partitio
 
     partitions: list[Partition] = []
     for kind, segment in segments:
-        for component in _components(segment, deps):
+        for component in components(segment, ((i, p) for i in segment for p in deps[i])):
             partitions.append(Partition(len(partitions), kind, component))
     return partitions
-
-
-def _components(segment: list[int], deps: list[list[int]]) -> list[list[int]]:
-    """Weakly connected components of a segment, each in segment order, ordered by first node."""
-    if len(segment) == 1:
-        return [segment]
-    parent = {i: i for i in segment}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in segment:
-        for p in deps[i]:
-            if p in parent:
-                a, b = find(i), find(p)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for i in segment:  # dicts keep insertion order: groups come out ordered by first node
-        groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
 
 
 def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryResult]:

@@ -105,18 +105,10 @@ def map_nodes(
             if ops != [op_type]:
                 node.became = "+".join(ops)
         elif descendants:
-            host = _fused_into(descendants, op_type, row_of, output)
-            node.actual = FUSED
-            if host is not None:
-                node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
-                host.sources = sorted({*host.sources, name}, key=position.__getitem__)
+            _fuse(node, _fused_into(descendants, op_type, row_of, output), position)
         elif (taker := absorber(name, via[name], tensors, alive, output)) is not None:
             # a fuse_* rule removed it and named no replacement: its work is in the node that took its place
-            host = row_of.get(taker) or _fused_into([taker], op_type, row_of, output)
-            node.actual = FUSED
-            if host is not None:
-                node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
-                host.sources = sorted({*host.sources, name}, key=position.__getitem__)
+            _fuse(node, row_of.get(taker) or _fused_into([taker], op_type, row_of, output), position)
         else:
             node.actual = FOLDED
         nodes.append(node)
@@ -153,6 +145,14 @@ def graph_node(full_name: str, alive: Collection[str]) -> str | None:
     if full_name in alive:
         return full_name
     return max((n for n in alive if full_name.startswith(n + "_")), key=len, default=None)
+
+
+def _fuse(node: ProbeNode, host: OpRow | None, position: dict[str, int]) -> None:
+    """``node``'s work is in ``host``, the compiler op it fused into (None: not found in the table)."""
+    node.actual = FUSED
+    if host is not None:
+        node.became, node.runs_on, node.rows = host.op_type, host.target, [host.id]
+        host.sources = sorted({*host.sources, node.name}, key=position.__getitem__)
 
 
 def _fused_into(start: list[str], op_type: str, row_of: dict[str, OpRow], output: CompilerOutput) -> OpRow | None:

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.errors import GateError
 from npu_gate.placement.adapters import partitions_with_adapters
@@ -26,6 +26,9 @@ from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
 from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, map_nodes
 from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import GateResult, InputEntry
+
+if TYPE_CHECKING:  # batch imports this module
+    from npu_gate.probe.batch import BatchChild
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 # Environment that would make the compiler's Python pick up our packages instead of its own.
@@ -125,7 +128,7 @@ def probe(
     options: dict[str, Any] | None = None,
     timeout: float | None = None,
     keep: Path | None = None,
-    child: Any = None,
+    child: BatchChild | None = None,
     venv_key: str | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.

@@ -35,6 +35,11 @@ def size(value: int | None, *, signed: bool = False) -> str:
     return f"{text} ({sign}{f'{scaled:.1f}'.removesuffix('.0')} {unit})"
 
 
+def number(value: float | None) -> str:
+    """A measured number (an error, a metric value) to three significant digits; None is n/a."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def node_names(nodes: Sequence[str | None]) -> str:
     """The node cell of a row that stands for several findings or nodes: one name, or how many
     and the first MAX_NAMES of them."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from npu_gate.escape import md, md_code
 from npu_gate.render import rewrites_md
-from npu_gate.render.cells import MAX_ROWS, node_names, short, size, table, tensor
+from npu_gate.render.cells import MAX_ROWS, node_names, number, short, size, table, tensor
 from npu_gate.result.types import GateResult
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
@@ -241,14 +241,10 @@ def _numerics(result: GateResult) -> str:
         verdict = "pass" if c["passed"] else "**fail**"
         if c.get("problem"):
             verdict += f" ({md(c['problem'])})"
-        rows.append([md_code(c["output"]), _num(c["max_abs_err"]), _num(c["max_rel_err"]),
+        rows.append([md_code(c["output"]), number(c["max_abs_err"]), number(c["max_rel_err"]),
                      f"{c['atol']:g}", f"{c['rtol']:g}", str(c["samples"]), verdict])
     head = "### Numerics (onnxruntime CPU vs PyTorch eager)\n\n"
     return head + table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def _figure(value: int | None) -> str:
@@ -262,9 +258,9 @@ def _gates(result: GateResult) -> str:
     waived = {f.message.split(":", 1)[0] for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
-        number = size if g.name == "max_boundary_bytes" else _figure
-        limit = "no limit" if g.limit is None else number(g.limit)
-        actual = number(g.actual)
+        figure = size if g.name == "max_boundary_bytes" else _figure
+        limit = "no limit" if g.limit is None else figure(g.limit)
+        actual = figure(g.actual)
         outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"
         rows.append([g.name, limit, actual, outcome])
     return "### Gates\n\n" + table(["gate", "limit", "actual", "result"], rows)

@@ -10,12 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from npu_gate.escape import md, md_code
-from npu_gate.render.cells import node_names, size, table
+from npu_gate.render.cells import node_names, number, size, table
 from npu_gate.result.types import GateResult
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def _figures(before: dict[str, Any], after: dict[str, Any]) -> list[list[str]]:
@@ -36,7 +32,7 @@ def _check_rows(checks: list[dict[str, Any]]) -> list[list[str]]:
         verdict = "pass" if c["passed"] else "**fail**"
         if c.get("problem"):
             verdict += f" ({md(c['problem'])})"
-        rows.append([where, _num(c["max_abs_err"]), _num(c["max_rel_err"]), f"{c['atol']:g}", f"{c['rtol']:g}",
+        rows.append([where, number(c["max_abs_err"]), number(c["max_rel_err"]), f"{c['atol']:g}", f"{c['rtol']:g}",
                      verdict])
     return rows
 
@@ -104,10 +100,10 @@ def metric(result: GateResult) -> str:
     head = f"### Task metric\n\n{md_code(m['callable'])}(reference, candidate, samples): "
     if "error" in m:
         return head + f"**could not be computed**: {md(m['error'])}"
-    rows = [[md_code(name), _num(value)] for name, value in m["values"].items()]
+    rows = [[md_code(name), number(value)] for name, value in m["values"].items()]
     text = head + ("passed." if m["passed"] else "**failed**.") + "\n\n" + table(["metric", "value"], rows)
     if m["checks"]:
-        crows = [[md_code(c["name"]), _num(c["value"]), "" if c["min"] is None else f"{c['min']:g}",
+        crows = [[md_code(c["name"]), number(c["value"]), "" if c["min"] is None else f"{c['min']:g}",
                   "" if c["max"] is None else f"{c['max']:g}", "pass" if c["passed"] else "**fail**"]
                  for c in m["checks"]]
         text += "\n\n" + table(["threshold", "value", "min", "max", "result"], crows)
@@ -129,7 +125,7 @@ def suggestions(result: GateResult) -> str:
     for s in result.suggestions:
         worst = max(s["verification"], key=lambda v: v["max_abs_err"] or 0.0)
         parts += ["", f"**`{s['rewrite']}`** at {md_code(s['node'])} ({'exact' if s['exact'] else 'approximate'}; "
-                      f"max abs error {_num(worst['max_abs_err'])} at {md_code(worst['where'])}, atol "
+                      f"max abs error {number(worst['max_abs_err'])} at {md_code(worst['where'])}, atol "
                       f"{worst['atol']:g}): add `\"rewrites\": [\"{s['rewrite']}\"]` to the contract. CPU "
                       f"reference latency: Timings `{s['timing']}`.",
                   "", table(["", "now", "with the rewrite"], _figures(s["before"], s["after"]))]
@@ -153,7 +149,7 @@ def review(result: GateResult) -> str:
         if v is None:
             verification = "not verified"
         else:
-            verification = (f"{_num(v['max_abs_err'])} vs atol {v['atol']:g} / rtol {v['rtol']:g}: "
+            verification = (f"{number(v['max_abs_err'])} vs atol {v['atol']:g} / rtol {v['rtol']:g}: "
                             + ("pass" if v["passed"] else "**fail**"))
         lat = r["latency"]
         cpu = ("CPU reference: Timings " + ", ".join(f"`{k}`" for k in lat["cpu_reference"])

@@ -7,6 +7,7 @@ from typing import Any
 
 from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
+from npu_gate.render.cells import number
 from npu_gate.result.types import Finding, GateResult
 
 MAX_REASONS = 5
@@ -62,9 +63,9 @@ def render(result: GateResult, headline_note: str = "") -> str:
             lines.append(f"    {adapter_line}")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
-        err = "n/a" if c["max_abs_err"] is None else f"{c['max_abs_err']:.3g}"
         note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding
-        lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {err}, atol {c['atol']:g}{note})")
+        lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {number(c['max_abs_err'])}, "
+                     f"atol {c['atol']:g}{note})")
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front
         lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {_proof(r['verification'])}")
     if result.replacement is not None:

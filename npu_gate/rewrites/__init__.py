@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import onnx
 
+from npu_gate.graph.facts import node_reads
 from npu_gate.rewrites import gelu, hardsigmoid, hardswish, layernorm, pad
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 
@@ -57,7 +58,7 @@ def apply(model: onnx.ModelProto, rewrites: list[Rewrite]) -> tuple[onnx.ModelPr
         if matches:
             current, done = _replace(view, rewrite, matches)
             applied.extend(done)
-    return (current if applied else _copy(model)), applied
+    return (current if applied else copy_model(model)), applied
 
 
 def apply_matches(
@@ -77,7 +78,8 @@ def disjoint(matches: list[Match]) -> list[Match]:
     return out
 
 
-def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
+def copy_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` to change (a protobuf copy is deep): the model given stays as it is."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     return out
@@ -110,7 +112,7 @@ def _replace(view: GraphView, rewrite: Rewrite, matches: list[Match]) -> tuple[o
             list(emitted.nodes),
             list(emitted.initializers),
         ))
-    model = _copy(view.model)
+    model = copy_model(view.model)
     nodes = []
     for i, node in enumerate(view.nodes):
         if i in insert_at:
@@ -139,7 +141,7 @@ def _drop_dead_constants(
     fed = {name for i in removed for name in view.nodes[i].input if name}
     kept = nodes
     while True:
-        read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+        read = {name for n in kept for name in node_reads(n)} | view.outputs | {i.name for i in view.graph.input}
         dead = {name for name in fed if name not in read}
         dropping = [n for n in kept if n.output and all(o in dead or not o for o in n.output)
                     and all(view.is_constant(o) for o in n.output if o)]
@@ -148,19 +150,8 @@ def _drop_dead_constants(
         fed |= {name for n in dropping for name in n.input if name}
         drop_ids = {id(n) for n in dropping}
         kept = [n for n in kept if id(n) not in drop_ids]
-    read = {name for n in kept for name in _reads(n)} | view.outputs | {i.name for i in view.graph.input}
+    read = {name for n in kept for name in node_reads(n)} | view.outputs | {i.name for i in view.graph.input}
     return kept, {name for name in fed if name not in read and name in view.initializers}
-
-
-def _reads(node: onnx.NodeProto) -> set[str]:
-    """Tensor names a node reads, including those read inside its subgraphs (If/Loop bodies)."""
-    names = {n for n in node.input if n}
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-        for g in graphs:
-            for inner in g.node:
-                names |= _reads(inner)
-    return names
 
 
 def rewrites_markdown() -> str:

@@ -17,8 +17,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from npu_gate.graph.facts import node_reads
+from npu_gate.graph.fold import RANDOM_OPS
+
 MAX_CONST_DEPTH = 32
-NOT_CONSTANT = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
 def _constant_attr(node: onnx.NodeProto) -> np.ndarray | None:
@@ -34,17 +36,6 @@ def _constant_attr(node: onnx.NodeProto) -> np.ndarray | None:
         if attr.name == "value_ints":
             return np.array(list(attr.ints), np.int64)
     return None
-
-
-def _subgraph_reads(node: onnx.NodeProto) -> list[str]:
-    """Names read inside the node's If/Loop/Scan bodies (nested ones too): an outer tensor a
-    body reads is consumed by that node, so a rewrite must not remove it."""
-    names: list[str] = []
-    for attr in node.attribute:
-        for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
-            for inner in g.node:
-                names += [*inner.input, *_subgraph_reads(inner)]
-    return names
 
 
 @dataclass(frozen=True)
@@ -86,9 +77,9 @@ class GraphView:
             for name in node.output:
                 if name:
                     self.producer[name] = i
-            for name in dict.fromkeys([*node.input, *_subgraph_reads(node)]):
-                if name:
-                    self.consumers.setdefault(name, []).append(i)
+            # an outer tensor a body reads is consumed by that node: a rewrite must not remove it
+            for name in node_reads(node):
+                self.consumers.setdefault(name, []).append(i)
         self.outputs = {o.name for o in model.graph.output}
         self.initializers = {t.name: t for t in model.graph.initializer}
         self._ranks: dict[str, int] | None = None
@@ -154,7 +145,7 @@ class GraphView:
         if self._constants is None:
             constants = set(self.initializers)
             for node in self.nodes:  # graph order is topological in a valid model
-                if node.domain not in ("", "ai.onnx") or node.op_type in NOT_CONSTANT:
+                if node.domain not in ("", "ai.onnx") or node.op_type in RANDOM_OPS:
                     continue
                 if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
                     continue

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from npu_gate.contract.spec import Metric
+from npu_gate.errors import one_line
 from npu_gate.model.user_code import import_callable
 
 
@@ -35,8 +36,7 @@ def evaluate(
             raise TypeError(f"returned {type(values).__name__}, not a dict of name -> number")
         out["values"] = {str(k): float(v) for k, v in values.items()}
     except (Exception, SystemExit) as exc:  # the metric may call sys.exit()
-        first = str(exc).strip().splitlines()
-        out["error"] = f"{metric.callable}: {type(exc).__name__}" + (f": {first[0]}" if first else "")
+        out["error"] = f"{metric.callable}: {one_line(exc)}"
         return out
     finally:
         if added in sys.path:

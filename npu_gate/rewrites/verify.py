@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from npu_gate.model.numerics import compare_output, run_limited, session_options, time_limit
+from npu_gate.model.numerics import compare_output, measured_fields, run_limited, session_options, time_limit
 from npu_gate.rewrites import Applied
 from npu_gate.rewrites.base import GraphView
 
@@ -44,11 +44,7 @@ class Check:
         out: dict[str, Any] = {"where": self.where, "kind": self.kind}
         if self.node is not None:
             out["node"] = self.node
-        out.update({"max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "atol": self.atol,
-                    "rtol": self.rtol, "passed": self.passed, "samples": self.samples})
-        if self.problem:
-            out["problem"] = self.problem
-        return out
+        return out | measured_fields(self)
 
 
 @dataclass

@@ -24,10 +24,10 @@ import onnx
 from npu_gate.contract import device_timings as devtimes
 from npu_gate.contract.samples_file import read_samples
 from npu_gate.contract.spec import Contract
-from npu_gate.errors import ModelError
+from npu_gate.errors import ModelError, one_line
 from npu_gate.model.samples import make_samples
 from npu_gate.result.types import GateResult, NodeResult, make_finding
-from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, disjoint
+from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, copy_model, disjoint
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
 from npu_gate.rules import PLACEMENT_RULES
@@ -46,12 +46,6 @@ SUMMARY_KEYS = ("node_count", "npu_nodes", "cpu_nodes", "folded_nodes", "npu_par
                 "boundary_bytes")
 
 
-def _copy(model: onnx.ModelProto) -> onnx.ModelProto:
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    return out
-
-
 def summary(result: GateResult) -> dict[str, Any]:
     return {k: result.summary.get(k) for k in SUMMARY_KEYS}
 
@@ -59,7 +53,7 @@ def summary(result: GateResult) -> dict[str, Any]:
 def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
     """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
     scratch = new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
-    analysed(_copy(model), settings, scratch)
+    analysed(copy_model(model), settings, scratch)
     return scratch
 
 
@@ -93,7 +87,7 @@ class Rewriting:
         if not self.contract.rewrites:
             self.original = self.checked = model  # no copy: big models stay single in memory
             return model
-        self.original = _copy(model)
+        self.original = copy_model(model)
         try:
             rewritten, self.applied = apply(model, [REWRITES[r.name] for r in self.contract.rewrites])
         except ValueError as exc:  # an emitted name already exists in the model
@@ -161,7 +155,7 @@ class Rewriting:
             try:
                 self._prove(settings, result, timings, origin)
             except Exception as exc:  # onnxruntime cannot run one of the models on the samples
-                message = f"rewrite verification: onnxruntime: {_one_line(exc)}"
+                message = f"rewrite verification: onnxruntime: {one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
                 result.findings.append(make_finding("numerics-failed", message))
                 # What would have run on the same samples says why it did not, not nothing.
@@ -186,7 +180,7 @@ class Rewriting:
                 timings["cpu_reference_s"] = cpu_latency(self.checked, self.samples[0], LATENCY_RUNS)
         except Exception as exc:  # suggestions are advice: never stop the gate for them
             result.suggestions = []
-            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {_one_line(exc)}"}
+            result.stages["suggestions"] = {"status": "failed", "reason": f"onnxruntime: {one_line(exc)}"}
 
     def _load_samples(self) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
         spec = self.contract.numerics
@@ -287,7 +281,7 @@ class Rewriting:
             timings.setdefault("cpu_reference_original_s", cpu_latency(self.original, self.samples[0], LATENCY_RUNS))
             timings["cpu_reference_replacement_s"] = cpu_latency(loaded.model, self.samples[0], LATENCY_RUNS)
         except Exception as exc:
-            message = f"replacement verification: onnxruntime: {_one_line(exc)}"
+            message = f"replacement verification: onnxruntime: {one_line(exc)}"
             result.stages["replacement"] = {"status": "failed", "reason": message}
             result.findings.append(make_finding("numerics-failed", message))
             return
@@ -536,11 +530,6 @@ def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: st
         return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
     return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
             "partition": found.partition}
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def metric_message(metric: dict[str, Any]) -> str:

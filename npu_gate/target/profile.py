@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,19 @@ class Profile:
         }
         if self.limits:
             doc["limits"] = self.limits
-        doc["ops"] = self.ops
-        if self.patterns:
-            doc["patterns"] = self.patterns
-        if self.rank_adapters:
-            doc["rank_adapters"] = self.rank_adapters
-        return doc
+        return doc | placement_part(self.ops, self.patterns, self.rank_adapters)
+
+
+def placement_part(
+    ops: Mapping[str, Any], patterns: list[dict[str, Any]], rank_adapters: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The end of a profile document: ``ops``, then ``patterns`` and ``rank_adapters`` when set."""
+    doc: dict[str, Any] = {"ops": ops}
+    if patterns:
+        doc["patterns"] = patterns
+    if rank_adapters:
+        doc["rank_adapters"] = rank_adapters
+    return doc
 
 
 def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str, str]:
@@ -211,9 +219,7 @@ def semantic_problems(
         seen: set[str] = set()
         for i, c in enumerate(spec.get("constraints", [])):
             where = f"{label}: ops.{key}.constraints[{i}]"
-            if c["id"] in seen:
-                problems.append(f"{where}.id: duplicate constraint id {c['id']!r}")
-            seen.add(c["id"])
+            problems.extend(_repeated_id(where, c, seen))
             problems.extend(_shape_problems(where, c, tests))
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
@@ -227,6 +233,13 @@ def semantic_problems(
 
 
 _SUBJECTS = ("attribute", "input", "output")
+
+
+def _repeated_id(where: str, c: dict[str, Any], seen: set[str]) -> list[str]:
+    """A constraint whose id an earlier one of its list has (``seen``, which its id joins)."""
+    repeated = c["id"] in seen
+    seen.add(c["id"])
+    return [f"{where}.id: duplicate constraint id {c['id']!r}"] if repeated else []
 
 
 def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
@@ -306,9 +319,7 @@ def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[st
         ids: set[str] = set()
         for j, c in enumerate(pattern.get("constraints", [])):
             at = f"{where}.constraints[{j}]"
-            if c["id"] in ids:
-                problems.append(f"{at}.id: duplicate constraint id {c['id']!r}")
-            ids.add(c["id"])
+            problems.extend(_repeated_id(at, c, ids))
             subjects = [c, *c.get("any_of", [])]
             if any("attribute" in s for s in subjects):
                 problems.append(f"{at}: the fused op has no attributes; use input/output subjects")

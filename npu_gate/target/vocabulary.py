@@ -82,11 +82,9 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
             continue
         info = schemas.get((domain, op))
         if info is None:
-            names = [name for d, name in schemas if d == domain]
-            hint = difflib.get_close_matches(op, names, n=1)
             errors.append(
                 f"{where}: unknown op type {op!r} in domain {domain or 'ai.onnx'}"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + _did_you_mean(op, [name for d, name in schemas if d == domain])
             )
             continue
         for i, c in _objects(spec.get("constraints")):
@@ -111,9 +109,8 @@ def _pattern_problems(patterns: Any, label: str, schemas: dict[tuple[str, str], 
                 continue
             info = schemas.get((domain, op))
             if info is None:
-                names = [name for d, name in schemas if d == domain]
-                hint = difflib.get_close_matches(op, names, n=1)
-                errors.append(f"{where}.op: unknown op type {op!r}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+                errors.append(f"{where}.op: unknown op type {op!r}"
+                              + _did_you_mean(op, [name for d, name in schemas if d == domain]))
                 continue
             attributes = node.get("attributes")
             for name in attributes if isinstance(attributes, dict) else []:
@@ -143,10 +140,9 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
             names.append((f"{where}.{key}.ref.attribute", name))
     for at, name in names:
         if name not in info.attributes:
-            hint = difflib.get_close_matches(name, sorted(info.attributes), n=1)
             out.append(
                 f"{at}: {op} has no attribute {name!r}"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + _did_you_mean(name, sorted(info.attributes))
                 + f"; its attributes: {', '.join(sorted(info.attributes)) or 'none'}"
             )
     for kind, limit in (("input", info.max_input), ("output", info.max_output)):
@@ -162,3 +158,9 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
         out.append(f"{where}.value.ratio_to_input: {op} has at most {info.max_input} inputs; "
                    f"index {ratio_to} does not exist")
     return out
+
+
+def _did_you_mean(word: str, known: list[str]) -> str:
+    """`` (did you mean 'x'?)`` with the closest of ``known`` to a misspelt ``word``, or nothing."""
+    hint = difflib.get_close_matches(word, known, n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""

@@ -19,6 +19,22 @@ class CliRun:
     err: str
 
 
+def export_net(source: str, path: Path, *, dynamo: bool, opset: int) -> Path:
+    """Export the ``Net`` that ``source`` defines, on a 1x4x8x8 input, to ``path`` (the exporter's
+    warnings silenced). Needs torch."""
+    import warnings
+
+    import torch
+
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(namespace["Net"]().eval(), (torch.randn(1, 4, 8, 8),), str(path), dynamo=dynamo,
+                          opset_version=opset, verbose=False)
+    return path
+
+
 def schema_errors(doc: Any, name: str) -> list[str]:
     """``doc``'s violations of schemas/<name>.schema.json, one line each (the schemas refer to each other)."""
     from jsonschema import Draft202012Validator

@@ -20,7 +20,7 @@ from npu_gate.probe.rknn import RknnCompiler
 from npu_gate.result.types import SCHEMA_VERSION
 from npu_gate.target.profile import load_profile
 from tests.helpers import probe_models
-from tests.helpers.common import REPO, validate_result
+from tests.helpers.common import REPO, export_net, validate_result
 
 FIXTURES = REPO / "tests" / "fixtures" / "rknn"
 HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
@@ -213,16 +213,8 @@ class Net(nn.Module):
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset", "gelu"), [(False, 17, "gelu-erf"), (True, 18, "gelu-erf-half-first")])
 def test_exported_hardswish_gelu_and_silu_match(tmp_path: Path, dynamo: bool, opset: int, gelu: str) -> None:
-    torch = pytest.importorskip("torch")
-    import warnings
-
-    namespace: dict = {}
-    exec(NETS, namespace)
-    path = tmp_path / "net.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(namespace["Net"]().eval(), (torch.randn(1, 4, 8, 8),), str(path), dynamo=dynamo,
-                          opset_version=opset, verbose=False)
+    pytest.importorskip("torch")
+    path = export_net(NETS, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     result = inspect_model(path, load_profile("rknn-rk3588-fused"))
     assert [(f["pattern"], len(f["nodes"]), f["device"]) for f in result.fusions] == [
         ("hardswish-add-clip-mul-div", 4, "npu"), (gelu, 5, "npu"), ("silu-sigmoid-mul", 2, "npu")]

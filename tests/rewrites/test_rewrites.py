@@ -13,7 +13,7 @@ from npu_gate.model.samples import make_samples
 from npu_gate.rewrites import REWRITES, apply, rewrites_markdown
 from npu_gate.rewrites.verify import verify
 from tests.helpers import rewrite_zoo as zoo
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, export_net
 
 
 def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0, name: str = "x",
@@ -184,16 +184,8 @@ class Net(nn.Module):
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
 def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
-    torch = pytest.importorskip("torch")
-    import warnings
-
-    namespace: dict = {}
-    exec(EXPORTED_NET, namespace)
-    path = tmp_path / "net.onnx"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(namespace["Net"]().eval(), (torch.randn(1, 4, 8, 8),), str(path), dynamo=dynamo,
-                          opset_version=opset, verbose=False)
+    pytest.importorskip("torch")
+    path = export_net(EXPORTED_NET, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     original = onnx.load(str(path))
     names = ["decompose-hardswish", "decompose-hardsigmoid", "gelu-tanh", "decompose-layernorm",
              "pad-reflect-to-slice-concat"]
