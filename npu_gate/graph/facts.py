@@ -318,10 +318,10 @@ def collect(
     _make_names_unique(nodes)
     for node in nodes:
         if node.op_type in _IMPLIED_ATTRIBUTE_OPS:
-            _fill_implied_attributes(node, tensors, opset)
+            fill_implied_attributes(node, tensors, opset)
     for node in nodes:
         if node.op_type == "Constant" and node.outputs and node.outputs[0] not in tensors:
-            value = _constant_value_info(graph.node[node.index])
+            value = constant_value_info(graph.node[node.index])
             if value is not None:
                 tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
     return GraphFacts(
@@ -339,7 +339,7 @@ def collect(
     )
 
 
-def _constant_value_info(node: onnx.NodeProto) -> tuple[str | None, list[Dim]] | None:
+def constant_value_info(node: onnx.NodeProto) -> tuple[str | None, list[Dim]] | None:
     for attr in node.attribute:
         if attr.name == "value" and attr.type == AttributeProto.TENSOR:
             return dtype_name(attr.t.data_type), list(attr.t.dims)
@@ -356,7 +356,7 @@ _POOLS = ("MaxPool", "AveragePool", "LpPool")
 _IMPLIED_ATTRIBUTE_OPS = frozenset((*_CONV_WEIGHT_INPUT, *_POOLS))
 
 
-def _fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo], opset: int = 0) -> None:
+def fill_implied_attributes(node: NodeFacts, tensors: dict[str, TensorInfo], opset: int = 0) -> None:
     """Defaults the ONNX spec states in prose but the op schema does not encode.
 
     Conv's strides, dilations and pads default to 1, 1 and 0 per spatial axis, and its

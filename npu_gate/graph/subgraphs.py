@@ -62,9 +62,9 @@ def _walk(
             nodes = graphlib.subgraph_nodes(sub, opsets)
             folded: list[bool] = []
             for node, sub_proto in zip(nodes, sub.node, strict=True):
-                graphlib._fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
+                graphlib.fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
                 if node.op_type == "Constant" and node.domain == "":
-                    value = graphlib._constant_value_info(sub_proto)
+                    value = graphlib.constant_value_info(sub_proto)
                     if value is not None and node.outputs and node.outputs[0] not in tensors:
                         tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
                 # with the tensors: Shape/Size of a static tensor folds here as in the shape chains

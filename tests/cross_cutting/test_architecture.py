@@ -50,6 +50,24 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert crossing == []
 
 
+def test_no_private_name_is_read_through_another_module() -> None:
+    """``facts._helper(...)`` after ``from npu_gate.graph import facts`` is a private import too."""
+    import ast
+
+    known = modules(PACKAGE)
+    found = []
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {a.asname or a.name: f"{node.module}.{a.name}" for node in ast.walk(tree)
+                   if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("npu_gate")
+                   for a in node.names if f"{node.module}.{a.name}" in known}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{name} (line {node.lineno}): {node.value.id}.{node.attr}")
+    assert found == []
+
+
 def test_tests_import_no_private_name_of_the_package() -> None:
     crossing = [f"{i.importer} (line {i.line}) imports {name} from {i.module}"
                 for i in imports(REPO / "tests") for name in i.names
