@@ -57,7 +57,7 @@ def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],
     both exist: hard links). One line per clash."""
     sources = [(what, Path(path)) for what, path in inputs if path]
     written = [(option, path) for option, path in outputs if path]
-    if model is not None and any(_inside(Path(p), model.resolve().parent) for _, p in written):
+    if model is not None and any(_may_be_external_data(Path(p), model) for _, p in written):
         sources += [("external data of the model this run reads", model.resolve().parent / name)
                     for name in _external_data(model)]
     problems = []
@@ -88,6 +88,26 @@ def _same_file(a: Path, b: Path) -> bool:
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` (an existing file, symlinks resolved) is inside ``folder``."""
     return path.is_file() and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def _may_be_external_data(path: Path, model: Path) -> bool:
+    """Whether the existing file ``path`` could be external data of ``model``: inside its folder,
+    and its relative name written in the model file (a byte search, so that an output beside
+    the model, the usual case, costs no onnx import on a cache hit)."""
+    folder = Path(os.path.realpath(model)).parent
+    if not _inside(path, folder) or not model.is_file():
+        return False
+    name = Path(os.path.realpath(path)).relative_to(folder).as_posix().encode()
+    tail = b""
+    try:
+        with open(model, "rb") as f:
+            while chunk := f.read(1 << 22):
+                if name in tail + chunk:
+                    return True
+                tail = chunk[-len(name):]
+    except OSError:
+        return False
+    return False
 
 
 def _external_data(model: Path) -> list[str]:
