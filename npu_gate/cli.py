@@ -1,6 +1,7 @@
 """Command line: parses the arguments and runs the command's module (npu_gate/commands/).
 
-Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run (141: stdout closed early).
+Exit codes: 0 the gate passed, 1 the gate failed, 2 the gate could not run (141: stdout closed early;
+130 and 143: stopped by SIGINT or SIGTERM, after removing what the run had staged).
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ import argparse
 import contextlib
 import datetime as dt
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from npu_gate import __version__
 from npu_gate.commands.common import print_problems, write_log
@@ -18,6 +21,8 @@ from npu_gate.errors import EXIT_ERROR, GateError
 
 DEFAULT_INSPECT_PROFILE = "demo"
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
+EXIT_SIGINT = 130  # 128 + SIGINT (2), as for SIGPIPE
+EXIT_SIGTERM = 143  # 128 + SIGTERM (15)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,10 +240,42 @@ def _seconds(text: str) -> float:
     return value
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, a timeout's kill), raised where the run is, as SIGINT raises
+    KeyboardInterrupt: ``finally:`` blocks run, so no staging folder is left behind."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises _Terminated while the command runs, unless something (an embedding
+    program) installed its own handler; outside the main thread signals cannot be handled."""
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is not signal.SIG_DFL:
+            previous = None
+        else:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        code = _main(argv)
-        sys.stdout.flush()  # a reader that went away shows here, not in Python's exit-time flush
+        with _sigterm_raises():
+            code = _main(argv)
+            sys.stdout.flush()  # a reader that went away shows here, not in Python's exit-time flush
+    except KeyboardInterrupt as exc:  # SIGINT or SIGTERM, after the run's `finally:` blocks
+        print("npu-gate: interrupted", file=sys.stderr)
+        return EXIT_SIGTERM if isinstance(exc, _Terminated) else EXIT_SIGINT
     except BrokenPipeError:
         # `npu-gate rules | head -3`: the reader stopped early. End quietly, with the status
         # of a process killed by SIGPIPE, and point stdout at devnull so that the exit-time
@@ -257,7 +294,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print_problems(exc, args)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        return EXIT_ERROR
+        raise  # main() says so
     except SystemExit as exc:
         # npu-gate never raises it here: user code did (a factory, forward(), a metric). Its
         # code must not become the gate's (sys.exit(0) would read as "pass").

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.commands.cached import check_cached, load_contract_file, load_misses
-from npu_gate.commands.common import bundle_dir, emit, print_problems, warn_device_timings, write_output
+from npu_gate.commands.common import (
+    bundle_dir,
+    emit,
+    print_problems,
+    refuse_overwriting_inputs,
+    warn_device_timings,
+    write_output,
+)
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
@@ -42,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         if not timings.is_file():
             raise GateError(f"--device-timings: file {args.device_timings!r} not found")
         contracts = [dataclasses.replace(c, device_timings=timings) for c in contracts]
+    _refuse_overwriting_inputs(contracts, args)
     if args.out or args.bundle:
         _check_bundle_folders(contracts, args)
     missing: list[str] = []
@@ -119,6 +127,31 @@ def _require_torch(contracts: list[Contract]) -> None:
             problems.append(f"{c.path}: model.torch needs PyTorch: pip install 'npu-gate[torch]'")
         if c.replacement is not None and c.replacement.torch is not None:
             problems.append(f"{c.path}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'")
+    if problems:
+        raise GateError(*problems)
+
+
+def _refuse_overwriting_inputs(contracts: list[Contract], args: argparse.Namespace) -> None:
+    """No output (--json, --markdown, --log, the bundle folder) may be a file the run reads."""
+    problems: list[str] = []
+    for c in contracts:
+        profile = c.profile.origin if c.profile.origin != "builtin" else None
+        inputs = [("the contract this run reads", c.path), ("the model this run reads", c.onnx_path),
+                  ("the profile this run reads", profile),
+                  ("the samples file this run reads", c.numerics.samples_file),
+                  ("the device timings this run reads", c.device_timings),
+                  ("the replacement model this run reads", c.replacement.onnx_path if c.replacement else None),
+                  ("the baseline this run reads", args.baseline)]
+        outputs = [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)]
+        folder = args.out
+        if args.bundle:
+            from npu_gate.evidence.bundle import default_folder
+
+            folder = str(default_folder(c))
+        try:
+            refuse_overwriting_inputs(inputs, outputs, model=c.onnx_path, bundle=folder)
+        except GateError as exc:
+            problems.extend(p for p in exc.problems if p not in problems)
     if problems:
         raise GateError(*problems)
 

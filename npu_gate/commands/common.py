@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,82 @@ def write_output(path: str, content: str) -> None:
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise GateError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],
+                              outputs: Iterable[tuple[str, str | None]], *,
+                              model: Path | None = None, bundle: str | None = None) -> None:
+    """Refuse, before anything is written or any model runs, an output that is one of the run's
+    inputs: ``inputs`` are (what it is, path), ``outputs`` (option, path); the external data
+    files of ``model`` count too, and so does every input inside the ``bundle`` folder (--out),
+    which publishing replaces. Paths compare with symlinks resolved (and as the same file when
+    both exist: hard links). One line per clash."""
+    sources = [(what, Path(path)) for what, path in inputs if path]
+    written = [(option, path) for option, path in outputs if path]
+    if model is not None and any(_may_be_external_data(Path(p), model) for _, p in written):
+        sources += [("external data of the model this run reads", model.resolve().parent / name)
+                    for name in _external_data(model)]
+    problems = []
+    for option, path in written:
+        for what, source in sources:
+            if _same_file(Path(path), source):
+                problems.append(f"{option} {path}: is {what} (refusing to overwrite an input)")
+                break
+    if bundle:
+        folder = Path(bundle).resolve()
+        for what, source in sources:
+            if _inside(source, folder):
+                problems.append(f"--out {bundle}: holds {what}, {source} (publishing the bundle would "
+                                "replace it; refusing to overwrite an input)")
+    if problems:
+        raise GateError(*problems)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (an existing file, symlinks resolved) is inside ``folder``."""
+    return path.is_file() and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def _may_be_external_data(path: Path, model: Path) -> bool:
+    """Whether the existing file ``path`` could be external data of ``model``: inside its folder,
+    and its relative name written in the model file (a byte search, so that an output beside
+    the model, the usual case, costs no onnx import on a cache hit)."""
+    folder = Path(os.path.realpath(model)).parent
+    if not _inside(path, folder) or not model.is_file():
+        return False
+    name = Path(os.path.realpath(path)).relative_to(folder).as_posix().encode()
+    tail = b""
+    try:
+        with open(model, "rb") as f:
+            while chunk := f.read(1 << 22):
+                if name in tail + chunk:
+                    return True
+                tail = chunk[-len(name):]
+    except OSError:
+        return False
+    return False
+
+
+def _external_data(model: Path) -> list[str]:
+    """The external data files of ``model`` (read only when an output lands in its folder:
+    listing them imports onnx); none when the model cannot be read (its load says why)."""
+    if not model.is_file():
+        return []
+    from npu_gate.graph.model_file import external_data_files
+
+    try:
+        return external_data_files(model)
+    except Exception:  # not an ONNX file: the run's own load reports it
+        return []
 
 
 def emit(result: GateResult, args: argparse.Namespace, bundle: Path | None = None) -> None:

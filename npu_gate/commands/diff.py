@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from npu_gate.commands.common import write_output
+from npu_gate.commands.common import refuse_overwriting_inputs, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.result.read import MERGED_KIND
 
@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from npu_gate.compare.diff import diff_results
     from npu_gate.render import diff_md
 
+    refuse_overwriting_inputs([("side A of this diff", args.a), ("side B of this diff", args.b)],
+                              [("--json", args.json), ("--markdown", args.markdown)])
     a = load_side(args.a, args.profile, args.today)
     b = load_side(args.b, args.profile, args.today)
     result = diff_results(a, b, (args.a, args.b))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npu_gate.commands.common import emit
+from npu_gate.commands.common import emit, refuse_overwriting_inputs
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 
@@ -24,6 +24,10 @@ def _inspect_run(args: argparse.Namespace) -> int:
     from npu_gate.target.profile import load_profile
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
+    refuse_overwriting_inputs(
+        [("the model this run reads", args.model),
+         ("the profile this run reads", profile.origin if profile.origin != "builtin" else None)],
+        [("--json", args.json), ("--markdown", args.markdown)], model=Path(args.model), bundle=args.out)
     if args.out:
         from npu_gate.evidence import bundle
         from npu_gate.pipeline import Artifacts

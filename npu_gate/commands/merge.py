@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from npu_gate.commands.common import write_output
+from npu_gate.commands.common import refuse_overwriting_inputs, write_output
 from npu_gate.errors import GateError
 
 
@@ -19,6 +19,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.fail_on == "regressions" and not args.baseline:
         raise GateError("--fail-on regressions needs --baseline FILE")
+    refuse_overwriting_inputs([*(("a result this run reads", p) for p in args.results),
+                               ("the baseline this run reads", args.baseline)],
+                              [("--json", args.json), ("--markdown", args.markdown)])
     models = load_reports([Path(p) for p in args.results], Path(args.markdown) if args.markdown else None)
     missing = attach_baseline(models, Path(args.baseline)) if args.baseline else []
     failed = should_fail(models, args.fail_on)

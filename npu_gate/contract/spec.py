@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npu_gate.contract.code_refs import refused, refused_problem
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
 from npu_gate.rules import RULES
@@ -270,8 +271,9 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
 
 
 def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
-    """``metric.callable`` and ``replacement.torch.factory`` whose module neither the contract
-    folder nor the installed packages have. Only that is certain without importing the module,
+    """Code references to a refused module (``contract/code_refs.py``: the standard library,
+    process and shell packages); ``metric.callable`` and ``replacement.torch.factory`` whose module
+    neither the contract folder nor the installed packages have. Only that is certain without importing the module,
     which runs the user's code; whether it imports and has the callable, the rewrite stage finds
     out by importing it before any model work of this contract."""
     import importlib.util
@@ -283,9 +285,16 @@ def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
     # Without PyTorch a torch replacement cannot run at all, which `check` says as such.
     if factory is not None and importlib.util.find_spec("torch") is not None:
         refs.append(("replacement.torch.factory", factory))
-    problems = []
+    # Refused with or without PyTorch: a JSON-only change must not run a command (code_refs.py).
+    named = [("model.torch.factory", doc["model"].get("torch", {}).get("factory")),
+             ("replacement.torch.factory", factory),
+             ("metric.callable", doc["metric"]["callable"] if "metric" in doc else None)]
+    problems = [p for where, ref in named if isinstance(ref, str)
+                and (p := refused_problem(ref, f"{label}: {where}")) is not None]
     for where, ref in refs:
         module = ref.split(":")[0]
+        if refused(module):
+            continue  # said above
         top = module.split(".")[0]
         if not _module_exists(top, folder):  # the words import_callable would say
             problems.append(f"{label}: {where}: cannot import {module!r}: No module named {top!r}")

@@ -15,7 +15,9 @@ One folder per contract run (``check --out DIR``, or ``check --bundle`` for
 Paths inside result.json and report.md are relative to the bundle or the contract, so
 two bundles of the same run in different folders compare equal. ``versions.json`` lists
 the bundle's files: only a folder holding exactly such a bundle is ever replaced, and a
-run fills a staging folder that replaces it only once the run has a verdict.
+run fills a staging folder that replaces it only once the run has a verdict. Two runs publishing
+into one folder at once take turns (a lock on the parent folder, see ``_publishing``); a run
+stopped by SIGINT or SIGTERM removes its staging folder.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import platform
 import re
 import shutil
+import signal
+import sys
 import tempfile
 import zipfile
 from collections.abc import Iterator
@@ -116,7 +121,43 @@ def _remove_empty(folders: list[Path]) -> None:
             return
 
 
+@contextlib.contextmanager
+def _publishing(parent: Path) -> Iterator[None]:
+    """One publisher at a time in ``parent``: two runs with the same --out (parallel CI jobs,
+    a re-run started before the first ended) would otherwise move each other's folder away
+    between the check and the rename. The lock is an ``flock`` on the parent folder itself, so
+    no lock file is left behind; it ends with the process, however it ends (no lock where there
+    is no fcntl: Windows). While it is held, SIGINT and SIGTERM wait (a signal between the two
+    renames would leave the previous bundle in its ``.old`` folder and none in its place)."""
+    fd = None
+    if sys.platform != "win32":
+        import fcntl
+
+        try:
+            fd = os.open(parent, os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a signal while waiting interrupts the wait
+        except OSError:
+            if fd is not None:
+                os.close(fd)
+            fd = None
+    mask = None
+    if hasattr(signal, "pthread_sigmask"):
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending signal is delivered now
+        if fd is not None:
+            os.close(fd)  # and the lock released
+
+
 def _publish(stage: Path, folder: Path) -> None:
+    with _publishing(folder.resolve().parent):
+        _replace(stage, folder)
+
+
+def _replace(stage: Path, folder: Path) -> None:
     check_target(folder)  # again: something may have written there during the run
     target = folder.resolve()
     if not folder.exists():

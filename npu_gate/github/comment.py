@@ -91,31 +91,49 @@ def without_timings(markdown: str) -> str:
 
 
 def close_open_blocks(text: str) -> str:
-    """Close a code fence (``` or ~~~), <pre> or <details> left open by a cut or by a fork's
-    comment file, so what we append after it (the truncation note, our marker) is not swallowed."""
-    fence = _open_fence(text)
+    """Close a code fence (``` or ~~~) and every HTML element (<details>, <table>, <pre>...) left
+    open by a cut or by a fork's comment file, innermost first, each closer on its own line, so
+    what we append after it (the truncation note, our marker) is not swallowed. Tags inside
+    fenced code are text; a closing tag closes the last element of its name still open (and any
+    opened inside it), as an HTML parser does."""
+    fence, lines = _outside_fences(text)
     if fence:
         text += "\n" + fence
-    for tag in ("pre", "details"):
-        opened = len(re.findall(rf"<{tag}\b", text, re.IGNORECASE))
-        closed = len(re.findall(rf"</{tag}\s*>", text, re.IGNORECASE))
-        text += f"\n</{tag}>" * max(0, opened - closed)
-    return text
+    stack: list[str] = []
+    for line in lines:
+        for m in _ELEMENT.finditer(line):
+            name = m.group(2).lower()
+            if name in _VOID or m.group(3):  # <br>, <details/>: nothing left open
+                continue
+            if not m.group(1):
+                stack.append(name)
+            elif name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name):]
+    return text + "".join(f"\n</{name}>" for name in reversed(stack))
 
 
-def _open_fence(text: str) -> str:
-    """The fence a code block left open at the end of ``text`` starts with ("" if none): as in
-    CommonMark, only a run of the same character, at least as long, closes it."""
+_ELEMENT = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?(/?)>")
+_VOID = frozenset({"br", "hr", "img", "input", "wbr", "col", "area", "base", "link", "meta", "source",
+                   "track", "embed", "param"})
+
+
+def _outside_fences(text: str) -> tuple[str, list[str]]:
+    """The fence a code block left open at the end of ``text`` starts with ("" if none), and
+    the lines outside fenced code: as in CommonMark, only a run of the same character, at least
+    as long, closes a fence."""
     fence = ""
+    outside = []
     for line in text.splitlines():
         stripped = line.lstrip()
         if not fence:
             m = re.match(r"(`{3,}|~{3,})(.*)", stripped)
             # ```x``` is inline code: a backtick fence's info string has no backtick
             fence = m.group(1) if m and not (m.group(1)[0] == "`" and "`" in m.group(2)) else ""
+            if not fence:
+                outside.append(line)
         elif re.fullmatch(re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*", stripped):
             fence = ""
-    return fence
+    return fence, outside
 
 
 def fit(markdown: str, limit: int = COMMENT_LIMIT, *, where: str = "the job summary",

@@ -13,6 +13,13 @@ for our own reports:
 - HTML: after every ``<`` that does not open or close a tag of ``ALLOWED_TAGS`` without
   attributes, which breaks ``<a>``, ``<img>``, ``<https://...>`` autolinks and comments.
 
+- invisible and reordering characters: control characters (ESC and the rest of C0 and C1, but
+  line breaks and tabs), format characters (bidi overrides and isolates such as U+202E,
+  zero-width characters such as U+200B) and line/paragraph separators become ``\\u202e``-style
+  text, as ``npu_gate/escape.py`` shows them in our reports, whether written raw or as an entity
+  (``&#8238;``, ``&#x202e;``, ``&rlm;``): they could reorder or hide the text around them. Our
+  own joiner, U+2060, stays.
+
 GitHub decodes entities before it links text (``&#64;name`` pings), so the first two rules read
 the text with entities decoded; entities never form Markdown or HTML syntax, so the last two
 read it as written. The joiner is the literal character, invisible in text and in code alike.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 WORD_JOINER = "\u2060"
 ALLOWED_TAGS = frozenset({
@@ -39,7 +47,9 @@ _TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)\s*/?>")
 
 
 def neutralise(text: str) -> str:
-    """``text`` with a word joiner after every mention, reference, URL, link, image or HTML trigger."""
+    """``text`` with a word joiner after every mention, reference, URL, link, image or HTML
+    trigger, and its invisible and reordering characters shown as escapes."""
+    text = _shown(text.removeprefix("\ufeff"))  # a byte order mark is no text
     cuts = _linkify_cuts(text) | _syntax_cuts(text)
     out = []
     last = 0
@@ -48,6 +58,34 @@ def neutralise(text: str) -> str:
         last = cut
     out.append(text[last:])
     return "".join(out)
+
+
+_KEPT = frozenset("\n\r\t" + WORD_JOINER)
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _hidden(ch: str) -> bool:
+    return ch not in _KEPT and unicodedata.category(ch) in _HIDDEN_CATEGORIES
+
+
+def _escape(value: str) -> str:
+    return "".join(repr(ch)[1:-1] if _hidden(ch) else ch for ch in value)
+
+
+def _shown(text: str) -> str:
+    """Hidden characters (``_hidden``), raw or as an entity, as ``\\u202e``-style text."""
+    text = _ENTITY.sub(lambda m: _escape(v) if any(map(_hidden, v := _decoded(m.group()))) else m.group(), text)
+    return _escape(text) if any(map(_hidden, text)) else text
+
+
+def _decoded(entity: str) -> str:
+    """An entity's character(s); a numeric one as its code point (``&#27;``, which
+    ``html.unescape`` drops, and ``&#128;``, which it reads as Windows-1252)."""
+    if entity.startswith("&#"):
+        number = int(entity[3:-1], 16) if entity[2] in "xX" else int(entity[2:-1])
+        if 0 < number <= 0x10FFFF and not 0xD800 <= number <= 0xDFFF:
+            return chr(number)
+    return html.unescape(entity)
 
 
 def _linkify_cuts(text: str) -> set[int]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from npu_gate.contract.code_refs import refused_problem
 from npu_gate.errors import ModelError, one_line
 
 
@@ -20,6 +21,9 @@ def import_callable(spec: str, folder: Path, label: str, log: list[str] | None =
     to the terminal."""
     from npu_gate.model.capture import capture_output
 
+    refusal = refused_problem(spec, label)  # the contract's load said so already; never import it
+    if refusal is not None:
+        raise ModelError(refusal)
     module_name, attr = spec.split(":")
     top = module_name.split(".")[0]
     folder = folder.resolve()

@@ -80,3 +80,36 @@ def test_our_links_become_text() -> None:
     rendered = gfm(neutralise("op-constraint ([doc](https://onnxruntime.ai/docs/x.html))"))
     assert "<a " not in rendered
     assert readable(rendered) == "op-constraint ([doc](https://onnxruntime.ai/docs/x.html))\n"
+
+
+HIDDEN = ["\u202e", "\u202d", "\u2066", "\u2069", "\u200b", "\u200e", "\u200f", "\u00ad", "\ufeff", "\u2028",
+          "\x1b", "\x07", "\x85", "\x9b"]
+
+
+@pytest.mark.parametrize("char", HIDDEN)
+def test_invisible_and_reordering_characters_are_shown_raw_or_as_entities(char: str) -> None:
+    """Issue 17, item 9: a fork's file could reorder ("PASS" shown for "SSAP") or hide text."""
+    shown = repr(char)[1:-1]
+    for written in (char, f"&#{ord(char)};", f"&#x{ord(char):X};", f"&#X{ord(char):04x};"):
+        out = neutralise(f"gate: {written}SSAP")
+        assert out == f"gate: {shown}SSAP", written
+        rendered = gfm(out)
+        assert not any(c in rendered for c in HIDDEN), written
+
+
+def test_named_entities_of_hidden_characters_and_our_joiner() -> None:
+    assert neutralise("&rlm;&lrm;&ZeroWidthSpace;&zwnj;&shy;x") == "\\u200f\\u200e\\u200b\\u200c\\xadx"
+    # the joiner is ours (escape.py writes it after "#" and "@"), and line breaks and tabs stay
+    kept = f"a&#8288;b {WORD_JOINER}c\n\td\r\n"
+    assert neutralise(kept) == kept
+
+
+def test_a_fork_file_leaves_no_element_open_around_the_marker() -> None:
+    from npu_gate.github.comment import close_open_blocks, comment_body, marker, strip_markers
+
+    text = ("<details><summary>a</summary>\n\nx\n</details>\n\n<details><summary>b</summary>\n\n"
+            "<table><tr><td>cell <b>bold\n\n```\n</td></tr></table></details>\n```\n")
+    body = comment_body(close_open_blocks(neutralise(strip_markers(text)).rstrip("\n")), "ci")
+    assert body.endswith(marker("ci") + "\n")
+    assert body.index("</b>\n</td>\n</tr>\n</table>\n</details>") < body.index(marker("ci"))
+    assert_inert(gfm(body))  # every <details>, <table>, <tr>, <td> closed, in order

@@ -29,12 +29,13 @@ def test_each_contract_folder_gets_its_own_module_of_a_shared_name(tmp_path: Pat
 def test_an_installed_package_is_imported_as_it_is_never_evicted(tmp_path: Path) -> None:
     # A factory such as torchvision.models:resnet18 names an installed package; evicting it from
     # sys.modules and importing it again would re-run its extension modules' registration.
-    import json.decoder
+    # (the standard library is refused: onnx stands for such a package)
+    import onnx.helper
 
-    before = sys.modules["json"], sys.modules["json.decoder"]
-    found = import_callable("json.decoder:JSONDecoder", tmp_path, "model.torch.factory")
-    assert found is json.decoder.JSONDecoder
-    assert (sys.modules["json"], sys.modules["json.decoder"]) == before
+    before = sys.modules["onnx"], sys.modules["onnx.helper"]
+    found = import_callable("onnx.helper:make_node", tmp_path, "model.torch.factory")
+    assert found is onnx.helper.make_node
+    assert (sys.modules["onnx"], sys.modules["onnx.helper"]) == before
 
 
 def test_a_missing_callable_names_the_contract_key(tmp_path: Path) -> None:
