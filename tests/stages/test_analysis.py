@@ -426,3 +426,42 @@ def test_dims_declared_as_minus_one_are_dynamic_not_sizes(tmp_path):
         ("dynamic-shape", "relu0", "output shape not static: y [-1, 4, 8, 8]"),
     ]
     assert result.summary["boundary_bytes"] is None  # conv_out crosses to the CPU Relu, size unknown
+
+
+def _overridable_initializer(ir_version: int) -> onnx.ModelProto:
+    """Graph input x that is also an initializer (zeros), Sin -> Erf."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph(
+        [helper.make_node("Sin", ["x"], ["s"], name="sin"), helper.make_node("Erf", ["s"], ["y"], name="erf")],
+        "g", [x], [y], initializer=[numpy_helper.from_array(np.zeros((1, 4), np.float32), "x")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = ir_version
+    return model
+
+
+def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path, save_model, write_contract, run_cli):
+    # IR >= 4: an initializer also listed in graph.input is a default the caller may override
+    # (onnxruntime computes with the fed x), so nothing it feeds is folded.
+    path = save_model(_overridable_initializer(8))
+    run = run_cli("inspect", path, "--profile", "demo")
+    assert run.code == 1, run.out
+    assert "2 nodes: 0 npu, 2 cpu, 0 folded" in run.out
+    assert "unsupported-op [sin]" in run.out and "unsupported-op [erf]" in run.out
+    result = inspect(tmp_path, _overridable_initializer(8))
+    assert [(i["name"], i["shape"]) for i in result.inputs] == [("x", [1, 4])]
+    assert placements(result) == {"sin": "cpu", "erf": "cpu"}
+    doc = {"model": {"onnx": path.name}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    write_contract(doc)
+    run = run_cli("check-onnx", path)  # the contract beside it names it
+    assert run.code == 1 and "0 folded" in run.out, run.out
+    run = run_cli("check-onnx", path, "--profile", "demo")
+    assert run.code == 1 and "0 folded" in run.out, run.out
+
+
+def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path):
+    result = inspect(tmp_path, _overridable_initializer(3))
+    assert result.inputs == []
+    assert placements(result) == {"sin": "folded", "erf": "folded"}
+    assert result.verdict == "pass"
