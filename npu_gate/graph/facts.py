@@ -160,7 +160,8 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if which == "dim_value":
         return int(dim.dim_value)
     if which == "dim_param":
-        return dim.dim_param or None
+        param = dim.dim_param  # bytes when it is not valid UTF-8
+        return (param.decode("utf-8", errors="backslashreplace") if type(param) is bytes else param) or None
     return None
 
 
