@@ -50,7 +50,7 @@ def load_onnx(
 
 def _decoded(raw: str | bytes) -> str:
     # backslashreplace, not replace: two different invalid names stay two names
-    return raw.decode("utf-8", errors="backslashreplace") if type(raw) is bytes else raw
+    return raw.decode("utf-8", errors="backslashreplace") if isinstance(raw, bytes) else raw
 
 
 def _fix_strings(field: Any) -> None:
