@@ -8,6 +8,9 @@ instead of the regular expression.
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -18,6 +21,13 @@ from npu_gate.escape import shorten
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 
 MAX_PROBLEM = 500  # characters of one schema problem line
+# Arrays and objects nested deeper than this are refused (a contract or profile needs a handful
+# of levels; a deeper one would only exhaust the parser's or the schema validator's recursion).
+MAX_DEPTH = 64
+# Documents a person writes: an integer field takes an int, never a float such as 2.0 (which
+# JSON Schema counts as an integer, but which no shape or count can be).
+STRICT_INTEGERS = ("contract", "profile")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -49,13 +59,59 @@ def read_document(path: Path, label: str) -> Any:
                 f"{label}: YAML contracts need PyYAML (pip install 'npu-gate[yaml]')"
             ) from None
         try:
-            return yaml.load(text, Loader=_yaml_loader(yaml))  # a SafeLoader: plain data only
+            document = yaml.load(text, Loader=_yaml_loader(yaml))  # a SafeLoader: plain data only
         except yaml.YAMLError as exc:
             raise ValueError(f"{label}: invalid YAML: {str(exc).splitlines()[0]}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except (RecursionError, ValueError) as exc:  # too deep; an integer of too many digits
+            raise ValueError(f"{label}: invalid YAML: {_parse_problem(exc)}") from None
+    else:
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except (RecursionError, ValueError) as exc:
+            raise ValueError(f"{label}: invalid JSON: {_parse_problem(exc)}") from None
+    if problem := _value_problem(document):
+        raise ValueError(shorten(f"{label}: {problem}", MAX_PROBLEM))
+    return document
+
+
+def _parse_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return f"nested too deep to read (at most {MAX_DEPTH} levels)"
+    if "integer string conversion" in str(exc):  # Python's int-str limit (3.11+)
+        return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _value_problem(document: Any) -> str | None:
+    """``JSON.PATH: problem`` for the first value no contract or profile may hold: a
+    non-finite number (JSON's ``NaN``/``Infinity``, YAML's ``.nan``/``.inf``, ``1e999``), a
+    lone surrogate (``"\\ud800"``: not text), nesting deeper than ``MAX_DEPTH``. Walked
+    without recursion, in document order."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(document, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, (dict, list)):
+            if len(path) >= MAX_DEPTH:
+                return f"{json_path(path)}: nested more than {MAX_DEPTH} levels deep"
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            for key, _ in items if isinstance(value, dict) else ():
+                if problem := _scalar_problem(key):  # a key is text too (YAML's may be a number)
+                    return f"{json_path((*path, str(key)))}: key {problem}"
+            stack.extend((item, (*path, key)) for key, item in reversed(items))
+        elif problem := _scalar_problem(value):
+            return f"{json_path(path)}: {problem}"
+    return None
+
+
+def _scalar_problem(value: Any) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        word = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return f"{word} is not allowed: numbers must be finite"
+    if isinstance(value, str) and (found := _SURROGATE.search(value)):
+        return f"invalid text: a lone surrogate (\\u{ord(found[0]):04x}) is not a character"
+    return None
 
 
 @cache
@@ -76,9 +132,7 @@ def _yaml_loader(yaml: Any) -> Any:
 
 def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
     """All schema violations of ``document``, sorted by location, one line each."""
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(load_schema(schema_name), registry=schema_registry())
+    validator = _validator_class(schema_name in STRICT_INTEGERS)(load_schema(schema_name), registry=schema_registry())
     errors = sorted(validator.iter_errors(document), key=lambda e: (list(map(str, e.path)), e.message))
     lines = []
     for err in errors:
@@ -86,6 +140,8 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
         message = err.message
         if err.validator == "pattern" and isinstance(err.schema, dict) and "errorMessage" in err.schema:
             message = f"{err.instance!r}: {err.schema['errorMessage']}"  # the schema says it in words
+        elif err.validator == "maxItems" and isinstance(err.instance, list):  # not the whole list again
+            message = f"{len(err.instance)} items, at most {err.validator_value}"
         elif err.validator in ("oneOf", "anyOf") and err.context:
             best = sorted(err.context, key=lambda e: len(e.path))[0]
             message = f"{message} ({best.message})"
@@ -106,6 +162,18 @@ def read_valid_document(path: Path, schema_name: str, error: type[GateError]) ->
     if problems:
         raise error(*problems)
     return document
+
+
+@cache
+def _validator_class(strict_integers: bool) -> Any:
+    """Draft 2020-12; with ``strict_integers``, ``"type": "integer"`` takes ints only (not 2.0)."""
+    from jsonschema import Draft202012Validator, validators
+
+    if not strict_integers:
+        return Draft202012Validator
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    return validators.extend(Draft202012Validator, type_checker=checker)
 
 
 @cache

@@ -345,6 +345,7 @@ def _file_problems(doc: dict[str, Any], folder: Path, label: str, files: dict[st
 
 def _replacement_problems(path: Path, ref: str, inputs: list[InputSpec], where: str) -> list[str]:
     from npu_gate.errors import GateError
+    from npu_gate.graph.facts import initializer_inputs
     from npu_gate.graph.model_file import load_onnx
 
     try:
@@ -352,8 +353,8 @@ def _replacement_problems(path: Path, ref: str, inputs: list[InputSpec], where: 
     except GateError as exc:
         return exc.problems
     wanted = [i.name for i in inputs]
-    weights = {t.name for t in model.graph.initializer}
-    found = [i.name for i in model.graph.input if i.name not in weights or i.name in wanted]
+    weights = {t.name for t in model.graph.initializer} - initializer_inputs(model, wanted)
+    found = [i.name for i in model.graph.input if i.name not in weights]
     if sorted(found) != sorted(wanted):
         return [f"{where}: {ref} has input(s) {', '.join(found) or 'none'}, the contract has {', '.join(wanted)}"]
     return []

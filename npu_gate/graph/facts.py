@@ -10,7 +10,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,7 +160,8 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if which == "dim_value":
         return int(dim.dim_value)
     if which == "dim_param":
-        return dim.dim_param or None
+        param = dim.dim_param  # bytes when it is not valid UTF-8
+        return (param.decode("utf-8", errors="backslashreplace") if type(param) is bytes else param) or None
     return None
 
 
@@ -284,6 +285,20 @@ def apply_input_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> None:
             dims.add().dim_value = d
 
 
+def initializer_inputs(model: ModelProto, declared: Collection[str] = ()) -> frozenset[str]:
+    """The initializers that are runtime inputs, not weights: from IR 4 on, every one the
+    graph also lists in ``graph.input`` (its value is a default the caller may override, as
+    onnxruntime does: it neither folds it nor treats it as constant). Before IR 4 every
+    initializer is listed there and all are weights, except those ``declared`` names (the
+    contract's inputs)."""
+    names = {init.name for init in model.graph.initializer}
+    if not names:
+        return frozenset()
+    listed = {value.name for value in model.graph.input}
+    overridable = names & listed if model.ir_version >= 4 else set()
+    return frozenset(overridable | (names & set(declared)))
+
+
 def collect(
     model: ModelProto,
     checker_errors: list[str],
@@ -292,8 +307,8 @@ def collect(
 ) -> GraphFacts:
     """Build GraphFacts from an (already shape-inferred) model.
 
-    ``as_inputs``: initializers that the model also lists as graph inputs (IR < 4) are
-    weights, unless named here (the contract declares them as inputs).
+    ``as_inputs``: initializers that are runtime inputs (``initializer_inputs``); the
+    others are weights, also when the model lists them as graph inputs (IR < 4).
     """
     graph = model.graph
     opsets = {(o.domain or ""): int(o.version) for o in model.opset_import}
@@ -310,6 +325,8 @@ def collect(
         info = tensor_info_from_type(value.name, value.type)
         if value.name in initializers:
             continue  # IR < 4 lists weights as inputs too; they stay weights
+        if info.shape is None and value.name in as_inputs:
+            info = tensors[value.name]  # an overridable initializer: its default value's shape
         tensors[value.name] = info
         inputs.append(info)
     outputs = [tensors.get(v.name) or tensor_info_from_type(v.name, v.type) for v in graph.output]

@@ -6,6 +6,7 @@ import hashlib
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import ModelProto, TensorProto
@@ -42,8 +43,97 @@ def load_onnx(
         raise ModelError(f"{label}: not an ONNX model (protobuf parse failed)") from None
     if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
         raise ModelError(f"{label}: not an ONNX model (no graph or IR version)")
+    valid_text(model)
     _load_external_data(model, path.resolve().parent, label, weights)
     return model, sha256
+
+
+def _decoded(raw: str | bytes) -> str:
+    # backslashreplace, not replace: two different invalid names stay two names
+    return raw.decode("utf-8", errors="backslashreplace") if isinstance(raw, bytes) else raw
+
+
+def _fix_strings(field: Any) -> None:
+    """A repeated string field with its invalid UTF-8 entries decoded (rare: checked first)."""
+    values = field[:]
+    if any(type(v) is bytes for v in values):
+        del field[:]
+        field.extend(_decoded(v) for v in values)
+
+
+def _fix_tensor(tensor: TensorProto) -> None:
+    if type(tensor.name) is bytes:
+        tensor.name = _decoded(tensor.name)
+    for entry in tensor.external_data:
+        entry.key, entry.value = _decoded(entry.key), _decoded(entry.value)
+
+
+def _fix_graph(graph: onnx.GraphProto) -> None:
+    if type(graph.name) is bytes:
+        graph.name = _decoded(graph.name)
+    for values in (graph.input, graph.output, graph.value_info):
+        for value in values:
+            if type(value.name) is bytes:
+                value.name = _decoded(value.name)
+    for tensor in graph.initializer:
+        _fix_tensor(tensor)
+    for sparse in graph.sparse_initializer:
+        _fix_tensor(sparse.values)
+    _fix_nodes(graph.node)
+
+
+def _fix_nodes(nodes: Any) -> None:
+    join = "".join  # raises TypeError on bytes: the one C-speed test per node of the common case
+    for node in nodes:
+        try:
+            join(node.input[:])
+            join(node.output[:])
+            join((node.name, node.op_type, node.domain))
+        except TypeError:
+            for key in ("name", "op_type", "domain"):
+                setattr(node, key, _decoded(getattr(node, key)))
+            _fix_strings(node.input)
+            _fix_strings(node.output)
+        for attr in node.attribute if node.attribute else ():  # most nodes have none
+            if type(attr.name) is bytes:
+                attr.name = _decoded(attr.name)
+            kind = attr.type
+            if kind == onnx.AttributeProto.TENSOR:
+                _fix_tensor(attr.t)
+            elif kind == onnx.AttributeProto.TENSORS:
+                for tensor in attr.tensors:
+                    _fix_tensor(tensor)
+            elif kind == onnx.AttributeProto.GRAPH:
+                _fix_graph(attr.g)
+            elif kind == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    _fix_graph(sub)
+            if attr.ref_attr_name and type(attr.ref_attr_name) is bytes:  # in functions' nodes
+                attr.ref_attr_name = _decoded(attr.ref_attr_name)
+
+
+def valid_text(model: ModelProto) -> None:
+    """Decode, in place, the names protobuf could not: a string field holding invalid UTF-8
+    comes back as ``bytes``, which no result, sort or JSON writer takes. Such bytes become
+    ``\\xNN`` escapes (``b"\\xff\\xfeQ"`` is named ``\\xff\\xfeQ``); the graph's names stay
+    consistent, since every reference to a name is decoded the same way."""
+    for key in ("producer_name", "producer_version", "domain"):
+        if type(getattr(model, key)) is bytes:
+            setattr(model, key, _decoded(getattr(model, key)))
+    for opset in model.opset_import:
+        if type(opset.domain) is bytes:
+            opset.domain = _decoded(opset.domain)
+    for prop in model.metadata_props:
+        prop.key, prop.value = _decoded(prop.key), _decoded(prop.value)
+    _fix_graph(model.graph)
+    for function in model.functions:
+        for key in ("name", "domain"):
+            if type(getattr(function, key)) is bytes:
+                setattr(function, key, _decoded(getattr(function, key)))
+        _fix_strings(function.input)
+        _fix_strings(function.output)
+        _fix_strings(function.attribute)
+        _fix_nodes(function.node)
 
 
 def external_tensors(graph: onnx.GraphProto) -> list[TensorProto]:
@@ -73,6 +163,10 @@ def _load_external_data(
     for tensor in tensors:
         entries = {e.key: e.value for e in tensor.external_data}
         location = entries.get("location", "")
+        if "\0" in location:  # no file system takes it (os.stat: "embedded null byte")
+            problems.append(f"{label}: tensor {tensor.name!r}: external data location {location!r} "
+                            "holds a NUL character")
+            continue
         target = (folder / location).resolve()
         if not location or os.path.isabs(location) or not target.is_relative_to(folder):
             problems.append(

@@ -87,7 +87,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     those comes from ``findings(analysis)``."""
     declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
     initializer_names = {i.name for i in model.graph.initializer}
-    as_inputs = frozenset(n for n in declared if n in initializer_names)
+    as_inputs = graphlib.initializer_inputs(model, declared)  # IR >= 4: overridable ones too
     model_inputs = [
         graphlib.tensor_info_from_type(v.name, v.type)
         for v in model.graph.input

@@ -251,3 +251,79 @@ def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path,
     assert run.code == 2
     assert "junk.onnx: not an ONNX model" in run.err
     assert run.out.startswith("npu-gate: b: FAIL")
+
+
+def _contract_text(tail: str) -> str:
+    """The base contract's JSON with ``tail`` (``, "key": value``) added to its top object."""
+    return json.dumps(_base())[:-1] + tail + "}"
+
+
+def _exits_2_with(run_cli, path: Path, line: str) -> None:
+    """`validate` and `check` both: exit 2, exactly one error line, no traceback."""
+    for command in ("validate", "check"):
+        run = run_cli(command, path)
+        assert run.code == 2, (command, run.out, run.err)
+        assert run.err == f"npu-gate: error: {path}: {line}\n", (command, run.err)
+
+
+@pytest.mark.parametrize(("tail", "line"), [
+    # JSON Schema counts 2.0 as an integer; no shape, count or seed is a float
+    (', "numerics": {"samples": 2.0}', "numerics.samples: 2.0 is not of type 'integer'"),
+    (', "gates": {"max_cpu_nodes": 1.0}', "gates.max_cpu_nodes: 1.0 is not of type 'integer', 'null'"),
+    (', "name": "\\ud800"', "name: invalid text: a lone surrogate (\\ud800) is not a character"),
+    (', "x-\\udfff": 1', "x-\\udfff: key invalid text: a lone surrogate (\\udfff) is not a character"),
+    (', "numerics": {"samples": ' + "7" * 5000 + "}", "invalid JSON: an integer of more than 4300 digits"),
+    (', "numerics": {"atol": NaN}', "numerics.atol: NaN is not allowed: numbers must be finite"),
+    (', "numerics": {"rtol": Infinity}', "numerics.rtol: Infinity is not allowed: numbers must be finite"),
+    (', "numerics": {"atol": -Infinity}', "numerics.atol: -Infinity is not allowed: numbers must be finite"),
+    (', "numerics": {"atol": 1e999}', "numerics.atol: Infinity is not allowed: numbers must be finite"),
+    (', "rewrites": [{"name": "x", "atol": NaN}]', "rewrites[0].atol: NaN is not allowed: numbers must be finite"),
+])
+def test_malformed_values_are_one_line_errors(contract_dir, run_cli, tail, line):
+    path = contract_dir / "npu-gate.json"
+    path.write_text(_contract_text(tail), encoding="utf-8")
+    _exits_2_with(run_cli, path, line)
+
+
+def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["inputs"][0]["shape"] = [2.0, 3, 7, 5]
+    _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape[0]: 2.0 is not of type 'integer'")
+    doc["inputs"][0]["shape"] = [1] * 100  # numpy could not even draw its samples
+    _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape: 100 items, at most 32")
+
+
+def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cli):
+    path = contract_dir / "npu-gate.json"
+    path.write_text('{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    _exits_2_with(run_cli, path, "invalid JSON: nested too deep to read (at most 64 levels)")
+    path.write_text(_contract_text(', "x": ' + "[" * 70 + "]" * 70), encoding="utf-8")
+    _exits_2_with(run_cli, path, "x" + "[0]" * 63 + ": nested more than 64 levels deep")
+
+
+def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli):
+    pytest.importorskip("yaml")
+    path = contract_dir / "npu-gate.yaml"
+    base = ("model: {onnx: model.onnx}\ninputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
+            "target: {profile: demo}\n")
+    path.write_text(base + "numerics: {atol: .nan}\n", encoding="utf-8")
+    _exits_2_with(run_cli, path, "numerics.atol: NaN is not allowed: numbers must be finite")
+    path.write_text(base + "numerics: {rtol: -.inf}\n", encoding="utf-8")
+    _exits_2_with(run_cli, path, "numerics.rtol: -Infinity is not allowed: numbers must be finite")
+    path.write_text(base + "numerics: {samples: " + "7" * 5000 + "}\n", encoding="utf-8")
+    _exits_2_with(run_cli, path, "invalid YAML: an integer of more than 4300 digits")
+    path.write_text("model: " + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    _exits_2_with(run_cli, path, "invalid YAML: nested too deep to read (at most 64 levels)")
+
+
+def test_a_profile_with_nan_or_infinity_is_refused(contract_dir, write_contract, run_cli):
+    profile = contract_dir / "p.npu-profile.json"
+    ops = '{"Conv": {}, "Relu": {"constraints": [{"id": "c", "when": {"input": 0, "rank": {"max": NaN}}}]}}'
+    profile.write_text('{"name": "p", "description": "d", "source": "s", "evidence": "illustrative", '
+                       f'"ops": {ops}}}', encoding="utf-8")
+    line = "ops.Relu.constraints[0].when.rank.max: NaN is not allowed: numbers must be finite"
+    _exits_2_with(run_cli, profile, line)
+    doc = _base()
+    doc["target"]["profile"] = "./p.npu-profile.json"
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2 and line in run.err and "Traceback" not in run.err

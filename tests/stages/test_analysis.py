@@ -426,3 +426,106 @@ def test_dims_declared_as_minus_one_are_dynamic_not_sizes(tmp_path):
         ("dynamic-shape", "relu0", "output shape not static: y [-1, 4, 8, 8]"),
     ]
     assert result.summary["boundary_bytes"] is None  # conv_out crosses to the CPU Relu, size unknown
+
+
+def _overridable_initializer(ir_version: int) -> onnx.ModelProto:
+    """Graph input x that is also an initializer (zeros), Sin -> Erf."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph(
+        [helper.make_node("Sin", ["x"], ["s"], name="sin"), helper.make_node("Erf", ["s"], ["y"], name="erf")],
+        "g", [x], [y], initializer=[numpy_helper.from_array(np.zeros((1, 4), np.float32), "x")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = ir_version
+    return model
+
+
+def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path, save_model, write_contract, run_cli):
+    # IR >= 4: an initializer also listed in graph.input is a default the caller may override
+    # (onnxruntime computes with the fed x), so nothing it feeds is folded.
+    path = save_model(_overridable_initializer(8))
+    run = run_cli("inspect", path, "--profile", "demo")
+    assert run.code == 1, run.out
+    assert "2 nodes: 0 npu, 2 cpu, 0 folded" in run.out
+    assert "unsupported-op [sin]" in run.out and "unsupported-op [erf]" in run.out
+    result = inspect(tmp_path, _overridable_initializer(8))
+    assert [(i["name"], i["shape"]) for i in result.inputs] == [("x", [1, 4])]
+    assert placements(result) == {"sin": "cpu", "erf": "cpu"}
+    doc = {"model": {"onnx": path.name}, "target": {"profile": "demo"},
+           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}]}
+    write_contract(doc)
+    run = run_cli("check-onnx", path)  # the contract beside it names it
+    assert run.code == 1 and "0 folded" in run.out, run.out
+    run = run_cli("check-onnx", path, "--profile", "demo")
+    assert run.code == 1 and "0 folded" in run.out, run.out
+
+
+def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path):
+    result = inspect(tmp_path, _overridable_initializer(3))
+    assert result.inputs == []
+    assert placements(result) == {"sin": "folded", "erf": "folded"}
+    assert result.verdict == "pass"
+
+
+def _with_bytes(model: onnx.ModelProto, placeholder: bytes, raw: bytes) -> bytes:
+    """The serialised model with a same-length placeholder replaced by raw (invalid UTF-8) bytes."""
+    data = model.SerializeToString()
+    assert len(placeholder) == len(raw) and placeholder in data
+    return data.replace(placeholder, raw)
+
+
+def _add_model(name: str = "ZZQ", **attrs) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("Add", [name, name], ["y"], name="add", **attrs)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_names_that_are_not_utf8_are_escaped_not_a_crash(tmp_path, run_cli):
+    # protobuf hands an invalid UTF-8 string over as bytes: JSON, sorting and reports choked on it
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_with_bytes(_add_model(), b"ZZQ", b"\xff\xfeQ"))
+    out = tmp_path / "r.json"
+    run = run_cli("inspect", path, "--json", out)
+    assert (run.code, run.err) == (0, ""), run.err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    validate_result(doc)
+    assert [i["name"] for i in doc["inputs"]] == ["\\xff\\xfeQ"]
+    contract = {"model": {"onnx": "m.onnx"}, "target": {"profile": "demo"},
+                "inputs": [{"name": "\\xff\\xfeQ", "shape": [1, 4], "dtype": "float32"}]}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(contract), encoding="utf-8")
+    run = run_cli("check", tmp_path / "npu-gate.json", "--json", out)
+    assert (run.code, run.err) == (0, ""), run.err + run.out
+
+
+def test_an_attribute_name_that_is_not_utf8_is_a_checker_finding(tmp_path, run_cli):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_with_bytes(_add_model(alpha=0.5), b"alpha", b"alph\xff"))
+    out = tmp_path / "r.json"
+    run = run_cli("inspect", path, "--profile", "demo", "--json", out)
+    assert run.code == 1 and "internal error" not in run.err, run.err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["nodes"][0]["attributes"] == {"alph\\xff": 0.5}
+    assert "Unrecognized attribute: alph\\xff" in run.out
+
+
+def test_a_nul_in_an_external_data_location_is_a_one_line_error(tmp_path, run_cli):
+    from onnx.external_data_helper import set_external_data
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    weight = numpy_helper.from_array(np.ones((1, 4), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "g", [x], [y],
+                              initializer=[weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    set_external_data(model.graph.initializer[0], "wXX.bin")
+    model.graph.initializer[0].ClearField("raw_data")
+    (tmp_path / "wXX.bin").write_bytes(np.ones((1, 4), np.float32).tobytes())
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_with_bytes(model, b"wXX.bin", b"w\0X.bin"))
+    run = run_cli("inspect", path)
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {path}: tensor 'w': external data location 'w\\x00X.bin' "
+                       "holds a NUL character\n")
