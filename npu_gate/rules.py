@@ -66,6 +66,24 @@ RULES: dict[str, Rule] = {
             "Vendor compilers usually reject such models outright.",
         ),
         Rule(
+            "fold-budget",
+            WARNING,
+            "A folded node's value was not computed: it is over the folding budget.",
+            "Folding computes the values of folded nodes that shapes depend on (onnx's reference "
+            "evaluator), node by node, and counts before each node runs: a Loop's trip count or "
+            "a Scan's length above 10,000 iterations (a Loop without a trip count, or with a "
+            "Loop or Scan in its body, cannot be counted), an output above 10 million elements "
+            "(ConstantOfShape, Expand, Tile, Range, Pad, Resize sizes from their input values; "
+            "other ops from their inputs' broadcast), or more than 50 million elements held in "
+            "all, is not evaluated; the wall clock is checked between nodes, 10 s for every "
+            "evaluation of one analysis together. The node still folds (it reads only "
+            "constants: a compiler evaluates it ahead of time, and would have to do the same "
+            "work), but its value, and the values of the folded nodes reading it, stay unknown, "
+            "so the dims that depend on them stay unknown (`dynamic-shape` findings name them). "
+            "`constraint` is the budget exceeded, `actual` the count, `allowed` the budget. Fix: "
+            "compute the shape without an unbounded Loop or a huge constant tensor.",
+        ),
+        Rule(
             "shape-inference",
             WARNING,
             "ONNX shape inference could not run at all; shapes are missing.",

@@ -8,6 +8,7 @@ replaces folded nodes by initializers holding their values.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +17,7 @@ from onnx import ModelProto, TypeProto, ValueInfoProto, helper
 
 from npu_gate.errors import one_line
 from npu_gate.graph.facts import node_reads
+from npu_gate.graph.fold_budget import FoldBudget, FoldSkip, estimate
 
 
 def _types(model: ModelProto) -> dict[str, TypeProto]:
@@ -76,35 +78,37 @@ def submodel(
     return out
 
 
-def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
+def folded_model(
+    model: ModelProto, folded: set[int], budget: FoldBudget | None = None
+) -> tuple[ModelProto, str]:
     """What the compiler would see: folded nodes replaced by initializers holding their
-    values (computed with onnx's reference evaluator), shape-inferred value_info kept.
-    If evaluation fails, the folded nodes stay in the graph and the note says why."""
+    values (computed with onnx's reference evaluator, node by node within ``budget``: see
+    ``fold_budget``), shape-inferred value_info kept. A folded node over budget stays in the
+    graph (and so do the folded nodes reading it), recorded in ``budget.skips``. If evaluation
+    fails, the folded nodes stay in the graph and the note says why."""
     graph = model.graph
     if not folded:
         return model, "no nodes folded"
-    rest = [i for i in range(len(graph.node)) if i not in folded]
-    needed_by_rest = {n for i in rest for n in node_reads(graph.node[i])}
-    needed_by_rest |= {o.name for o in graph.output}
-    made = [o for i in sorted(folded) for o in graph.node[i].output if o]
-    needed = [o for o in made if o in needed_by_rest]
+    budget = budget if budget is not None else FoldBudget()
     try:
-        from onnx import numpy_helper
-        from onnx.reference import ReferenceEvaluator
-
         # Shape/Size of a runtime tensor fold because its shape is static: their values come
         # from the inferred types and feed the evaluation (the tensor itself is never computed).
         known = _shape_values(model, folded)
-        evaluated = {i for i in folded if not set(graph.node[i].output) & known.keys()}
-        to_evaluate = [n for n in needed if n not in known]
-        values: dict[str, Any] = {n: known[n] for n in needed if n in known}
-        if to_evaluate:
-            sub = submodel(model, evaluated, to_evaluate, name="folding")
-            feeds = {v.name: known[v.name] for v in sub.graph.input if v.name in known}
-            values.update(zip(to_evaluate, ReferenceEvaluator(sub).run(None, feeds), strict=True))
-        computed = [numpy_helper.from_array(np.asarray(values[n]), name=n) for n in needed]
+        evaluated = sorted(i for i in folded if not set(graph.node[i].output) & known.keys())
+        values = _evaluate(model, evaluated, known, budget)
     except Exception as exc:
         return model, f"folded nodes kept: the reference evaluator failed ({one_line(exc)})"
+    from onnx import numpy_helper
+
+    replaced = {i for i in folded if all(o in values for o in graph.node[i].output if o)}
+    if not replaced:
+        return model, "folded nodes kept: none was computed within the fold budget"
+    rest = [i for i in range(len(graph.node)) if i not in replaced]
+    needed_by_rest = {n for i in rest for n in node_reads(graph.node[i])}
+    needed_by_rest |= {o.name for o in graph.output}
+    made = [o for i in sorted(replaced) for o in graph.node[i].output if o]
+    needed = [o for o in made if o in needed_by_rest]
+    computed = [numpy_helper.from_array(np.asarray(values[n]), name=n) for n in needed]
     out = ModelProto()
     out.CopyFrom(model)
     del out.graph.node[:]
@@ -124,7 +128,74 @@ def folded_model(model: ModelProto, folded: set[int]) -> tuple[ModelProto, str]:
     kept_info = [v for v in graph.value_info if v.name not in gone]
     del out.graph.value_info[:]
     out.graph.value_info.extend(kept_info)
-    return out, f"{len(folded)} folded nodes replaced by {len(computed)} initializers"
+    kept = len(folded) - len(replaced)
+    over = f"; {kept} kept: over the fold budget" if kept else ""
+    return out, f"{len(replaced)} folded nodes replaced by {len(computed)} initializers{over}"
+
+
+def _evaluate(model: ModelProto, order: list[int], known: dict[str, Any], budget: FoldBudget) -> dict[str, Any]:
+    """The values of the nodes ``order`` (graph order is topological), each node run alone
+    after ``fold_budget.estimate`` allowed it on its input values; the wall clock is checked
+    between nodes. Nodes over budget, and those reading what they did not make, are left out
+    (the first of each chain recorded in ``budget.skips``)."""
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    types = _types(model)
+    initializers = {t.name: t for t in graph.initializer}
+    values: dict[str, Any] = dict(known)
+    missing: dict[str, int] = {}  # output not computed -> the skipped node it goes back to
+    roots: dict[int, FoldSkip] = {}
+    counts: dict[int, int] = {}
+    held = 0
+    start = time.monotonic()
+    end = budget.end()
+    try:
+        for i in order:
+            node = graph.node[i]
+            reads = node_reads(node)
+            blocked = next((missing[n] for n in reads if n in missing), None)
+            if blocked is not None:
+                counts[blocked] = counts.get(blocked, 0) + 1
+                missing.update((o, blocked) for o in node.output if o)
+                continue
+            if time.monotonic() > end:
+                left = len(order) - order.index(i)
+                roots[i] = FoldSkip(i, "seconds", round(time.monotonic() - start + budget.spent, 1),
+                                    budget.seconds, f"the folding evaluation reached its {budget.seconds:g} s "
+                                    f"budget; it and {left - 1} later folded nodes were not computed")
+                missing.update((o, i) for n in order[order.index(i):] for o in graph.node[n].output if o)
+                break
+            for name in reads:
+                if name not in values and name in initializers:
+                    from onnx import numpy_helper
+
+                    values[name] = numpy_helper.to_array(initializers[name])
+            args = [values.get(n) if n else None for n in node.input]
+            refused = estimate(node, args, budget)
+            if refused is None and held > budget.total_elements:
+                refused = FoldSkip(i, "total elements", held, budget.total_elements,
+                                   f"the folded values computed so far hold {held} elements, above the "
+                                   f"budget of {budget.total_elements}")
+            if refused is not None:
+                roots[i] = FoldSkip(i, refused.limit, refused.actual, refused.allowed, refused.why)
+                missing.update((o, i) for o in node.output if o)
+                continue
+            one = helper.make_graph([node], "fold", [_value(n, types) for n in reads],
+                                    [_value(o, types) for o in node.output if o])
+            single = helper.make_model(one, opset_imports=list(model.opset_import))
+            single.ir_version = model.ir_version
+            single.functions.extend(model.functions)
+            feeds = {n: values[n] for n in reads}
+            outputs = [o for o in node.output if o]
+            for name, value in zip(outputs, ReferenceEvaluator(single).run(None, feeds), strict=True):
+                values[name] = value
+                held += int(getattr(value, "size", 1))
+    finally:
+        budget.spent += time.monotonic() - start
+    for i, skip in roots.items():
+        budget.record(FoldSkip(skip.index, skip.limit, skip.actual, skip.allowed, skip.why, counts.get(i, 0)))
+    return values
 
 
 def _shape_values(model: ModelProto, folded: set[int]) -> dict[str, Any]:

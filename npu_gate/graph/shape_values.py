@@ -16,6 +16,7 @@ from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
 from npu_gate.graph.facts import NodeFacts, TensorInfo
 from npu_gate.graph.fold import shape_extent
+from npu_gate.graph.fold_budget import FoldBudget
 
 Prov = tuple[int, str, int, str | None]  # (Shape node index, tensor, dim, symbol)
 Elem = int | float | frozenset[Prov]
@@ -237,7 +238,9 @@ class ConstantValues:
         nodes: list[NodeFacts],
         tensors: dict[str, TensorInfo],
         folded: set[int] | None = None,
+        budget: FoldBudget | None = None,
     ) -> None:
+        self._budget = budget
         self._model = model
         self._nodes = nodes
         self._tensors = tensors
@@ -270,7 +273,7 @@ class ConstantValues:
             from npu_gate.graph.edit import folded_model
 
             shape_like = shape_like_folding(self._nodes, self._tensors, self._folded)
-            replaced, _ = folded_model(self._model, shape_like)
+            replaced, _ = folded_model(self._model, shape_like, self._budget)
             self._folded_values = initializer_values(replaced.graph) if replaced is not self._model else {}
         return self._folded_values.get(name)
 

@@ -30,6 +30,7 @@ from onnx import ModelProto
 from npu_gate.errors import one_line
 from npu_gate.graph import shape_values
 from npu_gate.graph.facts import Dim, GraphFacts, TensorInfo, tensor_info_from_type
+from npu_gate.graph.fold_budget import FoldBudget
 from npu_gate.graph.symbols import origin_of
 
 
@@ -92,7 +93,8 @@ def _merge_known(
 
 
 def refine_by_folding(
-    model: ModelProto, facts: GraphFacts, folded: set[int], symbols: dict[str, list[str]]
+    model: ModelProto, facts: GraphFacts, folded: set[int], symbols: dict[str, list[str]],
+    budget: FoldBudget | None = None,
 ) -> dict[str, Any] | None:
     """ONNX shape inference again, on the graph a compiler sees: folded nodes replaced by their
     values. ONNX's data propagation stops at some ops (``Mod`` in the index arithmetic of every
@@ -104,7 +106,7 @@ def refine_by_folding(
         return None
     from npu_gate.graph.edit import folded_model
 
-    replaced, note = folded_model(model, shape_like)
+    replaced, note = folded_model(model, shape_like, budget)
     if replaced is model:
         return {"status": "failed", "reason": note, "unknown": len(unknown), "resolved": 0}
     try:
@@ -198,14 +200,19 @@ def _merge(
 
 
 def refine_stage(
-    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]], folded: Collection[int] = ()
+    model: ModelProto, facts: GraphFacts, symbols: dict[str, list[str]], folded: Collection[int] = (),
+    budget: FoldBudget | None = None,
 ) -> dict[str, Any] | None:
     """Refine ``facts`` only where ONNX left unknown dims; the ``symbolic_shapes`` stage
-    entry, or None when nothing was unknown (onnxruntime not even imported). Outputs of
+    entry, or None when nothing was unknown (onnxruntime not even imported); skipped when folding
+    refused a value over ``budget`` (onnxruntime computes constant values without a bound). Outputs of
     ``folded`` nodes are not looked for: they never reach a compiler, and their values are known."""
     unknown = unknown_tensors(facts, symbols, folded)
     if not unknown:
         return None
+    if budget is not None and budget.skips:  # it would compute, unbounded, what folding refused
+        return {"status": "skipped", "reason": "folded values over the fold budget (fold-budget findings)",
+                "unknown": len(unknown), "resolved": 0}
     improved, reason = refine(model, facts, unknown, symbols)
     if reason is not None and not improved:
         return {"status": "failed", "reason": reason, "unknown": len(unknown), "resolved": 0}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import onnx
@@ -22,6 +22,7 @@ from npu_gate.graph import dims, shape_chains, shape_values, symbolic
 from npu_gate.graph import facts as graphlib
 from npu_gate.graph.facts import GraphFacts, TensorInfo
 from npu_gate.graph.fold import fold
+from npu_gate.graph.fold_budget import FoldBudget, FoldSkip
 from npu_gate.graph.layout import tensor_layouts
 from npu_gate.graph.model_file import external_tensors
 from npu_gate.graph.shape_chains import ShapeChain
@@ -79,6 +80,7 @@ class Analysis:
     adapters: list[RankAdapter] | None
     dynamic_severity: str
     evidence: str  # the profile's
+    fold_skips: list[FoldSkip] = field(default_factory=list)  # folded values not computed (fold budget)
 
 
 @gc_paused()  # see gc_pause.py: collections would rescan every node's objects
@@ -116,14 +118,16 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     symbols = input_symbols(model_inputs)
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
-    folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages)
+    budget = FoldBudget()
+    folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages, budget)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:
         model_view = shape_chains.model_view_chains(model, model_types, as_inputs, symbols)
         shape_chains.mark_fixed_by_contract(chains, model_view)
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
-    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded)  # read only if a test asks
+    # read only if a test asks
+    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)
@@ -174,7 +178,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         opset_limit=opset_failure(settings.profile.limits, facts.opset), placements=placements, scoped=scoped,
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
-        evidence=settings.profile.evidence,
+        evidence=settings.profile.evidence, fold_skips=budget.skips,
     )
 
 
@@ -201,6 +205,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
+    out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
     out += _dynamic_shape_findings(a.facts, a.placements, a.dynamic_severity)
     out += [make_finding("shape-computation", shape_chains.describe(chain), severity=a.dynamic_severity,
                          node=chain.consumer, op_type=chain.consumer_op)
@@ -227,7 +232,7 @@ def _input_entry(info: TensorInfo, facts: GraphFacts, declared: dict[str, InputS
 
 def _fold_refining_shapes(
     inferred: onnx.ModelProto, facts: GraphFacts, order: list[int], symbols: dict[str, list[str]],
-    stages: dict[str, Any],
+    stages: dict[str, Any], budget: FoldBudget,
 ) -> tuple[set[int], set[str]]:
     """Fold constants, filling the dims ONNX left unknown on the way (``facts.tensors``).
 
@@ -236,17 +241,17 @@ def _fold_refining_shapes(
     loading it and sympy costs ~0.5 s). A dim either makes known may let more Shape nodes fold.
     """
     folded, constants = fold(facts, order, facts.initializers)
-    by_folding = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+    by_folding = symbolic.refine_by_folding(inferred, facts, folded, symbols, budget)
     if by_folding is not None:
         stages["folded_shapes"] = by_folding
         if by_folding["resolved"]:
             folded, constants = fold(facts, order, facts.initializers)
-    by_symbols = symbolic.refine_stage(inferred, facts, symbols, folded)
+    by_symbols = symbolic.refine_stage(inferred, facts, symbols, folded, budget)
     if by_symbols is not None:
         stages["symbolic_shapes"] = by_symbols
         if by_symbols["resolved"]:
             folded, constants = fold(facts, order, facts.initializers)
-            again = symbolic.refine_by_folding(inferred, facts, folded, symbols)
+            again = symbolic.refine_by_folding(inferred, facts, folded, symbols, budget)
             if again is not None and again["resolved"]:
                 first = stages.get("folded_shapes", again)
                 stages["folded_shapes"] = {"status": "ok", "unknown": first["unknown"],
@@ -396,6 +401,18 @@ def _measured(measured: Measured | None, name: str) -> tuple[str | None, str]:
     if node.actual == FOLDED:
         return INFO, f" (measured: folded away by the compiler: {measured.evidence})"
     return None, ""
+
+
+def _fold_budget_finding(facts: GraphFacts, skip: FoldSkip) -> Finding:
+    """A folded node whose value was not computed: what was left unknown and why."""
+    node = facts.nodes[skip.index]
+    outputs = ", ".join(o for o in node.outputs if o)
+    readers = f" (nor {skip.dependents} folded node{'s' if skip.dependents != 1 else ''} reading it)" \
+        if skip.dependents else ""
+    message = (f"value of {outputs} not computed while folding{readers}: {skip.why}; it still folds, "
+               "but the dims that depend on it stay unknown")
+    return make_finding("fold-budget", message, node=node.name, op_type=node.key, constraint=skip.limit,
+                        actual=skip.actual, allowed=skip.allowed)
 
 
 def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
