@@ -254,8 +254,8 @@ def _figure(value: int | None) -> str:
 def _gates(result: GateResult) -> str:
     if not result.gates:
         return ""
-    # a gate-exceeded finding's message starts with its gate's name (pipeline.py)
-    waived = {f.message.split(":", 1)[0] for f in result.findings if f.rule == "gate-exceeded" and f.waived}
+    # a gate-exceeded finding's subject is its gate's name (stages/verdict.py)
+    waived = {f.subject for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
         figure = size if g.name == "max_boundary_bytes" else _figure

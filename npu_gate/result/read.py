@@ -32,7 +32,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
                         node=f.get("node"), op_type=f.get("op_type"),
                         constraint=f.get("constraint"), actual=f.get("actual"),
                         allowed=f.get("allowed"), waived=bool(f.get("waived")),
-                        waiver_reason=f.get("waiver_reason"), subject=f.get("subject"))
+                        waiver_reason=f.get("waiver_reason"), subject=f.get("subject") or _legacy_subject(f))
                 for f in doc.get("findings", [])]
     result = GateResult(
         name=doc["name"],
@@ -96,3 +96,11 @@ def check_result(doc: dict[str, Any], where: str) -> None:
     if problems := schema_problems(doc, "result", where):
         more = [f"{where}: {len(problems) - 10} more problems"] if len(problems) > 10 else []
         raise GateError(*problems[:10], *more)
+
+
+def _legacy_subject(f: dict[str, Any]) -> str | None:
+    """A result written before findings had a ``subject`` (schema < 1.6): a gate-exceeded
+    finding's gate is the head of its message, as that version wrote it."""
+    if f.get("rule") != "gate-exceeded" or "subject" in f:
+        return None
+    return str(f.get("message", "")).split(":", 1)[0]

@@ -175,3 +175,22 @@ def test_many_partitions_are_folded_away(save_model, write_contract):
     assert folded.startswith("| id   | device   | nodes   | which")
     table_end = folded.index("| 21   | cpu      | 1       | <code>relu10</code>")
     assert folded.index("\n\n</details>\n\n### Numerics") > table_end
+
+
+def test_a_waived_gate_reads_waived_also_in_a_result_from_before_subjects(tmp_path, save_model, write_contract):
+    """Schema 1.5 results (merge, --baseline) have no findings[].subject: the gate's row still
+    reads waived, its gate taken from the message as that version wrote it."""
+    from npu_gate.result.read import result_from_dict
+
+    save_model(seed_onnx())
+    doc = {"name": "seed-onnx", "model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+           "gates": {"max_cpu_nodes": 0, "max_npu_partitions": 1},
+           "waivers": [{"rule": "gate-exceeded", "reason": "tracked in #7", "expires": "2099-01-01"}]}
+    now = check_contract(load_contract(write_contract(doc))).to_dict()
+    old = json.loads(json.dumps(now)) | {"schema_version": "1.5"}
+    for f in old["findings"]:
+        f.pop("subject", None)
+    rows = [line for line in markdown.render(result_from_dict(old)).splitlines() if line.startswith("| max")]
+    assert rows == [line for line in markdown.render(result_from_dict(now)).splitlines() if line.startswith("| max")]
+    assert [r.split("|")[4].strip() for r in rows] == ["~~fail~~ waived", "~~fail~~ waived", "pass"]
