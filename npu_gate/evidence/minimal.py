@@ -111,7 +111,7 @@ def _constant_feeders(index: int, model: ModelProto, folded: set[int]) -> set[in
 def _same(finding: Finding, failure: Failure) -> bool:
     if finding.rule != failure.rule or finding.constraint != failure.constraint:
         return False
-    # checker findings name no op type; the others must name the same one
+    # a checker error names its node only when the checker message does; the others must name the same op
     return failure.rule == "onnx-checker" or finding.op_type == failure.op_type
 
 
