@@ -151,6 +151,7 @@ def probe(
     start = time.perf_counter()
     if prediction is not None:
         _check_inputs(model, prediction.inputs, inputs or {})
+    inputs = complete_inputs(model, prediction, inputs or {})
 
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-probe-"))
     # a kept folder holds this probe's attempts only: replay() reads every attempt-N in it
@@ -213,6 +214,39 @@ def requested_inputs(work: Path) -> dict[str, list[int]]:
     request_path = work / "attempt-1" / "request.json"
     request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
     return {i["name"]: i["shape"] for i in request.get("inputs") or []}
+
+
+def complete_inputs(model: Path, prediction: GateResult | None,
+                    given: dict[str, list[int]]) -> dict[str, list[int]]:
+    """The shapes to give the compiler: none when none are given (it reads the model's own);
+    else every model input in the model's order, the given ones with their given shape and the
+    others with the model's static shape (a compiler told some inputs ignores the rest: a
+    recurrent state input left out fails the build with no value info for it)."""
+    if not given:
+        return {}
+    own: list[tuple[str, list[Any] | None]] = []
+    if prediction is not None:
+        own = [(i["name"], i["model_shape"] if i["static"] else None) for i in prediction.inputs]
+    else:
+        from npu_gate.graph.facts import tensor_info_from_type
+        from npu_gate.graph.model_file import load_onnx
+
+        onnx_model, _ = load_onnx(model, weights=False)
+        weights = {t.name for t in onnx_model.graph.initializer}
+        for value in onnx_model.graph.input:
+            if value.name in weights and onnx_model.ir_version < 4:
+                continue  # before IR 4 an initializer listed as an input is a weight
+            dims = tensor_info_from_type(value.name, value.type).shape
+            static = dims is not None and all(isinstance(d, int) for d in dims)
+            own.append((value.name, list(dims) if static and dims is not None else None))
+    complete: dict[str, list[int]] = {}
+    for name, shape in own:
+        if name in given:
+            complete[name] = given[name]
+        elif shape is not None:
+            complete[name] = [int(d) for d in shape]
+    complete.update({name: shape for name, shape in given.items() if name not in complete})
+    return complete
 
 
 def _check_inputs(model: Path, model_inputs: list[InputEntry], given: dict[str, list[int]]) -> None:

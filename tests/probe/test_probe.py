@@ -784,3 +784,43 @@ def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_mod
     assert (result.status, result.error) == ("failed", "import: No module named 'rknn'")
     assert result.compiler["version"] == "2.5.0"
     assert text(result).splitlines()[0] == "npu-gate probe: model.onnx: rknn-toolkit2 2.5.0 rk3588: FAILED"
+
+
+def _two_input_model(ir_version: int = 8):
+    """x [N, 4] (dynamic batch) and a recurrent state h [1, 4] (static): y = x + h."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "h"], ["y"], name="add")], "state",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=ir_version)
+
+
+@pytest.mark.parametrize("with_prediction", [True, False])
+def test_given_inputs_are_completed_with_the_static_ones(save_model, tmp_path: Path, with_prediction: bool) -> None:
+    """Issue 20: a compiler told only some inputs ignores the others (RKNN: no value info for 'h');
+    every model input is passed, the static ones with the model's own shape."""
+    path = save_model(_two_input_model())
+    probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo") if with_prediction else None,
+          inputs={"x": [2, 4]}, keep=tmp_path / "work")
+    request = json.loads((tmp_path / "work" / "attempt-1" / "request.json").read_text(encoding="utf-8"))
+    assert request["inputs"] == [{"name": "x", "shape": [2, 4]}, {"name": "h", "shape": [1, 4]}]
+
+
+def test_no_given_inputs_leaves_the_compiler_the_model_s_own(save_model, tmp_path: Path) -> None:
+    path = save_model(_two_input_model())
+    probe(path, FAKE, "fake1", FAKE.python(tmp_path), inputs=None, keep=tmp_path / "work")
+    request = json.loads((tmp_path / "work" / "attempt-1" / "request.json").read_text(encoding="utf-8"))
+    assert request["inputs"] == []
+
+
+def test_a_multi_line_compiler_error_is_kept_whole(save_model, tmp_path: Path) -> None:
+    """Issue 20: the error was cut to its last fragment ("build: is not output of any previous nodes.")."""
+    wrapped = ("Traceback (most recent call last):\n  File \"rknn/api/build.py\", line 9, in build\n"
+               "    self._fold(graph)\nRuntimeError: Node (If_3) input 'h'\n  is not output of any previous nodes.")
+    doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, **{"raise": wrapped})
+    assert doc["status"] == "failed"
+    assert doc["attempts"][0]["error"] == (
+        "build: RuntimeError: Node (If_3) input 'h' is not output of any previous nodes.")

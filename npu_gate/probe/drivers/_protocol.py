@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -53,7 +54,7 @@ def run_one(build: Build, initial: dict[str, Any], request_path: str, response_p
     try:
         build(request, save)
     except Exception as exc:  # the compiler raises (or returns non-zero) on models it rejects
-        save(status="failed", error=f"{response.get('stage')}: {last_line(exc)}")
+        save(status="failed", error=f"{response.get('stage')}: {error_line(exc)}")
 
 
 def serve(build: Build, initial: dict[str, Any], control_fd: int) -> int:
@@ -101,7 +102,23 @@ def _flush() -> None:
         pass
 
 
-def last_line(exc: BaseException) -> str:
-    """Compilers wrap their tracebacks into the message; the last line is the actual error."""
+def error_line(exc: BaseException) -> str:
+    """The compiler's whole error on one line. Compilers wrap their tracebacks into the message:
+    what follows the last frame (and that frame's code line) is the error, and a message that
+    goes on over several lines is kept whole ("Node (If_3) input 'h' / is not output of any
+    previous nodes."), not cut to its last fragment."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[-1] if lines else type(exc).__name__
+    frames = [i for i, line in enumerate(lines) if line.startswith('File "')]
+    if frames:
+        rest = lines[frames[-1] + 1:]
+        if len(rest) > 1 and not _EXCEPTION.match(rest[0]):
+            rest = rest[1:]  # the frame's source line
+        lines = rest
+    text = " ".join(line for line in lines if not line.startswith("Traceback (most recent call last)"))
+    if len(text) > _MAX_ERROR:
+        text = text[:_MAX_ERROR - 1] + "…"
+    return text or type(exc).__name__
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Warning|Exit|Interrupt)\b")
+_MAX_ERROR = 2000

@@ -7,7 +7,7 @@ It reads the graph from the request and behaves like a small compiler: Constant 
 right after a Conv is fused into it (no row of its own, like RKNN's ConvRelu), ops in
 ``cpu_ops`` run on CPU, everything else on the NPU. It prints through Python and through
 file descriptor 1 directly (as C code does), with colour codes and ``\\r`` progress frames.
-Request switches make it fail, suggest a rule to disable, crash (SIGSEGV) or hang; so do
+Request switches make it fail, raise, suggest a rule to disable, crash (SIGSEGV) or hang; so do
 node names: a node named ``crash_me`` or ``hang_me`` crashes or hangs the build.
 """
 
@@ -38,6 +38,8 @@ def build(request: dict, save: Save) -> None:
     if request.get("crash") or "crash_me" in names:
         os.write(1, b"fatal: about to crash\n")
         os.kill(os.getpid(), signal.SIGSEGV)
+    if request.get("raise"):  # an exception whose message wraps a traceback, as compilers' do
+        raise RuntimeError(request["raise"])
     rule = request.get("fail_rule")
     if rule and rule not in request.get("disable_rules", []):
         print(f"W You can add disable_rules=['{rule}'] in config() to temporarily disable the error rule!")
