@@ -18,6 +18,7 @@ from onnx import ModelProto
 from npu_gate.contract.spec import Contract, InputSpec
 from npu_gate.graph import facts as graphlib
 from npu_gate.graph.model_file import copy_model, load_onnx
+from npu_gate.graph.source import repository_root
 from npu_gate.result.types import GateResult
 from npu_gate.stages import analyse, verdict
 from npu_gate.stages import probe as probe_stage
@@ -43,7 +44,8 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}
     if keep is not None:
         keep.model_path = copy_model(path, keep.folder)
-    settings = Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None)
+    settings = Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None,
+                        source_root=repository_root(path.parent) or Path.cwd())
     analyse.analysed(model, settings, result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     verdict.decide(result, Settings(profile=profile))
@@ -68,6 +70,7 @@ def check_contract(
         gates=contract.gates,
         waivers=contract.waivers,
         today=today or dt.date.today(),
+        source_root=repository_root(contract.path.parent) or contract.path.parent,
     )
     timings: dict[str, float] = {}
     rewriting = Rewriting(contract)  # the contract's rewrites, suggestions, review table

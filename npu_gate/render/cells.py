@@ -5,13 +5,14 @@ a value in one short line."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from tabulate import tabulate
 
 from npu_gate.escape import md, md_code
-from npu_gate.result.types import TensorEntry
+from npu_gate.graph.source import Source, describe
+from npu_gate.result.types import NodeResult, TensorEntry
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
 MAX_ROWS = 200  # per table; the JSON result always has everything
@@ -40,15 +41,30 @@ def number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def node_names(nodes: Sequence[str | None]) -> str:
+def node_names(nodes: Sequence[str | None], where: Mapping[str, str] | None = None) -> str:
     """The node cell of a row that stands for several findings or nodes: one name, or how many
-    and the first MAX_NAMES of them."""
+    and the first MAX_NAMES of them. ``where``: node name -> its PyTorch source (``sources``),
+    shown first (the reader wrote the Python, not the graph), distinct lines once each."""
     names = [md_code(n) for n in nodes if n]
     shown = ", ".join(names[:MAX_NAMES]) + (f" and {len(names) - MAX_NAMES} more" if len(names) > MAX_NAMES else "")
+    lines = list(dict.fromkeys(where[n] for n in nodes if n and where and n in where))
+    code = "; ".join(md(line) for line in lines[:MAX_NAMES]) + (
+        f" and {len(lines) - MAX_NAMES} more places" if len(lines) > MAX_NAMES else "")
     if len(nodes) == 1:
-        return shown
+        return f"{code}: {shown}" if code else shown
     what = "nodes" if len(names) == len(nodes) else "findings"
-    return f"{len(nodes)} {what}" + (f": {shown}" if shown else "")
+    return f"{len(nodes)} {what}" + (f" at {code}" if code else "") + (f": {shown}" if shown else "")
+
+
+def sources(nodes: Iterable[NodeResult]) -> dict[str, str]:
+    """Node name -> where it came from in the PyTorch code (``models/zoo.py:72 TinyUNet.up
+    (Upsample)``), for the nodes whose model says so."""
+    out = {}
+    for n in nodes:
+        described = describe(cast("Source", n.source)) if n.source else None
+        if described:
+            out[n.name] = described
+    return out
 
 
 def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:

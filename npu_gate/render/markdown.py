@@ -12,7 +12,7 @@ from typing import Any
 
 from npu_gate.escape import md, md_code
 from npu_gate.render import rewrites_md
-from npu_gate.render.cells import MAX_ROWS, node_names, number, short, size, table, tensor
+from npu_gate.render.cells import MAX_ROWS, node_names, number, short, size, sources, table, tensor
 from npu_gate.result.types import GateResult
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
@@ -122,13 +122,14 @@ def _findings(result: GateResult) -> str:
     for f in ordered:
         groups.setdefault((f.waived, f.waiver_reason, f.severity, f.rule, f.message, f.doc), []).append(f)
     rows = []
+    where = sources(result.nodes)
     for same in list(groups.values())[:MAX_ROWS]:
         f = same[0]
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
         message = md(f.message)
         if f.doc and f.doc.startswith(("https://", "http://")):
             message += f" ([doc]({_url(f.doc)}))"
-        rows.append([severity, f"`{f.rule}`", node_names([g.node for g in same]), message])
+        rows.append([severity, f"`{f.rule}`", node_names([g.node for g in same], where), message])
     return "### Findings\n\n" + table(["severity", "rule", "node", "message"], rows, total=len(groups))
 
 
@@ -164,6 +165,7 @@ def _cpu_fallback(result: GateResult) -> str:
                 group = groups.setdefault(("other", reason), {"label": md(reason), "nodes": {}})
                 group["nodes"][n.name] = []
     cost = _boundary_bytes_by_node(result)
+    where = sources(result.nodes)
     rows = []
     for group in groups.values():
         names = list(group["nodes"])
@@ -174,6 +176,10 @@ def _cpu_fallback(result: GateResult) -> str:
         shown = [md_code(x) + (f": {md(short(', '.join(v)))}" if v else "")
                  for x, v in group["nodes"].items()]
         which = "; ".join(shown[:20]) + (f" and {len(shown) - 20} more" if len(shown) > 20 else "")
+        lines = list(dict.fromkeys(where[x] for x in names if x in where))  # its distinct source lines
+        if lines:
+            which = "; ".join(md(line) for line in lines[:10]) + (
+                f" and {len(lines) - 10} more places" if len(lines) > 10 else "") + " — " + which
         rows.append((total, len(names), group["label"], which))
     rows.sort(key=lambda r: (-r[0], -r[1], r[2]))
     text = table(["reason", "nodes", "which (actual value)", "boundary bytes"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from npu_gate.escape import md, md_code
-from npu_gate.render.cells import node_names, number, size, table
+from npu_gate.render.cells import node_names, number, size, sources, table
 from npu_gate.result.types import GateResult
 
 
@@ -159,7 +159,8 @@ def review(result: GateResult) -> str:
                   else f"device: {dev['ms']:g} ms ({dev['scope']} {md_code(dev['key'])})")
         key = (md(r["op_type"]), md(r["placement"]), reason, md(r["strategy"]), verification, f"{cpu}; {device}")
         groups.setdefault(key, []).append(r["node"])
-    rows = [[node_names(nodes), *key] for key, nodes in groups.items()]
+    where = sources(result.nodes)
+    rows = [[node_names(nodes, where), *key] for key, nodes in groups.items()]
     text = ("### Review\n\nEach CPU-fallback or rewritten node; nodes alike in every other column "
             "share a row.\n\n") + table(
         ["node", "op", "placement", "failed constraint / reason", "strategy", "numerical verification", "latency"],

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
-from npu_gate.render.cells import number
+from npu_gate.render.cells import number, sources
 from npu_gate.result.types import Finding, GateResult
 
 MAX_REASONS = 5
@@ -74,9 +74,10 @@ def render(result: GateResult, headline_note: str = "") -> str:
         lines.append(f"  suggestion: rewrite {sug['rewrite']} at {term(sug['node'])} (verified; see the report)")
     active = [f for f in result.findings if not f.waived and f.severity in ("error", "warning")]
     reasons = _same_message(active)
+    code = sources(result.nodes)
     for same in top_reasons(reasons):
         f = same[0]
-        lines.append(f"  {f.severity} {f.rule}{_where(same)}: {term(f.message)}")
+        lines.append(f"  {f.severity} {f.rule}{_where(same, code)}: {term(f.message)}")
     if len(reasons) > MAX_REASONS:  # the same text whatever the command: the cache replays it
         left = len(reasons) - MAX_REASONS
         findings = len(active) - sum(len(r) for r in top_reasons(reasons))
@@ -147,13 +148,18 @@ def _same_message(findings: list[Finding]) -> list[list[Finding]]:
     return list(groups.values())
 
 
-def _where(same: list[Finding]) -> str:
+def _where(same: list[Finding], code: Mapping[str, str]) -> str:
+    """``(count) at models/zoo.py:12 TinyUNet.up (Up) [node_a, node_b, node_c]``: the PyTorch source
+    lines first (``code``: node name -> source), distinct ones once each, then the ONNX names."""
     nodes = [term(f.node) for f in same if f.node]
     if not nodes:
         return f" ×{len(same)}" if len(same) > 1 else ""
     shown = ", ".join(nodes[:MAX_NODES])
     more = f" and {len(nodes) - MAX_NODES} more" if len(nodes) > MAX_NODES else ""
-    return (f" ×{len(same)}" if len(same) > 1 else "") + f" [{shown}{more}]"
+    lines = list(dict.fromkeys(code[f.node] for f in same if f.node and f.node in code))
+    at = (" at " + "; ".join(term(line) for line in lines[:MAX_NODES])
+          + (f" and {len(lines) - MAX_NODES} more places" if len(lines) > MAX_NODES else "")) if lines else ""
+    return (f" ×{len(same)}" if len(same) > 1 else "") + at + f" [{shown}{more}]"
 
 
 def top_reasons(reasons: list[list[Finding]]) -> list[list[Finding]]:

@@ -17,7 +17,7 @@ from npu_gate.rules import RULES
 # 1.5: device_timings.unmatched; optional nodes[].original_name (the model's name of a
 #      node shown by a display name)
 # 1.6: optional findings[].subject (what a finding names when it names no node)
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of time).
@@ -188,15 +188,15 @@ class NodeResult:
     scope: str | None = None  # set for nodes inside a control-flow body: "<node>/<attribute>"
     fused: dict[str, Any] | None = None  # {pattern, op, nodes}: a profile pattern matched it
     original_name: str | None = None  # the model's name ("" if none) when ``name`` is a display name
+    # where the node came from in the user's PyTorch code (graph.source.Source); None: unknown
+    source: dict[str, Any] | None = None
+    stable_key: str | None = None  # module_path/OpType#n: survives a re-export (graph.source)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        if self.scope is None:
-            del out["scope"]  # top-level nodes: the JSON stays as it was
-        if self.fused is None:
-            del out["fused"]
-        if self.original_name is None:
-            del out["original_name"]
+        for optional in ("scope", "fused", "original_name", "source", "stable_key"):
+            if out[optional] is None:
+                del out[optional]  # the JSON of nodes without them stays as it was
         return out
 
 

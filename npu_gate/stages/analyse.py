@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import onnx
@@ -26,6 +27,7 @@ from npu_gate.graph.fold_budget import FoldBudget, FoldSkip
 from npu_gate.graph.layout import tensor_layouts
 from npu_gate.graph.model_file import external_tensors
 from npu_gate.graph.shape_chains import ShapeChain
+from npu_gate.graph.source import node_source, stable_keys
 from npu_gate.graph.subgraphs import ScopedNode, collect_subgraph_nodes
 from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
@@ -143,6 +145,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     result.ops = dict(sorted(Counter(n.key for n in facts.nodes).items()))
     tensor_dicts = {name: info.to_dict() for name, info in facts.tensors.items()}  # shared, read-only
     result.nodes = [_node_entry(n, placements[n.index], tensor_dicts, part_of.get(n.index)) for n in facts.nodes]
+    _attach_sources(result.nodes, inferred, settings.source_root)
     result.nodes += [_scoped_entry(sn, p) for sn, p in zip(scoped, body, strict=True)]
     if fusions is not None:
         patterns.record(result, fusions, placements)
@@ -331,6 +334,17 @@ def _node_entry(
         placement=placement.device, reasons=placement.reasons, partition=partition,
         original_name=node.original_name,
     )
+
+
+def _attach_sources(nodes: list[NodeResult], model: ModelProto, root: Path | None) -> None:
+    """Each top-level node's PyTorch source and stable key (``graph.source``); ``nodes`` are in
+    the graph's node order."""
+    found = [node_source(proto, root) for proto in model.graph.node]
+    modules = [s["module_path"] if s is not None else None for s in found]
+    keys = stable_keys([n.op_type for n in nodes], modules, [n.name for n in nodes])
+    for node, source, key in zip(nodes, found, keys, strict=True):
+        node.source = dict(source) if source is not None else None
+        node.stable_key = key
 
 
 def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:

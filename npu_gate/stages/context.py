@@ -25,6 +25,7 @@ class Settings:
     gates: Gates = field(default_factory=Gates)
     waivers: list[Waiver] = field(default_factory=list)
     today: dt.date = field(default_factory=dt.date.today)
+    source_root: Path | None = None  # source files are reported relative to it (graph.source)
 
 
 @dataclass
