@@ -1,6 +1,7 @@
 """The baseline ratchet: compare a result with the base branch's result for the same model.
 
-A finding is matched by a key that does not depend on its message: rule, node, constraint
+A finding is matched by a key that does not depend on its message: rule, node (by its stable
+key when both results have them, schema 1.7: an exporter's renumbering moves no finding), constraint
 and subject (what a finding names when it names no node: ``max_cpu_nodes``, an output).
 A result written before findings had a subject (schema < 1.6) is keyed, for its findings
 without node or constraint, by the part of the message before the first ": ". Only active
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +25,13 @@ METRICS = (("cpu_nodes", "CPU nodes"), ("npu_partitions", "NPU partitions"),
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", re.IGNORECASE)
 
 
-def finding_key(f: dict[str, Any], legacy: bool = False) -> FindingKey:
-    """``legacy``: key as results before schema 1.6 (findings without ``subject``) can be keyed."""
+def finding_key(f: dict[str, Any], legacy: bool = False, keys: Mapping[str, str] | None = None) -> FindingKey:
+    """``legacy``: key as results before schema 1.6 (findings without ``subject``) can be keyed.
+    ``keys``: node name -> stable key (``node_keys``), so a node the exporter renumbered is the
+    same node."""
     node = f.get("node") or ""
+    if keys is not None and node:
+        node = keys.get(node, node)
     constraint = f.get("constraint") or ""
     subject = "" if legacy else str(f.get("subject") or "")
     if legacy and not node and not constraint:
@@ -39,6 +45,14 @@ def _has_subjects(doc: dict[str, Any]) -> bool:
     version = str(doc.get("schema_version", "0"))
     major, _, minor = version.partition(".")
     return (int(major) if major.isdigit() else 0, int(minor) if minor.isdigit() else 0) >= (1, 6)
+
+
+def node_keys(doc: dict[str, Any]) -> dict[str, str] | None:
+    """Node name -> stable key (schema 1.7), or None for a result written without them."""
+    nodes = doc.get("nodes", [])
+    if not any("stable_key" in n for n in nodes):
+        return None
+    return {n["name"]: n.get("stable_key") or n["name"] for n in nodes}
 
 
 def _active(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -111,18 +125,21 @@ def compare(current: dict[str, Any], baseline: dict[str, Any] | None) -> Compari
                           error_after=max_abs_error(current))
     before = _active(baseline)
     legacy = not (_has_subjects(baseline) and _has_subjects(current))
-    remaining = Counter(finding_key(f, legacy) for f in before)
+    keys_now, keys_before = node_keys(current), node_keys(baseline)
+    if keys_now is None or keys_before is None:  # one side has names only: match by names
+        keys_now = keys_before = None
+    remaining = Counter(finding_key(f, legacy, keys_before) for f in before)
     new = []
     for f in now:  # multiset difference, keeping the current findings' order
-        key = finding_key(f, legacy)
+        key = finding_key(f, legacy, keys_now)
         if remaining[key]:
             remaining[key] -= 1
         else:
             new.append(f)
-    still = Counter(finding_key(f, legacy) for f in now)
+    still = Counter(finding_key(f, legacy, keys_now) for f in now)
     fixed = []
     for f in before:
-        key = finding_key(f, legacy)
+        key = finding_key(f, legacy, keys_before)
         if still[key]:
             still[key] -= 1
         else:

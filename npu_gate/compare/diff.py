@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DIFF_VERSION = "1.0"
+DIFF_VERSION = "1.1"  # 1.1: matched_by, stable_key on node entries
 
 # Summary metrics compared side by side, in report order.
 METRICS = (
@@ -46,22 +46,26 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
         for op in sorted(set(ops_a) | set(ops_b))
         if ops_a.get(op, 0) != ops_b.get(op, 0)
     }
-    nodes_a = {n["name"]: n for n in a.get("nodes", [])}
-    nodes_b = {n["name"]: n for n in b.get("nodes", [])}
-    added = [_node_ref(n) for name, n in nodes_b.items() if name not in nodes_a]
-    removed = [_node_ref(n) for name, n in nodes_a.items() if name not in nodes_b]
+    # Nodes are matched by stable key (schema 1.7: module path, op type and ordinal, which an
+    # exporter's renumbering leaves alone) when both results have them, else by name.
+    matched_by = "stable_key" if _has_keys(a) and _has_keys(b) else "name"
+    nodes_a = {_node_key(n, matched_by): n for n in a.get("nodes", [])}
+    nodes_b = {_node_key(n, matched_by): n for n in b.get("nodes", [])}
+    added = [_node_ref(n) for key, n in nodes_b.items() if key not in nodes_a]
+    removed = [_node_ref(n) for key, n in nodes_a.items() if key not in nodes_b]
     changed, placements = [], []
-    for name, na in nodes_a.items():
-        nb = nodes_b.get(name)
+    for key, na in nodes_a.items():
+        nb = nodes_b.get(key)
         if nb is None:
             continue
+        named = {"name": nb["name"], **({"stable_key": key} if matched_by == "stable_key" else {})}
         change = _node_change(na, nb)
         if change:
-            changed.append({"name": name, **change})
+            changed.append({**named, **change})
         if na["placement"] != nb["placement"]:
             placements.append(
                 {
-                    "name": name,
+                    **named,
                     "op_type": nb["op_type"],
                     "a": na["placement"],
                     "b": nb["placement"],
@@ -87,6 +91,7 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
         "identical": identical,
         "metrics": metrics,
         "ops": ops,
+        "matched_by": matched_by,
         "nodes_added": added,
         "nodes_removed": removed,
         "nodes_changed": changed,
@@ -111,8 +116,19 @@ def _side(doc: dict[str, Any], label: str) -> dict[str, Any]:
     }
 
 
+def _has_keys(doc: dict[str, Any]) -> bool:
+    return any("stable_key" in n for n in doc.get("nodes", []))
+
+
+def _node_key(node: dict[str, Any], matched_by: str) -> str:
+    return str(node.get("stable_key") or node["name"]) if matched_by == "stable_key" else str(node["name"])
+
+
 def _node_ref(node: dict[str, Any]) -> dict[str, Any]:
-    return {"name": node["name"], "op_type": node["op_type"], "placement": node["placement"]}
+    ref = {"name": node["name"], "op_type": node["op_type"], "placement": node["placement"]}
+    if "stable_key" in node:
+        ref["stable_key"] = node["stable_key"]
+    return ref
 
 
 def _node_change(na: dict[str, Any], nb: dict[str, Any]) -> dict[str, Any]:

@@ -99,16 +99,17 @@ class Gates:
 class Waiver:
     rule: str
     reason: str
-    node: str | None = None
+    node: str | None = None  # a node's name or its stable key
     op_type: str | None = None
     expires: dt.date | None = None
+    module: str | None = None  # an nn.Module path ("up.conv"), glob allowed ("encoder.*")
+    source: str | None = None  # a PyTorch source line, "models/zoo.py:72" (the file may be a glob)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "reason": self.reason}
-        if self.node is not None:
-            out["node"] = self.node
-        if self.op_type is not None:
-            out["op_type"] = self.op_type
+        for key in ("node", "op_type", "module", "source"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.expires is not None:
             out["expires"] = self.expires.isoformat()
         return out
@@ -255,6 +256,8 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
                 node=_as_typed(w.get("node")),
                 op_type=_as_typed(w.get("op_type")),
                 expires=dt.date.fromisoformat(w["expires"]) if "expires" in w else None,
+                module=_as_typed(w.get("module")),
+                source=_as_typed(w.get("source")),
             )
             for w in doc.get("waivers", [])
         ],

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 from collections import Counter
+from typing import Any
 
 from npu_gate.contract.spec import Waiver
 from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
@@ -33,15 +35,18 @@ def decide(result: GateResult, settings: Settings) -> None:
                                                 subject=name))
 
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
+    nodes = {n.name: n for n in result.nodes}
     for finding in result.findings:
-        matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding)]
+        node = nodes.get(finding.node) if finding.node else None
+        matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding, node)]
         used.update(matching)
         live = [i for i in matching if not _expired(settings.waivers[i], settings.today)]
         if live:
             finding.waived = True
             finding.waiver_reason = settings.waivers[live[0]].reason
     for i, waiver in enumerate(settings.waivers):
-        where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items() if k in ("rule", "node", "op_type"))
+        where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items()
+                          if k in ("rule", "node", "op_type", "module", "source"))
         if _expired(waiver, settings.today):
             result.findings.append(make_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
                                                 f"{waiver.expires} and no longer waives", subject=f"waivers[{i}]"))
@@ -72,9 +77,21 @@ def _expired(waiver: Waiver, today: dt.date) -> bool:
     return waiver.expires is not None and waiver.expires < today
 
 
-def _matches(waiver: Waiver, finding: Finding) -> bool:
+def _matches(waiver: Waiver, finding: Finding, node: NodeResult | None) -> bool:
+    """``node``: the finding's node, for a waiver by stable key, module path or source line."""
+    source = node.source if node is not None else None
     return (
         waiver.rule == finding.rule
-        and (waiver.node is None or waiver.node == finding.node)
+        and (waiver.node is None or waiver.node == finding.node
+             or (node is not None and waiver.node == node.stable_key))
         and (waiver.op_type is None or waiver.op_type == finding.op_type)
+        and (waiver.module is None or (source is not None and source["module_path"] is not None
+                                       and fnmatch.fnmatchcase(source["module_path"], waiver.module)))
+        and (waiver.source is None or (source is not None and _at_line(source, waiver.source)))
     )
+
+
+def _at_line(source: dict[str, Any], wanted: str) -> bool:
+    file, _, line = wanted.rpartition(":")
+    return (source["file"] is not None and source["line"] == int(line)
+            and fnmatch.fnmatchcase(source["file"], file))
