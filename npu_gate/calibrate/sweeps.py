@@ -147,7 +147,9 @@ def convtranspose_family() -> Family:
     shapes = ((2, 2), (4, 2), (3, 1), (3, 2), (3, 3), (2, 3), (5, 3), (6, 3), (4, 4), (3, 4), (5, 5), (6, 6), (8, 8))
     return Family("convtranspose-kernels-strides", "ConvTranspose", [_convtranspose(k, s) for k, s in shapes],
                   [{"id": "convtranspose-stride-power-of-two", "attribute": "strides", "each": True,
-                    "in": [1, 2, 4, 8]}],
+                    "in": [1, 2, 4, 8],
+                    "fix": "use stride 1, 2, 4 or 8 in nn.ConvTranspose2d "
+                           "(or upsample with nn.Upsample, then a Conv2d)"}],
                   note="kernel x stride; other strides split into a CPU zero-insertion op and an NPU Conv")
 
 
@@ -185,20 +187,23 @@ def _resize_sizes_from_shape(mode: str, ctm: str, h: int, w: int) -> Point:
 # are listed as measured (1/3 to float32's 7 significant digits), never widened to a class.
 RESIZE_NPU_RATIOS: list[float] = [0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8]
 RESIZE_HYPOTHESIS: list[dict[str, Any]] = [
-    {"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"]},
+    {"id": "resize-mode-nearest-or-linear", "attribute": "mode", "in": ["nearest", "linear"],
+     "fix": "use mode='nearest' or mode='bilinear' in F.interpolate / nn.Upsample"},
     {"id": "resize-linear-not-align-corners", "any_of": [
         {"attribute": "mode", "in": ["nearest"]},
         {"attribute": "coordinate_transformation_mode", "not_in": ["align_corners"]},
         {"input": 2, "value": {"elements": [2, 3], "each": True, "in": [1]}},
         {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": [1]}}],
-     "message": "linear align_corners was measured on the NPU only as an identity (H and W ratio 1)"},
+     "message": "linear align_corners was measured on the NPU only as an identity (H and W ratio 1)",
+     "fix": "use align_corners=False (or mode='nearest') in F.interpolate / nn.Upsample"},
     {"id": "resize-linear-scales-measured", "any_of": [
         {"attribute": "mode", "in": ["nearest"]},
         {"input": 2, "value": {"elements": [2, 3], "each": True, "in": RESIZE_NPU_RATIOS}},
         {"input": 3, "value": {"elements": [2, 3], "ratio_to_input": 0, "each": True, "in": RESIZE_NPU_RATIOS}}],
      "message": "linear was measured on the NPU at H and W ratios 1/8, 1/4, 1/3, 1/2, 1, 2, 3, 4, 5 and 8, on CPU at "
                 "1.5, 1.25 and 0.625; other ratios, integer ones (6, 7, 16...) and their reciprocals too, were not "
-                "measured and are not claimed"}]
+                "measured and are not claimed",
+     "fix": "use scale_factor 2, 3, 4, 5 or 8 (or 1/2, 1/3, 1/4, 1/8) in F.interpolate, or mode='nearest'"}]
 
 
 def resize_families() -> list[Family]:
@@ -256,7 +261,8 @@ def pool_families() -> list[Family]:
     mx = [_pool("MaxPool", k, p, None, s) for k, p, s in ((2, 0, 2), (3, 1, 1), (3, 1, 2), (5, 2, 1), (3, 0, 1))]
     return [Family("averagepool-pads-count-include-pad", "AveragePool", avg,
                    [{"id": "averagepool-pads-count-include-pad", "any_of": [
-                       {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}]}],
+                       {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}],
+                   "fix": "use count_include_pad=True (the default) or padding=0 in nn.AvgPool2d"}],
                    note="kernel x stride x pads x count_include_pad"),
             Family("maxpool-kernel-stride-pads", "MaxPool", mx)]
 
@@ -343,7 +349,9 @@ def slice_family() -> Family:
     points.append(_slice("slice-axis3-start4-step1", [4], [20], [3], [1]))
     return Family("slice-axes-steps", "Slice", points,
                   [{"id": "slice-steps-1-or-minus-1", "input": 4,
-                    "value": {"each": True, "in": [1, -1], "default": [1]}}],
+                    "value": {"each": True, "in": [1, -1], "default": [1]},
+                    "fix": "slice with step 1 (x[:, :, a:b]); for x[..., ::2] use a stride-2 Conv2d/pool "
+                           "or a reshape"}],
                   note="steps (input 4's values) 1, 2 and -1 over C, H, W")
 
 
@@ -356,7 +364,8 @@ def pad_family() -> Family:
         _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1]), _pad("w", [0, 0, 0, 2, 0, 0, 0, 2]),
         _pad("c", [0, 2, 0, 0, 0, 2, 0, 0]), _pad("ch", [0, 1, 1, 0, 0, 1, 1, 0]),
         _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "reflect"), _pad("hw", [0, 0, 1, 1, 0, 0, 1, 1], "edge")],
-        [{"id": "pad-not-c-and-h", "input": 1, "value": {"padded_axes": True, "not_in": [[1, 2]]}}],
+        [{"id": "pad-not-c-and-h", "input": 1, "value": {"padded_axes": True, "not_in": [[1, 2]]},
+          "fix": "pad H and W only (F.pad(x, (l, r, t, b))); pad channels in a separate step"}],
         note="pads (input 1's values) over H and W, W, C, C and H; constant, reflect and edge. Only padding "
              "exactly C and H is claimed CPU: the only combination measured there")
 
@@ -572,7 +581,8 @@ def tiny() -> list[Family]:
         Family("averagepool-pads-count-include-pad", "AveragePool",
                [_pool("AveragePool", 3, 1, 0), _pool("AveragePool", 3, 1, 1), _pool("AveragePool", 3, 0, 0)],
                [{"id": "averagepool-pads-count-include-pad", "any_of": [
-                   {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}]}]),
+                   {"attribute": "count_include_pad", "in": [1]}, {"attribute": "pads", "each": True, "max": 0}],
+                   "fix": "use count_include_pad=True (the default) or padding=0 in nn.AvgPool2d"}]),
         Family("relu", "Relu", [single(f"relu-{_dims(X)}", "Relu")]),
         Family("erf", "Erf", [single(f"erf-{_dims(X)}", "Erf")]),
     ]

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from npu_gate.escape import md, md_code
-from npu_gate.render import rewrites_md
+from npu_gate.render import mermaid, rewrites_md
 from npu_gate.render.cells import MAX_ROWS, node_names, number, short, size, sources, table, tensor
 from npu_gate.result.types import GateResult
 
@@ -127,6 +127,8 @@ def _findings(result: GateResult) -> str:
         f = same[0]
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
         message = md(f.message)
+        if f.fix:
+            message += f" **Fix:** {md(f.fix)}"
         if f.doc and f.doc.startswith(("https://", "http://")):
             message += f" ([doc]({_url(f.doc)}))"
         rows.append([severity, f"`{f.rule}`", node_names([g.node for g in same], where), message])
@@ -151,6 +153,8 @@ def _cpu_fallback(result: GateResult) -> str:
             kind = "limit" if f.rule == "profile-limit" else md_code(f.op_type)
             key = (f.rule, f"{f.op_type if f.rule == 'op-constraint' else ''}:{f.constraint}")
             label = f"{kind} {md_code(f.constraint)}: allowed {md(short(_value(f.allowed)))}"
+            if f.fix:
+                label += f". **Fix:** {md(f.fix)}"
             if f.doc and f.doc.startswith(("https://", "http://")):
                 label += f" ([doc]({_url(f.doc)}))"
         group = groups.setdefault(key, {"label": label, "nodes": {}})
@@ -228,12 +232,15 @@ def _partitions(result: GateResult) -> str:
                  for b in result.boundaries[:MAX_ROWS]]
         text += "\n\nTensors crossing partitions (each costs a copy and a sync):\n\n"
         text += table(["tensor", "bytes", "partitions"], brows, total=len(result.boundaries))
+    picture = mermaid.partition_map(result)
+    picture = ("<details><summary>Partition map (execution order; bytes crossing on the edges)"
+               f"</summary>\n\n{picture}\n\n</details>\n\n") if picture else ""
     if len(result.partitions) <= FOLD_PARTITIONS:
-        return "### Partitions\n\n" + text
+        return "### Partitions\n\n" + picture + text
     devices = Counter(p.device for p in result.partitions)  # too long to read past: folded, like the census
     count = ", ".join(f"{n} {device}" for device, n in sorted(devices.items()))
-    return (f"<details><summary>Partitions ({count}; {_count(len(result.boundaries), 'tensor')} crossing them)"
-            f"</summary>\n\n{text}\n\n</details>")
+    return (picture + f"<details><summary>Partitions ({count}; {_count(len(result.boundaries), 'tensor')} "
+            f"crossing them)</summary>\n\n{text}\n\n</details>")
 
 
 def _numerics(result: GateResult) -> str:

@@ -77,7 +77,8 @@ def render(result: GateResult, headline_note: str = "") -> str:
     code = sources(result.nodes)
     for same in top_reasons(reasons):
         f = same[0]
-        lines.append(f"  {f.severity} {f.rule}{_where(same, code)}: {term(f.message)}")
+        fix = f" Fix: {term(f.fix)}" if f.fix else ""
+        lines.append(f"  {f.severity} {f.rule}{_where(same, code)}: {term(f.message)}{fix}")
     if len(reasons) > MAX_REASONS:  # the same text whatever the command: the cache replays it
         left = len(reasons) - MAX_REASONS
         findings = len(active) - sum(len(r) for r in top_reasons(reasons))

@@ -149,6 +149,7 @@ class Finding:
     # What the finding is about when it names no node: an input or output name, a gate, a
     # waiver (``waivers[2]``), a rewrite, a tensor. The baseline matches findings by it.
     subject: str | None = None
+    fix: str | None = None  # what to change in the PyTorch model (a profile constraint's ``fix``)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
@@ -158,7 +159,7 @@ class Finding:
         if self.constraint is not None:
             out["actual"] = self.actual
             out["allowed"] = self.allowed
-        for key in ("doc", "evidence"):
+        for key in ("doc", "evidence", "fix"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["waived"] = self.waived

@@ -369,7 +369,7 @@ def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
 def _failure_finding(rule_id: str, message: str, f: Failure, evidence: str, **where: Any) -> Finding:
     """A finding of one failed (or unchecked) constraint, with its id and values."""
     return make_finding(rule_id, message, constraint=f.constraint, actual=f.actual, allowed=f.allowed, doc=f.doc,
-                        evidence=evidence, **where)
+                        evidence=evidence, fix=f.fix, **where)
 
 
 def _placement_findings(

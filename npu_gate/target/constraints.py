@@ -30,6 +30,7 @@ class Failure:
     actual: Any
     allowed: Any
     doc: str | None = None
+    fix: str | None = None  # the constraint's ``fix``: what to change in the PyTorch model
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,9 @@ def _static_dims(index: int, ctx: _Context) -> list[int] | str:
 
 
 def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:
-    """Passes when one alternative passes; otherwise one failure naming every alternative."""
-    texts, actuals, alloweds = [], [], []
+    """Passes when one alternative passes; otherwise one failure worded by the alternative that
+    came closest (``closest``), with every alternative's actual and allowed values."""
+    texts, actuals, alloweds, distances = [], [], [], []
     for alternative in c["any_of"]:
         failed = _tests(alternative, ctx)
         if not failed:
@@ -191,8 +193,26 @@ def _any_of(c: dict[str, Any], ctx: _Context) -> list[Failure]:
         texts.append("; ".join(f"{subject} {text}" for subject, _, _, text in failed))
         actuals.append(failed[0][1] if len(failed) == 1 else [f[1] for f in failed])
         alloweds.append(failed[0][2] if len(failed) == 1 else [f[2] for f in failed])
-    text = "none of the alternatives holds: " + " | ".join(f"({t})" for t in texts)
+        distances.append(closeness(alternative, [actual for _, actual, _, _ in failed]))
+    best = min(range(len(texts)), key=lambda i: (distances[i], i))
+    others = len(texts) - 1
+    text = texts[best] + (f" (the closest of {len(texts)} ways to meet it; the finding's `allowed` and "
+                          "`npu-gate explain` list them all)" if others else "")
     return [_failure(c, "", actuals, {"any_of": alloweds}, text)]
+
+
+def closeness(alternative: dict[str, Any], actuals: list[Any]) -> tuple[int, int]:
+    """How far a failed alternative is from holding (``actuals``: the values its failed tests
+    saw), smaller is closer: fewer failed tests first; then an attribute that must avoid a few
+    values (``not_in``: any other value meets it, the smallest change), then another attribute
+    test, then tests on tensors and values, last an optional input the node does not have."""
+    if "attribute" in alternative:
+        kind = 0 if "not_in" in alternative else 1
+    elif all(actual == "absent" for actual in actuals):
+        kind = 3
+    else:
+        kind = 2
+    return len(actuals), kind
 
 
 def _failure(c: dict[str, Any], subject: str, actual: Any, allowed: Any, text: str) -> Failure:
@@ -205,7 +225,7 @@ def _failure(c: dict[str, Any], subject: str, actual: Any, allowed: Any, text: s
     elif template:  # an explanation (a calibrated profile's evidence): after what failed
         message = f"{message}; {template}"
     return Failure(
-        constraint=c["id"], message=message, actual=actual, allowed=allowed, doc=c.get("doc")
+        constraint=c["id"], message=message, actual=actual, allowed=allowed, doc=c.get("doc"), fix=c.get("fix")
     )
 
 

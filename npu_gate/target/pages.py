@@ -232,6 +232,8 @@ def render_markdown(
             text = f"`{c['id']}`: {_cell(describe(c))}"
             if c.get("message"):
                 text += f" — “{_cell(c['message'])}”"
+            if c.get("fix"):
+                text += f" *Fix:* {_cell(c['fix'])}"
             if c.get("doc") and c["doc"] != common:
                 text += f" ({link(c['doc'], base=base)})"
             cells.append(text)
@@ -325,6 +327,9 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
     if note:
         lines += ["", f"Note on {key}: {note}"]
     lines += ["", f"Source: {profile.source}"]
+    lines += ["", f"To meet it, in PyTorch: {c['fix']}" if c.get("fix") else
+              "To meet it, in PyTorch: the profile gives no fix for this constraint; change the value named "
+              "in the finding to one the constraint allows (above)."]
     return "\n".join(lines)
 
 

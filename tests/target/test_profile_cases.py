@@ -92,11 +92,13 @@ def test_profile_case(tmp_path: Path, case: dict[str, Any]) -> None:
             "actual": f.actual,
             "allowed": f.allowed,
             "message": f.message,
+            "fix": f.fix,
         }
         for f in findings
     ]
     want = [{"rule": "op-constraint"} | e for e in case["failures"]]
     for g, w in zip(got, want, strict=False):
+        w.setdefault("fix", None)  # a case whose constraint has a ``fix`` pins it
         if "message" not in w:
             del g["message"]  # a case pins the message only where the wording matters
         elif w["rule"] == "op-constraint":  # the finding names the constraint, then what failed
