@@ -171,7 +171,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: list
     if args.out or args.bundle:
         result, folder = _check_bundle(contract, args)
     else:
-        result = check_contract(contract, today=args.today)
+        result = check_contract(contract, today=args.today, time_limit=args.timeout)
     warn_device_timings(result.device_timings, result.name)
     if args.log:
         write_output(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
@@ -212,7 +212,7 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateRes
     folder = Path(args.out) if args.out else bundle.default_folder(contract)
     with bundle.staged(folder) as stage:
         art = Artifacts(stage)
-        result = check_contract(contract, today=args.today, keep=art)
+        result = check_contract(contract, today=args.today, keep=art, time_limit=args.timeout)
         bundle.write(stage, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")

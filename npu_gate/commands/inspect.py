@@ -35,11 +35,11 @@ def _inspect_run(args: argparse.Namespace) -> int:
         folder = Path(args.out)
         with bundle.staged(folder) as stage:
             art = Artifacts(stage)
-            result = inspect_model(Path(args.model), profile, keep=art)
+            result = inspect_model(Path(args.model), profile, keep=art, time_limit=args.timeout)
             bundle.write_any(stage, result, art, profile, None)
         if not args.quiet:
             print(f"evidence bundle: {folder}")
     else:
-        result = inspect_model(Path(args.model), profile)
+        result = inspect_model(Path(args.model), profile, time_limit=args.timeout)
     emit(result, args, bundle=Path(args.out) if args.out else None)
     return EXIT_PASS if result.passed else EXIT_FAIL
