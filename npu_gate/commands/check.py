@@ -14,6 +14,7 @@ from npu_gate.commands.common import (
     bundle_dir,
     emit,
     print_problems,
+    profile_inputs,
     refuse_overwriting_inputs,
     warn_device_timings,
     write_output,
@@ -135,9 +136,8 @@ def _refuse_overwriting_inputs(contracts: list[Contract], args: argparse.Namespa
     """No output (--json, --markdown, --log, the bundle folder) may be a file the run reads."""
     problems: list[str] = []
     for c in contracts:
-        profile = c.profile.origin if c.profile.origin != "builtin" else None
         inputs = [("the contract this run reads", c.path), ("the model this run reads", c.onnx_path),
-                  ("the profile this run reads", profile),
+                  *profile_inputs(c.profile),
                   ("the samples file this run reads", c.numerics.samples_file),
                   ("the device timings this run reads", c.device_timings),
                   ("the replacement model this run reads", c.replacement.onnx_path if c.replacement else None),

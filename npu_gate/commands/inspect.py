@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npu_gate.commands.common import emit, refuse_overwriting_inputs
+from npu_gate.commands.common import emit, profile_inputs, refuse_overwriting_inputs
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 
@@ -25,8 +25,7 @@ def _inspect_run(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(
-        [("the model this run reads", args.model),
-         ("the profile this run reads", profile.origin if profile.origin != "builtin" else None)],
+        [("the model this run reads", args.model), *profile_inputs(profile)],
         [("--json", args.json), ("--markdown", args.markdown)], model=Path(args.model), bundle=args.out)
     if args.out:
         from npu_gate.evidence import bundle
