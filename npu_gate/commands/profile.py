@@ -190,10 +190,12 @@ def _measured_ops(profile: Profile) -> set[str] | None:
         from npu_gate.resources import profile_dir
 
         origin = profile_dir() / origin.name
-    try:
-        record = json.loads(origin.with_name(origin.stem + ".calibration.json").read_text(encoding="utf-8"))
+    from npu_gate.validation import read_document
+
+    try:  # the strict reader: a 100,000-deep or NaN-filled file is no record, not a crash
+        record = read_document(origin.with_name(origin.stem + ".calibration.json"), "calibration record")
         return set(record["verdicts"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

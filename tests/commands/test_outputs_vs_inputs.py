@@ -177,7 +177,8 @@ def test_reduce_refuses_writing_onto_its_inputs(tmp_path: Path, run_cli: Run) ->
     before = _bytes(model, tmp_path / "samples.npz")
     done = run_cli("reduce", model, "--check", "false", "--out", model, "-q")
     assert done.code == 2
-    assert done.err == f"npu-gate: error: --out {model}: is the model this run reduces (refusing to overwrite an input)\n"
+    assert done.err == (f"npu-gate: error: --out {model}: is the model this run reduces (refusing to overwrite "
+                        "an input)\n")
     done = run_cli("reduce", model, "--check", "false", "--log", model, "--out", tmp_path / "r.onnx", "-q")
     assert done.code == 2 and f"--log {model}: is the model this run reduces" in done.err
     done = run_cli("reduce", model, "--check", "run {model} {inputs}", "--inputs", tmp_path / "samples.npz",
