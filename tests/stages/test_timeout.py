@@ -5,6 +5,7 @@ complete and the gate fails (exit 1, never a kill, never a pass, never cached)."
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -67,7 +68,7 @@ def test_inspect_of_a_slow_fold_stops_at_the_limit_with_a_report(run_cli: Run, t
                   "--markdown", tmp_path / "r.md")
     took = time.monotonic() - start
     assert run.code == 1, run.err
-    assert took < 6, took  # without the limit folding runs to its own 10 s budget
+    assert took < 8, took  # without the limit folding runs to its own 10 s budget
     doc = json.loads((tmp_path / "r.json").read_text())
     validate_result(doc)
     assert doc["verdict"] == "fail"
@@ -134,7 +135,9 @@ def test_the_probe_gets_the_time_left_as_its_timeout(run_cli: Run, tmp_path: Pat
     doc = json.loads((tmp_path / "r.json").read_text())
     validate_result(doc)
     probe_row = doc["stages"]["probe"]
-    assert (probe_row["probe_status"], probe_row["reason"]) == ("crashed", "timed out after 3 s (stage: load)")
+    assert probe_row["probe_status"] == "crashed"
+    limit = re.fullmatch(r"timed out after ([0-9.]+) s \(stage: load\)", probe_row["reason"])
+    assert limit is not None and 1 < float(limit[1]) <= 3, probe_row["reason"]  # the time left, not 30 s
     assert [f["subject"] for f in _timeouts(doc)] == ["probe"]
     assert "compiler-failed" in [f["rule"] for f in doc["findings"]]
 
