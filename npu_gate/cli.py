@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import math
 import os
 import signal
 import sys
@@ -20,6 +21,7 @@ from npu_gate.commands.common import print_problems, write_log
 from npu_gate.errors import EXIT_ERROR, GateError
 
 DEFAULT_INSPECT_PROFILE = "demo"
+DEFAULT_TIMEOUT = 1800.0  # --timeout's default: npu_gate.stages.timeout.DEFAULT_SECONDS (a test keeps them equal)
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 EXIT_SIGINT = 130  # 128 + SIGINT (2), as for SIGPIPE
 EXIT_SIGTERM = 143  # 128 + SIGTERM (15)
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "npu-gate-out/<contract name>/")
     _add_ratchet(check)
     _add_cache(check)
+    _add_timeout(check, "each model's run (export, analysis, probe, numerics)")
 
     inspect = sub.add_parser("inspect", help="analyse an ONNX file without a contract")
     inspect.add_argument("model", metavar="MODEL.onnx")
@@ -60,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
     inspect.add_argument("--out", metavar="DIR", help="write the evidence bundle into DIR")
+    _add_timeout(inspect, "the analysis")
 
     reduce = sub.add_parser("reduce", help="shrink a model while an external command keeps failing")
     reduce.add_argument("model", metavar="MODEL.onnx")
@@ -108,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
     check_onnx.set_defaults(json=None, markdown=None, log=None, today=None)  # as `check` has
     _add_cache(check_onnx)
+    _add_timeout(check_onnx, "each model's run")
 
     rules = sub.add_parser("rules", help="list rule ids with one-line docs")
     rules.add_argument("--format", choices=["text", "json", "markdown"], default="text")
@@ -221,6 +226,22 @@ def _add_cache(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", metavar="DIR",
                    help="result cache folder (default: $NPU_GATE_CACHE_DIR, else "
                         "$XDG_CACHE_HOME/npu-gate or ~/.cache/npu-gate)")
+
+
+def _add_timeout(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--timeout", type=_time_limit, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"time limit of {what}: past it the stages not yet run are skipped and the gate fails "
+                        f"with a gate-timeout finding and a full report (0: no limit; default: {DEFAULT_TIMEOUT:g})")
+
+
+def _time_limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 (0: no limit)")
+    return value
 
 
 def _date(text: str) -> dt.date:

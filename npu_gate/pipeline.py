@@ -20,7 +20,7 @@ from npu_gate.graph import facts as graphlib
 from npu_gate.graph.model_file import copy_model, load_onnx
 from npu_gate.graph.source import repository_root
 from npu_gate.result.types import GateResult
-from npu_gate.stages import analyse, verdict
+from npu_gate.stages import analyse, timeout, verdict
 from npu_gate.stages import probe as probe_stage
 from npu_gate.stages.context import Artifacts, Settings, new_result
 from npu_gate.stages.rewrites import Rewriting
@@ -34,10 +34,13 @@ __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_mo
 
 
 def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None,
-                  shapes: dict[str, list[int]] | None = None) -> GateResult:
+                  shapes: dict[str, list[int]] | None = None,
+                  time_limit: float | None = timeout.DEFAULT_SECONDS) -> GateResult:
     """``shapes``: static input shapes that replace the model's (a probe's ``--inputs``), applied
-    as a contract's are; None or empty: the model's own."""
+    as a contract's are; None or empty: the model's own. ``time_limit``: seconds (None or 0:
+    no limit; see ``stages.timeout``)."""
     start = time.perf_counter()
+    deadline = timeout.Deadline.after(time_limit)
     model, sha256 = load_onnx(path, weights=False)
     loaded = time.perf_counter()
     result = new_result(path.stem, profile, {"source": "onnx", "path": path.name, "sha256": sha256})
@@ -45,9 +48,11 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
     if keep is not None:
         keep.model_path = copy_model(path, keep.folder)
     settings = Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None,
-                        source_root=repository_root(path.parent) or Path.cwd())
-    analyse.analysed(model, settings, result, keep)
+                        source_root=repository_root(path.parent) or Path.cwd(), deadline=deadline)
+    if timeout.starts(deadline, result, "analysis"):
+        analyse.analysed(model, settings, result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
+    timeout.finish(deadline, result)
     verdict.decide(result, Settings(profile=profile))
     result.timings = {"load_s": loaded - start, "total_s": time.perf_counter() - start}
     return result
@@ -61,8 +66,10 @@ def _given_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> list[Input
 
 
 def check_contract(
-    contract: Contract, *, today: dt.date | None = None, keep: Artifacts | None = None
+    contract: Contract, *, today: dt.date | None = None, keep: Artifacts | None = None,
+    time_limit: float | None = timeout.DEFAULT_SECONDS,
 ) -> GateResult:
+    """``time_limit``: seconds for the whole run (None or 0: no limit; see ``stages.timeout``)."""
     start = time.perf_counter()
     settings = Settings(
         profile=contract.profile,
@@ -71,6 +78,7 @@ def check_contract(
         waivers=contract.waivers,
         today=today or dt.date.today(),
         source_root=repository_root(contract.path.parent) or contract.path.parent,
+        deadline=timeout.Deadline.after(time_limit, "load" if contract.onnx_path is not None else "export"),
     )
     timings: dict[str, float] = {}
     rewriting = Rewriting(contract)  # the contract's rewrites, suggestions, review table
@@ -79,7 +87,9 @@ def check_contract(
     else:
         result = _check_torch(contract, settings, rewriting, timings, keep)
     result.contract = {"path": contract.path.name, "sha256": contract.sha256}
-    rewriting.evaluate(settings, result, timings)
+    if timeout.starts(settings.deadline, result, "rewrites", rewriting.pending(result)):
+        rewriting.evaluate(settings, result, timings)
+    timeout.finish(settings.deadline, result)
     verdict.decide(result, settings)
     if result.exporter_comparison and "diff" in result.exporter_comparison:
         result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
@@ -127,12 +137,13 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
             keep.model_path = copy_model(exported.onnx_path, keep.folder)
         model = rewriting.prepare(exported.model, result)
         outcome = _analyse(contract, model, settings, result, timings, keep, rewriting, exported.onnx_path, work)
-        if spec.compare_exporters:
+        if spec.compare_exporters and timeout.starts(settings.deadline, result, "exporter_comparison"):
             result.exporter_comparison = exporters.compare(contract, module, settings, work, result, timings)
         if outcome is not None:
             probe_stage.record(outcome, contract, result)
         compared = rewriting.numerics_path(exported.onnx_path, work)
-        numerics.run(contract, module, compared, work, result, timings, keep)
+        if timeout.starts(settings.deadline, result, "numerics"):
+            numerics.run(contract, module, compared, work, result, timings, keep)
     return result
 
 
@@ -141,11 +152,14 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
              work: Path) -> probe_stage.ProbeOutcome | None:
     """The analysis, then the probe of the same graph against the analysis' own placement,
     then the analysis' findings, judged by the compiler's placement when it decides."""
+    if not timeout.starts(settings.deadline, result, "analysis", ("analysis", "probe") if contract.probe else None):
+        return None
     analysis = analyse.analyse(model, settings, result, keep)
     rewriting.load_weights(source.resolve().parent, result)  # while an export's temporary folder exists
     outcome = None
-    if contract.probe is not None:
-        outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings)
+    if contract.probe is not None and timeout.starts(settings.deadline, result, "probe"):
+        outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
+                                  settings.deadline)
     result.findings.extend(analyse.findings(analysis, outcome.measured if outcome else None))
     return outcome
 

@@ -76,7 +76,9 @@ RULES: dict[str, Rule] = {
             "(ConstantOfShape, Expand, Tile, Range, Pad, Resize sizes from their input values; "
             "other ops from their inputs' broadcast), or more than 50 million elements held in "
             "all, is not evaluated; the wall clock is checked between nodes, 10 s for every "
-            "evaluation of one analysis together. The node still folds (it reads only "
+            "evaluation of one analysis together, and never past the run's time limit "
+            "(`--timeout`: then `constraint` is `deadline` and a `gate-timeout` error fails the "
+            "run). The node still folds (it reads only "
             "constants: a compiler evaluates it ahead of time, and would have to do the same "
             "work), but its value, and the values of the folded nodes reading it, stay unknown, "
             "so the dims that depend on them stay unknown (`dynamic-shape` findings name them). "
@@ -195,6 +197,20 @@ RULES: dict[str, Rule] = {
             "checked (boundary bytes unknown because of dynamic shapes) counts as exceeded.",
         ),
         Rule(
+            "gate-timeout",
+            ERROR,
+            "The run reached its time limit (--timeout) before it finished: the gate fails.",
+            "`check`, `inspect` and `check-onnx` stop at `--timeout SECONDS` (default 1800; 0: no "
+            "limit; per model when several are gated). The limit is checked between stages, by "
+            "folding between nodes (a `fold-budget` finding with constraint `deadline` names the "
+            "values not computed) and by the compiler probe, whose timeout is at most the time "
+            "left. The stages that did not start are recorded as skipped (reason `timeout: ...`); "
+            "the verdict rests on what was analysed, and this error makes sure it is never a pass. "
+            "`subject` is the stage that was running, `allowed` the limit in seconds. A timed-out "
+            "result is not cached. It cannot be waived: raise `--timeout`, or find what is slow "
+            "(the report's timings; a huge Loop or constant computed while folding).",
+        ),
+        Rule(
             "waiver-expired",
             WARNING,
             "A waiver's expiry date has passed; it no longer waives anything.",
@@ -282,7 +298,7 @@ def rules_markdown() -> str:
         "",
         "Waivers (`waivers[]` in the contract: `rule`, and optionally `node` and `op_type`) mark "
         "the findings they match as waived (the first waiver that matches and has not expired gives the "
-        "reason; `waiver-expired` and `waiver-unused` cannot be waived). " + NODE_NAMES,
+        "reason; `waiver-expired`, `waiver-unused` and `gate-timeout` cannot be waived). " + NODE_NAMES,
         "",
         "| id | severity | summary |",
         "| --- | --- | --- |",

@@ -65,12 +65,22 @@ def read_document(path: Path, label: str) -> Any:
         except (RecursionError, ValueError) as exc:  # too deep; an integer of too many digits
             raise ValueError(f"{label}: invalid YAML: {_parse_problem(exc)}") from None
     else:
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-        except (RecursionError, ValueError) as exc:
-            raise ValueError(f"{label}: invalid JSON: {_parse_problem(exc)}") from None
+        return loads_json(text, label)
+    if problem := _value_problem(document):
+        raise ValueError(shorten(f"{label}: {problem}", MAX_PROBLEM))
+    return document
+
+
+def loads_json(text: str, label: str) -> Any:
+    """Parse JSON text a user gave (``label``: the file it came from) as contracts and profiles are
+    read: invalid JSON, nesting deeper than ``MAX_DEPTH``, an integer of too many digits, a
+    non-finite number or a lone surrogate is one ValueError line naming the file (and the JSON path)."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{label}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:
+        raise ValueError(f"{label}: invalid JSON: {_parse_problem(exc)}") from None
     if problem := _value_problem(document):
         raise ValueError(shorten(f"{label}: {problem}", MAX_PROBLEM))
     return document

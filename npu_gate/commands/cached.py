@@ -49,7 +49,7 @@ def check_cached(contract: Contract, args: argparse.Namespace, known_key: str | 
 
         # A lookup's contract skipped the onnx-based profile lint and the files' contents.
         full = contract if contract.complete else load_contract(contract.path)
-        result = check_contract(full, today=args.today)
+        result = check_contract(full, today=args.today, time_limit=args.timeout)
         deps = cache.onnx_dependencies(contract.onnx_path) if contract.onnx_path else []
         return result, deps
 
@@ -114,14 +114,18 @@ def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
         if entry is not None:
             _emit_cached(entry, args)
             return entry.exit_code
+    from npu_gate.stages.timeout import timed_out
+
     result, deps = run()
+    if timed_out(result):  # not what the gate says of these inputs: what it got to in the time given
+        uncached = "the run reached its time limit (--timeout)"
     json_text, markdown_text, terminal = _render_all(result)
     _emit_texts(args, json_text, markdown_text, terminal, result.log)
     warn_device_timings(result.device_timings, result.name)
     if uncached is not None:
         print(f"npu-gate: note: {label}: not cached: {uncached}", file=sys.stderr)
     code = EXIT_PASS if result.passed else EXIT_FAIL
-    if key is not None and deps is not None:
+    if key is not None and deps is not None and not timed_out(result):
         store.put(cache.new_entry(key, code, json_text, markdown_text, terminal, result.log, deps))
     return code
 

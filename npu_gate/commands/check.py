@@ -14,6 +14,7 @@ from npu_gate.commands.common import (
     bundle_dir,
     emit,
     print_problems,
+    profile_inputs,
     refuse_overwriting_inputs,
     warn_device_timings,
     write_output,
@@ -135,9 +136,8 @@ def _refuse_overwriting_inputs(contracts: list[Contract], args: argparse.Namespa
     """No output (--json, --markdown, --log, the bundle folder) may be a file the run reads."""
     problems: list[str] = []
     for c in contracts:
-        profile = c.profile.origin if c.profile.origin != "builtin" else None
         inputs = [("the contract this run reads", c.path), ("the model this run reads", c.onnx_path),
-                  ("the profile this run reads", profile),
+                  *profile_inputs(c.profile),
                   ("the samples file this run reads", c.numerics.samples_file),
                   ("the device timings this run reads", c.device_timings),
                   ("the replacement model this run reads", c.replacement.onnx_path if c.replacement else None),
@@ -171,7 +171,7 @@ def _check_uncached(contract: Contract, args: argparse.Namespace, baseline: list
     if args.out or args.bundle:
         result, folder = _check_bundle(contract, args)
     else:
-        result = check_contract(contract, today=args.today)
+        result = check_contract(contract, today=args.today, time_limit=args.timeout)
     warn_device_timings(result.device_timings, result.name)
     if args.log:
         write_output(args.log, "\n".join(result.log) + ("\n" if result.log else ""))
@@ -212,7 +212,7 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateRes
     folder = Path(args.out) if args.out else bundle.default_folder(contract)
     with bundle.staged(folder) as stage:
         art = Artifacts(stage)
-        result = check_contract(contract, today=args.today, keep=art)
+        result = check_contract(contract, today=args.today, keep=art, time_limit=args.timeout)
         bundle.write(stage, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")

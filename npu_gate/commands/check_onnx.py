@@ -62,7 +62,7 @@ def _inspect_cached(model: Path, profile: Profile, args: argparse.Namespace) -> 
         from npu_gate.pipeline import inspect_model
 
         full = _load_profile_option(args.profile, cheap=False)  # the lint the lookup skipped
-        return inspect_model(model, full), cache.onnx_dependencies(model)
+        return inspect_model(model, full, time_limit=args.timeout), cache.onnx_dependencies(model)
 
     return cached(args, str(model), lambda: cache.inspect_key(model, profile), run)
 

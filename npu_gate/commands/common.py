@@ -15,6 +15,7 @@ from npu_gate.escape import visible
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
     from npu_gate.result.types import GateResult
+    from npu_gate.target.profile import Profile
 
 
 def print_problems(exc: GateError, args: argparse.Namespace) -> None:
@@ -53,8 +54,8 @@ def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],
     """Refuse, before anything is written or any model runs, an output that is one of the run's
     inputs: ``inputs`` are (what it is, path), ``outputs`` (option, path); the external data
     files of ``model`` count too, and so does every input inside the ``bundle`` folder (--out),
-    which publishing replaces. Paths compare with symlinks resolved (and as the same file when
-    both exist: hard links). One line per clash."""
+    which publishing replaces; nor may two outputs be one file. Paths compare with symlinks
+    resolved (and as the same file when both exist: hard links). One line per clash."""
     sources = [(what, Path(path)) for what, path in inputs if path]
     written = [(option, path) for option, path in outputs if path]
     if model is not None and any(_may_be_external_data(Path(p), model) for _, p in written):
@@ -66,6 +67,11 @@ def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],
             if _same_file(Path(path), source):
                 problems.append(f"{option} {path}: is {what} (refusing to overwrite an input)")
                 break
+    for i, (option, path) in enumerate(written):
+        first = next((o for o, p in written[:i] if _same_file(Path(p), Path(path))), None)
+        if first is not None:
+            problems.append(f"{option} {path}: is also the {first} output (two outputs of one run "
+                            "cannot be one file)")
     if bundle:
         folder = Path(bundle).resolve()
         for what, source in sources:
@@ -74,6 +80,14 @@ def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],
                                 "replace it; refusing to overwrite an input)")
     if problems:
         raise GateError(*problems)
+
+
+def profile_inputs(profile: Profile, what: str = "the profile this run reads",
+                   base: str = "a base profile (extends) this run reads") -> list[tuple[str, str]]:
+    """The files of ``profile`` as inputs of a run (``refuse_overwriting_inputs``): its own
+    (``what``) and each one it ``extends`` (``base``); built-in profiles are none."""
+    own = [(what, profile.origin)] if profile.origin != "builtin" else []
+    return own + [(base, origin) for origin in profile.base_origins if origin != "builtin"]
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npu_gate.commands.common import emit, refuse_overwriting_inputs
+from npu_gate.commands.common import emit, profile_inputs, refuse_overwriting_inputs
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 
@@ -25,8 +25,7 @@ def _inspect_run(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(
-        [("the model this run reads", args.model),
-         ("the profile this run reads", profile.origin if profile.origin != "builtin" else None)],
+        [("the model this run reads", args.model), *profile_inputs(profile)],
         [("--json", args.json), ("--markdown", args.markdown)], model=Path(args.model), bundle=args.out)
     if args.out:
         from npu_gate.evidence import bundle
@@ -35,11 +34,11 @@ def _inspect_run(args: argparse.Namespace) -> int:
         folder = Path(args.out)
         with bundle.staged(folder) as stage:
             art = Artifacts(stage)
-            result = inspect_model(Path(args.model), profile, keep=art)
+            result = inspect_model(Path(args.model), profile, keep=art, time_limit=args.timeout)
             bundle.write_any(stage, result, art, profile, None)
         if not args.quiet:
             print(f"evidence bundle: {folder}")
     else:
-        result = inspect_model(Path(args.model), profile)
+        result = inspect_model(Path(args.model), profile, time_limit=args.timeout)
     emit(result, args, bundle=Path(args.out) if args.out else None)
     return EXIT_PASS if result.passed else EXIT_FAIL

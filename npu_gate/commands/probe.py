@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npu_gate.commands.common import refuse_overwriting_inputs, write_output
+from npu_gate.commands.common import profile_inputs, refuse_overwriting_inputs, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ def run(args: argparse.Namespace) -> int:
     venv = Path(args.venv or f".venv-{compiler.name}")
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(
-        [("the model this run reads", args.model),
-         ("the profile this run reads", profile.origin if profile.origin != "builtin" else None)],
+        [("the model this run reads", args.model), *profile_inputs(profile)],
         [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=Path(args.model))
     result = probe_model(Path(args.model), compiler, args.target, compiler.python(venv),
                          inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,

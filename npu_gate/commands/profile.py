@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npu_gate.commands.common import write_output
+from npu_gate.commands.common import profile_inputs, refuse_overwriting_inputs, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.escape import visible
 
@@ -47,9 +47,14 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_command == "calibrate":
         return _profile_calibrate(args)
     if args.profile_command == "diff":
-        d = _write_profile_diff(load_profile(args.a, Path.cwd(), where="profile diff"),
-                                load_profile(args.b, Path.cwd(), where="profile diff"),
-                                Path(args.json) if args.json else None, Path(args.markdown) if args.markdown else None)
+        a = load_profile(args.a, Path.cwd(), where="profile diff")
+        b = load_profile(args.b, Path.cwd(), where="profile diff")
+        refuse_overwriting_inputs(
+            [*profile_inputs(a, "profile A of this diff", "a base (extends) of profile A of this diff"),
+             *profile_inputs(b, "profile B of this diff", "a base (extends) of profile B of this diff")],
+            [("--json", args.json), ("--markdown", args.markdown)])
+        d = _write_profile_diff(a, b, Path(args.json) if args.json else None,
+                                Path(args.markdown) if args.markdown else None)
         return EXIT_PASS if d["identical"] else EXIT_FAIL
     if args.profile_command == "show":
         p = load_profile(args.name, Path.cwd(), where="profile show")
@@ -185,10 +190,12 @@ def _measured_ops(profile: Profile) -> set[str] | None:
         from npu_gate.resources import profile_dir
 
         origin = profile_dir() / origin.name
-    try:
-        record = json.loads(origin.with_name(origin.stem + ".calibration.json").read_text(encoding="utf-8"))
+    from npu_gate.validation import read_document
+
+    try:  # the strict reader: a 100,000-deep or NaN-filled file is no record, not a crash
+        record = read_document(origin.with_name(origin.stem + ".calibration.json"), "calibration record")
         return set(record["verdicts"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 

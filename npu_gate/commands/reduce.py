@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from npu_gate.commands.common import refuse_overwriting_inputs
 from npu_gate.errors import EXIT_PASS
 
 
@@ -22,6 +23,12 @@ def run(args: argparse.Namespace) -> int:
     model = Path(args.model)
     out = Path(args.out) if args.out else Path(f"{model.stem}-reduced.onnx")
     log = Path(args.log) if args.log else out.with_name(out.name + ".json")
+    outputs = [("--out" if args.out else "the reduced model (default --out)", str(out)),
+               ("--log" if args.log else "the step log (default --log)", str(log))]
+    if "{inputs}" in args.check:  # the reduced model's inputs are written beside it
+        outputs.append(("the inputs written beside --out", str(out.with_suffix(".npz"))))
+    inputs = [("the model this run reduces", model), ("the --inputs samples this run reads", args.inputs)]
+    refuse_overwriting_inputs(inputs, outputs, model=model)
     reducer = Reducer(model, args.check, timeout=args.timeout, match=args.match,
                       inputs=Path(args.inputs) if args.inputs else None, samples=args.samples,
                       max_steps=args.max_steps, progress=progress)

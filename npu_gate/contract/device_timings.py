@@ -17,13 +17,13 @@ nothing is listed in the result (``device_timings.unmatched``) and warned about 
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import ContractError
+from npu_gate.validation import loads_json
 
 SCOPES = ("model", "partition", "node")
 
@@ -72,9 +72,9 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
         rows = [(f"row {n}", row) for n, row in enumerate(reader, start=2)]
     else:
         try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ContractError(f"{label}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+            doc = loads_json(text, label)  # no NaN, Infinity, 10,000-digit number or 100,000-deep nesting
+        except ValueError as exc:
+            raise ContractError(str(exc)) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("timings"), list):
             raise ContractError(f"{label}: expected an object with a `timings` list")
         source = doc.get("source") if isinstance(doc.get("source"), str) else None

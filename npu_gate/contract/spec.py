@@ -31,7 +31,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 CONTRACT_NAMES = ("npu-gate.json", "npu-gate.yaml", "npu-gate.yml")
-UNWAIVABLE = ("waiver-expired", "waiver-unused")  # reported after the waivers are applied
+# Rules no waiver may match, and why: the waivers' own findings are reported after the waivers
+# are applied; a run that did not finish must never pass.
+UNWAIVABLE = {"waiver-expired": "findings are about the waivers themselves",
+              "waiver-unused": "findings are about the waivers themselves",
+              "gate-timeout": "findings say the run did not finish (raise --timeout instead)"}
 FLOAT_DTYPES = ("float32", "float16")
 # The values each input dtype holds (numpy's iinfo/finfo, without importing numpy here).
 DTYPE_BOUNDS: dict[str, tuple[float, float]] = {
@@ -467,8 +471,7 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                 f"{label}: waivers[{i}].rule: unknown rule {waiver['rule']!r} (known: {known})"
             )
         elif rule.id in UNWAIVABLE:
-            problems.append(f"{label}: waivers[{i}].rule: {rule.id} findings are about the waivers "
-                            "themselves and cannot be waived")
+            problems.append(f"{label}: waivers[{i}].rule: {rule.id} {UNWAIVABLE[rule.id]} and cannot be waived")
         if "expires" in waiver:
             try:
                 dt.date.fromisoformat(waiver["expires"])

@@ -161,9 +161,16 @@ def _evaluate(model: ModelProto, order: list[int], known: dict[str, Any], budget
                 continue
             if time.monotonic() > end:
                 left = len(order) - order.index(i)
-                roots[i] = FoldSkip(i, "seconds", round(time.monotonic() - start + budget.spent, 1),
-                                    budget.seconds, f"the folding evaluation reached its {budget.seconds:g} s "
-                                    f"budget; it and {left - 1} later folded nodes were not computed")
+                spent = round(time.monotonic() - start + budget.spent, 1)
+                if budget.deadline is not None and end >= budget.deadline:  # the run's limit came first
+                    before = max(round(budget.deadline - start + budget.spent, 1), 0.0)  # folding's share
+                    roots[i] = FoldSkip(i, "deadline", spent, before,
+                                        "the run reached its time limit (--timeout) while folding; it and "
+                                        f"{left - 1} later folded nodes were not computed")
+                else:
+                    roots[i] = FoldSkip(i, "seconds", spent, budget.seconds, f"the folding evaluation reached its "
+                                        f"{budget.seconds:g} s budget; it and {left - 1} later folded nodes were "
+                                        "not computed")
                 missing.update((o, i) for n in order[order.index(i):] for o in graph.node[n].output if o)
                 break
             for name in reads:

@@ -25,8 +25,9 @@ SECONDS = 10.0  # every folding evaluation of one analysis, together
 @dataclass(frozen=True)
 class FoldSkip:
     """A folded node whose value was not computed: ``index`` into the graph's nodes, the
-    budget it exceeded (``limit``: iterations, elements, total elements, seconds), the count
-    and the budget, and how many folded nodes reading it were not computed either."""
+    budget it exceeded (``limit``: iterations, elements, total elements, seconds, or deadline:
+    the run's time limit came first), the count and the budget, and how many folded nodes
+    reading it were not computed either."""
 
     index: int
     limit: str

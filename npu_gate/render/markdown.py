@@ -427,6 +427,8 @@ def _probe(result: GateResult) -> str:
     info = result.stages.get("probe")
     if info is None:
         return ""
+    if info.get("status") == "skipped":  # the run's time limit came first
+        return f"### Real compiler\n\nThe compiler probe did not run: {md(info.get('reason'))}"
     basis = "the compiler's measured placement" if "measured" in result.summary else "the profile's prediction"
     text = (f"### Real compiler: {md(info['evidence'])}\n\nThe verdict rests on {basis} "
             f"(`target.probe.decide`: {md(info['decide'])}). A probe measures what the compiler built; "

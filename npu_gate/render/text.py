@@ -50,7 +50,9 @@ def render(result: GateResult, headline_note: str = "") -> str:
     elif comparison:
         lines.append(f"  {term(comparison['exporter'])} exporter (compared): export failed")
     probe = result.stages.get("probe")
-    if probe is not None:
+    if probe is not None and probe.get("status") == "skipped":  # the run's time limit came first
+        lines.append(f"  probe: skipped ({term(probe.get('reason') or '')})")
+    elif probe is not None:
         basis = "decides" if "measured" in s else "compared, prediction decides"
         # term(): a result JSON read back (merge, --baseline) does not constrain these
         lines.append(f"  probe {term(probe['evidence'])}: {term(probe['probe_status'])} ({basis})")

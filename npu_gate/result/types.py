@@ -17,6 +17,8 @@ from npu_gate.rules import RULES
 # 1.5: device_timings.unmatched; optional nodes[].original_name (the model's name of a
 #      node shown by a display name)
 # 1.6: optional findings[].subject (what a finding names when it names no node)
+# 1.7: stages.probe may be {status: skipped, reason} (the run reached its --timeout first);
+#      optional nodes[].source, nodes[].stable_key, findings[].fix
 SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"

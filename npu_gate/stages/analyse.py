@@ -120,7 +120,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     symbols = input_symbols(model_inputs)
     deps = graphlib.node_dependencies(facts.nodes)
     order = graphlib.topological_order(facts.nodes, deps)
-    budget = FoldBudget()
+    budget = FoldBudget(deadline=settings.deadline.at if settings.deadline is not None else None)
     folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages, budget)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
     if model_types:

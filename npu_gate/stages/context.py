@@ -12,6 +12,7 @@ from onnx import ModelProto
 from npu_gate.contract.spec import Gates, InputSpec, Waiver
 from npu_gate.graph.facts import GraphFacts
 from npu_gate.result.types import FAIL, GateResult, ModelInfo
+from npu_gate.stages.timeout import Deadline
 from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions
 
@@ -26,6 +27,7 @@ class Settings:
     waivers: list[Waiver] = field(default_factory=list)
     today: dt.date = field(default_factory=dt.date.today)
     source_root: Path | None = None  # source files are reported relative to it (graph.source)
+    deadline: Deadline | None = None  # the run's time limit (--timeout); None: none
 
 
 @dataclass

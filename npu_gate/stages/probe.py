@@ -12,6 +12,7 @@ from npu_gate.contract.spec import Contract
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
+from npu_gate.stages.timeout import Deadline
 
 
 @dataclass
@@ -20,9 +21,12 @@ class ProbeOutcome:
     measured: Measured | None  # the compiler's placement, when it decides
 
 
-def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float]) -> ProbeOutcome | None:
+def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float],
+        deadline: Deadline | None = None) -> ProbeOutcome | None:
     """Probe ``onnx_path`` (the graph the gate analysed into ``result``) with the contract's
-    compiler; the comparison is with ``result``'s placement, never with one recomputed here."""
+    compiler; the comparison is with ``result``'s placement, never with one recomputed here.
+    The compiler's timeout (``target.probe.timeout``, else the plug-in's) is at most the time
+    left before the run's ``deadline``."""
     spec = contract.probe
     if spec is None or not result.analysed:
         return None
@@ -31,9 +35,12 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
 
     compiler = get_compiler(spec.compiler)
     venv = venv_for(spec.venv, compiler)
+    limit = spec.timeout or compiler.timeout_s
+    if deadline is not None:
+        limit = max(min(limit, deadline.left()), 0.1)
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
-                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=spec.timeout,
+                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                      venv_key=f"{contract.path}: target.probe.venv: {given}")
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built

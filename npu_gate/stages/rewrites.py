@@ -147,6 +147,14 @@ class Rewriting:
         return path
 
     # 2 ---------------------------------------------------------------------------------
+    def pending(self, result: GateResult) -> tuple[str, ...]:
+        """The stage rows ``evaluate`` would fill (for a run that stops before it)."""
+        if self.checked is None or self.original is None or not result.analysed:
+            return ()
+        wanted = {"replacement": self.contract.replacement is not None, "metric": self.contract.metric is not None,
+                  "suggestions": True}
+        return tuple(stage for stage, runs in wanted.items() if runs)
+
     def evaluate(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         if self.checked is None or self.original is None or not result.analysed:
             return  # export failed: nothing was analysed
@@ -319,7 +327,7 @@ class Rewriting:
                        if any(view.nodes[i].output[0] in cpu for i in m.nodes if view.nodes[i].output)]
             attempt = matches
             while attempt:
-                if self._tried >= MAX_TRIALS:
+                if self._tried >= MAX_TRIALS or _late(settings):
                     skipped += len(attempt)
                     break
                 outcome, detail = self._trial(settings, view, rewrite, attempt, cpu, timings, len(suggestions))
@@ -330,7 +338,7 @@ class Rewriting:
                     attempt = detail  # retry with the matches whose emitted nodes are all supported
                 elif outcome == "numerics" and len(attempt) > 1:
                     for single in attempt:  # find the ones that pass alone
-                        if self._tried >= MAX_TRIALS:
+                        if self._tried >= MAX_TRIALS or _late(settings):
                             skipped += 1
                             continue
                         one, found = self._trial(settings, view, rewrite, [single], cpu, timings, len(suggestions))
@@ -343,7 +351,8 @@ class Rewriting:
         stage: dict[str, Any] = {"status": "ok", "tried": self._tried, "listed": len(suggestions),
                                  "rejected": self._rejected}
         if skipped:
-            stage["reason"] = f"{skipped} more candidate region(s) not tried (limit {MAX_TRIALS} trials)"
+            why = "the run reached its time limit" if _late(settings) else f"limit {MAX_TRIALS} trials"
+            stage["reason"] = f"{skipped} more candidate region(s) not tried ({why})"
         result.stages["suggestions"] = stage
 
     def _trial(self, settings: Settings, view: GraphView, rewrite: Rewrite, matches: list[Match],
@@ -485,6 +494,11 @@ class Rewriting:
                                                                           if self.device else None},
             },
         }
+
+
+def _late(settings: Settings) -> bool:
+    """Whether the run's time limit has passed: no more candidate rewrites are tried."""
+    return settings.deadline is not None and settings.deadline.passed()
 
 
 def measured_on_npu(result: GateResult) -> dict[str, str]:

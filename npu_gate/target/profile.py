@@ -33,6 +33,7 @@ class Profile:
     extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
     patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
     rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
+    base_origins: list[str] = field(default_factory=list)  # each base's ``origin``, in ``extends`` order
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -125,6 +126,7 @@ def _load_file(
     ops = {key: dict(value) for key, value in doc["ops"].items() if value is not None}
     limits = {k: v for k, v in doc.get("limits", {}).items() if v is not None}
     extends: list[str] = []
+    base_origins: list[str] = []
     patterns = [dict(p) for p in doc.get("patterns", [])]
     adapters = doc.get("rank_adapters")
     if base is not None:
@@ -136,6 +138,7 @@ def _load_file(
         ops = {k: v for k, v in base.ops.items() if k not in doc["ops"]} | ops
         limits = {k: v for k, v in base.limits.items() if k not in doc.get("limits", {})} | limits
         extends = [base.name, *base.extends]
+        base_origins = [base.origin, *base.base_origins]
     resolved = {
         "name": doc["name"],
         "description": doc["description"],
@@ -165,6 +168,7 @@ def _load_file(
         extends=extends,
         patterns=patterns,
         rank_adapters=adapters,
+        base_origins=base_origins,
     )
 
 

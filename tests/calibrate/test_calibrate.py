@@ -901,3 +901,18 @@ def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> Non
     got = [[p["point"], p["device"]] for p in measured["points"]]
     assert got == _builtin_record()["verdicts"]["Reshape"]["measured"]
     assert sum(device == "npu" for _, device in got) == 15
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"verdicts": {"Conv": NaN}}',
+                                  '{"verdicts": ' + "9" * 5000 + "}"])
+def test_a_broken_record_beside_a_profile_is_no_record(run_cli, tmp_path: Path, text: str) -> None:
+    """`profile diff` reads the calibration record beside a measured profile (which ops it
+    measured) with the strict reader: a record 100,000 deep, with NaN or a 5,000-digit number is no
+    record (the diff says nothing of measured ops), not an internal error."""
+    profile = tmp_path / "m.json"
+    profile.write_text(json.dumps({"name": "m", "description": "d", "source": "s", "evidence": "measured",
+                                   "ops": {"Conv": {}}}), encoding="utf-8")
+    (tmp_path / "m.calibration.json").write_text(text, encoding="utf-8")
+    run = run_cli("profile", "diff", "demo", profile)
+    assert (run.code, run.err) == (1, "")
+    assert run.out.startswith("profile diff: demo (5 ops) -> m (1 ops)\n")

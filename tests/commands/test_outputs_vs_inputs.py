@@ -113,3 +113,80 @@ def test_a_hard_link_is_the_same_file(tmp_path: Path, run_cli: Run) -> None:
     done = run_cli("check", contract, "--json", tmp_path / "other.json", "-q")
     assert done.code == 2
     assert contract.read_bytes() == before
+
+
+def test_two_outputs_of_one_run_cannot_be_one_file(tmp_path: Path, run_cli: Run) -> None:
+    contract = write_onnx_contract(tmp_path / "a")
+    out = tmp_path / "out.txt"
+    done = run_cli("inspect", tmp_path / "a" / "model.onnx", "--json", out, "--markdown", out, "-q")
+    assert done.code == 2
+    assert done.err == (f"npu-gate: error: --markdown {out}: is also the --json output (two outputs of one run "
+                        "cannot be one file)\n")
+    assert not out.exists()
+    (tmp_path / "link.txt").symlink_to(out)
+    done = run_cli("check", contract, "--json", out, "--log", tmp_path / "link.txt", "-q")
+    assert done.code == 2
+    assert done.err == (f"npu-gate: error: --log {tmp_path / 'link.txt'}: is also the --json output (two outputs "
+                        "of one run cannot be one file)\n")
+    assert not out.exists()
+
+
+def _profile_extending(tmp_path: Path) -> tuple[Path, Path]:
+    """mine.json, which extends base.json (a copy of the demo profile)."""
+    base = tmp_path / "base.json"
+    shutil.copyfile(profile_dir() / "demo.json", base)
+    mine = tmp_path / "mine.json"
+    doc = json.loads(base.read_text()) | {"name": "mine", "extends": "base.json", "ops": {}}
+    mine.write_text(json.dumps(doc), encoding="utf-8")
+    return mine, base
+
+
+def test_an_output_onto_a_base_profile_is_refused(tmp_path: Path, run_cli: Run) -> None:
+    mine, base = _profile_extending(tmp_path)
+    contract = write_onnx_contract(tmp_path / "a", profile=str(mine))
+    before = _bytes(mine, base)
+    for command in (["check", contract], ["inspect", tmp_path / "a" / "model.onnx", "--profile", mine]):
+        done = run_cli(*command, "--json", base, "-q")
+        assert done.code == 2, command
+        assert done.err == (f"npu-gate: error: --json {base}: is a base profile (extends) this run reads "
+                            "(refusing to overwrite an input)\n")
+    assert _bytes(mine, base) == before
+
+
+def test_profile_diff_refuses_writing_onto_its_profiles(tmp_path: Path, run_cli: Run) -> None:
+    mine, base = _profile_extending(tmp_path)
+    before = _bytes(mine, base)
+    done = run_cli("profile", "diff", "demo", mine, "--json", base, "--markdown", mine)
+    assert done.code == 2
+    assert done.err.splitlines() == [
+        f"npu-gate: error: --json {base}: is a base (extends) of profile B of this diff (refusing to overwrite "
+        "an input)",
+        f"npu-gate: error: --markdown {mine}: is profile B of this diff (refusing to overwrite an input)"]
+    done = run_cli("profile", "diff", mine, "demo", "--json", tmp_path / "d.json", "--markdown", tmp_path / "d.json")
+    assert done.code == 2 and "is also the --json output" in done.err
+    assert _bytes(mine, base) == before
+    assert not (tmp_path / "d.json").exists()
+
+
+def test_reduce_refuses_writing_onto_its_inputs(tmp_path: Path, run_cli: Run) -> None:
+    import numpy as np
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(tiny_model().SerializeToString())
+    np.savez(tmp_path / "samples.npz", x=np.ones([1, 1, 4], np.float32))
+    before = _bytes(model, tmp_path / "samples.npz")
+    done = run_cli("reduce", model, "--check", "false", "--out", model, "-q")
+    assert done.code == 2
+    assert done.err == (f"npu-gate: error: --out {model}: is the model this run reduces (refusing to overwrite "
+                        "an input)\n")
+    done = run_cli("reduce", model, "--check", "false", "--log", model, "--out", tmp_path / "r.onnx", "-q")
+    assert done.code == 2 and f"--log {model}: is the model this run reduces" in done.err
+    done = run_cli("reduce", model, "--check", "run {model} {inputs}", "--inputs", tmp_path / "samples.npz",
+                   "--out", tmp_path / "samples.onnx", "-q")
+    assert done.code == 2
+    assert done.err == (f"npu-gate: error: the inputs written beside --out {tmp_path / 'samples.npz'}: is the "
+                        "--inputs samples this run reads (refusing to overwrite an input)\n")
+    done = run_cli("reduce", model, "--check", "false", "--out", tmp_path / "r.onnx", "--log", tmp_path / "r.onnx")
+    assert done.code == 2 and "is also the --out output" in done.err
+    assert _bytes(model, tmp_path / "samples.npz") == before
+    assert not (tmp_path / "r.onnx").exists()

@@ -1,0 +1,74 @@
+"""The run's time limit (``--timeout``): a deadline on the ``Settings`` every stage is given,
+checked by the pipeline between stages (``starts``), by folding between nodes and given to the
+compiler probe as the upper bound of its own timeout.
+
+Once it has passed, the stages not yet run are recorded as skipped (reason ``timeout: ...``)
+and one ``gate-timeout`` finding (an error: a run that did not finish never passes) names the
+stage that was running and the limit; the verdict is decided from what was analysed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from npu_gate.result.types import GateResult, make_finding
+
+DEFAULT_SECONDS = 1800.0  # `--timeout`'s default, and the pipeline's for callers that give none
+RULE = "gate-timeout"
+
+
+@dataclass
+class Deadline:
+    """``seconds`` (the limit) after the run started: ``at``, a ``time.monotonic()``.
+    ``running``: the stage started last, which a ``gate-timeout`` finding names."""
+
+    seconds: float
+    at: float
+    running: str = "load"
+
+    @classmethod
+    def after(cls, seconds: float | None, first: str = "load") -> Deadline | None:
+        """The deadline ``seconds`` from now, ``first`` the stage that starts now; None (no
+        limit) for None or 0."""
+        return cls(seconds, time.monotonic() + seconds, first) if seconds else None
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 once it has passed)."""
+        return max(self.at - time.monotonic(), 0.0)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+
+def starts(deadline: Deadline | None, result: GateResult, stage: str, rows: tuple[str, ...] | None = None) -> bool:
+    """Whether ``stage`` may start. Before the deadline: True, and ``stage`` is the one running.
+    After it: False, the stage rows ``rows`` (default: ``stage``) are recorded as skipped unless
+    the run wrote them already, and the run's ``gate-timeout`` finding is made if not yet."""
+    if deadline is None or not deadline.passed():
+        if deadline is not None:
+            deadline.running = stage
+        return True
+    reason = f"timeout: the run reached its {deadline.seconds:g} s limit (--timeout) during {deadline.running}"
+    for row in (stage,) if rows is None else rows:
+        result.stages.setdefault(row, {"status": "skipped", "reason": reason})
+    finish(deadline, result, before=stage)
+    return False
+
+
+def finish(deadline: Deadline | None, result: GateResult, before: str | None = None) -> None:
+    """Before the verdict (or as stage ``before`` is refused): if the deadline has passed, the
+    run's ``gate-timeout`` finding (once), naming the stage that was running and the limit."""
+    if deadline is None or not deadline.passed() or timed_out(result):
+        return
+    after = (f"{before} and the stages after it did not run" if before is not None
+             else "what it computed may be incomplete (folding and rewrite trials stop at the limit)")
+    result.findings.append(make_finding(
+        RULE, f"the run reached its time limit of {deadline.seconds:g} s (--timeout) during {deadline.running}: "
+              f"{after}; the verdict rests on what was analysed",
+        subject=deadline.running, constraint="seconds", allowed=deadline.seconds))
+
+
+def timed_out(result: GateResult) -> bool:
+    """Whether the run that made ``result`` reached its time limit (such a result is never cached)."""
+    return any(f.rule == RULE for f in result.findings)
