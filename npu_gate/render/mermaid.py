@@ -8,8 +8,11 @@ it keeps the first ones and says how many more there are. ``layout`` gives the s
 plain data, which the HTML page draws as SVG.
 
 Every label is model text: ``label`` keeps letters, digits and a few safe characters and writes
-everything else as Mermaid's ``#NNN;`` entity, so a name cannot close the quotes, the code block
-(a backtick) or inject Mermaid syntax. Box ids are ours (``P3``, ``N12``), never the model's.
+each character Mermaid or Markdown could read as syntax as a look-alike that is not (``"`` as
+U+2033, ``#`` as U+FF03, a backtick as U+02CB...), control and format characters as ``?``: a name
+cannot close the quotes, the code block or a label, nor inject a statement. (Mermaid's own
+``#NNN;`` entities are not used: Mermaid 11 leaves them undecoded, seen in headless Chromium.)
+Box ids are ours (``P3``, ``P3_0``), never the model's.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from npu_gate.result.types import CPU, GateResult
 
 NODE_LEVEL_MAX = 40  # placed nodes up to which the map shows nodes inside partitions
 MAX_BOXES = 60  # partitions drawn; more are counted in a last box
-_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ._-,:/()=+")
+_SAFE = frozenset(" ._-,:;/()=+*%'!?@$^~…")
+_LOOKALIKE = {'"': "″", "#": "＃", "`": "ˋ", "<": "‹", ">": "›", "[": "⟦", "]": "⟧", "{": "❴", "}": "❵",
+              "|": "¦", "&": "＆", "\\": "＼"}
 
 
 @dataclass
@@ -53,7 +58,7 @@ class Layout:
 
 def label(text: object, limit: int = 60) -> str:
     """Model text made safe inside a quoted Mermaid label."""
-    return "".join(ch if ch in _SAFE else f"#{ord(ch)};" for ch in shorten(text, limit))
+    return "".join(ch if ch.isalnum() or ch in _SAFE else _LOOKALIKE.get(ch, "?") for ch in shorten(text, limit))
 
 
 def layout(result: GateResult) -> Layout:
@@ -62,11 +67,7 @@ def layout(result: GateResult) -> Layout:
     placed = sum(len(p.nodes) for p in result.partitions)
     node_level = placed <= NODE_LEVEL_MAX
     shown = result.partitions[:MAX_BOXES]
-    reasons: dict[str, list[str]] = {}
-    for f in result.findings:
-        if f.node and f.rule in ("unsupported-op", "op-constraint", "profile-limit") and not f.waived:
-            what = f"{f.op_type} not in the profile" if f.rule == "unsupported-op" else f"{f.constraint}"
-            reasons.setdefault(f.node, []).append(what)
+    reasons = _cpu_reasons(result)
     boxes = []
     for p in shown:
         ops = Counter(nodes[name].op_type if name in nodes else "?" for name in p.nodes)
@@ -100,20 +101,35 @@ def partition_map(result: GateResult) -> str:
         return ""
     lay = layout(result)
     lines = ["```mermaid", "flowchart LR"]
+    why = _cpu_reasons(result) if lay.node_level else {}
     for box in lay.boxes:
-        text = "<br/>".join([f"<b>{label(box.title)}</b>", *(label(line, 120) for line in box.lines)])
-        if box.nodes:
-            lines.append(f'  subgraph {box.id}["{text}"]')
-            lines += [f'    {box.id}_{i}["{label(name)}"]' for i, name in enumerate(box.nodes)]
+        fill, stroke = _COLOURS[box.device]
+        if box.nodes:  # a one-line title (Mermaid draws a subgraph's title over its nodes)
+            lines.append(f'  subgraph {box.id}["{label(box.title)}"]')
+            for i, name in enumerate(box.nodes):
+                reason = "<br/>" + label("; ".join(why[name]), 120) if name in why else ""
+                lines.append(f'    {box.id}_{i}["{label(name)}{reason}"]')
             lines.append("  end")
+            lines.append(f"  style {box.id} fill:{fill},stroke:{stroke},color:#111")
         else:
+            text = "<br/>".join([f"<b>{label(box.title)}</b>", *(label(line, 120) for line in box.lines)])
             lines.append(f'  {box.id}["{text}"]')
-        lines.append(f"  class {box.id} {box.device}")
+            lines.append(f"  style {box.id} fill:{fill},stroke:{stroke},color:#111")
     for e in lay.edges:
         what = size(e.bytes) + (f" in {e.tensors} tensors" if e.tensors > 1 else "")
         lines.append(f'  {e.source} -->|"{label(what)}"| {e.target}')
-    lines += ["  classDef npu fill:#dff5e1,stroke:#2b7a3d,color:#111",
-              "  classDef cpu fill:#fbe0de,stroke:#b3261e,color:#111",
-              "  classDef more fill:#eeeeee,stroke:#777777,color:#111",
-              "```"]
+    lines.append("```")
     return "\n".join(lines)
+
+
+_COLOURS = {"npu": ("#dff5e1", "#2b7a3d"), "cpu": ("#fbe0de", "#b3261e"), "more": ("#eeeeee", "#777777")}
+
+
+def _cpu_reasons(result: GateResult) -> dict[str, list[str]]:
+    """Node name -> why it runs on CPU, in a few words (the active placement findings)."""
+    out: dict[str, list[str]] = {}
+    for f in result.findings:
+        if f.node and f.rule in ("unsupported-op", "op-constraint", "profile-limit") and not f.waived:
+            what = f"{f.op_type} not in the profile" if f.rule == "unsupported-op" else f"{f.constraint}"
+            out.setdefault(f.node, []).append(what)
+    return out

@@ -28,26 +28,23 @@ def test_seed_map_is_exact() -> None:
     assert mermaid.partition_map(_seed()) == "\n".join([
         "```mermaid",
         "flowchart LR",
-        '  subgraph P0["<b>NPU partition 0: 2 nodes</b><br/>Conv, Add"]',
+        '  subgraph P0["NPU partition 0: 2 nodes"]',
         '    P0_0["/conv/Conv"]',
         '    P0_1["/Add"]',
         "  end",
-        "  class P0 npu",
-        '  subgraph P1["<b>CPU partition 1: 1 node</b><br/>Clip<br/>CPU: Clip not in the profile"]',
-        '    P1_0["/Clip"]',
+        "  style P0 fill:#dff5e1,stroke:#2b7a3d,color:#111",
+        '  subgraph P1["CPU partition 1: 1 node"]',
+        '    P1_0["/Clip<br/>Clip not in the profile"]',
         "  end",
-        "  class P1 cpu",
-        '  subgraph P2["<b>NPU partition 2: 2 nodes</b><br/>Mul, Div"]',
+        "  style P1 fill:#fbe0de,stroke:#b3261e,color:#111",
+        '  subgraph P2["NPU partition 2: 2 nodes"]',
         '    P2_0["/Mul"]',
         '    P2_1["/Div"]',
         "  end",
-        "  class P2 npu",
+        "  style P2 fill:#dff5e1,stroke:#2b7a3d,color:#111",
         '  P0 -->|"4,096 (4 KiB)"| P1',
         '  P0 -->|"4,096 (4 KiB)"| P2',
         '  P1 -->|"4,096 (4 KiB)"| P2',
-        "  classDef npu fill:#dff5e1,stroke:#2b7a3d,color:#111",
-        "  classDef cpu fill:#fbe0de,stroke:#b3261e,color:#111",
-        "  classDef more fill:#eeeeee,stroke:#777777,color:#111",
         "```"])
 
 
@@ -79,11 +76,12 @@ def test_model_text_cannot_break_out_of_a_label_or_the_block() -> None:
     assert block.count("```") == 2 and block.startswith("```mermaid\n") and block.endswith("\n```")
     labels = re.findall(r'\["([^"]*)"\]', block)
     assert len(labels) == 8  # three partitions and five nodes: no label was split or added
+    assert all(line.count('"') in (0, 2) for line in block.splitlines())  # no quote from the model
     assert "javascript" in block and "click" in block  # as text, inside labels ...
     for line in block.splitlines():  # ... never as a statement of its own
         assert not line.strip().startswith("click")
     assert "<img" not in block and "\n```\n" not in block
-    assert "#34;#93;#59; click P0 #34;javascript:alert(1)#34;" in block
+    assert '″⟧; click P0 ″javascript:alert(1)″?ˋˋˋ?‹img src=x onerror=alert(1)› not in the profile' in block
 
 
 def test_large_graphs_show_partitions_not_nodes_and_never_drop_the_map() -> None:
@@ -98,6 +96,7 @@ def test_large_graphs_show_partitions_not_nodes_and_never_drop_the_map() -> None
     assert [b.id for b in lay.boxes][-2:] == [f"P{mermaid.MAX_BOXES - 1}", "MORE"]
     block = mermaid.partition_map(result)
     assert "subgraph" not in block and '  MORE["<b>10 more partitions (in the JSON result)</b>"]' in block
+    assert '  P1["<b>NPU partition 1: 1 node</b><br/>Relu"]' in block
 
 
 def test_the_html_page_is_self_contained_and_escaped(golden) -> None:
