@@ -22,6 +22,7 @@ _DTYPES = {
     "int32": TensorProto.INT32,
     "int8": TensorProto.INT8,
     "uint8": TensorProto.UINT8,
+    "int16": TensorProto.INT16,
     "bool": TensorProto.BOOL,
 }
 _NP = {
@@ -31,6 +32,7 @@ _NP = {
     "int32": np.int32,
     "int8": np.int8,
     "uint8": np.uint8,
+    "int16": np.int16,
     "bool": np.bool_,
 }
 
@@ -62,29 +64,35 @@ def conv(
     weight_input: bool = False,
     bias: bool = True,
     opset: int = OPSET,
+    dtype: str = "float32",
+    op: str = "Conv",
     **attrs: Any,
 ) -> onnx.ModelProto:
-    """x -> Conv (node0). ``attrs``: strides, pads, dilations, group, auto_pad."""
+    """x -> Conv or ConvTranspose (node0). ``attrs``: strides, pads, dilations, group, auto_pad.
+    ``dtype`` is x's and the weights' (int8 makes a graph ONNX's Conv schema refuses, as a
+    quantized deploy model is: the facts still read it, the strict check says so)."""
     x = list(x)
     group = attrs.get("group", 1)
-    w_shape = [out_channels, x[1] // group, *kernel]
-    weight = numpy_helper.from_array(np.ones(w_shape, dtype=np.float32), "w")
-    inputs = [_value("x", "float32", x)]
+    if op == "ConvTranspose":
+        w_shape = [x[1], out_channels // group, *kernel]
+    else:
+        w_shape = [out_channels, x[1] // group, *kernel]
+    weight = numpy_helper.from_array(np.ones(w_shape, dtype=_NP[dtype]), "w")
+    inputs = [_value("x", dtype, x)]
     initializers = []
     if weight_input:
-        inputs.append(_value("w", "float32", w_shape))
+        inputs.append(_value("w", dtype, w_shape))
     else:
         initializers.append(weight)
     names = ["x", "w"]
     if bias:
-        initializers.append(
-            numpy_helper.from_array(np.zeros([out_channels], dtype=np.float32), "b")
-        )
+        bias_dtype = np.int32 if dtype in ("int8", "uint8") else _NP[dtype]
+        initializers.append(numpy_helper.from_array(np.zeros([out_channels], dtype=bias_dtype), "b"))
         names.append("b")
     if explicit_kernel:
         attrs["kernel_shape"] = list(kernel)
-    node = helper.make_node("Conv", names, ["y"], name="node0", **attrs)
-    return _model([node], inputs, [_value("y", "float32", None)], initializers, opset)
+    node = helper.make_node(op, names, ["y"], name="node0", **attrs)
+    return _model([node], inputs, [_value("y", dtype, None)], initializers, opset)
 
 
 def unary(
