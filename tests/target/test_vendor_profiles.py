@@ -79,7 +79,8 @@ def _node(dtype: str | None, group: int = 1) -> tuple[NodeFacts, dict[str, Tenso
 
 
 WHEN_8 = {"id": "c8", "when": {"input": 0, "dtype": ["int8", "uint8"]}, "input": 0, "dim": {"axis": 1, "max": 8194}}
-WHEN_16 = {"id": "c16", "when": {"input": 0, "dtype": ["float16", "float32"]}, "input": 0, "dim": {"axis": 1, "max": 4095}}
+WHEN_16 = {"id": "c16", "when": {"input": 0, "dtype": ["float16", "float32"]},
+           "input": 0, "dim": {"axis": 1, "max": 4095}}
 
 
 @pytest.mark.parametrize(
@@ -137,6 +138,7 @@ def test_when_and_unknown_ops_problems(tmp_path: Path, run_cli: Run) -> None:
 def test_pages_show_vendor_ops_conditions_and_unclaimed_ops() -> None:
     page = (REPO / "docs" / "profiles" / "mediatek-mdla2.md").read_text(encoding="utf-8")
     assert "*Vendor op:* CONV_2D (Conv2D) when group = 1" in page
-    assert "`conv-input-channels-8bit`: when input 0 dtype in {uint8, int8} (or not known): input 0: dim 1 ≤ 8194" in page
+    assert ("`conv-input-channels-8bit`: when input 0 dtype in {uint8, int8} (or not known): "
+            "input 0: dim 1 ≤ 8194") in page
     assert "## Not claimed (25)" in page
     assert "not a compiler's answer" in page
