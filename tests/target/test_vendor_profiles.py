@@ -21,13 +21,16 @@ HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrativ
 # ONNX op type -> the vendor op it is judged as: the mapping the transcriptions rest on.
 VENDOR_OPS = {
     "ascend-atc": {
+        "Add": "Add (ONNX operator list)",
         "AveragePool": "AveragePool (ONNX operator list); Ascend IR AvgPoolV2 (quantization table)",
         "Conv": "Conv (ONNX operator list); Ascend IR Conv2D, Conv3D (quantization table)",
         "ConvTranspose": "ConvTranspose (ONNX operator list); Ascend IR Conv2DTranspose (quantization table)",
         "Gemm": "Gemm (ONNX operator list); Ascend IR MatMulV2 (quantization table)",
         "LayerNormalization": "LayerNormalization (ONNX operator list)",
+        "MatMul": "MatMul (ONNX operator list); Ascend IR BatchMatMulV2 (quantization table)",
         "MaxPool": "MaxPool (ONNX operator list); Ascend IR MaxPool, MaxPoolV3 (quantization table)",
         "Resize": "Resize (ONNX operator list)",
+        "Sigmoid": "Sigmoid (ONNX operator list)",
         "Softmax": "Softmax (ONNX operator list)",
     },
     "mediatek-mdla2": {
