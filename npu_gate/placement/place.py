@@ -50,7 +50,7 @@ def place_in_scope(
     if failures or limits:
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
-    return Placement(NPU, unchecked=unchecked(spec.get("constraints", [])))
+    return Placement(NPU, unchecked=unchecked(spec.get("constraints", []), node, tensors))
 
 
 def place_all(

@@ -53,18 +53,43 @@ def evaluate(
     ctx = _Context(node, tensors, constants, layouts or {}, values)
     failures: list[Failure] = []
     for constraint in constraints:
-        if not constraint.get("unchecked"):
+        if not constraint.get("unchecked") and applies(constraint.get("when"), ctx):
             failures.extend(_evaluate_one(constraint, ctx))
     return failures
 
 
-def unchecked(constraints: list[dict[str, Any]]) -> list[Failure]:
+def applies(when: dict[str, Any] | None, ctx: _Context) -> bool:
+    """Whether a constraint's ``when`` condition holds (no condition: always).
+
+    A tensor dtype that is not known (absent tensor, no type inferred) applies the
+    constraint: a condition may make a node meet stricter limits, never skip them.
+    An attribute condition reads the attribute with its ONNX default, as tests do."""
+    if when is None:
+        return True
+    node = ctx.node
+    if "attribute" in when:
+        value = node.attributes.get(when["attribute"])
+        if "in" in when and value not in when["in"]:
+            return False
+        return not ("not_in" in when and value in when["not_in"])
+    index, names = (when["input"], node.inputs) if "input" in when else (when["output"], node.outputs)
+    name = names[index] if index < len(names) else ""
+    tensor = ctx.tensors.get(name) if name else None
+    dtype = tensor.dtype if tensor is not None else None
+    return dtype is None or dtype in when["dtype"]
+
+
+def unchecked(
+    constraints: list[dict[str, Any]], node: NodeFacts, tensors: Mapping[str, TensorInfo]
+) -> list[Failure]:
     """Conditions the profile's source states but npu_gate cannot check (vague, or about
-    tensor values): never a CPU fallback, reported so a reviewer knows what rests on them."""
+    tensor values): never a CPU fallback, reported so a reviewer knows what rests on them.
+    One with a ``when`` is reported only where its condition holds."""
+    ctx = _Context(node, tensors, frozenset(), {})
     return [
         Failure(c["id"], c["message"], UNKNOWN, "not checked", c.get("doc"))
         for c in constraints
-        if c.get("unchecked")
+        if c.get("unchecked") and applies(c.get("when"), ctx)
     ]
 
 

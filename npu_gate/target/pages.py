@@ -129,12 +129,20 @@ def _tensor_value_words(v: dict[str, Any]) -> str:
 
 
 def describe(c: dict[str, Any]) -> str:
-    """A whole constraint in words (without its id)."""
+    """A whole constraint in words (without its id), after its condition if it has one."""
+    when = f"when {describe_condition(c['when'])}: " if "when" in c else ""
     if c.get("unchecked"):
-        return "not checked by npu_gate (reported as unchecked-condition)"
+        return when + "not checked by npu_gate (reported as unchecked-condition)"
     if "any_of" in c:
-        return "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
-    return describe_test(c)
+        return when + "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
+    return when + describe_test(c)
+
+
+def describe_condition(when: dict[str, Any]) -> str:
+    """A ``when`` in words: ``input 0 dtype in {int8, uint8}``, ``attribute group in {1}``."""
+    if "attribute" in when:
+        return describe_test(when).replace(":", "", 1)
+    return describe_test(when).replace(":", "", 1) + " (or not known)"
 
 
 def describe_limit(key: str, value: Any) -> str:
@@ -239,7 +247,23 @@ def render_markdown(
             cells.append(text)
         if spec.get("note"):
             cells.append(f"*Note:* {_cell(spec['note'])}")
+        if spec.get("vendor_op"):
+            cells.insert(0, f"*Vendor op:* {_cell(spec['vendor_op'])}")
         lines.append(f"| `{key}` | {'<br>'.join(cells) or 'no conditions'} |")
+    if profile.unknown_ops:
+        lines += [
+            "",
+            f"## Not claimed ({len(profile.unknown_ops)})",
+            "",
+            "The source says nothing usable about these ops (or it could not be read): the profile "
+            "claims neither support nor its absence. Their nodes are not predicted to run on the "
+            "target (`unsupported-op`, like any op not listed above).",
+            "",
+            "| operator | why |",
+            "| --- | --- |",
+        ]
+        for key in sorted(profile.unknown_ops, key=str.lower):
+            lines.append(f"| `{key}` | {_cell(profile.unknown_ops[key])} |")
     if profile.patterns:
         lines += ["", *render_patterns(profile, base)]
     if profile.rank_adapters:

@@ -34,6 +34,7 @@ class Profile:
     patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
     rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
     base_origins: list[str] = field(default_factory=list)  # each base's ``origin``, in ``extends`` order
+    unknown_ops: dict[str, str] = field(default_factory=dict)  # op -> why the source does not say
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -58,7 +59,10 @@ class Profile:
         }
         if self.limits:
             doc["limits"] = self.limits
-        return doc | placement_part(self.ops, self.patterns, self.rank_adapters)
+        doc |= placement_part(self.ops, self.patterns, self.rank_adapters)
+        if self.unknown_ops:
+            doc["unknown_ops"] = self.unknown_ops
+        return doc
 
 
 def placement_part(
@@ -129,7 +133,10 @@ def _load_file(
     base_origins: list[str] = []
     patterns = [dict(p) for p in doc.get("patterns", [])]
     adapters = doc.get("rank_adapters")
+    unknown = dict(doc.get("unknown_ops", {}))
     if base is not None:
+        # the base's unknown ops stay unknown unless this profile claims them
+        unknown = {k: v for k, v in base.unknown_ops.items() if doc["ops"].get(k) is None} | unknown
         if "rank_adapters" not in doc:
             adapters = base.rank_adapters  # null in the profile removes the base's
         # A pattern replaces the base's pattern of the same name; the base's others come first.
@@ -152,6 +159,8 @@ def _load_file(
         resolved["patterns"] = patterns  # profiles without patterns hash as before
     if adapters:
         resolved["rank_adapters"] = adapters
+    if unknown:
+        resolved["unknown_ops"] = unknown  # profiles without unknown ops hash as before
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -169,6 +178,7 @@ def _load_file(
         patterns=patterns,
         rank_adapters=adapters,
         base_origins=base_origins,
+        unknown_ops=unknown,
     )
 
 
@@ -225,9 +235,16 @@ def semantic_problems(
             where = f"{label}: ops.{key}.constraints[{i}]"
             problems.extend(_repeated_id(where, c, seen))
             problems.extend(_shape_problems(where, c, tests))
+            if "when" in c:
+                problems.extend(_condition_problems(f"{where}.when", c["when"]))
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
     problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+    problems.extend(
+        f"{label}: unknown_ops.{key}: the op is also in ops; an op is either claimed or unknown"
+        for key in doc.get("unknown_ops", {})
+        if doc["ops"].get(key) is not None
+    )
     if not check_onnx:
         return problems
     from npu_gate.target.vocabulary import onnx_problems
@@ -251,7 +268,7 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
     problems = []
     subjects = [s for s in _SUBJECTS if s in c]
     if c.get("unchecked"):
-        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked")]
+        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked", "when")]
         if extra:
             problems.append(f"{where}: an unchecked condition has no subject or test; "
                             f"remove {', '.join(extra)}")
@@ -291,6 +308,26 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
     return problems
 
 
+def _condition_problems(where: str, when: dict[str, Any]) -> list[str]:
+    """A ``when``: an attribute with in/not_in (plain values), or a tensor with dtype only."""
+    if "attribute" in when:
+        if "dtype" in when:
+            return [f"{where}: dtype is a tensor test; an attribute condition takes in/not_in"]
+        if "in" not in when and "not_in" not in when:
+            return [f"{where}: an attribute condition needs in or not_in"]
+        if any(is_ref_value(v) for k in ("in", "not_in") for v in when.get(k, [])):
+            return [f"{where}: a condition takes plain values, not references"]
+        return []
+    extra = [k for k in ("in", "not_in") if k in when]
+    if extra:
+        return [f"{where}: a tensor condition tests dtype only; remove {', '.join(extra)}"]
+    return []
+
+
+def is_ref_value(value: Any) -> bool:
+    return isinstance(value, dict) and "ref" in value
+
+
 def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[str, ...]) -> list[str]:
     """Unique names, node references to earlier nodes, every node but the root read inside
     the pattern, declared tensor names, and tensor-only constraints on the fused op."""
@@ -324,7 +361,7 @@ def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[st
         for j, c in enumerate(pattern.get("constraints", [])):
             at = f"{where}.constraints[{j}]"
             problems.extend(_repeated_id(at, c, ids))
-            subjects = [c, *c.get("any_of", [])]
+            subjects = [c, *c.get("any_of", []), *([c["when"]] if "when" in c else [])]
             if any("attribute" in s for s in subjects):
                 problems.append(f"{at}: the fused op has no attributes; use input/output subjects")
             if any("value" in s for s in subjects):

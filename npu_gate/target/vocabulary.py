@@ -90,9 +90,17 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
         for i, c in _objects(spec.get("constraints")):
             tests = [(f"{where}.constraints[{i}]", c)]
             tests += [(f"{where}.constraints[{i}].any_of[{j}]", a) for j, a in _objects(c.get("any_of"))]
+            if isinstance(c.get("when"), dict):  # a misspelt condition would never hold
+                tests.append((f"{where}.constraints[{i}].when", c["when"]))
             for at, test in tests:
                 errors.extend(_test_problems(at, op, info, test))
     errors.extend(_pattern_problems(doc.get("patterns"), label, schemas))
+    unknown = doc.get("unknown_ops")
+    for key in unknown if isinstance(unknown, dict) else []:
+        domain, op = split_key(key)
+        if known_onnx_domain(domain) and (domain, op) not in schemas:
+            errors.append(f"{label}: unknown_ops.{key}: unknown op type {op!r} in domain {domain or 'ai.onnx'}"
+                          + _did_you_mean(op, [name for d, name in schemas if d == domain]))
     return errors, warnings
 
 

@@ -136,8 +136,10 @@ def test_explain_command(run_cli):
 def test_profiles_command(run_cli):
     run = run_cli("profiles")
     assert run.code == 0
-    assert run.out.startswith("demo ")
-    assert "illustrative" in run.out
+    lines = {line.split()[0]: line.split()[1] for line in run.out.splitlines()}
+    assert lines["demo"] == "illustrative"
+    assert lines["ascend-atc"] == lines["mediatek-mdla2"] == "vendor-documentation"
+    assert list(lines) == sorted(lines)
 
 
 def test_inspect_json_and_exit_codes(tmp_path, run_cli, save_model):

@@ -55,7 +55,7 @@ def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_c
     doc["target"]["profile"] = "hisilicon-magic"
     run = run_cli("check", write_contract(doc))
     assert run.code == 2
-    assert "target.profile: unknown profile 'hisilicon-magic' (built-in: demo" in run.err
+    assert "target.profile: unknown profile 'hisilicon-magic' (built-in: ascend-atc, demo" in run.err
 
 
 def test_missing_model_file(contract_dir, write_contract, run_cli):

@@ -22,6 +22,7 @@ _DTYPES = {
     "int32": TensorProto.INT32,
     "int8": TensorProto.INT8,
     "uint8": TensorProto.UINT8,
+    "int16": TensorProto.INT16,
     "bool": TensorProto.BOOL,
 }
 _NP = {
@@ -31,6 +32,7 @@ _NP = {
     "int32": np.int32,
     "int8": np.int8,
     "uint8": np.uint8,
+    "int16": np.int16,
     "bool": np.bool_,
 }
 
@@ -62,29 +64,35 @@ def conv(
     weight_input: bool = False,
     bias: bool = True,
     opset: int = OPSET,
+    dtype: str = "float32",
+    op: str = "Conv",
     **attrs: Any,
 ) -> onnx.ModelProto:
-    """x -> Conv (node0). ``attrs``: strides, pads, dilations, group, auto_pad."""
+    """x -> Conv or ConvTranspose (node0). ``attrs``: strides, pads, dilations, group, auto_pad.
+    ``dtype`` is x's and the weights' (int8 makes a graph ONNX's Conv schema refuses, as a
+    quantized deploy model is: the facts still read it, the strict check says so)."""
     x = list(x)
     group = attrs.get("group", 1)
-    w_shape = [out_channels, x[1] // group, *kernel]
-    weight = numpy_helper.from_array(np.ones(w_shape, dtype=np.float32), "w")
-    inputs = [_value("x", "float32", x)]
+    if op == "ConvTranspose":
+        w_shape = [x[1], out_channels // group, *kernel]
+    else:
+        w_shape = [out_channels, x[1] // group, *kernel]
+    weight = numpy_helper.from_array(np.ones(w_shape, dtype=_NP[dtype]), "w")
+    inputs = [_value("x", dtype, x)]
     initializers = []
     if weight_input:
-        inputs.append(_value("w", "float32", w_shape))
+        inputs.append(_value("w", dtype, w_shape))
     else:
         initializers.append(weight)
     names = ["x", "w"]
     if bias:
-        initializers.append(
-            numpy_helper.from_array(np.zeros([out_channels], dtype=np.float32), "b")
-        )
+        bias_dtype = np.int32 if dtype in ("int8", "uint8") else _NP[dtype]
+        initializers.append(numpy_helper.from_array(np.zeros([out_channels], dtype=bias_dtype), "b"))
         names.append("b")
     if explicit_kernel:
         attrs["kernel_shape"] = list(kernel)
-    node = helper.make_node("Conv", names, ["y"], name="node0", **attrs)
-    return _model([node], inputs, [_value("y", "float32", None)], initializers, opset)
+    node = helper.make_node(op, names, ["y"], name="node0", **attrs)
+    return _model([node], inputs, [_value("y", dtype, None)], initializers, opset)
 
 
 def unary(
@@ -129,8 +137,9 @@ def resize(
     sizes_from_shape: bool = False,
     x: list[Any] = (1, 4, 8, 8),  # type: ignore[assignment]
     axes: list[int] | None = None,
+    dtype: str = "float32",
 ) -> onnx.ModelProto:
-    """x [1, 4, 8, 8] -> Resize (node0) by ``scale`` on H and W; scales constant or an input;
+    """x [1, 4, 8, 8] (``dtype``) -> Resize (node0) by ``scale`` on H and W; scales constant or an input;
     with ``sizes``, to those sizes (scales absent): an initializer, or (``sizes_from_shape``)
     Concat(Slice(Shape(x), 0, 2), sizes[2:]) as the TorchScript exporter writes it; ``axes``
     (opset 18) names the axes ``sizes`` gives."""
@@ -142,25 +151,25 @@ def resize(
     if axes is not None:
         attrs["axes"] = axes
     scales = np.array([1, 1, scale, scale], dtype=np.float32)
-    inputs = [_value("x", "float32", list(x))]
+    inputs = [_value("x", dtype, list(x))]
     initializers = []
     if sizes is not None:
         node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="node0", **attrs)
         if not sizes_from_shape:
             sizes_init = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "sizes")
-            return _model([node], inputs, [_value("y", "float32", None)], [sizes_init], 18 if axes else OPSET)
+            return _model([node], inputs, [_value("y", dtype, None)], [sizes_init], 18 if axes else OPSET)
         shape = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
                  helper.make_node("Slice", ["s", "start", "end"], ["nc"], name="slice"),
                  helper.make_node("Concat", ["nc", "hw"], ["sizes"], name="concat", axis=0)]
         consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
                   for n, v in (("start", [0]), ("end", [2]), ("hw", sizes[2:]))]
-        return _model([*shape, node], inputs, [_value("y", "float32", None)], consts)
+        return _model([*shape, node], inputs, [_value("y", dtype, None)], consts)
     if scales_constant:
         initializers.append(numpy_helper.from_array(scales, "scales"))
     else:
         inputs.append(_value("scales", "float32", [4]))
     node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="node0", **attrs)
-    return _model([node], inputs, [_value("y", "float32", None)], initializers)
+    return _model([node], inputs, [_value("y", dtype, None)], initializers)
 
 
 def slice_(steps: list[int] | None = (1,), source: str = "initializer") -> onnx.ModelProto:  # type: ignore[assignment]
