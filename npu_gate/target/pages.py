@@ -240,10 +240,10 @@ def render_markdown(
             text = f"`{c['id']}`: {_cell(describe(c))}"
             if c.get("message"):
                 text += f" — “{_cell(c['message'])}”"
-            if c.get("fix"):
-                text += f" *Fix:* {_cell(c['fix'])}"
             if c.get("doc") and c["doc"] != common:
                 text += f" ({link(c['doc'], base=base)})"
+            if c.get("fix"):
+                text += f" *Fix:* {_cell(c['fix'])}"
             cells.append(text)
         if spec.get("note"):
             cells.append(f"*Note:* {_cell(spec['note'])}")

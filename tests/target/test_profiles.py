@@ -498,7 +498,8 @@ def test_profile_show_names_a_builtins_calibration_record_as_text(
     shown = run_cli("profile", "show", "rknn-rk3588").out
     assert "](npu_gate/profiles/" not in shown
     assert ("(6 of 13 points off the NPU; rknn-rk3588.calibration.json#ConvTranspose)” "
-            "(`npu_gate/profiles/rknn-rk3588.calibration.json#ConvTranspose`)<br>") in shown
+            "(`npu_gate/profiles/rknn-rk3588.calibration.json#ConvTranspose`) *Fix:* use stride 1, 2, 4 or 8 in "
+            "nn.ConvTranspose2d (or upsample with nn.Upsample, then a Conv2d)<br>") in shown
 
 
 def test_value_tests_in_words(run_cli: Run) -> None:
