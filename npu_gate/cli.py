@@ -104,7 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         "check-onnx", help="gate ONNX files with the contracts that name them (pre-commit hook)")
     check_onnx.add_argument("files", nargs="+", metavar="MODEL.onnx")
     check_onnx.add_argument("--profile", help="gate files no contract names with this profile "
-                            "(default: skip them)")
+                            "(default: warn about them)")
+    check_onnx.add_argument("--contracts", action="append", metavar="GLOB",
+                            help="also these files are contracts, whatever their names (repeatable; "
+                                 "npu-gate.json / npu-gate.*.json anywhere in the repository always are)")
+    check_onnx.add_argument("--require-contract", action="store_true",
+                            help="a file no contract names (and no --profile gates) fails, exit 1")
     check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
     check_onnx.set_defaults(json=None, markdown=None, log=None, today=None)  # as `check` has
     _add_cache(check_onnx)
