@@ -32,7 +32,8 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
                         node=f.get("node"), op_type=f.get("op_type"),
                         constraint=f.get("constraint"), actual=f.get("actual"),
                         allowed=f.get("allowed"), waived=bool(f.get("waived")),
-                        waiver_reason=f.get("waiver_reason"), subject=f.get("subject") or _legacy_subject(f))
+                        waiver_reason=f.get("waiver_reason"), subject=f.get("subject") or _legacy_subject(f),
+                        cause=f.get("cause"))
                 for f in doc.get("findings", [])]
     result = GateResult(
         name=doc["name"],

@@ -17,7 +17,8 @@ from npu_gate.rules import RULES
 # 1.5: device_timings.unmatched; optional nodes[].original_name (the model's name of a
 #      node shown by a display name)
 # 1.6: optional findings[].subject (what a finding names when it names no node)
-SCHEMA_VERSION = "1.6"
+# 1.7: optional findings[].cause (a dynamic-shape finding's root cause)
+SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of time).
@@ -149,10 +150,14 @@ class Finding:
     # What the finding is about when it names no node: an input or output name, a gate, a
     # waiver (``waivers[2]``), a rewrite, a tensor. The baseline matches findings by it.
     subject: str | None = None
+    # A dynamic-shape finding's root cause: the dynamic input dims it follows from (``x[0]``),
+    # or the tensor whose shape is first unknown (a data-dependent shape). Findings of one
+    # cause share a row in the reports.
+    cause: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
-        for key in ("node", "op_type", "constraint", "subject"):
+        for key in ("node", "op_type", "constraint", "subject", "cause"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.constraint is not None:

@@ -81,6 +81,7 @@ class Analysis:
     dynamic_severity: str
     evidence: str  # the profile's
     fold_skips: list[FoldSkip] = field(default_factory=list)  # folded values not computed (fold budget)
+    order: list[int] = field(default_factory=list)  # the nodes in topological order
 
 
 @gc_paused()  # see gc_pause.py: collections would rescan every node's objects
@@ -178,7 +179,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         opset_limit=opset_failure(settings.profile.limits, facts.opset), placements=placements, scoped=scoped,
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
-        evidence=settings.profile.evidence, fold_skips=budget.skips,
+        evidence=settings.profile.evidence, fold_skips=budget.skips, order=order,
     )
 
 
@@ -206,7 +207,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
     out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
-    out += _dynamic_shape_findings(a.facts, a.placements, a.dynamic_severity)
+    out += _dynamic_shape_findings(a, a.dynamic_severity)
     out += [make_finding("shape-computation", shape_chains.describe(chain), severity=a.dynamic_severity,
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
@@ -415,9 +416,13 @@ def _fold_budget_finding(facts: GraphFacts, skip: FoldSkip) -> Finding:
                         actual=skip.actual, allowed=skip.allowed)
 
 
-def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
+def _dynamic_shape_findings(a: Analysis, severity: str) -> list[Finding]:
+    """A finding per non-folded node with an output whose shape is not static, each with its
+    root cause (``Finding.cause``: the dynamic input dims it follows from)."""
+    facts = a.facts
+    causes: dict[int, list[str]] | None = None
     out = []
-    for node, placement in zip(facts.nodes, placements, strict=True):
+    for node, placement in zip(facts.nodes, a.placements, strict=True):
         if placement.device == FOLDED:
             continue  # constants: the compiler evaluates them ahead of time
         dynamic = []
@@ -428,6 +433,9 @@ def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], seve
         if dynamic:
             shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
                                for t in dynamic)
+            if causes is None:  # only for a model with dynamic shapes
+                order = a.order or list(range(len(facts.nodes)))
+                causes = dims.dynamic_causes(facts, order, a.model_inputs)
             out.append(make_finding("dynamic-shape", f"output shape not static: {shapes}", severity=severity,
-                                    node=node.name, op_type=node.key))
+                                    node=node.name, op_type=node.key, cause=causes.get(node.index)))
     return out
