@@ -80,7 +80,8 @@ def describe_test(c: dict[str, Any]) -> str:
             bits.append(f"≤ {d['max']}")
         if "multiple_of" in d:
             bits.append(f"a multiple of {d['multiple_of']}")
-        parts.append(f"dim {d['axis']} " + " and ".join(bits))
+        batch = "batch " if d.get("batch") else ""
+        parts.append(f"{batch}dim {d['axis']} " + " and ".join(bits))
     if c.get("constant"):
         parts.append("constant (initializer or folded)")
     if c.get("static"):
