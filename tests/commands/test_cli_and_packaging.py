@@ -133,6 +133,22 @@ def test_explain_command(run_cli):
     assert run.code == 2 and "unknown rule or constraint id" in run.err
 
 
+@pytest.mark.parametrize(("ref", "hint"), [
+    ("unsuported-op", "; did you mean 'unsupported-op'?"),
+    ("fold-budgte", "; did you mean 'fold-budget'?"),
+    ("rknn-rk3588:limit-opst", "; did you mean 'rknn-rk3588:limit-opset'?"),
+    ("rknn-toolkit2-v2.1:slice-bach-1",
+     "; did you mean 'rknn-toolkit2-v2.1:slice-batch-1' or 'rknn-toolkit2-v2.1:tile-batch-1' or "
+     "'rknn-toolkit2-v2.1:roialign-batch-1'?"),
+    ("qqqq-zzzz", ""),
+])
+def test_explain_suggests_the_nearest_ids(run_cli, ref, hint):
+    run = run_cli("explain", ref)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {ref}: unknown rule or constraint id{hint} (see `npu-gate rules` "
+                       "and `npu-gate profile show NAME`)\n")
+
+
 def test_profiles_command(run_cli):
     run = run_cli("profiles")
     assert run.code == 0
