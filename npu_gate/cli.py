@@ -149,8 +149,9 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     pcheck.add_argument("file", metavar="FILE")
     show = psub.add_parser("show", help="a profile's ops and constraints in words")
     show.add_argument("name", metavar="NAME", help="built-in name or profile file")
-    show.add_argument("--format", choices=["text", "json"], default="text",
-                      help="json: the resolved profile (bases merged in)")
+    show.add_argument("--format", choices=["text", "markdown", "json"], default="text",
+                      help="text: plain text (default); markdown: the docs/profiles page; "
+                           "json: the resolved profile (bases merged in)")
     docs = psub.add_parser("docs", help="development: regenerate the built-in profiles' pages (npu_gate's own "
                                         "docs/profiles/<name>.md); `profile show NAME` prints one")
     docs.add_argument("--out", default="docs/profiles", metavar="DIR",
