@@ -7,8 +7,13 @@ from collections.abc import Iterable
 
 
 def nearest(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
-    """The valid names closest to ``word``, best first (none when nothing is close)."""
-    return difflib.get_close_matches(word, sorted(set(candidates)), n=n, cutoff=0.6)
+    """The valid names closest to ``word``, best first; else those it begins (``rknn`` for
+    ``rknn-rk3588``); none when nothing is close."""
+    names = sorted(set(candidates))
+    close = difflib.get_close_matches(word, names, n=n, cutoff=0.6)
+    if not close and len(word) >= 3:
+        close = [c for c in names if c.startswith(word)][:n]
+    return close
 
 
 def did_you_mean(word: str, candidates: Iterable[str], prefix: str = "") -> str:

@@ -76,6 +76,10 @@ def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_c
     assert run.code == 2
     assert ("target.profile: unknown profile 'rknn-rk358'; did you mean 'rknn-rk3588' or 'rknn-rk3588-fused'? "
             "(built-in: demo") in run.err
+    doc["target"]["profile"] = "rknn"  # too short to be close: the names it begins
+    run = run_cli("check", write_contract(doc))
+    assert ("target.profile: unknown profile 'rknn'; did you mean 'rknn-rk3588' or 'rknn-rk3588-fused' or "
+            "'rknn-toolkit2-v2.1'? (built-in: demo") in run.err
 
 
 def test_missing_model_file(contract_dir, write_contract, run_cli):

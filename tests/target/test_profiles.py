@@ -579,3 +579,17 @@ def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
         "constant input with \"const\"",
         f"{where}ops.Slice.constraints[1].input: Slice has at most 5 inputs; index 5 does not exist",
         f"{where}ops.Slice.constraints[2].value.ratio_to_input: Slice has at most 5 inputs; index 5 does not exist"]
+
+
+def test_a_misspelt_profile_key_suggests_the_nearest_valid_one(run_cli: Run, tmp_path: Path) -> None:
+    path = tmp_path / "board.npu-profile.json"
+    path.write_text(json.dumps({"name": "board", "description": "d", "source": "s", "evidence": "illustrative",
+                                "ops": {"Relu": {"constraints": [], "nots": "x"}}, "limts": {}}))
+    run = run_cli("validate", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: (root): Additional properties are not allowed ('limts' was unexpected); "
+        "did you mean 'limits'?",
+        f"npu-gate: error: {path}: ops.Relu: Additional properties are not allowed ('nots' was unexpected); "
+        "did you mean 'note'?",
+    ]
