@@ -231,6 +231,7 @@ def test_manifest_hooks() -> None:
     onnx_hook = h["npu-gate-onnx"]
     assert (onnx_hook["language"], onnx_hook["entry"], onnx_hook["files"]) == (
         "python", "npu-gate check-onnx", r"\.onnx$")
+    assert onnx_hook["verbose"] is True  # pre-commit shows the uncovered-file warning of a passing hook
     full = h["npu-gate"]
     assert (full["language"], full["entry"], full["pass_filenames"], full["require_serial"]) == (
         "system", "npu-gate check", False, True)
@@ -298,6 +299,7 @@ def add_bad_files(repo: Path) -> None:
     (repo / "models" / "bad.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
     (repo / "models" / "npu-gate.bad.json").write_text(json.dumps(contract_doc("bad.onnx")))
     (repo / "broken.npu-profile.json").write_text(json.dumps({"name": "broken"}))
+    (repo / "models" / "loose.onnx").write_bytes(tiny_model().SerializeToString())  # no contract names it
     git(repo, "add", "-A")
 
 
@@ -332,6 +334,7 @@ def test_try_repo_all_hooks_pass_then_fail_with_reasons(consumer: Path) -> None:
     assert "npu-gate: models: FAIL" in out
     assert "error unsupported-op [cpu0]: op Relu not in profile demo" in out
     assert "error gate-exceeded: max_cpu_nodes: 1 exceeds the limit 0" in out
+    assert f"npu-gate: warning: models/loose.onnx: {UNCOVERED}" in out  # shown without --verbose
 
 
 @pytest.mark.slow
