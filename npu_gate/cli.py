@@ -108,7 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
         "check-onnx", help="gate ONNX files with the contracts that name them (pre-commit hook)")
     check_onnx.add_argument("files", nargs="+", metavar="MODEL.onnx")
     check_onnx.add_argument("--profile", help="gate files no contract names with this profile "
-                            "(default: skip them)")
+                            "(default: warn about them)")
+    check_onnx.add_argument("--contracts", action="append", metavar="GLOB",
+                            help="also these files are contracts, whatever their names (repeatable; "
+                                 "npu-gate.json / npu-gate.*.json anywhere in the repository always are)")
+    check_onnx.add_argument("--require-contract", action="store_true",
+                            help="a file no contract names (and no --profile gates) fails, exit 1")
     check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
     check_onnx.set_defaults(json=None, markdown=None, log=None, today=None)  # as `check` has
     _add_cache(check_onnx)
@@ -149,8 +154,9 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     pcheck.add_argument("file", metavar="FILE")
     show = psub.add_parser("show", help="a profile's ops and constraints in words")
     show.add_argument("name", metavar="NAME", help="built-in name or profile file")
-    show.add_argument("--format", choices=["text", "json"], default="text",
-                      help="json: the resolved profile (bases merged in)")
+    show.add_argument("--format", choices=["text", "markdown", "json"], default="text",
+                      help="text: plain text (default); markdown: the docs/profiles page; "
+                           "json: the resolved profile (bases merged in)")
     docs = psub.add_parser("docs", help="development: regenerate the built-in profiles' pages (npu_gate's own "
                                         "docs/profiles/<name>.md); `profile show NAME` prints one")
     docs.add_argument("--out", default="docs/profiles", metavar="DIR",

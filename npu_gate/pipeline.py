@@ -104,6 +104,7 @@ def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: R
     start = time.perf_counter()
     model, sha256 = load_onnx(path, weights=False)
     timings["load_s"] = time.perf_counter() - start
+    analyse.check_contract_inputs(model, contract.inputs, str(contract.path))  # exit 2 before analysis
     result = new_result(contract.name, contract.profile, {"source": "onnx", "path": contract.onnx_ref,
                                                           "sha256": sha256})
     result.stages["export"] = {"status": "skipped", "reason": "ONNX file given"}

@@ -98,8 +98,11 @@ RULES: dict[str, Rule] = {
             "input-mismatch",
             ERROR,
             "A declared input does not match the model's inputs.",
-            "The contract names an input the model does not have, misses one it has, or "
-            "declares a dtype, rank or static dim that differs from the model's.",
+            "The contract misses an input the model has, or declares a dtype that differs from "
+            "the model's. A contract input the model does not have, or a rank or static dim that "
+            "differs from the model's, is a contract error before any analysis (exit 2, one line "
+            "naming inputs[i] and the model's inputs) for the contract's ONNX model; this finding "
+            "says so for the graphs not checked that way (an exported PyTorch model, a replacement).",
         ),
         Rule(
             "dynamic-input",

@@ -152,12 +152,31 @@ def schema_problems(document: Any, schema_name: str, label: str) -> list[str]:
             message = f"{err.instance!r}: {err.schema['errorMessage']}"  # the schema says it in words
         elif err.validator == "maxItems" and isinstance(err.instance, list):  # not the whole list again
             message = f"{len(err.instance)} items, at most {err.validator_value}"
+        elif err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            message += _nearest_keys(err.instance, err.schema)
         elif err.validator in ("oneOf", "anyOf") and err.context:
             best = sorted(err.context, key=lambda e: len(e.path))[0]
             message = f"{message} ({best.message})"
         # a problem quotes the value: a megabyte-long one must not become a megabyte-long line
         lines.append(shorten(f"{label}: {json_path(err.absolute_path)}: {message}", MAX_PROBLEM))
     return lines
+
+
+def _nearest_keys(instance: dict[str, Any], schema: Any) -> str:
+    """"Did you mean" for the keys an object may not have: the nearest keys it may."""
+    import re
+
+    from npu_gate.suggest import did_you_mean
+
+    if not isinstance(schema, dict):
+        return ""
+    allowed = list(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    unexpected = [k for k in instance if k not in allowed and not any(re.search(p, k) for p in patterns)]
+    hints = [(k, did_you_mean(k, [a for a in allowed if a not in instance])) for k in unexpected]
+    if len(unexpected) == 1:
+        return hints[0][1]
+    return "".join(f"; {k!r}: {hint[2:]}" for k, hint in hints if hint)
 
 
 def read_valid_document(path: Path, schema_name: str, error: type[GateError]) -> Any:

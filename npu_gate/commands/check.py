@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     keyed: list[tuple[Contract, str | None]] = (load_misses(contracts, args) if cacheable and len(contracts) > 1
                                                 else [(c, None) for c in contracts])
     worst = EXIT_PASS
+    codes = []
     for contract, key in keyed:
         try:
             if not cacheable:
@@ -76,10 +77,21 @@ def run(args: argparse.Namespace) -> int:
             print_problems(exc, args)
             code = EXIT_ERROR
         worst = max(worst, code)
+        codes.append(code)
     if missing and not args.quiet:
         from npu_gate.render.text import absent_line
         sys.stdout.write(absent_line(missing))
+    if len(codes) > 1 and not args.quiet:
+        print(count_line(codes))
     return worst
+
+
+def count_line(codes: list[int]) -> str:
+    """``npu-gate: 3 models: 1 passed, 2 failed`` (and how many could not run), by exit code."""
+    line = (f"npu-gate: {len(codes)} models: {codes.count(EXIT_PASS)} passed, "
+            f"{codes.count(EXIT_FAIL)} failed")
+    errors = codes.count(EXIT_ERROR)
+    return line + (f", {errors} could not run" if errors else "")
 
 
 def _load_all(paths: list[Path], *, cheap: bool) -> list[Contract]:

@@ -39,7 +39,26 @@ def _explain_constraint(ref: str) -> int:
         return EXIT_PASS
     found = [] if limit is not None else find_constraints(ref)
     if not found:
-        raise GateError(f"{ref}: unknown rule or constraint id (see `npu-gate rules` and "
-                        "`npu-gate profile show NAME`)")
+        raise GateError(f"{ref}: unknown rule or constraint id{_did_you_mean(ref)} (see `npu-gate rules` "
+                        "and `npu-gate profile show NAME`)")
     print("\n\n---\n\n".join(explain_constraint(p, key, c) for p, key, c in found))
     return EXIT_PASS
+
+
+
+def _did_you_mean(ref: str) -> str:
+    """The nearest ids to ``ref``: rules and the built-in profiles' constraint and limit ids for
+    ``ID``; that profile's constraint and limit ids for ``PROFILE:ID`` (suggested as such)."""
+    from npu_gate.resources import builtin_profile_names
+    from npu_gate.rules import RULES
+    from npu_gate.suggest import did_you_mean
+    from npu_gate.target.limits import LIMIT_IDS
+    from npu_gate.target.profile import load_profile
+
+    scope, colon, cid = ref.rpartition(":")
+    profiles = [load_profile(scope, where="explain")] if colon else [load_profile(n) for n in builtin_profile_names()]
+    ids = {c["id"] for p in profiles for spec in p.ops.values() for c in spec.get("constraints", [])}
+    if colon:
+        ids |= {v for k, v in LIMIT_IDS.items() if any(k in p.limits for p in profiles)}
+        return did_you_mean(cid, ids, prefix=f"{scope}:")
+    return did_you_mean(ref, ids | set(LIMIT_IDS.values()) | set(RULES))

@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
         p = load_profile(args.name, Path.cwd(), where="profile show")
         if args.format == "json":
             print(json.dumps(p.document(), indent=2))
+        elif args.format == "text":
+            sys.stdout.write("".join(visible(line) + "\n" for line in
+                                     profile_docs.render_text(p, _origin(p)).splitlines()))
         else:
             # A built-in's files (its calibration record) are inside the installed package, not
             # under the current folder: named as text. A profile file's resolve from here.

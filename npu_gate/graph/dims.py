@@ -7,7 +7,7 @@ Each such dim is traced to the shape chains it keeps (or that the contract's val
 
 from __future__ import annotations
 
-from npu_gate.graph.facts import TensorInfo
+from npu_gate.graph.facts import GraphFacts, TensorInfo
 from npu_gate.graph.shape_chains import ShapeChain
 from npu_gate.result.types import DynamicDim
 
@@ -71,3 +71,41 @@ def chains_text(chains: list[ShapeChain]) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def dynamic_causes(facts: GraphFacts, order: list[int], model_inputs: list[TensorInfo]) -> dict[int, list[str]]:
+    """Each node (by index) with an output whose shape is not static: the root cause it follows
+    from: the dynamic dims of the inputs upstream of it (``x[0]``; an input of unknown rank by
+    its name); with none upstream (a data-dependent shape such as NonZero's, a vendor op ONNX
+    cannot infer) the first such output's name, which the nodes below it inherit."""
+    roots: dict[str, frozenset[str]] = {}
+    for info in model_inputs:
+        if info.shape is None:
+            roots[info.name] = frozenset({info.name})
+            continue
+        refs = set()
+        for d, v in enumerate(info.shape):
+            if not isinstance(v, int) or v < 0:
+                refs.add(f"{info.name}[{d}]")
+        if refs:
+            roots[info.name] = frozenset(refs)
+    causes: dict[int, list[str]] = {}
+    empty: frozenset[str] = frozenset()
+    for i in order:
+        node = facts.nodes[i]
+        upstream = empty.union(*(roots.get(n, empty) for n in (*node.inputs, *node.implicit_inputs) if n))
+        dynamic = [n for n in node.outputs if n and not _static(facts.tensors.get(n))]
+        if dynamic:
+            cause = upstream or frozenset(dynamic[:1])
+            causes[i] = sorted(cause)
+            upstream = upstream or cause
+        if upstream:
+            for n in node.outputs:
+                if n:
+                    roots[n] = upstream
+    return causes
+
+
+def _static(info: TensorInfo | None) -> bool:
+    return info is not None and info.static
+

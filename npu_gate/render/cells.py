@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from npu_gate.escape import md, md_code
 from npu_gate.graph.source import Source, describe
-from npu_gate.result.types import NodeResult, TensorEntry
+from npu_gate.result.types import Finding, NodeResult, TensorEntry
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB")
 MAX_ROWS = 200  # per table; the JSON result always has everything
@@ -65,6 +65,21 @@ def sources(nodes: Iterable[NodeResult]) -> dict[str, str]:
         if described:
             out[n.name] = described
     return out
+
+
+def row_key(f: Finding) -> tuple[Any, ...]:
+    """What the findings of one row (or terminal line) share besides rule and severity: the
+    message, or a dynamic-shape finding's root cause (one dynamic batch dim is one row, not one
+    per node)."""
+    return ("cause", *f.cause) if f.cause else ("message", f.message)
+
+
+def row_message(same: Sequence[Finding]) -> str:
+    """The message of a row of findings sharing ``row_key`` (plain text: the caller escapes)."""
+    f = same[0]
+    if not f.cause or len(same) == 1:
+        return f.message
+    return f"output shapes not static at {len(same)} nodes, all following from {', '.join(f.cause)}"
 
 
 def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:

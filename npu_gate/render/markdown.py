@@ -12,7 +12,18 @@ from typing import Any
 
 from npu_gate.escape import md, md_code
 from npu_gate.render import mermaid, rewrites_md
-from npu_gate.render.cells import MAX_ROWS, node_names, number, short, size, sources, table, tensor
+from npu_gate.render.cells import (
+    MAX_ROWS,
+    node_names,
+    number,
+    row_key,
+    row_message,
+    short,
+    size,
+    sources,
+    table,
+    tensor,
+)
 from npu_gate.result.types import GateResult
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
@@ -120,13 +131,13 @@ def _findings(result: GateResult) -> str:
     ordered = sorted(result.findings, key=lambda f: (f.waived, order.get(f.severity, 3)))
     groups: dict[tuple[Any, ...], list[Any]] = {}  # the same message at many nodes is one row
     for f in ordered:
-        groups.setdefault((f.waived, f.waiver_reason, f.severity, f.rule, f.message, f.doc), []).append(f)
+        groups.setdefault((f.waived, f.waiver_reason, f.severity, f.rule, row_key(f), f.doc), []).append(f)
     rows = []
     where = sources(result.nodes)
     for same in list(groups.values())[:MAX_ROWS]:
         f = same[0]
         severity = f"~~{f.severity}~~ waived: {md(f.waiver_reason)}" if f.waived else f.severity
-        message = md(f.message)
+        message = md(row_message(same))
         if f.fix:
             message += f" **Fix:** {md(f.fix)}"
         if f.doc and f.doc.startswith(("https://", "http://")):

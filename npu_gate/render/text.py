@@ -7,7 +7,7 @@ from typing import Any
 
 from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
-from npu_gate.render.cells import number, sources
+from npu_gate.render.cells import number, row_key, row_message, sources
 from npu_gate.result.types import Finding, GateResult
 
 MAX_REASONS = 5
@@ -80,7 +80,7 @@ def render(result: GateResult, headline_note: str = "") -> str:
     for same in top_reasons(reasons):
         f = same[0]
         fix = f" Fix: {term(f.fix)}" if f.fix else ""
-        lines.append(f"  {f.severity} {f.rule}{_where(same, code)}: {term(f.message)}{fix}")
+        lines.append(f"  {f.severity} {f.rule}{_where(same, code)}: {term(row_message(same))}{fix}")
     if len(reasons) > MAX_REASONS:  # the same text whatever the command: the cache replays it
         left = len(reasons) - MAX_REASONS
         findings = len(active) - sum(len(r) for r in top_reasons(reasons))
@@ -145,9 +145,9 @@ MAX_NODES = 3  # node names on one line of findings that share a message
 def _same_message(findings: list[Finding]) -> list[list[Finding]]:
     """Findings grouped by severity, rule and message, in order of first appearance: 300 CPU
     Relus are one line, not 300 that push a `gate-exceeded` error out of sight."""
-    groups: dict[tuple[str, str, str], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault((f.severity, f.rule, f.message), []).append(f)
+    groups: dict[tuple[Any, ...], list[Finding]] = {}
+    for f in findings:  # a dynamic-shape finding: by its root cause
+        groups.setdefault((f.severity, f.rule, row_key(f)), []).append(f)
     return list(groups.values())
 
 

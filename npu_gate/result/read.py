@@ -33,7 +33,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
                         constraint=f.get("constraint"), actual=f.get("actual"),
                         allowed=f.get("allowed"), waived=bool(f.get("waived")),
                         waiver_reason=f.get("waiver_reason"), doc=f.get("doc"), evidence=f.get("evidence"),
-                        fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f))
+                        fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f), cause=f.get("cause"))
                 for f in doc.get("findings", [])]
     result = GateResult(
         name=doc["name"],

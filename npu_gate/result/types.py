@@ -18,7 +18,8 @@ from npu_gate.rules import RULES
 #      node shown by a display name)
 # 1.6: optional findings[].subject (what a finding names when it names no node)
 # 1.7: stages.probe may be {status: skipped, reason} (the run reached its --timeout first);
-#      optional nodes[].source, nodes[].stable_key, findings[].fix
+#      optional nodes[].source, nodes[].stable_key, findings[].fix, findings[].cause (a
+#      dynamic-shape finding's root cause)
 SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"
@@ -152,10 +153,14 @@ class Finding:
     # waiver (``waivers[2]``), a rewrite, a tensor. The baseline matches findings by it.
     subject: str | None = None
     fix: str | None = None  # what to change in the PyTorch model (a profile constraint's ``fix``)
+    # A dynamic-shape finding's root cause: the dynamic input dims it follows from (``x[0]``),
+    # or the tensor whose shape is first unknown (a data-dependent shape). Findings of one
+    # cause share a row in the reports.
+    cause: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
-        for key in ("node", "op_type", "constraint", "subject"):
+        for key in ("node", "op_type", "constraint", "subject", "cause"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.constraint is not None:

@@ -18,6 +18,7 @@ import onnx
 from onnx import ModelProto
 
 from npu_gate.contract.spec import InputSpec
+from npu_gate.errors import ContractError
 from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import dims, shape_chains, shape_values, symbolic
 from npu_gate.graph import facts as graphlib
@@ -83,6 +84,38 @@ class Analysis:
     dynamic_severity: str
     evidence: str  # the profile's
     fold_skips: list[FoldSkip] = field(default_factory=list)  # folded values not computed (fold budget)
+    order: list[int] = field(default_factory=list)  # the nodes in topological order
+
+
+def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
+    """The model's inputs: graph inputs that are not initializers, and the overridable
+    initializers (IR >= 4) that are inputs (``as_inputs``, see ``initializer_inputs``)."""
+    initializer_names = {i.name for i in model.graph.initializer}
+    return [graphlib.tensor_info_from_type(v.name, v.type) for v in model.graph.input
+            if v.name not in initializer_names or v.name in as_inputs]
+
+
+def check_contract_inputs(model: ModelProto, specs: Sequence[InputSpec], label: str) -> None:
+    """A contract input the model does not have, or whose shape the model's static dims
+    contradict (another rank, another static size), is a contract error: one line each, with
+    its JSON path and the model's inputs, before any analysis."""
+    model_inputs = graph_inputs(model, graphlib.initializer_inputs(model, {s.name: s for s in specs}))
+    by_name = {i.name: i for i in model_inputs}
+    listed = ", ".join(f"{i.name} {_shape_text(i.shape) if i.shape is not None else '(no shape)'}"
+                       f"{' ' + i.dtype if i.dtype else ''}" for i in model_inputs) or "none"
+    problems = []
+    for k, spec in enumerate(specs):
+        info = by_name.get(spec.name)
+        if info is None:
+            problems.append(f"{label}: inputs[{k}].name: {spec.name!r} is not an input of the model "
+                            f"(model inputs: {listed})")
+        elif info.shape is not None and (
+                len(info.shape) != len(spec.shape)
+                or any(isinstance(m, int) and m >= 0 and m != c for m, c in zip(info.shape, spec.shape, strict=True))):
+            problems.append(f"{label}: inputs[{k}].shape: {_shape_text(list(spec.shape))} for input {spec.name} "
+                            f"contradicts the model's {_shape_text(info.shape)} (model inputs: {listed})")
+    if problems:
+        raise ContractError(*problems)
 
 
 @gc_paused()  # see gc_pause.py: collections would rescan every node's objects
@@ -90,20 +123,16 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     """Graph facts, placement and partitions of ``model`` into ``result``; every finding but
     those comes from ``findings(analysis)``."""
     declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
-    initializer_names = {i.name for i in model.graph.initializer}
     as_inputs = graphlib.initializer_inputs(model, declared)  # IR >= 4: overridable ones too
-    model_inputs = [
-        graphlib.tensor_info_from_type(v.name, v.type)
-        for v in model.graph.input
-        if v.name not in initializer_names or v.name in as_inputs
-    ]
+    model_inputs = graph_inputs(model, as_inputs)
     unread = len(external_tensors(model.graph))
     if unread:
         result.model["external_weights_unread"] = unread  # left on disk: dims suffice
 
     checker_errors = graphlib.run_checker(model, external=bool(unread))
     # The contract fixes the dims the model leaves open; a static dim it contradicts stays the
-    # model's (an input-mismatch finding): the model could not run with the contract's.
+    # model's (a contract error for the contract's own model, check_contract_inputs; an
+    # input-mismatch finding for other graphs): the model could not run with the contract's.
     fixable = {i.name: [m if isinstance(m, int) else c for m, c in zip(i.shape, declared[i.name].shape, strict=True)]
                for i in model_inputs
                if i.name in declared and i.shape is not None and len(i.shape) == len(declared[i.name].shape)}
@@ -181,7 +210,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         opset_limit=opset_failure(settings.profile.limits, facts.opset), placements=placements, scoped=scoped,
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
-        evidence=settings.profile.evidence, fold_skips=budget.skips,
+        evidence=settings.profile.evidence, fold_skips=budget.skips, order=order,
     )
 
 
@@ -209,7 +238,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
     out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
-    out += _dynamic_shape_findings(a.facts, a.placements, a.dynamic_severity)
+    out += _dynamic_shape_findings(a, a.dynamic_severity)
     out += [make_finding("shape-computation", shape_chains.describe(chain), severity=a.dynamic_severity,
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
@@ -429,9 +458,13 @@ def _fold_budget_finding(facts: GraphFacts, skip: FoldSkip) -> Finding:
                         actual=skip.actual, allowed=skip.allowed)
 
 
-def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:
+def _dynamic_shape_findings(a: Analysis, severity: str) -> list[Finding]:
+    """A finding per non-folded node with an output whose shape is not static, each with its
+    root cause (``Finding.cause``: the dynamic input dims it follows from)."""
+    facts = a.facts
+    causes: dict[int, list[str]] | None = None
     out = []
-    for node, placement in zip(facts.nodes, placements, strict=True):
+    for node, placement in zip(facts.nodes, a.placements, strict=True):
         if placement.device == FOLDED:
             continue  # constants: the compiler evaluates them ahead of time
         dynamic = []
@@ -442,6 +475,9 @@ def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], seve
         if dynamic:
             shapes = ", ".join(f"{t.name} {_shape_text(t.shape) if t.shape is not None else 'unknown'}"
                                for t in dynamic)
+            if causes is None:  # only for a model with dynamic shapes
+                order = a.order or list(range(len(facts.nodes)))
+                causes = dims.dynamic_causes(facts, order, a.model_inputs)
             out.append(make_finding("dynamic-shape", f"output shape not static: {shapes}", severity=severity,
-                                    node=node.name, op_type=node.key))
+                                    node=node.name, op_type=node.key, cause=causes.get(node.index)))
     return out

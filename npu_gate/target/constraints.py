@@ -450,8 +450,13 @@ def _tensor_tests(
     return out
 
 
+_INTEGER_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+
+
 def _dim_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]:
     axis = spec["axis"]
+    if spec.get("batch") and t.shape is not None and len(t.shape) == 1 and t.dtype in _INTEGER_DTYPES:
+        return []  # a shape vector (e.g. Shape's output) has no batch: its one dim is its length
     if t.shape is None or not -len(t.shape) <= axis < len(t.shape):
         return [(UNKNOWN, spec, f"dim {axis} unknown (shape {_show_shape(t)})")]
     d = t.shape[axis]

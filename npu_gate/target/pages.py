@@ -80,7 +80,8 @@ def describe_test(c: dict[str, Any]) -> str:
             bits.append(f"≤ {d['max']}")
         if "multiple_of" in d:
             bits.append(f"a multiple of {d['multiple_of']}")
-        parts.append(f"dim {d['axis']} " + " and ".join(bits))
+        batch = "batch " if d.get("batch") else ""
+        parts.append(f"{batch}dim {d['axis']} " + " and ".join(bits))
     if c.get("constant"):
         parts.append("constant (initializer or folded)")
     if c.get("static"):
@@ -269,6 +270,62 @@ def render_markdown(
     if profile.rank_adapters:
         lines += ["", *render_rank_adapters(profile.rank_adapters, base)]
     return "\n".join(lines) + "\n"
+
+
+def render_text(profile: Profile, origin: str) -> str:
+    """`profile show` for a terminal: what the Markdown page says, as plain indented text
+    (a relative file reference shown as its path beside the profile)."""
+    folder = posixpath.dirname(origin) if not posixpath.isabs(origin) else None
+
+    def ref(url: str) -> str:
+        if folder is None or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:|#", url):
+            return url
+        return posixpath.join(folder or ".", url)
+
+    lines = [f"Target profile {profile.name} ({profile.evidence})", f"  {profile.description}",
+             f"  source: {profile.source}"]
+    if profile.extends:
+        lines.append(f"  extends: {' -> '.join(profile.extends)}")
+    docs = {c.get("doc") for spec in profile.ops.values() for c in spec.get("constraints", [])}
+    common = docs.pop() if len(docs) == 1 else None
+    if common:
+        lines.append(f"  constraints documented at: {ref(common)}")
+    lines += ["", "A static prediction, not a device result: a listed op is predicted to run on the target",
+              "when every condition below holds; anything else falls back to CPU."]
+    limits = [k for k in profile.limits if k != "doc"]
+    if limits:
+        lines += ["", "Limits for every op:"]
+        lines += [f"  {describe_limit(k, profile.limits[k])} ({LIMIT_IDS[k]})" for k in limits]
+        if profile.limits.get("doc"):
+            lines.append(f"  source: {ref(profile.limits['doc'])}")
+    lines += ["", f"Supported operators ({len(profile.ops)}):"]
+    for key in sorted(profile.ops, key=lambda k: (("::" in k), k.lower())):
+        spec = profile.ops[key]
+        constraints = spec.get("constraints", [])
+        lines.append(f"  {key}" + ("" if constraints or spec.get("note") else ": no conditions"))
+        for c in constraints:
+            text = f"    {c['id']}: {describe(c)}"
+            if c.get("message"):
+                text += f" ({c['message']})"
+            if c.get("doc") and c["doc"] != common:
+                text += f" [{ref(c['doc'])}]"
+            lines.append(text)
+        if spec.get("note"):
+            lines.append(f"    note: {spec['note']}")
+    if profile.patterns:
+        lines += ["", f"Fused patterns ({len(profile.patterns)}), placed as the op they become:"]
+        for p in profile.patterns:
+            cpu = "" if p.get("supported", True) else " (CPU)"
+            lines.append(f"  {p['name']}: {describe_pattern_nodes(p['nodes'])} -> {p['becomes']}{cpu}")
+            lines += [f"    {c['id']}: {describe(c)}" for c in p.get("constraints", [])]
+            if p.get("evidence"):
+                lines.append(f"    evidence: {p['evidence']}" + (f" [{ref(p['doc'])}]" if p.get("doc") else ""))
+    if profile.rank_adapters:
+        rule = profile.rank_adapters
+        lines += ["", *(line.replace("`", "") for line in render_rank_adapters(rule)[2:3])]
+        if rule.get("doc"):
+            lines.append(f"  source: {ref(rule['doc'])}")
+    return "\n".join(line.replace("\n", " ") for line in lines) + "\n"
 
 
 def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:

@@ -89,8 +89,11 @@ def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str,
         known = ", ".join(builtin_profile_names())
         if looks_like_path:
             raise ProfileError(f"{where}: profile file {ref!r} not found")
+        from npu_gate.suggest import did_you_mean
+
         raise ProfileError(
-            f"{where}: unknown profile {ref!r} (built-in: {known}; or a path to a .json file)"
+            f"{where}: unknown profile {ref!r}{did_you_mean(ref, builtin_profile_names())} "
+            f"(built-in: {known}; or a path to a .json file)"
         )
     return path, str(path), str(path)
 

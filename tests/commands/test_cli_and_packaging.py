@@ -133,6 +133,22 @@ def test_explain_command(run_cli):
     assert run.code == 2 and "unknown rule or constraint id" in run.err
 
 
+@pytest.mark.parametrize(("ref", "hint"), [
+    ("unsuported-op", "; did you mean 'unsupported-op'?"),
+    ("fold-budgte", "; did you mean 'fold-budget'?"),
+    ("rknn-rk3588:limit-opst", "; did you mean 'rknn-rk3588:limit-opset'?"),
+    ("rknn-toolkit2-v2.1:slice-bach-1",
+     "; did you mean 'rknn-toolkit2-v2.1:slice-batch-1' or 'rknn-toolkit2-v2.1:tile-batch-1' or "
+     "'rknn-toolkit2-v2.1:roialign-batch-1'?"),
+    ("qqqq-zzzz", ""),
+])
+def test_explain_suggests_the_nearest_ids(run_cli, ref, hint):
+    run = run_cli("explain", ref)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {ref}: unknown rule or constraint id{hint} (see `npu-gate rules` "
+                       "and `npu-gate profile show NAME`)\n")
+
+
 def test_profiles_command(run_cli):
     run = run_cli("profiles")
     assert run.code == 0
@@ -312,3 +328,22 @@ def test_without_torch_a_torch_replacement_is_named_by_diff_and_check_onnx(
     for args in (["diff", model, contract], ["check-onnx", model, "--no-cache"]):
         run = run_cli(*args)
         assert run.code == 2 and run.err.endswith(message) and run.err.count("\n") == 1, (args, run.err)
+
+
+def test_check_of_several_contracts_ends_with_the_overall_count(run_cli, tmp_path):
+    from tests.helpers.hook_fixtures import tiny_model, write_onnx_contract
+
+    write_onnx_contract(tmp_path / "a")  # every node on the NPU: passes
+    write_onnx_contract(tmp_path / "b", tiny_model(cpu_op="Relu"))  # max_cpu_nodes 0: fails
+    bad = write_onnx_contract(tmp_path / "c")
+    bad.write_text(bad.read_text().replace('"name": "x"', '"name": "images"'))  # not the model's input
+    run = run_cli("check", tmp_path / "a", tmp_path / "b", tmp_path / "c", "--no-cache")
+    assert run.code == 2
+    assert run.out.splitlines()[-1] == "npu-gate: 3 models: 1 passed, 1 failed, 1 could not run"
+    assert [line for line in run.out.splitlines() if line.startswith("npu-gate: ")][:2] == [
+        "npu-gate: a: PASS", "npu-gate: b: FAIL"]
+    assert "inputs[0].name: 'images' is not an input of the model" in run.err
+    two = run_cli("check", tmp_path / "a", tmp_path / "b")
+    assert (two.code, two.out.splitlines()[-1]) == (1, "npu-gate: 2 models: 1 passed, 1 failed")
+    assert "models:" not in run_cli("check", tmp_path / "a").out
+    assert run_cli("check", tmp_path / "a", tmp_path / "b", "-q").out == ""

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from npu_gate.commands.check_onnx import UNCOVERED
 from tests.helpers.common import REPO, CliRun
 from tests.helpers.hook_fixtures import contract_doc, tiny_model, write_onnx_contract
 
@@ -85,14 +86,13 @@ def test_check_onnx_gates_with_the_contracts_that_name_the_file(
     assert "error gate-exceeded: max_npu_partitions: 1 exceeds the limit 0" in run.out
 
 
-def test_check_onnx_skips_unnamed_files_unless_a_profile_is_given(
+def test_check_onnx_warns_about_unnamed_files_unless_a_profile_is_given(
         run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "loose.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
     (tmp_path / "npu-gate.json").write_text(json.dumps(contract_doc("other.onnx")))  # names another
     skipped = run_cli("check-onnx", "loose.onnx")
-    assert (skipped.code, skipped.out) == (0, "npu-gate: loose.onnx: skipped: no npu-gate contract "
-                                              "names it (pass --profile to gate it anyway)\n")
+    assert (skipped.code, skipped.out, skipped.err) == (0, "", f"npu-gate: warning: loose.onnx: {UNCOVERED}\n")
     gated = run_cli("check-onnx", "--profile", "demo", "loose.onnx")
     assert gated.code == 1
     assert "error unsupported-op [cpu0]: op Relu not in profile demo" in gated.out
@@ -101,7 +101,74 @@ def test_check_onnx_skips_unnamed_files_unless_a_profile_is_given(
     assert "result from cache" in again.out
 
 
-def test_check_onnx_skips_the_model_of_an_unparseable_contract_as_documented(
+def sibling_layout(repo: Path) -> Path:
+    """The layout of issue 19: contracts/resnet18_onnx/npu-gate.json names
+    ../../onnx/resnet18.onnx (a Relu falls back to the CPU, so max_cpu_nodes 0 fails)."""
+    (repo / "onnx").mkdir(parents=True)
+    (repo / "onnx" / "resnet18.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
+    folder = repo / "contracts" / "resnet18_onnx"
+    folder.mkdir(parents=True)
+    contract = folder / "npu-gate.json"
+    contract.write_text(json.dumps(contract_doc("../../onnx/resnet18.onnx")))
+    return contract
+
+
+def test_check_onnx_finds_a_contract_in_a_sibling_folder_of_the_repository(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    sibling_layout(repo)
+    (repo / ".git").mkdir()  # the repository root, above the working directory
+    (repo / "node_modules" / "x").mkdir(parents=True)  # never searched
+    (repo / "node_modules" / "x" / "npu-gate.json").write_text(
+        json.dumps(contract_doc("../../onnx/resnet18.onnx", gates={"max_npu_partitions": 0})))
+    monkeypatch.chdir(repo / "onnx")
+    run = run_cli("check-onnx", "resnet18.onnx", "--no-cache")
+    assert (run.code, run.err) == (1, "")
+    assert run.out.count("npu-gate: resnet18_onnx: FAIL") == 1
+    assert "error gate-exceeded: max_cpu_nodes: 1 exceeds the limit 0" in run.out
+    assert "max_npu_partitions" not in run.out
+
+
+def test_check_onnx_without_git_searches_the_working_directory(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sibling_layout(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    run = run_cli("check-onnx", "onnx/resnet18.onnx", "--no-cache")
+    assert run.code == 1
+    assert "npu-gate: resnet18_onnx: FAIL" in run.out
+
+
+def test_check_onnx_contracts_flag_adds_contracts_of_other_names(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    contract = sibling_layout(tmp_path)
+    contract.rename(contract.with_name("gate.json"))  # not a contract name: not found alone
+    alone = run_cli("check-onnx", "onnx/resnet18.onnx", "--no-cache")
+    assert (alone.code, alone.err) == (0, f"npu-gate: warning: onnx/resnet18.onnx: {UNCOVERED}\n")
+    listed = run_cli("check-onnx", "--contracts", "contracts/**/gate.json", "onnx/resnet18.onnx",
+                     "--no-cache")
+    assert (listed.code, listed.err) == (1, "")
+    assert "npu-gate: resnet18_onnx: FAIL" in listed.out
+    none = run_cli("check-onnx", "--contracts", "nothing/*.json", "onnx/resnet18.onnx")
+    assert (none.code, none.err) == (2, "npu-gate: error: --contracts: 'nothing/*.json' matches no file\n")
+
+
+def test_check_onnx_require_contract_fails_on_an_uncovered_file(
+        run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_onnx_contract(tmp_path / "a")  # covers a/model.onnx, which passes
+    (tmp_path / "loose.onnx").write_bytes(tiny_model().SerializeToString())
+    run = run_cli("check-onnx", "--require-contract", "a/model.onnx", "loose.onnx")
+    assert run.code == 1
+    assert run.out.count(": PASS\n") == 1
+    assert run.err == f"npu-gate: error: loose.onnx: {UNCOVERED}\n"
+    assert run_cli("check-onnx", "--require-contract", "--profile", "demo", "loose.onnx").code == 0
+    assert UNCOVERED == ("not gated: no npu-gate contract names it as model.onnx; add one (npu-gate.json "
+                         "anywhere in the repository), pass --contracts GLOB for contracts with other "
+                         "names, or --profile NAME to gate it without a contract")
+
+
+def test_check_onnx_warns_about_the_model_of_an_unparseable_contract_as_documented(
         run_cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/pre-commit.md: check-onnx cannot know which model a broken contract names; the
     contract hook (validate) is the one that fails."""
@@ -109,14 +176,14 @@ def test_check_onnx_skips_the_model_of_an_unparseable_contract_as_documented(
     contract = write_onnx_contract(tmp_path)
     contract.write_text(contract.read_text()[:-3])  # truncated JSON
     skipped = run_cli("check-onnx", "model.onnx")
-    assert (skipped.code, skipped.out) == (0, "npu-gate: model.onnx: skipped: no npu-gate contract "
-                                              "names it (pass --profile to gate it anyway)\n")
+    assert (skipped.code, skipped.err) == (0, f"npu-gate: warning: model.onnx: {UNCOVERED}\n")
+    assert run_cli("check-onnx", "--require-contract", "model.onnx").code == 1
     validated = run_cli("validate", "npu-gate.json")
     assert validated.code == 2
     assert validated.err.startswith("npu-gate: error: npu-gate.json:")
     page = " ".join((REPO / "docs" / "pre-commit.md").read_text().split())
-    assert ("A contract that cannot be parsed (invalid JSON or YAML) names no model, so its model is skipped as "
-            "`no npu-gate contract names it` with exit 0: keep `npu-gate-contract` in the same config") in page
+    assert ("A contract that cannot be parsed (invalid JSON or YAML) names no model, so its model gets the "
+            "warning (exit 0, or 1 with `--require-contract`): keep `npu-gate-contract` in the same config") in page
 
 
 def test_check_onnx_without_pyyaml_stops_on_a_yaml_contract_rather_than_skipping_its_model(
@@ -164,6 +231,7 @@ def test_manifest_hooks() -> None:
     onnx_hook = h["npu-gate-onnx"]
     assert (onnx_hook["language"], onnx_hook["entry"], onnx_hook["files"]) == (
         "python", "npu-gate check-onnx", r"\.onnx$")
+    assert onnx_hook["verbose"] is True  # pre-commit shows the uncovered-file warning of a passing hook
     full = h["npu-gate"]
     assert (full["language"], full["entry"], full["pass_filenames"], full["require_serial"]) == (
         "system", "npu-gate check", False, True)
@@ -231,6 +299,7 @@ def add_bad_files(repo: Path) -> None:
     (repo / "models" / "bad.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
     (repo / "models" / "npu-gate.bad.json").write_text(json.dumps(contract_doc("bad.onnx")))
     (repo / "broken.npu-profile.json").write_text(json.dumps({"name": "broken"}))
+    (repo / "models" / "loose.onnx").write_bytes(tiny_model().SerializeToString())  # no contract names it
     git(repo, "add", "-A")
 
 
@@ -265,6 +334,7 @@ def test_try_repo_all_hooks_pass_then_fail_with_reasons(consumer: Path) -> None:
     assert "npu-gate: models: FAIL" in out
     assert "error unsupported-op [cpu0]: op Relu not in profile demo" in out
     assert "error gate-exceeded: max_cpu_nodes: 1 exceeds the limit 0" in out
+    assert f"npu-gate: warning: models/loose.onnx: {UNCOVERED}" in out  # shown without --verbose
 
 
 @pytest.mark.slow

@@ -45,9 +45,24 @@ def test_every_schema_error_is_reported(contract_dir, write_contract, run_cli):
     assert f"npu-gate: error: {path}: (root): 'target' is a required property" in lines
     assert any("inputs[0].dtype: 'float64' is not one of" in line for line in lines)
     assert any("gates.max_cpu_nodes: -1 is less than the minimum of 0" in line for line in lines)
-    assert any("gates: Additional properties are not allowed ('colour' was unexpected)" in line
-               for line in lines)
+    assert f"npu-gate: error: {path}: gates: Additional properties are not allowed ('colour' was unexpected)" in lines
     assert len(lines) == 4
+
+
+def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir, write_contract, run_cli):
+    doc = _base()
+    doc["gatse"] = doc.pop("gates", {"max_cpu_nodes": 0})
+    doc["waivres"] = []
+    doc["inputs"][0]["layuot"] = "NCHW"
+    path = write_contract(doc)
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: (root): Additional properties are not allowed ('gatse', 'waivres' were "
+        "unexpected); 'gatse': did you mean 'gates'?; 'waivres': did you mean 'waivers'?",
+        f"npu-gate: error: {path}: inputs[0]: Additional properties are not allowed ('layuot' was unexpected); "
+        "did you mean 'layout'?",
+    ]
 
 
 def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_cli):
@@ -56,6 +71,15 @@ def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_c
     run = run_cli("check", write_contract(doc))
     assert run.code == 2
     assert "target.profile: unknown profile 'hisilicon-magic' (built-in: ascend-atc, demo" in run.err
+    doc["target"]["profile"] = "rknn-rk358"
+    run = run_cli("check", write_contract(doc))
+    assert run.code == 2
+    assert ("target.profile: unknown profile 'rknn-rk358'; did you mean 'rknn-rk3588' or 'rknn-rk3588-fused'? "
+            "(built-in: ascend-atc, demo") in run.err
+    doc["target"]["profile"] = "rknn"  # too short to be close: the names it begins
+    run = run_cli("check", write_contract(doc))
+    assert ("target.profile: unknown profile 'rknn'; did you mean 'rknn-rk3588' or 'rknn-rk3588-fused' or "
+            "'rknn-toolkit2-v2.1'? (built-in: ascend-atc, demo") in run.err
 
 
 def test_missing_model_file(contract_dir, write_contract, run_cli):

@@ -157,22 +157,31 @@ def test_torch_inputs_declared_out_of_forward_order(tmp_path, write_contract, ru
     assert (run.code, run.err) == (code, f"npu-gate: error: {path}: {err}\n" if err else "")
 
 
-def test_a_contract_shape_that_contradicts_a_static_model_dim_is_not_applied(save_model, write_contract):
-    """The model's own static dims stay: writing the contract's [1, 3, 9, 8] into the model
-    made its full check fail ("onnx-checker" on a valid model) and the shapes after it
-    unknown. The contradiction is one input-mismatch finding; a symbolic dim still takes
-    the contract's value."""
+MODEL_INPUTS = "(model inputs: x [1, 3, 8, 8] float32)"
+
+
+@pytest.mark.parametrize(("inputs", "errors"), [
+    ([{"name": "x", "shape": [1, 3, 9, 8], "dtype": "float32"}],
+     [f"inputs[0].shape: [1, 3, 9, 8] for input x contradicts the model's [1, 3, 8, 8] {MODEL_INPUTS}"]),
+    ([{"name": "x", "shape": [1, 3, 8], "dtype": "float32"}],
+     [f"inputs[0].shape: [1, 3, 8] for input x contradicts the model's [1, 3, 8, 8] {MODEL_INPUTS}"]),
+    ([{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"},
+      {"name": "images", "shape": [1, 3, 8, 8], "dtype": "float32"}],
+     [f"inputs[1].name: 'images' is not an input of the model {MODEL_INPUTS}"]),
+    ([{"name": "input", "shape": [1, 3, 8, 8], "dtype": "float32"},
+      {"name": "x", "shape": [2, 3, 8, 8], "dtype": "float32"}],
+     [f"inputs[0].name: 'input' is not an input of the model {MODEL_INPUTS}",
+      f"inputs[1].shape: [2, 3, 8, 8] for input x contradicts the model's [1, 3, 8, 8] {MODEL_INPUTS}"]),
+])
+def test_a_contract_input_the_model_contradicts_is_a_contract_error(save_model, write_contract, run_cli,
+                                                                     inputs, errors):
+    """Issue 19: a wrong input name, or a shape that the model's static dims contradict, is exit 2
+    with one line per input naming the JSON path and the model's inputs, before any analysis."""
     save_model(model_zoo.conv_relu())
-    doc = _conv_relu_contract()
-    doc["inputs"][0]["shape"] = [1, 3, 9, 8]
-    result = check_contract(load_contract(write_contract(doc)))
-    validate_result(result.to_dict())
-    assert [(f.rule, f.node, f.message) for f in result.findings] == [
-        ("input-mismatch", None, "input x: contract shape [1, 3, 9, 8], model shape [1, 3, 8, 8]"),
-        ("unsupported-op", "relu0", "op Relu not in profile demo"),
-    ]
-    assert result.inputs[0]["shape"] == [1, 3, 8, 8]
-    assert result.summary["boundary_bytes"] == 1 * 4 * 8 * 8 * 4  # conv_out, float32
+    path = write_contract(_conv_relu_contract(inputs=inputs))
+    run = run_cli("check", path, "--no-cache")
+    assert (run.code, run.out) == (2, "")
+    assert run.err.splitlines() == [f"npu-gate: error: {path}: {e}" for e in errors]
 
 
 def test_waiver_findings_cannot_be_waived(save_model, write_contract, run_cli):

@@ -172,13 +172,14 @@ def resize(
     return _model([node], inputs, [_value("y", dtype, None)], initializers)
 
 
-def slice_(steps: list[int] | None = (1,), source: str = "initializer") -> onnx.ModelProto:  # type: ignore[assignment]
+def slice_(steps: list[int] | None = (1,), source: str = "initializer",  # type: ignore[assignment]
+           x: list[Any] = (1, 4, 8, 8)) -> onnx.ModelProto:  # type: ignore[assignment]
     """x [1, 4, 8, 8] -> Slice (node0) of W from 0 to 8 with ``steps`` (None: absent). ``source``:
     steps as an initializer, a Constant node, computed (an initializer of half the steps, times
     2: folded) or a graph input."""
     init = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
             for n, v in (("starts", [0]), ("ends", [8]), ("axes", [3]))]
-    inputs = [_value("x", "float32", [1, 4, 8, 8])]
+    inputs = [_value("x", "float32", list(x))]
     nodes = []
     values = np.array(steps or [], dtype=np.int64)
     if source == "initializer":
@@ -194,6 +195,16 @@ def slice_(steps: list[int] | None = (1,), source: str = "initializer") -> onnx.
     names = ["x", "starts", "ends", "axes"] + (["steps"] if steps is not None else [])
     nodes.append(helper.make_node("Slice", names, ["y"], name="node0"))
     return _model(nodes, inputs, [_value("y", "float32", None)], init)
+
+
+def shape_slice(x: list[Any] = ("N", 3, 8, 8)) -> onnx.ModelProto:  # type: ignore[assignment]
+    """x -> Shape (shape0) -> Slice (node0) of its first two elements: node0's input 0 is a shape
+    vector (1-D int64 of length 4), not folded while a dim of x is dynamic."""
+    init = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+            for n, v in (("starts", [0]), ("ends", [2]), ("axes", [0]))]
+    nodes = [helper.make_node("Shape", ["x"], ["x_shape"], name="shape0"),
+             helper.make_node("Slice", ["x_shape", "starts", "ends", "axes"], ["y"], name="node0")]
+    return _model(nodes, [_value("x", "float32", list(x))], [_value("y", "int64", None)], init)
 
 
 def pad(pads: list[int] = (0, 0, 1, 1, 0, 0, 1, 1), mode: str = "constant") -> onnx.ModelProto:  # type: ignore[assignment]
@@ -242,6 +253,7 @@ BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
     "binary": binary,
     "resize": resize,
     "slice": slice_,
+    "shape_slice": shape_slice,
     "pad": pad,
     "transpose_conv": transpose_conv,
 }

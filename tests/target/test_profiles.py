@@ -308,12 +308,32 @@ def test_profile_show(run_cli: Run) -> None:
     doc = json.loads(r.out)
     assert doc["name"] == "ort-nnapi"
     assert doc["ops"]["DepthToSpace"]["constraints"][0]["any_of"][1]["in"] == ["DCR"]
-    text = run_cli("profile", "show", "ort-nnapi").out
+    text = run_cli("profile", "show", "ort-nnapi", "--format", "markdown").out
     assert (
         "| `Gemm` | `gemm-b`: one of: (input 1: constant (initializer or folded)) \\| "
         '(attribute transB: in {1})<br>*Note:* Table: "If input B is not constant, transB '
         'should be 1." |' in text
     )
+    plain = run_cli("profile", "show", "ort-nnapi").out  # a terminal gets plain text (issue 19)
+    assert plain.startswith("Target profile ort-nnapi (vendor-documentation)\n")
+    assert ("  Gemm\n    gemm-b: one of: (input 1: constant (initializer or folded)) | (attribute transB: in {1})\n"
+            '    note: Table: "If input B is not constant, transB should be 1."\n') in plain
+    assert "|" not in plain.replace(") | (", "") and "<br>" not in plain and "`" not in plain
+
+
+def test_profile_show_text_of_the_demo_profile(run_cli: Run) -> None:
+    assert run_cli("profile", "show", "demo").out == (
+        "Target profile demo (illustrative)\n"
+        "  The lesson's teaching allowlist: Conv, Add, Mul, Constant, Div. Illustrative only; it is not any "
+        "vendor's support table.\n"
+        "  source: npu_gate seed lesson (DEMO allowlist); no vendor document\n"
+        "\n"
+        "A static prediction, not a device result: a listed op is predicted to run on the target\n"
+        "when every condition below holds; anything else falls back to CPU.\n"
+        "\n"
+        "Supported operators (5):\n"
+        "  Add: no conditions\n  Constant: no conditions\n  Conv: no conditions\n  Div: no conditions\n"
+        "  Mul: no conditions\n")
 
 
 
@@ -482,7 +502,7 @@ def test_doc_links_are_http_urls_or_relative_paths(tmp_path: Path, run_cli: Run)
 
 
 def test_profile_show_prints_no_generated_file_comment(run_cli: Run) -> None:
-    shown = run_cli("profile", "show", "demo").out
+    shown = run_cli("profile", "show", "demo", "--format", "markdown").out
     page = (REPO / "docs" / "profiles" / "demo.md").read_text()
     assert "<!--" not in shown
     assert page.startswith("# Target profile `demo`\n\n<!-- Generated from npu_gate/profiles/demo.json by ")
@@ -495,7 +515,7 @@ def test_profile_show_names_a_builtins_calibration_record_as_text(
     """Outside npu_gate's checkout (an installed wheel), npu_gate/profiles/ is not under the
     current folder: a link there would be broken, the file's place in the package is named."""
     monkeypatch.chdir(tmp_path)
-    shown = run_cli("profile", "show", "rknn-rk3588").out
+    shown = run_cli("profile", "show", "rknn-rk3588", "--format", "markdown").out
     assert "](npu_gate/profiles/" not in shown
     assert ("(6 of 13 points off the NPU; rknn-rk3588.calibration.json#ConvTranspose)” "
             "(`npu_gate/profiles/rknn-rk3588.calibration.json#ConvTranspose`) *Fix:* use stride 1, 2, 4 or 8 in "
@@ -560,3 +580,17 @@ def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
         "constant input with \"const\"",
         f"{where}ops.Slice.constraints[1].input: Slice has at most 5 inputs; index 5 does not exist",
         f"{where}ops.Slice.constraints[2].value.ratio_to_input: Slice has at most 5 inputs; index 5 does not exist"]
+
+
+def test_a_misspelt_profile_key_suggests_the_nearest_valid_one(run_cli: Run, tmp_path: Path) -> None:
+    path = tmp_path / "board.npu-profile.json"
+    path.write_text(json.dumps({"name": "board", "description": "d", "source": "s", "evidence": "illustrative",
+                                "ops": {"Relu": {"constraints": [], "nots": "x"}}, "limts": {}}))
+    run = run_cli("validate", path)
+    assert run.code == 2
+    assert run.err.splitlines() == [
+        f"npu-gate: error: {path}: (root): Additional properties are not allowed ('limts' was unexpected); "
+        "did you mean 'limits'?",
+        f"npu-gate: error: {path}: ops.Relu: Additional properties are not allowed ('nots' was unexpected); "
+        "did you mean 'note'?",
+    ]
