@@ -33,6 +33,10 @@ class Profile:
     extends: list[str] = field(default_factory=list)  # the chain of bases, nearest first
     patterns: list[dict[str, Any]] = field(default_factory=list)  # fusion patterns (patterns.py)
     rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
+    # The dtype float tensors take on the target (None: the model's); the memory budget
+    # {sram_bytes, dram_bytes, weight_bytes, evidence} its sources state (None: none stated).
+    runtime_dtype: str | None = None
+    memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -57,6 +61,10 @@ class Profile:
         }
         if self.limits:
             doc["limits"] = self.limits
+        if self.runtime_dtype is not None:
+            doc["runtime_dtype"] = self.runtime_dtype
+        if self.memory is not None:
+            doc["memory"] = self.memory
         return doc | placement_part(self.ops, self.patterns, self.rank_adapters)
 
 
@@ -127,7 +135,13 @@ def _load_file(
     extends: list[str] = []
     patterns = [dict(p) for p in doc.get("patterns", [])]
     adapters = doc.get("rank_adapters")
+    runtime_dtype = doc.get("runtime_dtype")
+    memory = doc.get("memory")
     if base is not None:
+        if "runtime_dtype" not in doc:
+            runtime_dtype = base.runtime_dtype
+        if "memory" not in doc:
+            memory = base.memory  # null in the profile removes the base's
         if "rank_adapters" not in doc:
             adapters = base.rank_adapters  # null in the profile removes the base's
         # A pattern replaces the base's pattern of the same name; the base's others come first.
@@ -149,6 +163,10 @@ def _load_file(
         resolved["patterns"] = patterns  # profiles without patterns hash as before
     if adapters:
         resolved["rank_adapters"] = adapters
+    if runtime_dtype is not None:  # profiles without them hash as before
+        resolved["runtime_dtype"] = runtime_dtype
+    if memory is not None:
+        resolved["memory"] = memory
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -165,6 +183,8 @@ def _load_file(
         extends=extends,
         patterns=patterns,
         rank_adapters=adapters,
+        runtime_dtype=runtime_dtype,
+        memory=memory,
     )
 
 
