@@ -32,8 +32,10 @@ from npu_gate.graph.subgraphs import ScopedNode
 from npu_gate.placement.partitions import Partition
 from npu_gate.result.types import NPU
 
-UPPER_BOUND = ("estimated upper bound: topological schedule of each partition, every tensor live from its "
-               "producer to its last consumer, no in-place reuse, no tiling")
+# What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
+# (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
+UPPER_BOUND = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
+               "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 AT_PEAK = 3  # the largest live tensors named at a peak
 

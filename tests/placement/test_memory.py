@@ -59,7 +59,8 @@ def diamond() -> onnx.ModelProto:
 
 
 def memory(result: GateResult) -> list[tuple[int | None, int | None, list[tuple[str, int, str | None]]]]:
-    return [(p.weight_bytes, p.peak_activation_bytes, [(t["tensor"], t["bytes"], t["producer"]) for t in p.at_peak or []])
+    return [(p.weight_bytes, p.peak_activation_bytes,
+             [(t["tensor"], t["bytes"], t["producer"]) for t in p.at_peak or []])
             for p in result.partitions if p.estimated]
 
 
