@@ -241,7 +241,7 @@ def _memory(result: GateResult) -> str:
     rows = []
     for p in estimated[:MAX_ROWS]:
         first = p.at_peak[0] if p.at_peak else None
-        at = "" if first is None else (f"{md_code(first['tensor'])} ({size(first['bytes'])}) from "
+        at = "" if first is None else (f"{md_code(first['tensor'])} ({first['bytes']:,} B) from "
                                        f"{md_code(first['producer']) if first['producer'] else 'a graph input'}")
         if p.memory_unknown:
             at = f"unknown: {md(p.memory_unknown)}"
