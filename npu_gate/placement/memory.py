@@ -111,6 +111,7 @@ def partition_memory(
         return None if i is None else nodes[i].name
 
     tensors = facts.tensors
+    size_of = _sizer(tensors, precision.activations)
     out = []
     for part in partitions:
         if part.device not in devices:
@@ -126,7 +127,7 @@ def partition_memory(
                     weights = None if body.weights is None else weights + body.weights
                 unknown_weight = unknown_weight or body.unknown_weight
         peak, at_peak, unknown_peak = _schedule(
-            members, tensors, precision.activations, constants.__contains__, None, (), leaving, producer, extras)
+            members, size_of, tensors, constants, None, (), leaving, producer, extras)
         out.append(PartitionMemory(part.id, weights, peak, at_peak, unknown_weight or unknown_peak))
     return out
 
@@ -208,7 +209,7 @@ def _body(
     formal = set(first.scope_inputs)
     path_of = {name: f"{scope}/{sn.node.name}" for sn in members for name in sn.node.outputs if name}
     peak, _, unknown_peak = _schedule(
-        nodes, first.tensors, precision.activations, own_constants.__contains__,
+        nodes, _sizer(first.tensors, precision.activations), first.tensors, own_constants,
         lambda n: n not in produced and n not in formal, first.scope_inputs, set(first.scope_outputs),
         path_of.get, extras)
     return _Body(peak, weights, unknown_peak, unknown_weight)
@@ -237,8 +238,8 @@ def _weights(
 
 
 def _schedule(
-    nodes: Sequence[NodeFacts], tensors: Mapping[str, TensorInfo], as_dtype: str | None,
-    is_constant: Callable[[str], bool], is_outer: Callable[[str], bool] | None, live_first: Iterable[str],
+    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], tensors: Mapping[str, TensorInfo],
+    constants: Collection[str], is_outer: Callable[[str], bool] | None, live_first: Iterable[str],
     leaving: Collection[str], producer: Callable[[str], str | None], extras: Mapping[str, _Body],
 ) -> tuple[int | None, list[LiveTensor], str | None]:
     """(peak bytes, the largest tensors live at it, why unknown) of ``nodes`` run in order.
@@ -247,48 +248,62 @@ def _schedule(
     counted here; ``live_first``: live from the first step (a body's own inputs)."""
     last = len(nodes) - 1
     start: dict[str, int] = {}
-    end: dict[str, int] = {}
+    end: dict[str, int] = {}  # steps only grow: the last write is the last use
     for name in live_first:
-        if name and not is_constant(name):
+        if name and name not in constants:
             start[name] = end[name] = 0
     for step, node in enumerate(nodes):
-        for name in _reads(node):
-            if not name or is_constant(name):
+        for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
+            if not name or name in constants:
                 continue
             if name not in start:
                 if is_outer is not None and is_outer(name):
                     continue
                 start[name] = 0  # arrives from outside: live from the start
-            end[name] = max(end.get(name, 0), step)
+            end[name] = step
         for name in node.outputs:
             if name:
-                start[name] = step
-                end[name] = last if name in leaving else max(end.get(name, step), step)
+                start[name] = end[name] = step
+    delta = [0] * (len(nodes) + 1)
     sizes: dict[str, int] = {}
-    for name in start:
-        size = tensor_bytes(tensors.get(name), as_dtype)
+    for name, first in start.items():
+        size = size_of(name)
         if size is None:
             return None, [], _no_size(name, tensors.get(name), "activation")
+        if name in leaving:
+            end[name] = last
         sizes[name] = size
-    delta = [0] * (len(nodes) + 1)
-    for name, size in sizes.items():
-        delta[start[name]] += size
+        delta[first] += size
         delta[end[name] + 1] -= size
+    if not nodes:
+        return 0, [], None
     peak, peak_step, live = -1, 0, 0
     for step, node in enumerate(nodes):
         live += delta[step]
-        body = extras.get(node.name)
-        if body is not None and body.peak is None:
-            return None, [], body.unknown_peak
-        here = live + (body.peak if body is not None and body.peak else 0)
+        here = live
+        if extras and (body := extras.get(node.name)) is not None:
+            if body.peak is None:
+                return None, [], body.unknown_peak
+            here += body.peak
         if here > peak:
             peak, peak_step = here, step
-    if not nodes:
-        return 0, [], None
     at = [LiveTensor(name, size, producer(name)) for name, size in sizes.items()
           if start[name] <= peak_step <= end[name]]
     at.sort(key=lambda t: (-t.bytes, t.tensor))
     return peak, at[:AT_PEAK], None
+
+
+def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> Callable[[str], int | None]:
+    """``tensor_bytes`` by name, each tensor sized once."""
+    cache: dict[str, int | None] = {}
+
+    def size_of(name: str) -> int | None:
+        if name in cache:
+            return cache[name]
+        size = cache[name] = tensor_bytes(tensors.get(name), as_dtype)
+        return size
+
+    return size_of
 
 
 def _no_size(name: str, info: TensorInfo | None, kind: str) -> str:
