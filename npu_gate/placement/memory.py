@@ -249,6 +249,7 @@ def _schedule(
     last = len(nodes) - 1
     start: dict[str, int] = {}
     end: dict[str, int] = {}  # steps only grow: the last write is the last use
+    kept: list[str] = []
     for name in live_first:
         if name and name not in constants:
             start[name] = end[name] = 0
@@ -264,14 +265,16 @@ def _schedule(
         for name in node.outputs:
             if name:
                 start[name] = end[name] = step
+                if name in leaving:
+                    kept.append(name)
+    for name in kept:  # leaves the partition: live to its end (not a tensor only arriving)
+        end[name] = last
     delta = [0] * (len(nodes) + 1)
     sizes: dict[str, int] = {}
     for name, first in start.items():
         size = size_of(name)
         if size is None:
             return None, [], _no_size(name, tensors.get(name), "activation")
-        if name in leaving:
-            end[name] = last
         sizes[name] = size
         delta[first] += size
         delta[end[name] + 1] -= size

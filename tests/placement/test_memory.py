@@ -216,3 +216,21 @@ def test_builtin_profiles_state_no_budget_and_rknn_runs_float16():
         assert load_profile(name).memory is None, name  # none of their sources states one
     assert load_profile("rknn-rk3588").runtime_dtype == "float16"  # inherited from rknn-toolkit2-v2.1
     assert load_profile("demo").runtime_dtype is None
+
+
+def test_a_tensor_arriving_from_another_partition_dies_at_its_last_reader(tmp_path):
+    # A | S (cpu) | C D E F: a and s arrive in the last partition and are read by C only
+    # steps there: C {a, s, c} 48; D {c, d} 32; E {d, e} 32; F {d, e, y} 48
+    m = model([helper.make_node("Relu", ["x"], ["a"], name="A"),
+               helper.make_node("Sigmoid", ["a"], ["s"], name="S"),
+               helper.make_node("Add", ["a", "s"], ["c"], name="C"),
+               helper.make_node("Neg", ["c"], ["d"], name="D"),
+               helper.make_node("Relu", ["d"], ["e"], name="E"),
+               helper.make_node("Add", ["d", "e"], ["y"], name="F")],
+              [f32("x", [1, 4])], [f32("y", [1, 4])])
+    result = inspect(tmp_path, m)
+    assert [(p.device, p.nodes) for p in result.partitions] == [
+        ("npu", ["A"]), ("cpu", ["S"]), ("npu", ["C", "D", "E", "F"])]
+    # partition 0: a leaves (read by S and C): {x, a} 32
+    assert memory(result) == [(0, 32, [("a", 16, "A"), ("x", 16, None)]),
+                              (0, 48, [("a", 16, "A"), ("c", 16, "C"), ("s", 16, "S")])]
