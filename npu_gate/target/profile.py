@@ -20,6 +20,9 @@ from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
 
+MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -244,6 +247,10 @@ def semantic_problems(
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
     problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+    memory = doc.get("memory")
+    if memory and all(memory.get(key) is None for key in MEMORY_BUDGETS):
+        problems.append(f"{label}: memory: states no budget ({', '.join(MEMORY_BUDGETS)}); "
+                        "state the figure its evidence gives, or remove memory")
     if not check_onnx:
         return problems
     from npu_gate.target.vocabulary import onnx_problems

@@ -205,6 +205,8 @@ def test_cpu_partitions_are_not_estimated(tmp_path):
 def test_profile_memory_needs_evidence(tmp_path):
     with pytest.raises(ProfileError, match="evidence"):
         load_profile(str(profile_file(tmp_path, memory={"sram_bytes": 10})))
+    with pytest.raises(ProfileError, match="memory: states no budget"):
+        load_profile(str(profile_file(tmp_path, memory={"evidence": "a datasheet"})))
     with pytest.raises(ProfileError, match="runtime_dtype"):
         load_profile(str(profile_file(tmp_path, runtime_dtype="int3")))
 
