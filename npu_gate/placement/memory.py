@@ -58,9 +58,6 @@ class LiveTensor:
     bytes: int
     producer: str | None  # the node making it; None: a graph input
 
-    def to_dict(self) -> dict[str, object]:
-        return {"tensor": self.tensor, "bytes": self.bytes, "producer": self.producer}
-
 
 @dataclass
 class PartitionMemory:
