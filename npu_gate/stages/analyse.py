@@ -444,43 +444,34 @@ def memory_findings(estimates: Sequence[memlib.PartitionMemory], budget: Mapping
     where a budget is declared cannot be checked, and fails (a gate never fails open)."""
     if not budget or not estimates:
         return []
-    evidence = str(budget.get("evidence", ""))
     peak, weights, top = memlib.whole(estimates)
     heaviest = max(estimates, key=lambda e: e.weight_bytes or 0)
-    checks: list[tuple[str, memlib.PartitionMemory, int | None, str]] = []
-    for e in estimates:
-        checks.append(("sram_bytes", e, e.peak_activation_bytes, "peak live activations"))
-    checks.append(("weight_bytes", heaviest, weights, "weights of the NPU partitions"))
     together = None if peak is None or weights is None else peak + weights
-    checks.append(("dram_bytes", top or heaviest, together, "peak live activations and weights together"))
+    # (budget key, the partition named, the figure, what it is, whether its peak tensors matter)
+    checks = [("sram_bytes", e, e.peak_activation_bytes, "peak live activations", True) for e in estimates]
+    checks.append(("weight_bytes", heaviest, weights, "weights of the NPU partitions", False))
+    checks.append(("dram_bytes", top or heaviest, together, "peak live activations and weights together", True))
     out = []
-    for key, at, actual, what in checks:
+    for key, at, actual, what, at_peak in checks:
         allowed = budget.get(key)
         if allowed is None or (actual is not None and actual <= allowed):
             continue
-        unknown = next((e.unknown for e in estimates if e.unknown), None) if actual is None else None
-        finding = memory_exceeded("memory-budget", f"memory.{key}", what, at, actual, allowed, unknown)
-        finding.message += f" (the profile's budget: {evidence})"
-        out.append(finding)
+        first = at.at_peak[0] if at_peak and at.at_peak else None
+        if actual is None:
+            unknown = next((e.unknown for e in estimates if e.unknown), None)
+            message = (f"partition {at.partition}: {what} unknown ({unknown}): memory.{key} {allowed:,} "
+                       "cannot be checked")
+        else:
+            message = (f"partition {at.partition}: {what} {actual:,} bytes (estimated upper bound) exceed "
+                       f"memory.{key} {allowed:,}")
+            if first is not None:
+                message += "; largest live at the peak: " + ", ".join(
+                    f"{t.tensor} ({t.bytes:,} B, from {t.producer or 'a graph input'})" for t in at.at_peak)
+        message += f" (the profile's budget: {budget.get('evidence', '')})"
+        out.append(make_finding("memory-budget", message, node=first.producer if first else None,
+                                subject=first.tensor if first else None, partition=at.partition,
+                                constraint=f"memory.{key}", actual=actual, allowed=allowed))
     return out
-
-
-def memory_exceeded(
-    rule_id: str, constraint: str, what: str, at: memlib.PartitionMemory, actual: int | None, allowed: int,
-    unknown: str | None, **where: Any,
-) -> Finding:
-    """A memory figure over its limit (or unknown): the partition, the largest live tensors at
-    its peak and their producer nodes, as structured fields and in words."""
-    live = ", ".join(f"{t.tensor} ({t.bytes:,} B, from {t.producer or 'a graph input'})" for t in at.at_peak)
-    if actual is None:
-        message = f"partition {at.partition}: {what} unknown ({unknown}): {constraint} {allowed:,} cannot be checked"
-    else:
-        message = (f"partition {at.partition}: {what} {actual:,} bytes (estimated upper bound) exceed "
-                   f"{constraint} {allowed:,}" + (f"; largest live at the peak: {live}" if live else ""))
-    first = at.at_peak[0] if at.at_peak else None
-    return make_finding(rule_id, message, node=first.producer if first else None,
-                        subject=where.pop("subject", first.tensor if first else None), partition=at.partition,
-                        constraint=constraint, actual=actual, allowed=allowed, **where)
 
 
 def _dynamic_shape_findings(facts: GraphFacts, placements: list[Placement], severity: str) -> list[Finding]:

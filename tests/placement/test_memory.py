@@ -162,6 +162,8 @@ def test_weight_and_dram_budgets(tmp_path, budget, key, actual):
     result = inspect(tmp_path, if_model(), memory={**budget, "evidence": "test budget"})
     f, = [f for f in result.findings if f.rule == "memory-budget"]
     assert (f.constraint, f.actual, f.allowed, f.partition) == (f"memory.{key}", actual, actual - 1, 0)
+    # weights name no tensor at the peak; the peak and weights together do
+    assert (f.node, f.subject) == (None, None if key == "weight_bytes" else "x")  # x: a graph input
     met = inspect(tmp_path, if_model(), memory={key: actual, "evidence": "test budget"})
     assert [f for f in met.findings if f.rule == "memory-budget"] == []
 
