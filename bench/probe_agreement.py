@@ -2,6 +2,7 @@
 
     python bench/probe_agreement.py [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--venv .venv-rknn] [--out DIR]
+    python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
 probes it with the real toolkit (rk3588) and prints one Markdown row per net: nodes, how the
@@ -13,6 +14,10 @@ nothing is downloaded) at small input sizes, builds each once and compares the b
 three built-in RKNN profiles, then lists every disagreement. It needs torchvision in this
 environment, which npu_gate itself never does: `pip install --no-deps torchvision==0.28.0 pillow`
 (the torchvision release built for torch 2.13.0).
+
+`--memory` (issue 24) builds the same nets under profile rknn-rk3588 (float16) and prints
+the static memory estimate beside the compiler's own totals (`Total Internal Memory Size`,
+`Total Weight Memory Size`) and their ratio estimate / compiler, per net.
 """
 
 from __future__ import annotations
@@ -207,9 +212,13 @@ def main() -> None:
     parser.add_argument("--profile", default="demo")
     parser.add_argument("--torchvision", action="store_true",
                         help=f"torchvision architectures against {', '.join(PROFILES)} (--profile is ignored)")
+    parser.add_argument("--memory", action="store_true",
+                        help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     args = parser.parse_args()
     bench = run_torchvision if args.torchvision else run
+    if args.memory:
+        bench = run_memory_torchvision if args.torchvision else run_memory
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         bench(Path(args.venv), args.profile, Path(args.out))
@@ -280,6 +289,55 @@ def run_torchvision(venv: Path, _profile: str, out: Path) -> None:
         print(f"- {net}: {op_type} ({example}): {predicted} by {', '.join(names)} -> {actual}"
               f"{f' as {became}' if became else ''}; {cause}")
     print("\n".join(failures))
+
+
+MEMORY_PROFILE = "rknn-rk3588"
+
+
+def run_memory(venv: Path, _profile: str, out: Path) -> None:
+    memory_table(venv, out, {name: (cls, shape) for name, (cls, shape) in NETS.items()})
+
+
+def run_memory_torchvision(venv: Path, _profile: str, out: Path) -> None:
+    memory_table(venv, out, torchvision_nets(import_torchvision()))
+
+
+def memory_table(venv: Path, out: Path, nets: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]]) -> None:
+    """One row per net: the estimate's peak and weights, the compiler's totals, the ratios."""
+    compiler = get_compiler("rknn")
+    profile = load_profile(MEMORY_PROFILE)
+    start = time.perf_counter()
+    rows, version = [], None
+    for name, (build, shape) in nets.items():
+        torch.manual_seed(0)
+        path = out / (name.split()[0].lower() + ".onnx")
+        export(build(), shape, path)
+        result = probe(path, compiler, "rk3588", compiler.python(venv), profile=profile)
+        path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        version = version or result.compiler["version"]
+        measured, estimate = result.memory["compiler"], result.memory["estimate"]
+        if not measured or not estimate:
+            rows.append(f"| {name} | {result.status}: no totals | | | | | | |")
+            continue
+        peak, internal = estimate["peak_activation_bytes"], measured["internal_bytes"]
+        weights, weight_memory = estimate["weight_bytes"], measured["weight_bytes"]
+        rows.append(f"| {name} | {estimate['npu_partitions']} | {_kib(peak)} | {_kib(internal)} | "
+                    f"{_ratio(peak, internal)} | {_kib(weights)} | {_kib(weight_memory)} | "
+                    f"{_ratio(weights, weight_memory)} |")
+    print(f"rknn-toolkit2 {version}, rk3588, profile {MEMORY_PROFILE} (float16), torch {torch.__version__}, "
+          f"opset 17 torchscript exporter; {time.perf_counter() - start:.0f} s in all\n")
+    print("| net | NPU partitions | estimated peak activations | compiler internal memory | ratio | "
+          "estimated weights | compiler weight memory | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(rows))
+
+
+def _kib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / 1024:,.2f} KiB"
+
+
+def _ratio(estimate: int | None, measured: int | None) -> str:
+    return "n/a" if estimate is None or not measured else f"{estimate / measured:.2f}"
 
 
 def _group_disagreements(net: str, results: list[Any], groups: dict[tuple[Any, ...], list[str]]) -> None:

@@ -196,8 +196,25 @@ RULES: dict[str, Rule] = {
             "gate-exceeded",
             ERROR,
             "A limit in the contract's gates was exceeded.",
-            "max_cpu_nodes, max_npu_partitions or max_boundary_bytes. A limit that cannot be "
-            "checked (boundary bytes unknown because of dynamic shapes) counts as exceeded.",
+            "max_cpu_nodes, max_npu_partitions, max_boundary_bytes, max_peak_activation_bytes or "
+            "max_weight_bytes. A limit that cannot be checked (bytes unknown because of dynamic "
+            "shapes) counts as exceeded. A memory gate's finding names the NPU partition (field "
+            "`partition`), the largest tensor live at its peak (in the message) and that tensor's "
+            "producer (`node`); the figures are the static estimate's upper bound (docs/memory.md).",
+        ),
+        Rule(
+            "memory-budget",
+            ERROR,
+            "An NPU partition's estimated memory exceeds the budget the target profile declares.",
+            "The profile's `memory` states the target's budget (only where its sources do; none "
+            "of the built-in profiles does). Against it: each NPU partition's peak live "
+            "activation bytes (`sram_bytes`), the NPU partitions' weight bytes (`weight_bytes`), "
+            "and the largest peak plus the weights (`dram_bytes`). The figures are the static "
+            "estimate (docs/memory.md): an upper bound (topological schedule, no in-place reuse, "
+            "no tiling), in the profile's `runtime_dtype`. The finding names the partition "
+            "(`partition`), the budget (`constraint`, `actual`, `allowed`), the largest tensors "
+            "live at the peak with their producer nodes (the first one as `subject` and `node`). "
+            "A figure unknown because a size is not static cannot be checked and fails.",
         ),
         Rule(
             "gate-timeout",

@@ -23,6 +23,8 @@ METRICS = (
     "npu_partitions",
     "cpu_partitions",
     "boundary_bytes",
+    "peak_activation_bytes",  # result 1.7: the static memory estimate (NPU partitions)
+    "weight_bytes",
     "shape_chains",
     "shape_chains_staying",
 )
@@ -82,7 +84,8 @@ def diff_results(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) 
         or placements
         or by_op
         or any(chains.values())
-        or any(m["a"] != m["b"] for m in metrics)
+        # a metric one side does not have (a result from before it existed) tells no difference
+        or any(m["a"] != m["b"] for m in metrics if m["metric"] in sa and m["metric"] in sb)
     )
     return {
         "diff_version": DIFF_VERSION,

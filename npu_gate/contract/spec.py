@@ -96,6 +96,8 @@ class Gates:
     max_cpu_nodes: int | None = None
     max_npu_partitions: int | None = None
     max_boundary_bytes: int | None = None
+    max_peak_activation_bytes: int | None = None  # summary.peak_activation_bytes (upper bound)
+    max_weight_bytes: int | None = None  # summary.weight_bytes
     allow_dynamic_shapes: bool = False
 
 
@@ -251,6 +253,8 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             max_cpu_nodes=gates.get("max_cpu_nodes"),
             max_npu_partitions=gates.get("max_npu_partitions"),
             max_boundary_bytes=gates.get("max_boundary_bytes"),
+            max_peak_activation_bytes=gates.get("max_peak_activation_bytes"),
+            max_weight_bytes=gates.get("max_weight_bytes"),
             allow_dynamic_shapes=bool(gates.get("allow_dynamic_shapes", False)),
         ),
         waivers=[

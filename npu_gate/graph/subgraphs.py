@@ -27,6 +27,9 @@ class ScopedNode:
     tensors: dict[str, TensorInfo]  # this scope's tensors over the outer scopes'
     constants: frozenset[str]  # constants visible in this scope
     folded: bool  # a constant the compiler evaluates ahead of time (placement's rule)
+    # The body's own graph inputs and outputs (shared by the nodes of one scope).
+    scope_inputs: tuple[str, ...] = ()
+    scope_outputs: tuple[str, ...] = ()
 
 
 def collect_subgraph_nodes(
@@ -72,7 +75,9 @@ def _walk(
                 if folded[-1]:
                     constants.update(n for n in node.outputs if n)
             frozen = frozenset(constants)
+            inputs = tuple(v.name for v in sub.input)
+            outputs = tuple(v.name for v in sub.output)
             for node, sub_proto, is_folded in zip(nodes, sub.node, folded, strict=True):
                 path = f"{scope}/{node.name}"
-                out.append(ScopedNode(path, scope, root, node, tensors, frozen, is_folded))
+                out.append(ScopedNode(path, scope, root, node, tensors, frozen, is_folded, inputs, outputs))
                 _walk(sub_proto, path, root, tensors, frozen, opsets, out)

@@ -38,6 +38,8 @@ class CompilerOutput:
     # node -> its (input tensors other than weights, output tensors) in that graph: where the work
     # of a node a ``fuse_*`` rule removed without naming its replacement went
     final_tensors: dict[str, tuple[list[str], list[str]]] | None = None
+    # the compiler's own memory totals, when its log prints them: {internal_bytes, weight_bytes}
+    memory: dict[str, int] | None = None
 
 
 @dataclass

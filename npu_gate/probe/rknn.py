@@ -7,7 +7,10 @@ Facts this module relies on (measured with rknn-toolkit2 2.5.0, see docs/rknn.md
 - Python-side rewrites are logged as ``rule: remove node = [...], add node = [...]``;
 - the toolkit dumps ``checkN_<pass>.onnx`` into its working folder; the highest N is the
   graph handed to the compiler;
-- when a rewrite rule raises, the log says ``You can add disable_rules=['rule']``.
+- when a rewrite rule raises, the log says ``You can add disable_rules=['rule']``;
+- after its memory plan (``Feature Tensor Information Table`` with each tensor's
+  ``[Start End) Size``), the build prints ``Total Internal Memory Size: 25.5KB`` and
+  ``Total Weight Memory Size: 2.625KB``; KB is 1024 bytes (25.5KB is the plan's end, 0x6600).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ _VERSION = re.compile(r"rknn-toolkit2 version: (\S+)")
 _DISABLE = re.compile(r"disable_rules=\[\s*'([^']+)'")
 _ERROR = re.compile(r"^E (?P<where>[\w.]+): (?P<message>.+)$")
 _CHECK = re.compile(r"^check(\d+)_.*\.onnx$")
+_MEMORY = re.compile(r"Total (?P<what>Internal|Weight) Memory Size:\s*(?P<value>[0-9.]+)\s*(?P<unit>[KMG]?B)\b")
+_UNIT = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
+_MEMORY_KEYS = {"Internal": "internal_bytes", "Weight": "weight_bytes"}
 TABLE_TITLE = "Network Layer Information Table"
 IO_OPS = ("InputOperator", "OutputOperator")
 _TARGETS = {"NPU": NPU, "CPU": CPU}
@@ -98,6 +104,9 @@ def parse_log(lines: list[str]) -> CompilerOutput:
             out.retry_rule = m.group(1)
         if out.error is None and (m := _ERROR.match(line)) and not m.group("message").startswith("Traceback"):
             out.error = f"{m.group('where')}: {m.group('message').strip()}"
+        if m := _MEMORY.search(line):  # the last build's totals win
+            out.memory = (out.memory or {}) | {
+                _MEMORY_KEYS[m.group("what")]: round(float(m.group("value")) * _UNIT[m.group("unit")])}
     if table_at is not None:
         out.rows = parse_table(lines[table_at + 1:])
     return out

@@ -309,9 +309,26 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         if predicted_result:
             result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
+    result.memory = _memory(result, output, predicted_result)
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _memory(result: ProbeResult, output: CompilerOutput, predicted_result: GateResult | None) -> dict[str, Any]:
+    """The compiler's memory totals (a build that printed them) beside the static estimate of
+    the prediction's NPU partitions."""
+    compiler = None
+    if result.built and output.memory:
+        compiler = {"internal_bytes": output.memory.get("internal_bytes"),
+                    "weight_bytes": output.memory.get("weight_bytes"), "evidence": result.evidence}
+    estimate = None
+    s = predicted_result.summary if predicted_result else {}
+    if "memory" in s:
+        estimate = {"peak_activation_bytes": s.get("peak_activation_bytes"), "weight_bytes": s.get("weight_bytes"),
+                    "npu_partitions": s.get("npu_partitions"), "runtime_dtype": s["memory"]["runtime_dtype"],
+                    "evidence": s["memory"]["estimate"], "unknown": s["memory"]["unknown"]}
+    return {"compiler": compiler, "estimate": estimate}
 
 
 def compiler_graph_names(compiler: Compiler, predicted_result: GateResult | None) -> dict[str, str]:

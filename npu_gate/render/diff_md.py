@@ -42,7 +42,7 @@ def render_text(d: dict[str, Any]) -> str:
         return lines[0] + ": no differences\n"
     for m in d["metrics"]:
         if m["a"] != m["b"]:
-            show = size if m["metric"] == "boundary_bytes" else _v
+            show = size if m["metric"].endswith("_bytes") else _v
             lines.append(f"  {m['metric']}: {show(m['a'])} -> {show(m['b'])}")
     for op, c in d["ops"].items():
         lines.append(f"  op {term(op)}: {c['a']} -> {c['b']}")
@@ -89,7 +89,7 @@ def _metrics(d: dict[str, Any]) -> str:
     for m in d["metrics"]:
         if m["a"] is None and m["b"] is None:
             continue
-        if m["metric"] == "boundary_bytes":  # bytes read better with their unit beside them
+        if m["metric"].endswith("_bytes"):  # bytes read better with their unit beside them
             a, b = size(m["a"]), size(m["b"])
             delta = "" if m["delta"] is None else size(m["delta"], signed=True) if m["delta"] else "="
         else:

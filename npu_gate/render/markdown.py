@@ -41,6 +41,7 @@ def render(result: GateResult, bundle_dir: str | None = "") -> str:
         _shape_chains(result),
         _dynamic_dims(result),
         _partitions(result),
+        _memory(result),
         _fusions(result),
         _numerics(result),
         _exporter_comparison(result),
@@ -254,6 +255,32 @@ def _partitions(result: GateResult) -> str:
             f"crossing them)</summary>\n\n{text}\n\n</details>")
 
 
+def _memory(result: GateResult) -> str:
+    """Each NPU partition's static memory estimate: weights, peak, the tensor at the peak."""
+    estimated = [p for p in result.partitions if p.estimated]
+    if not estimated:
+        return ""
+    memory = result.summary.get("memory")
+    dtype = memory["runtime_dtype"] if memory else None
+    rows = []
+    for p in estimated[:MAX_ROWS]:
+        first = p.at_peak[0] if p.at_peak else None
+        at = "" if first is None else (f"{md_code(first['tensor'])} ({first['bytes']:,} B) from "
+                                       f"{md_code(first['producer']) if first['producer'] else 'a graph input'}")
+        if p.memory_unknown:
+            at = f"unknown: {md(p.memory_unknown)}"
+        rows.append([str(p.id), size(p.weight_bytes), size(p.peak_activation_bytes), at])
+    text = (f"Estimated upper bound on unpadded tensor bytes, not the compiler's plan (its native layouts may "
+            f"pad): each partition run in topological order, every "
+            f"tensor live from its producer to its last consumer, no in-place reuse, no tiling; float "
+            f"tensors in {md_code(dtype) if dtype else 'the model’s dtypes'}.\n\n")
+    text += table(["partition", "weights", "peak activations", "largest tensor at the peak"], rows,
+                  total=len(estimated))
+    if len(estimated) <= FOLD_PARTITIONS:
+        return "### Memory per NPU partition\n\n" + text
+    return f"<details><summary>Memory per NPU partition ({len(estimated)})</summary>\n\n{text}\n\n</details>"
+
+
 def _numerics(result: GateResult) -> str:
     stage = result.stages.get("numerics", {})
     if not result.numerics:
@@ -282,7 +309,7 @@ def _gates(result: GateResult) -> str:
     waived = {f.subject for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
-        figure = size if g.name == "max_boundary_bytes" else _figure
+        figure = size if g.name.endswith("_bytes") else _figure
         limit = "no limit" if g.limit is None else figure(g.limit)
         actual = figure(g.actual)
         outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"

@@ -31,11 +31,34 @@ def text(result: ProbeResult) -> str:
             lines.append(f"  {compared_partitions(s, result.built)}")
         if adapter_line := adapters_text(s, term):
             lines.append(f"  {adapter_line}")
+    if memory_line := memory_text(result.memory):
+        lines.append(f"  {memory_line}")
     for f in result.findings:
         if f["severity"] == "warning":
             lines.append(f"  warning {f['rule']}: {term(f['message'])}")
     lines.append(f"  {result.evidence} (compiler placement, not device latency)")
     return "\n".join(lines) + "\n"
+
+
+def _bytes(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
+def memory_text(memory: dict[str, Any]) -> str:
+    """The compiler's memory totals beside the static estimate, in one line (plain text: only
+    numbers and npu_gate's own words)."""
+    compiler, estimate = memory.get("compiler"), memory.get("estimate")
+    if not compiler and not estimate:
+        return ""
+    parts = []
+    if compiler:
+        parts.append(f"compiler: internal {_bytes(compiler['internal_bytes'])} bytes, weights "
+                     f"{_bytes(compiler['weight_bytes'])} bytes")
+    if estimate:
+        parts.append(f"estimate (upper bound on unpadded tensors): peak activations "
+                     f"{_bytes(estimate['peak_activation_bytes'])} bytes, "
+                     f"weights {_bytes(estimate['weight_bytes'])} bytes")
+    return "memory: " + "; ".join(parts)
 
 
 def markdown(result: ProbeResult) -> str:
@@ -71,6 +94,8 @@ def markdown(result: ProbeResult) -> str:
             parts.append(compared[0].upper() + compared[1:] + ".")
         if adapter_line := adapters_text(s, md):
             parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
+        if memory_line := memory_text(result.memory):
+            parts.append(memory_line[0].upper() + memory_line[1:] + ".")  # numbers and our words only
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
                       "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
         parts.append("### Predicted vs actual\n\n" + table(

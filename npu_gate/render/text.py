@@ -8,7 +8,7 @@ from typing import Any
 from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
 from npu_gate.render.cells import number, row_key, row_message, sources
-from npu_gate.result.types import Finding, GateResult
+from npu_gate.result.types import Finding, GateResult, Summary
 
 MAX_REASONS = 5
 
@@ -31,6 +31,8 @@ def render(result: GateResult, headline_note: str = "") -> str:
             f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
+    if result.analysed and "memory" in s and s["npu_partitions"]:
+        lines.append(_memory_line(s))
     for fusion in result.fusions or []:  # profile patterns: what the target fuses
         nodes = ", ".join(term(n) for n in fusion["nodes"])
         lines.append(f"  fused {fusion['op']} ({fusion['pattern']}) on {fusion['device']}: {nodes}")
@@ -90,6 +92,22 @@ def render(result: GateResult, headline_note: str = "") -> str:
     if waived:
         lines.append(f"  {waived} finding(s) waived")
     return "\n".join(lines) + "\n"
+
+
+def _memory_line(s: Summary) -> str:
+    """The static memory estimate in one line: the largest NPU peak, where, and the weights."""
+    memory = s["memory"]
+    peak, weights = s.get("peak_activation_bytes"), s.get("weight_bytes")
+    where = ""
+    if peak is not None and memory["peak_partition"] is not None:
+        where = f" in partition {memory['peak_partition']}"
+        if memory["peak_tensor"] is not None:
+            where += f" ({term(memory['peak_tensor'])} from {term(memory['peak_producer'] or 'a graph input')})"
+    dtype = f", {memory['runtime_dtype']}" if memory["runtime_dtype"] else ""
+    text = (f"  memory (estimated upper bound{dtype}): peak activations "
+            f"{'unknown' if peak is None else f'{peak:,} bytes'}{where}; weights "
+            f"{'unknown' if weights is None else f'{weights:,} bytes'}")
+    return text + (f" ({term(memory['unknown'])})" if memory["unknown"] else "")
 
 
 def _proof(checks: list[dict[str, Any]]) -> str:

@@ -122,6 +122,9 @@ class ProbeResult:
     findings: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
+    # probe-1.2: the compiler's memory totals beside npu_gate's static estimate, each with its
+    # evidence: {"compiler": {internal_bytes, weight_bytes, evidence} | None, "estimate": {...} | None}
+    memory: dict[str, Any] = field(default_factory=lambda: {"compiler": None, "estimate": None})
 
     @property
     def built(self) -> bool:
@@ -152,9 +155,11 @@ class ProbeResult:
             "ops": [r.to_dict() for r in self.ops],
             "rewrites": [r.to_dict() for r in self.rewrites],
             "attempts": [a.to_dict() for a in self.attempts],
+            "memory": self.memory,
             "timings": self.timings,
             "log": self.log,
         }
 
 
-PROBE_SCHEMA_VERSION = "probe-1.1"  # 1.1: summary.adapters, predicted_*_partitions_with_adapters
+# 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate)
+PROBE_SCHEMA_VERSION = "probe-1.2"

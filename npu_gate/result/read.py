@@ -33,7 +33,8 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
                         constraint=f.get("constraint"), actual=f.get("actual"),
                         allowed=f.get("allowed"), waived=bool(f.get("waived")),
                         waiver_reason=f.get("waiver_reason"), doc=f.get("doc"), evidence=f.get("evidence"),
-                        fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f), cause=f.get("cause"))
+                        fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f), cause=f.get("cause"),
+                        partition=f.get("partition"))
                 for f in doc.get("findings", [])]
     result = GateResult(
         name=doc["name"],
@@ -47,7 +48,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
         outputs=doc.get("outputs", []),
         ops=doc.get("ops", {}),
         nodes=[NodeResult(**n) for n in doc.get("nodes", [])],
-        partitions=[PartitionResult(**p) for p in doc.get("partitions", [])],
+        partitions=[_partition(p) for p in doc.get("partitions", [])],
         boundaries=[BoundaryResult(tensor=b["tensor"], bytes=b["bytes"], source=b["from"],
                                    target=b["to"]) for b in doc.get("boundaries", [])],
         summary=doc.get("summary", {}),
@@ -97,6 +98,13 @@ def check_result(doc: dict[str, Any], where: str) -> None:
     if problems := schema_problems(doc, "result", where):
         more = [f"{where}: {len(problems) - 10} more problems"] if len(problems) > 10 else []
         raise GateError(*problems[:10], *more)
+
+
+def _partition(p: dict[str, Any]) -> PartitionResult:
+    """A partition entry; one with the memory estimate (schema 1.7) keeps it."""
+    return PartitionResult(id=p["id"], device=p["device"], nodes=p["nodes"], weight_bytes=p.get("weight_bytes"),
+                           peak_activation_bytes=p.get("peak_activation_bytes"), at_peak=p.get("at_peak"),
+                           memory_unknown=p.get("memory_unknown"), estimated="at_peak" in p)
 
 
 def _legacy_subject(f: dict[str, Any]) -> str | None:

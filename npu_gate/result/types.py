@@ -20,6 +20,9 @@ from npu_gate.rules import RULES
 # 1.7: stages.probe may be {status: skipped, reason} (the run reached its --timeout first);
 #      optional nodes[].source, nodes[].stable_key, findings[].fix, findings[].cause (a
 #      dynamic-shape finding's root cause)
+#      and the static memory estimate: summary.peak_activation_bytes, summary.weight_bytes,
+#      summary.memory, partitions[].peak_activation_bytes/weight_bytes/at_peak/memory_unknown
+#      (NPU partitions), optional findings[].partition
 SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"
@@ -82,6 +85,26 @@ class MeasuredCounts(TypedDict):
     cpu_partitions: int
 
 
+class LiveEntry(TypedDict):
+    """A tensor live at a partition's peak: its bytes (in the target's dtype) and producer
+    (None: a graph input)."""
+
+    tensor: str
+    bytes: int
+    producer: str | None
+
+
+class MemorySummary(TypedDict):
+    """What the model's memory figures are and where the peak is (placement/memory.py)."""
+
+    estimate: str  # the upper bound's assumptions, in words
+    runtime_dtype: str | None  # float tensors sized in it; None: the model's own dtypes
+    peak_partition: int | None  # the NPU partition with the largest peak
+    peak_tensor: str | None  # the largest tensor live at it
+    peak_producer: str | None
+    unknown: str | None  # why a figure is null
+
+
 class Summary(TypedDict, total=False):
     """Counts over the analysed graph (absent keys: the graph was not analysed)."""
 
@@ -92,6 +115,9 @@ class Summary(TypedDict, total=False):
     npu_partitions: int
     cpu_partitions: int
     boundary_bytes: int | None  # None: a crossing tensor's size is not static
+    peak_activation_bytes: int | None  # largest NPU partition peak (upper bound); None: not static
+    weight_bytes: int | None  # every NPU partition's weights; None: not static
+    memory: MemorySummary
     dynamic_inputs: list[str]
     subgraph_nodes: int
     subgraph_cpu_nodes: int
@@ -158,9 +184,11 @@ class Finding:
     # cause share a row in the reports.
     cause: list[str] | None = None
 
+    partition: int | None = None  # the partition it is about (memory-budget, memory gates)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
-        for key in ("node", "op_type", "constraint", "subject", "cause"):
+        for key in ("node", "op_type", "constraint", "subject", "cause", "partition"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         if self.constraint is not None:
@@ -213,9 +241,21 @@ class PartitionResult:
     id: int
     device: str
     nodes: list[str]
+    # NPU partitions: the static memory estimate (an upper bound; None: a size is not static)
+    weight_bytes: int | None = None
+    peak_activation_bytes: int | None = None
+    at_peak: list[LiveEntry] | None = None  # the largest tensors live at the peak, largest first
+    memory_unknown: str | None = None  # why a figure is None
+    estimated: bool = False  # the memory fields are set
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out: dict[str, Any] = {"id": self.id, "device": self.device, "nodes": self.nodes}
+        if self.estimated:
+            out |= {"weight_bytes": self.weight_bytes, "peak_activation_bytes": self.peak_activation_bytes,
+                    "at_peak": self.at_peak or []}
+            if self.memory_unknown is not None:
+                out["memory_unknown"] = self.memory_unknown
+        return out
 
 
 @dataclass

@@ -32,6 +32,7 @@ from npu_gate.graph.source import node_source, stable_keys
 from npu_gate.graph.subgraphs import ScopedNode, collect_subgraph_nodes
 from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
+from npu_gate.placement import memory as memlib
 from npu_gate.placement.adapters import graph_adapters
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
@@ -43,6 +44,8 @@ from npu_gate.result.types import (
     Finding,
     GateResult,
     InputEntry,
+    LiveEntry,
+    MemorySummary,
     NodeResult,
     OutputEntry,
     PartitionResult,
@@ -85,6 +88,8 @@ class Analysis:
     evidence: str  # the profile's
     fold_skips: list[FoldSkip] = field(default_factory=list)  # folded values not computed (fold budget)
     order: list[int] = field(default_factory=list)  # the nodes in topological order
+    memory: list[memlib.PartitionMemory] = field(default_factory=list)  # NPU partitions' estimates
+    memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -166,6 +171,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions)
     part_of = {i: p.id for p in partitions for i in p.nodes}
+    dtype = settings.profile.runtime_dtype
+    memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype))
 
     result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
                          "producer": facts.producer, "node_count": len(facts.nodes)})
@@ -182,6 +189,12 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     result.rank_adapters = adapters
     names = [n.name for n in facts.nodes]
     result.partitions = [PartitionResult(p.id, p.device, [names[i] for i in p.nodes]) for p in partitions]
+    for estimate in memory:
+        entry = result.partitions[estimate.partition]
+        entry.weight_bytes, entry.peak_activation_bytes = estimate.weight_bytes, estimate.peak_activation_bytes
+        entry.at_peak = [LiveEntry(tensor=t.tensor, bytes=t.bytes, producer=t.producer) for t in estimate.at_peak]
+        entry.memory_unknown, entry.estimated = estimate.unknown, True
+    peak, weights, top = memlib.whole(memory)
     result.boundaries = crossings
     result.shape_chains = [c.to_dict() for c in chains]
     result.dynamic_dims = dims.dynamic_dims(model_inputs, {n: list(s.shape) for n, s in declared.items()}, chains)
@@ -194,6 +207,14 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         "npu_partitions": sum(1 for p in partitions if p.device == NPU),
         "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
         "boundary_bytes": total_bytes(crossings),
+        "peak_activation_bytes": peak,
+        "weight_bytes": weights,
+        "memory": MemorySummary(
+            estimate=memlib.UPPER_BOUND, runtime_dtype=dtype,
+            peak_partition=top.partition if top else None,
+            peak_tensor=top.at_peak[0].tensor if top and top.at_peak else None,
+            peak_producer=top.at_peak[0].producer if top and top.at_peak else None,
+            unknown=next((e.unknown for e in memory if e.unknown), None)),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
         "subgraph_nodes": len(scoped),
         "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
@@ -210,7 +231,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         opset_limit=opset_failure(settings.profile.limits, facts.opset), placements=placements, scoped=scoped,
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
-        evidence=settings.profile.evidence, fold_skips=budget.skips, order=order,
+        evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
+        memory_budget=settings.profile.memory,
     )
 
 
@@ -239,6 +261,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
                                a.body, measured)
     out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
     out += _dynamic_shape_findings(a, a.dynamic_severity)
+    out += memory_findings(a.memory, a.memory_budget)
     out += [make_finding("shape-computation", shape_chains.describe(chain), severity=a.dynamic_severity,
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
@@ -456,6 +479,42 @@ def _fold_budget_finding(facts: GraphFacts, skip: FoldSkip) -> Finding:
                "but the dims that depend on it stay unknown")
     return make_finding("fold-budget", message, node=node.name, op_type=node.key, constraint=skip.limit,
                         actual=skip.actual, allowed=skip.allowed)
+
+
+def memory_findings(estimates: Sequence[memlib.PartitionMemory], budget: Mapping[str, Any] | None) -> list[Finding]:
+    """``memory-budget`` errors: an NPU partition's peak above ``sram_bytes``, the model's
+    weights above ``weight_bytes``, both together above ``dram_bytes``; a figure unknown
+    where a budget is declared cannot be checked, and fails (a gate never fails open)."""
+    if not budget or not estimates:
+        return []
+    peak, weights, top = memlib.whole(estimates)
+    heaviest = max(estimates, key=lambda e: e.weight_bytes or 0)
+    together = None if peak is None or weights is None else peak + weights
+    # (budget key, the partition named, the figure, what it is, whether its peak tensors matter)
+    checks = [("sram_bytes", e, e.peak_activation_bytes, "peak live activations", True) for e in estimates]
+    checks.append(("weight_bytes", heaviest, weights, "weights of the NPU partitions", False))
+    checks.append(("dram_bytes", top or heaviest, together, "peak live activations and weights together", True))
+    out = []
+    for key, at, actual, what, at_peak in checks:
+        allowed = budget.get(key)
+        if allowed is None or (actual is not None and actual <= allowed):
+            continue
+        first = at.at_peak[0] if at_peak and at.at_peak else None
+        if actual is None:
+            unknown = next((e.unknown for e in estimates if e.unknown), None)
+            message = (f"partition {at.partition}: {what} unknown ({unknown}): memory.{key} {allowed:,} "
+                       "cannot be checked")
+        else:
+            message = (f"partition {at.partition}: {what} {actual:,} bytes (estimated upper bound) exceed "
+                       f"memory.{key} {allowed:,}")
+            if first is not None:
+                message += "; largest live at the peak: " + ", ".join(
+                    f"{t.tensor} ({t.bytes:,} B, from {t.producer or 'a graph input'})" for t in at.at_peak)
+        message += f" (the profile's budget: {budget.get('evidence', '')})"
+        out.append(make_finding("memory-budget", message, node=first.producer if first else None,
+                                subject=first.tensor if first else None, partition=at.partition,
+                                constraint=f"memory.{key}", actual=actual, allowed=allowed))
+    return out
 
 
 def _dynamic_shape_findings(a: Analysis, severity: str) -> list[Finding]:

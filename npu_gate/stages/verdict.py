@@ -22,6 +22,9 @@ def decide(result: GateResult, settings: Settings) -> None:
         ("max_npu_partitions", settings.gates.max_npu_partitions,
          measured.get("npu_partitions", summary.get("npu_partitions"))),
         ("max_boundary_bytes", settings.gates.max_boundary_bytes, summary.get("boundary_bytes")),
+        ("max_peak_activation_bytes", settings.gates.max_peak_activation_bytes,
+         summary.get("peak_activation_bytes")),
+        ("max_weight_bytes", settings.gates.max_weight_bytes, summary.get("weight_bytes")),
     ]
     for name, limit, actual in checks:
         if limit is None or not result.analysed:
@@ -30,9 +33,7 @@ def decide(result: GateResult, settings: Settings) -> None:
         passed = actual is not None and actual <= limit
         result.gates.append(GateCheck(name, limit, actual, passed))
         if not passed:
-            what = "unknown (shapes not static)" if actual is None else actual
-            result.findings.append(make_finding("gate-exceeded", f"{name}: {what} exceeds the limit {limit}",
-                                                subject=name))
+            result.findings.append(_gate_finding(result, name, limit, actual))
 
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     nodes = {n.name: n for n in result.nodes}
@@ -60,6 +61,34 @@ def decide(result: GateResult, settings: Settings) -> None:
     counts = Counter(f.severity for f in result.findings if not f.waived)
     result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
                                   "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
+
+
+def _gate_finding(result: GateResult, name: str, limit: int, actual: int | None) -> Finding:
+    """A gate exceeded; a memory gate's names the NPU partition and the largest tensor live at
+    its peak with the tensor's producer node."""
+    what = "unknown (shapes not static)" if actual is None else actual
+    message = f"{name}: {what} exceeds the limit {limit}"
+    if name not in ("max_peak_activation_bytes", "max_weight_bytes"):
+        return make_finding("gate-exceeded", message, subject=name)
+    npu = [p for p in result.partitions if p.estimated]
+    if not npu:
+        return make_finding("gate-exceeded", message, subject=name)
+    if actual is None:
+        part = next((p for p in npu if p.memory_unknown), npu[0])
+        message += f" (partition {part.id}: {part.memory_unknown})"
+    elif name == "max_peak_activation_bytes":
+        part = max(npu, key=lambda p: p.peak_activation_bytes or 0)
+    else:
+        part = max(npu, key=lambda p: p.weight_bytes or 0)
+    first = part.at_peak[0] if part.at_peak else None
+    if actual is not None:
+        message += f" (estimated upper bound; partition {part.id}"
+        if first is not None:
+            message += (f", largest live at its peak: {first['tensor']} ({first['bytes']:,} B, "
+                        f"from {first['producer'] or 'a graph input'})")
+        message += ")"
+    return make_finding("gate-exceeded", message, subject=name, partition=part.id,
+                        node=first["producer"] if first else None)
 
 
 def _not_unique_hint(waiver: Waiver, nodes: list[NodeResult], most: int = 10) -> str:

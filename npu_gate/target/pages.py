@@ -212,6 +212,9 @@ def render_markdown(
     common = docs.pop() if len(docs) == 1 else None  # one link for all: say it once
     if common:
         lines.append(f"| constraints documented at | {link(common, _cell(common), base)} |")
+    lines.append(f"| runtime dtype (memory estimate) | "
+                 f"{'`' + profile.runtime_dtype + '` for float tensors' if profile.runtime_dtype else 'the model’s'} |")
+    lines.append(f"| memory budget | {_memory_cell(profile.memory)} |")
     lines += [f"| ops | {len(profile.ops)} |", ""]
     lines += [
         "A profile check is a static prediction, not a device result. A listed op is predicted "
@@ -326,6 +329,13 @@ def render_text(profile: Profile, origin: str) -> str:
         if rule.get("doc"):
             lines.append(f"  source: {ref(rule['doc'])}")
     return "\n".join(line.replace("\n", " ") for line in lines) + "\n"
+def _memory_cell(memory: dict[str, Any] | None) -> str:
+    """The profile's memory budget in one cell: its figures and evidence, or none stated."""
+    if not memory:
+        return "none stated"
+    figures = [f"{key} {memory[key]:,}" for key in ("sram_bytes", "dram_bytes", "weight_bytes")
+               if memory.get(key) is not None]
+    return _cell(f"{', '.join(figures) or 'no figure'} ({memory['evidence']})")
 
 
 def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:

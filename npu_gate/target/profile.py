@@ -19,6 +19,8 @@ from npu_gate.errors import ProfileError
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
+MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -35,6 +37,10 @@ class Profile:
     rank_adapters: dict[str, Any] | None = None  # adapters at graph inputs/outputs (adapters.py)
     base_origins: list[str] = field(default_factory=list)  # each base's ``origin``, in ``extends`` order
     unknown_ops: dict[str, str] = field(default_factory=dict)  # op -> why the source does not say
+    # The dtype float tensors take on the target (None: the model's); the memory budget
+    # {sram_bytes, dram_bytes, weight_bytes, evidence} its sources state (None: none stated).
+    runtime_dtype: str | None = None
+    memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -59,6 +65,10 @@ class Profile:
         }
         if self.limits:
             doc["limits"] = self.limits
+        if self.runtime_dtype is not None:
+            doc["runtime_dtype"] = self.runtime_dtype
+        if self.memory is not None:
+            doc["memory"] = self.memory
         doc |= placement_part(self.ops, self.patterns, self.rank_adapters)
         if self.unknown_ops:
             doc["unknown_ops"] = self.unknown_ops
@@ -137,9 +147,15 @@ def _load_file(
     patterns = [dict(p) for p in doc.get("patterns", [])]
     adapters = doc.get("rank_adapters")
     unknown = dict(doc.get("unknown_ops", {}))
+    runtime_dtype = doc.get("runtime_dtype")
+    memory = doc.get("memory")
     if base is not None:
         # the base's unknown ops stay unknown unless this profile claims them
         unknown = {k: v for k, v in base.unknown_ops.items() if doc["ops"].get(k) is None} | unknown
+        if "runtime_dtype" not in doc:
+            runtime_dtype = base.runtime_dtype
+        if "memory" not in doc:
+            memory = base.memory  # null in the profile removes the base's
         if "rank_adapters" not in doc:
             adapters = base.rank_adapters  # null in the profile removes the base's
         # A pattern replaces the base's pattern of the same name; the base's others come first.
@@ -164,6 +180,10 @@ def _load_file(
         resolved["rank_adapters"] = adapters
     if unknown:
         resolved["unknown_ops"] = unknown  # profiles without unknown ops hash as before
+    if runtime_dtype is not None:  # profiles without them hash as before
+        resolved["runtime_dtype"] = runtime_dtype
+    if memory is not None:
+        resolved["memory"] = memory
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -182,6 +202,8 @@ def _load_file(
         rank_adapters=adapters,
         base_origins=base_origins,
         unknown_ops=unknown,
+        runtime_dtype=runtime_dtype,
+        memory=memory,
     )
 
 
@@ -248,6 +270,10 @@ def semantic_problems(
         for key in doc.get("unknown_ops", {})
         if doc["ops"].get(key) is not None
     )
+    memory = doc.get("memory")
+    if memory and all(memory.get(key) is None for key in MEMORY_BUDGETS):
+        problems.append(f"{label}: memory: states no budget ({', '.join(MEMORY_BUDGETS)}); "
+                        "state the figure its evidence gives, or remove memory")
     if not check_onnx:
         return problems
     from npu_gate.target.vocabulary import onnx_problems

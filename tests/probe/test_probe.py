@@ -157,7 +157,8 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     # for a build that failed (every placed node disagrees by "compiler failure") and the cause
     # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
     recorded_version = recorded.pop("schema_version")
-    assert replayed.pop("schema_version") == "probe-1.1"
+    assert replayed.pop("schema_version") == "probe-1.2"
+    replayed.pop("memory")  # probe-1.2: tested by test_probe_memory_*
     assert recorded_version == ("probe-1.1" if name in PROBE_1_1_FIXTURES else "probe-1.0")
     summary = replayed["summary"]
     if recorded_version == "probe-1.0":
@@ -824,3 +825,31 @@ def test_a_multi_line_compiler_error_is_kept_whole(save_model, tmp_path: Path) -
     assert doc["status"] == "failed"
     assert doc["attempts"][0]["error"] == (
         "build: RuntimeError: Node (If_3) input 'h' is not output of any previous nodes.")
+
+
+# --- memory: the compiler's totals beside the static estimate (probe-1.2) ---
+
+def test_probe_memory_totals_parsed_from_the_real_log() -> None:
+    # the captured rknn-toolkit2 2.5.0 log of the lesson's net prints 25.5KB and 2.625KB;
+    # its memory plan ends at 0x6600 = 26112 = 25.5 * 1024: KB is 1024 bytes
+    assert parse_log(clean_log(_raw("seed_hardswish"))).memory == {"internal_bytes": 26112, "weight_bytes": 2688}
+    assert parse_log(["D RKNN: [1] Total Weight Memory Size: 0KB"]).memory == {"weight_bytes": 0}
+    assert parse_log(["I rknn building done."]).memory is None
+
+
+def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
+    doc = _replay("seed_hardswish", "rknn-rk3588")
+    _validate(doc)
+    assert doc["schema_version"] == "probe-1.2"
+    assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
+                                         "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
+    estimate = doc["memory"]["estimate"]
+    # float16: three live [1, 4, 16, 16] tensors (2048 bytes each) at the peak; 108 + 4 weights
+    # and four folded scalars in float16
+    assert (estimate["peak_activation_bytes"], estimate["weight_bytes"], estimate["runtime_dtype"]) == (
+        6144, 232, "float16")
+    assert estimate["evidence"].startswith("estimated upper bound")
+    assert text(replay(FIXTURES / "seed_hardswish" / "model.onnx", RknnCompiler(), "rk3588",
+                       FIXTURES / "seed_hardswish" / "work", load_profile("rknn-rk3588"))).splitlines()[-2] == (
+        "  memory: compiler: internal 26,112 bytes, weights 2,688 bytes; estimate (upper bound on unpadded "
+        "tensors): peak activations 6,144 bytes, weights 232 bytes")

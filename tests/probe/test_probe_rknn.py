@@ -50,6 +50,9 @@ def test_lesson_net_builds_as_one_npu_op_with_the_clip_fused_away(run_cli, save_
                                                                                      "npu")
     # the toolkit's graph dumps stayed in the probe's own work folder
     assert sorted(p.name for p in (tmp_path / "work" / "attempt-1").glob("check*.onnx"))
+    # its memory totals, measured: 25.5KB internal, 2.625KB weights (the plan's [Start End) ends at 0x6600)
+    assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
+                                         "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
 
 
 def test_cpu_only_op_between_npu_ops_gives_two_npu_segments(run_cli, save_model, tmp_path, venv) -> None:

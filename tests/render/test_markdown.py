@@ -59,7 +59,8 @@ def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path, save
             in report)
     sections = [line for line in report.splitlines() if line.startswith("### ")]
     assert sections == ["### Summary", "### Findings", "### CPU fallback", "### Partitions",
-                        "### Numerics", "### Gates", "### Suggested rewrites", "### Review", "### Timings"]
+                        "### Memory per NPU partition", "### Numerics", "### Gates", "### Suggested rewrites",
+                        "### Review", "### Timings"]
 
 
 def test_golden_reports(tmp_path, save_model, write_contract, golden):
@@ -180,7 +181,9 @@ def test_many_partitions_are_folded_away(save_model, write_contract):
     folded = report.split("<details><summary>Partitions (11 cpu, 11 npu; 21 tensors crossing them)</summary>\n\n")[1]
     assert folded.startswith("| id   | device   | nodes   | which")
     table_end = folded.index("| 21   | cpu      | 1       | <code>relu10</code>")
-    assert folded.index("\n\n</details>\n\n### Numerics") > table_end
+    assert folded.index("\n\n</details>\n\n### Memory per NPU partition") > table_end
+    last_row = folded.index("| 20          | 4         | 32                 | <code>a10</code>")
+    assert folded.index("### Numerics") > last_row
 
 
 def test_a_waived_gate_reads_waived_also_in_a_result_from_before_subjects(tmp_path, save_model, write_contract):
@@ -199,4 +202,4 @@ def test_a_waived_gate_reads_waived_also_in_a_result_from_before_subjects(tmp_pa
         f.pop("subject", None)
     rows = [line for line in markdown.render(result_from_dict(old)).splitlines() if line.startswith("| max")]
     assert rows == [line for line in markdown.render(result_from_dict(now)).splitlines() if line.startswith("| max")]
-    assert [r.split("|")[4].strip() for r in rows] == ["~~fail~~ waived", "~~fail~~ waived", "pass"]
+    assert [r.split("|")[4].strip() for r in rows] == ["~~fail~~ waived", "~~fail~~ waived", "pass", "pass", "pass"]

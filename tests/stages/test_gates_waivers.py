@@ -38,7 +38,8 @@ def test_gates_exceeded(seed_contract):
                                                  "max_boundary_bytes": 12288}), today=TODAY)
     assert [(g.name, g.limit, g.actual, g.passed) for g in result.gates] == [
         ("max_cpu_nodes", 0, 1, False), ("max_npu_partitions", 1, 2, False),
-        ("max_boundary_bytes", 12288, 12288, True)]
+        ("max_boundary_bytes", 12288, 12288, True), ("max_peak_activation_bytes", None, 12288, True),
+        ("max_weight_bytes", None, 456, True)]
     assert [f.message for f in result.findings if f.rule == "gate-exceeded"] == [
         "max_cpu_nodes: 1 exceeds the limit 0", "max_npu_partitions: 2 exceeds the limit 1"]
     assert result.verdict == "fail"
@@ -90,7 +91,7 @@ def test_waiving_a_gate(seed_contract):
         waivers=[{"rule": "unsupported-op", "reason": "r"}, {"rule": "gate-exceeded", "reason": "r"}],
     ), today=TODAY)
     assert result.verdict == "pass"
-    assert [g.passed for g in result.gates] == [False, True, True]
+    assert [g.passed for g in result.gates] == [False, True, True, True, True]
 
 
 def test_today_flag_controls_expiry(seed_contract, run_cli, tmp_path):
@@ -161,7 +162,9 @@ def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_pat
     contract.write_text(json.dumps(doc))
     run = run_cli("check", contract, "--today", "2026-12-02")
     assert run.code == 1
-    assert run.out.splitlines()[3:] == [
+    assert run.out.splitlines()[3] == ("  memory (estimated upper bound): peak activations 61,952 bytes in partition 3 "
+                                       "(u from resize0); weights 0 bytes")
+    assert run.out.splitlines()[4:] == [
         "  error op-constraint [conv0]: conv-stride: stride [3, 3] not in {1, 2}",
         "  error op-constraint [conv0]: conv-square-kernel: kernel [3, 5] is not square",
         "  error op-constraint [conv0]: conv-group: group 2: dense (1) or depthwise (input channels) only, "

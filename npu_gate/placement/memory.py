@@ -1,0 +1,315 @@
+"""A static estimate of each NPU partition's memory: its weights and its peak live activations.
+
+An upper bound, by construction (documented in docs/memory.md):
+
+- Schedule: the partition's own execution order (a topological order). A tensor is live from
+  the step of its producer to the step of its last consumer in the partition, both included;
+  a tensor arriving from outside (a graph input, another partition's output) is live from the
+  first step; a tensor leaving the partition (a graph output, read by another partition) stays
+  live to the last step. The peak is the largest sum of live bytes over the steps.
+- No in-place reuse, no tiling, no operator workspace: a compiler that reuses buffers or tiles
+  needs less, so the figure bounds it from above (it is no prediction of the compiler's plan).
+- A control-flow node (If, Loop, Scan) holds, while it runs, its body's own peak on top of
+  what is live outside: the largest of its bodies (only one branch of an If runs). Weights of
+  every body count (all of them are stored).
+- Weights: the distinct constants (initializers, folded constants) the partition's nodes read,
+  each once per partition.
+- Sizes in the dtype the target runs (``Precision``): float tensors take the profile's
+  ``runtime_dtype`` (float16 for RKNN's fp16 build); other dtypes and profiles that name none
+  keep the model's. A tensor without a static size makes the figure unknown (None) with the
+  reason: never a guess.
+
+Every step is linear in the partition's nodes and tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
+from npu_gate.graph.subgraphs import ScopedNode
+from npu_gate.placement.partitions import Partition
+from npu_gate.result.types import NPU
+
+# What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
+# (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
+UPPER_BOUND = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
+               "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
+FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
+AT_PEAK = 3  # the largest live tensors named at a peak
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The dtype float tensors take on the target; None: the model's own.
+
+    The quantization issue sets ``weights`` (and ``activations``) to ``int8`` for a quantized
+    build; every size goes through ``tensor_bytes`` so nothing else changes.
+    """
+
+    activations: str | None = None
+    weights: str | None = None
+
+
+@dataclass
+class LiveTensor:
+    tensor: str
+    bytes: int
+    producer: str | None  # the node making it; None: a graph input
+
+
+@dataclass
+class PartitionMemory:
+    partition: int
+    weight_bytes: int | None
+    peak_activation_bytes: int | None
+    at_peak: list[LiveTensor] = field(default_factory=list)  # largest first, at most AT_PEAK
+    unknown: str | None = None  # why a figure is None
+
+
+def tensor_bytes(info: TensorInfo | None, as_dtype: str | None) -> int | None:
+    """Bytes of a tensor, a float one in ``as_dtype`` when given; None: no static size."""
+    if info is None:
+        return None
+    if as_dtype is None or info.dtype not in FLOAT_DTYPES:
+        return info.nbytes
+    elements, size = info.elements, dtype_size(as_dtype)
+    return None if elements is None or size is None else elements * size
+
+
+def partition_memory(
+    facts: GraphFacts, partitions: Sequence[Partition], constants: Collection[str], scoped: Sequence[ScopedNode],
+    precision: Precision, devices: Collection[str] = (NPU,),
+) -> list[PartitionMemory]:
+    """The estimate of every partition whose device is in ``devices``, in partition order."""
+    nodes = facts.nodes
+    part_of = [-1] * len(nodes)  # -1: folded, in no partition
+    for part in partitions:
+        for i in part.nodes:
+            part_of[i] = part.id
+    made_by: dict[str, int] = {}
+    for node in nodes:
+        for name in node.outputs:
+            if name:
+                made_by[name] = node.index
+    # A tensor leaves its partition when it is a graph output or another partition reads it.
+    leaving = {o.name for o in facts.outputs}
+    for node, target in zip(nodes, part_of, strict=True):
+        if target >= 0:
+            for name in _reads(node):
+                source = made_by.get(name)
+                if source is not None and part_of[source] != target:
+                    leaving.add(name)
+    bodies = _bodies(scoped, constants, precision)
+
+    def producer(name: str) -> str | None:
+        i = made_by.get(name)
+        return None if i is None else nodes[i].name
+
+    tensors = facts.tensors
+    size_of = _sizer(tensors, precision.activations)
+    out = []
+    for part in partitions:
+        if part.device not in devices:
+            continue
+        members = [nodes[i] for i in part.nodes]
+        weights, unknown_weight = _weights(members, constants.__contains__, tensors, precision.weights)
+        extras: dict[str, _Body] = {}
+        for node in members:
+            if node.subgraph_nodes:
+                body = _largest(bodies.get(node.name, []))
+                extras[node.name] = body
+                if weights is not None:
+                    weights = None if body.weights is None else weights + body.weights
+                unknown_weight = unknown_weight or body.unknown_weight
+        peak, at_peak, unknown_peak = _schedule(
+            members, size_of, tensors, constants, None, (), leaving, producer, extras)
+        out.append(PartitionMemory(part.id, weights, peak, at_peak, unknown_weight or unknown_peak))
+    return out
+
+
+def whole(estimates: Sequence[PartitionMemory]) -> tuple[int | None, int | None, PartitionMemory | None]:
+    """The model's figures from its partitions' (each compiled on its own, one running at a
+    time): (largest peak, sum of weights, the partition with the largest peak). None: a
+    figure of one of them is unknown."""
+    peaks = [e.peak_activation_bytes for e in estimates]
+    weights = [e.weight_bytes for e in estimates]
+    peak = None if None in peaks else max((p or 0 for p in peaks), default=0)
+    total = None if None in weights else sum(w or 0 for w in weights)
+    top = None
+    if peak is not None and estimates:
+        top = max(estimates, key=lambda e: e.peak_activation_bytes or 0)
+    return peak, total, top
+
+
+@dataclass
+class _Body:
+    """A control-flow body's own figures (nested bodies included)."""
+
+    peak: int | None
+    weights: int | None
+    unknown_peak: str | None = None
+    unknown_weight: str | None = None
+
+
+def _largest(bodies: Sequence[_Body]) -> _Body:
+    """One node's bodies together: the largest peak (one runs at a time), every body's weights."""
+    if not bodies:
+        return _Body(0, 0)
+    peaks = [b.peak for b in bodies]
+    weights = [b.weights for b in bodies]
+    return _Body(None if None in peaks else max(p or 0 for p in peaks),
+                 None if None in weights else sum(w or 0 for w in weights),
+                 next((b.unknown_peak for b in bodies if b.unknown_peak), None),
+                 next((b.unknown_weight for b in bodies if b.unknown_weight), None))
+
+
+def _bodies(scoped: Sequence[ScopedNode], constants: Collection[str], precision: Precision) -> dict[str, list[_Body]]:
+    """Each control-flow node's bodies (by the node's path: its name at the top level),
+    nested bodies first so that a body's node holding a body adds that body's figures."""
+    scopes: dict[str, list[ScopedNode]] = {}
+    for sn in scoped:
+        scopes.setdefault(sn.scope, []).append(sn)
+    by_path = {sn.path: sn for sn in scoped}
+    out: dict[str, list[_Body]] = {}
+    for scope in reversed(list(scopes)):  # depth first: a nested scope comes after its parent's
+        owner = scope.rsplit("/", 1)[0]
+        parent = by_path.get(owner)
+        body = _body(scope, scopes[scope], parent.constants if parent is not None else constants, precision, out)
+        out.setdefault(owner, []).append(body)
+    return out
+
+
+def _body(
+    scope: str, members: Sequence[ScopedNode], outer_constants: Collection[str], precision: Precision,
+    nested: Mapping[str, list[_Body]],
+) -> _Body:
+    """One body's figures: its own weights (not the outer scopes' constants it reads, which
+    its node reads at its level) and its schedule's peak (not the outer tensors it reads,
+    live outside); ``nested``: the bodies of its nodes, already estimated."""
+    first = members[0]
+    own_constants = first.constants
+    running = [sn for sn in members if not sn.folded]
+    nodes = [sn.node for sn in running]
+    weights, unknown_weight = _weights(
+        nodes, lambda n: n in own_constants and n not in outer_constants, first.tensors, precision.weights)
+    extras: dict[str, _Body] = {}
+    for sn in running:
+        if sn.node.subgraph_nodes:
+            body = _largest(nested.get(sn.path, []))
+            extras[sn.node.name] = body
+            if weights is not None:
+                weights = None if body.weights is None else weights + body.weights
+            unknown_weight = unknown_weight or body.unknown_weight
+    produced = {name for sn in members for name in sn.node.outputs if name}
+    formal = set(first.scope_inputs)
+    path_of = {name: f"{scope}/{sn.node.name}" for sn in members for name in sn.node.outputs if name}
+    peak, _, unknown_peak = _schedule(
+        nodes, _sizer(first.tensors, precision.activations), first.tensors, own_constants,
+        lambda n: n not in produced and n not in formal, first.scope_inputs, set(first.scope_outputs),
+        path_of.get, extras)
+    return _Body(peak, weights, unknown_peak, unknown_weight)
+
+
+def _reads(node: NodeFacts) -> tuple[str, ...] | list[str]:
+    return (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
+
+
+def _weights(
+    nodes: Sequence[NodeFacts], is_weight: Callable[[str], bool], tensors: Mapping[str, TensorInfo],
+    as_dtype: str | None,
+) -> tuple[int | None, str | None]:
+    """Bytes of the distinct weights ``nodes`` read, or None and why."""
+    seen: set[str] = set()
+    total = 0
+    for node in nodes:
+        for name in _reads(node):
+            if name and name not in seen and is_weight(name):
+                seen.add(name)
+                size = tensor_bytes(tensors.get(name), as_dtype)
+                if size is None:
+                    return None, _no_size(name, tensors.get(name), "weight")
+                total += size
+    return total, None
+
+
+def _schedule(
+    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], tensors: Mapping[str, TensorInfo],
+    constants: Collection[str], is_outer: Callable[[str], bool] | None, live_first: Iterable[str],
+    leaving: Collection[str], producer: Callable[[str], str | None], extras: Mapping[str, _Body],
+) -> tuple[int | None, list[LiveTensor], str | None]:
+    """(peak bytes, the largest tensors live at it, why unknown) of ``nodes`` run in order.
+
+    ``is_outer``: names an enclosing scope keeps live (a body's reads from outside), not
+    counted here; ``live_first``: live from the first step (a body's own inputs)."""
+    last = len(nodes) - 1
+    start: dict[str, int] = {}
+    end: dict[str, int] = {}  # steps only grow: the last write is the last use
+    kept: list[str] = []
+    for name in live_first:
+        if name and name not in constants:
+            start[name] = end[name] = 0
+    for step, node in enumerate(nodes):
+        for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
+            if not name or name in constants:
+                continue
+            if name not in start:
+                if is_outer is not None and is_outer(name):
+                    continue
+                start[name] = 0  # arrives from outside: live from the start
+            end[name] = step
+        for name in node.outputs:
+            if name:
+                start[name] = end[name] = step
+                if name in leaving:
+                    kept.append(name)
+    for name in kept:  # leaves the partition: live to its end (not a tensor only arriving)
+        end[name] = last
+    delta = [0] * (len(nodes) + 1)
+    sizes: dict[str, int] = {}
+    for name, first in start.items():
+        size = size_of(name)
+        if size is None:
+            return None, [], _no_size(name, tensors.get(name), "activation")
+        sizes[name] = size
+        delta[first] += size
+        delta[end[name] + 1] -= size
+    if not nodes:
+        return 0, [], None
+    peak, peak_step, live = -1, 0, 0
+    for step, node in enumerate(nodes):
+        live += delta[step]
+        here = live
+        if extras and (body := extras.get(node.name)) is not None:
+            if body.peak is None:
+                return None, [], body.unknown_peak
+            here += body.peak
+        if here > peak:
+            peak, peak_step = here, step
+    at = [LiveTensor(name, size, producer(name)) for name, size in sizes.items()
+          if start[name] <= peak_step <= end[name]]
+    at.sort(key=lambda t: (-t.bytes, t.tensor))
+    return peak, at[:AT_PEAK], None
+
+
+def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> Callable[[str], int | None]:
+    """``tensor_bytes`` by name, each tensor sized once."""
+    cache: dict[str, int | None] = {}
+
+    def size_of(name: str) -> int | None:
+        if name in cache:
+            return cache[name]
+        size = cache[name] = tensor_bytes(tensors.get(name), as_dtype)
+        return size
+
+    return size_of
+
+
+def _no_size(name: str, info: TensorInfo | None, kind: str) -> str:
+    if info is None or info.shape is None:
+        return f"{kind} tensor {name} has no known shape"
+    if not info.static:
+        shape = ", ".join("?" if d is None else str(d) for d in info.shape)
+        return f"{kind} tensor {name} has no static shape ([{shape}])"
+    return f"{kind} tensor {name} has no fixed-size dtype ({info.dtype})"
