@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("contracts", nargs="*", metavar="PATH",
                        help="contract file, or a folder holding npu-gate.json")
     _add_outputs(check)
+    _add_html(check)
     check.add_argument("--log", metavar="PATH", help="write the conversion log (exporter output)")
     check.add_argument("--today", metavar="YYYY-MM-DD", type=_date,
                        help="date used to expire waivers (default: today)")
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,
                          help=f"built-in profile name or profile file (default: {DEFAULT_INSPECT_PROFILE})")
     _add_outputs(inspect)
+    _add_html(inspect)
     inspect.add_argument("--out", metavar="DIR", help="write the evidence bundle into DIR")
     _add_timeout(inspect, "the analysis")
 
@@ -115,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     check_onnx.add_argument("--require-contract", action="store_true",
                             help="a file no contract names (and no --profile gates) fails, exit 1")
     check_onnx.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
-    check_onnx.set_defaults(json=None, markdown=None, log=None, today=None)  # as `check` has
+    check_onnx.set_defaults(json=None, markdown=None, html=None, log=None, today=None)  # as `check` has
     _add_cache(check_onnx)
     _add_timeout(check_onnx, "each model's run")
 
@@ -224,6 +226,11 @@ def _add_outputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="PATH", help="write the JSON result")
     p.add_argument("--markdown", metavar="PATH", help="write the Markdown report")
     p.add_argument("-q", "--quiet", action="store_true", help="no terminal summary")
+
+
+def _add_html(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--html", metavar="PATH",
+                   help="write the report as one self-contained HTML page (the partition map drawn as SVG)")
 
 
 def _add_cache(p: argparse.ArgumentParser) -> None:

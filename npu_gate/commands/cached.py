@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from npu_gate.commands.common import warn_device_timings, write_output
+from npu_gate.commands.common import warn_device_timings, write_html, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
@@ -91,7 +91,7 @@ def _today(args: argparse.Namespace) -> dt.date:
 
 
 def _outputs(args: argparse.Namespace) -> list[Path]:
-    return [Path(p) for p in (args.json, args.markdown, args.log) if p]
+    return [Path(p) for p in (args.json, args.markdown, getattr(args, "html", None), args.log) if p]
 
 
 def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
@@ -142,6 +142,10 @@ def _emit_texts(args: argparse.Namespace, json_text: str, markdown_text: str, te
         write_output(args.json, json_text)
     if args.markdown:
         write_output(args.markdown, markdown_text)
+    if getattr(args, "html", None):  # from the JSON text: a cache hit has no result object
+        from npu_gate.result.read import result_from_dict
+
+        write_html(args.html, result_from_dict(json.loads(json_text)))
     if args.log:
         write_output(args.log, "\n".join(log) + ("\n" if log else ""))
     if not args.quiet:

@@ -17,6 +17,7 @@ from npu_gate.commands.common import (
     profile_inputs,
     refuse_overwriting_inputs,
     warn_device_timings,
+    write_html,
     write_output,
 )
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
@@ -31,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from npu_gate.contract.spec import find_contract
 
     paths = [find_contract(p) for p in (args.contracts or [None])]
-    if len(paths) > 1 and (args.json or args.markdown or args.log or args.out):
-        raise GateError("--json, --markdown, --log and --out take one contract; run one check per "
+    if len(paths) > 1 and (args.json or args.markdown or args.html or args.log or args.out):
+        raise GateError("--json, --markdown, --html, --log and --out take one contract; run one check per "
                         "contract (or use --bundle)")
     # Every contract is valid before any model runs. A plain gate may be answered from the
     # cache: its lookup skips the onnx-based profile lint and reading the named files (samples,
@@ -154,7 +155,7 @@ def _refuse_overwriting_inputs(contracts: list[Contract], args: argparse.Namespa
                   ("the device timings this run reads", c.device_timings),
                   ("the replacement model this run reads", c.replacement.onnx_path if c.replacement else None),
                   ("the baseline this run reads", args.baseline)]
-        outputs = [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)]
+        outputs = [("--json", args.json), ("--markdown", args.markdown), ("--html", args.html), ("--log", args.log)]
         folder = args.out
         if args.bundle:
             from npu_gate.evidence.bundle import default_folder
@@ -258,6 +259,8 @@ def _emit_ratchet(result: GateResult, label: str, baseline: list[dict[str, Any]]
         write_output(args.json, json_.render(result))
     if args.markdown:
         write_output(args.markdown, render_report([model], failed=failed, fail_on=args.fail_on, missing=missing))
+    if args.html:
+        write_html(args.html, result)
     if not args.quiet:
         sys.stdout.write(text_lines([model], args.fail_on))
     return EXIT_FAIL if failed else EXIT_PASS

@@ -148,8 +148,17 @@ def emit(result: GateResult, args: argparse.Namespace, bundle: Path | None = Non
         from npu_gate.render import markdown
 
         write_output(args.markdown, markdown.render(result, bundle_dir(bundle, args.markdown)))
+    if getattr(args, "html", None):
+        write_html(args.html, result)
     if not args.quiet:
         sys.stdout.write(text.render(result))
+
+
+def write_html(path: str, result: GateResult) -> None:
+    """``--html PATH``: the report as one self-contained page (render.html)."""
+    from npu_gate.render import html
+
+    write_output(path, html.render(result))
 
 
 def bundle_dir(bundle: Path | None, report: str) -> str:

@@ -26,7 +26,8 @@ def _inspect_run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(
         [("the model this run reads", args.model), *profile_inputs(profile)],
-        [("--json", args.json), ("--markdown", args.markdown)], model=Path(args.model), bundle=args.out)
+        [("--json", args.json), ("--markdown", args.markdown), ("--html", args.html)], model=Path(args.model),
+        bundle=args.out)
     if args.out:
         from npu_gate.evidence import bundle
         from npu_gate.pipeline import Artifacts
