@@ -30,7 +30,7 @@ DROP_ORDER = {
     "Op census and shapes": 1, "Op census": 1, "Placement by op": 1, "Fused patterns": 1,
     "Shape chains": 1, "Exporter comparison": 1, "How the graphs differ": 1,
     # advice and the graph's structure
-    "Partitions": 2, "Suggested rewrites": 2, "Replacement model": 2, "Task metric": 2,
+    "Partitions": 2, "Partition map": 2, "Suggested rewrites": 2, "Replacement model": 2, "Task metric": 2,
     "Minimal failing models": 2, "Nodes": 2, "Changed nodes": 2, "Placement changes": 2,
     # rank 3: Review, Rewrites applied, Real compiler, Dynamic dims, Shape computation
     "CPU fallback": 4,

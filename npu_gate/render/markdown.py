@@ -122,7 +122,7 @@ def _summary(result: GateResult) -> str:
             reason += (f", **{failed} of {len(result.numerics)} outputs outside tolerance**" if failed
                        else f", {_count(len(result.numerics), 'output')} within tolerance")
         rows.append([f"Stage: {stage}", f"{status}{reason}"])
-    return "### Summary\n\n" + table(["", ""], rows)
+    return "### Summary\n\n" + table(rows[0], rows[1:])  # the first row heads it: no empty header row
 
 
 def _findings(result: GateResult) -> str:
@@ -288,11 +288,17 @@ def _numerics(result: GateResult) -> str:
             return f"### Numerics\n\nNot run: {md(stage.get('reason', ''))}."
         return ""
     rows = []
+    outputs = {o["name"]: (i, o) for i, o in enumerate(result.outputs)}
     for c in result.numerics:
         verdict = "pass" if c["passed"] else "**fail**"
         if c.get("problem"):
             verdict += f" ({md(c['problem'])})"
-        rows.append([md_code(c["output"]), number(c["max_abs_err"]), number(c["max_rel_err"]),
+        name = md_code(c["output"])
+        if c["output"] in outputs:  # exporters name outputs `13`, `400`: the position and shape say which
+            i, o = outputs[c["output"]]
+            dims = "×".join("?" if d is None else str(d) for d in o["shape"]) if o["shape"] is not None else "?"
+            name += f" (output {i}, {md(dims)})"
+        rows.append([name, number(c["max_abs_err"]), number(c["max_rel_err"]),
                      f"{c['atol']:g}", f"{c['rtol']:g}", str(c["samples"]), verdict])
     head = "### Numerics (onnxruntime CPU vs PyTorch eager)\n\n"
     return head + table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)

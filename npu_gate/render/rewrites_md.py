@@ -161,10 +161,17 @@ def review(result: GateResult) -> str:
         groups.setdefault(key, []).append(r["node"])
     where = sources(result.nodes)
     rows = [[node_names(nodes, where), *key] for key, nodes in groups.items()]
+    headers = ["node", "op", "placement", "failed constraint / reason", "strategy", "numerical verification",
+               "latency"]
+    latencies = {row[-1] for row in rows}
+    shared = latencies.pop() if len(latencies) == 1 else None
+    if shared is not None:  # the same latency text on every row: said once, under the table
+        rows = [row[:-1] for row in rows]
+        headers = headers[:-1]
     text = ("### Review\n\nEach CPU-fallback or rewritten node; nodes alike in every other column "
-            "share a row.\n\n") + table(
-        ["node", "op", "placement", "failed constraint / reason", "strategy", "numerical verification", "latency"],
-        rows)
+            "share a row.\n\n") + table(headers, rows)
+    if shared is not None:
+        text += f"\n\nLatency, every row: {shared}."
     if result.device_timings is not None:
         d = result.device_timings
         text += (f"\n\nDevice figures from {md_code(d['path'])}" + (f" ({md(d['source'])})" if d.get("source") else "")
