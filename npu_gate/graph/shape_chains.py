@@ -138,7 +138,7 @@ def find_chains(
 
     ``model`` is the shape-inferred model ``facts`` were collected from (same node order).
     """
-    consts = shape_values.initializer_values(model.graph)
+    consts = shape_values.initializer_values(model.graph, facts.initializers)
     chains = _chains_in(
         facts.nodes, facts.tensors, folded, facts.initializers, "", facts.opset, symbols, consts
     )

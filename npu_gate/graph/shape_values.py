@@ -10,7 +10,7 @@ scalars and 1-D tensors and the ops shape arithmetic uses are evaluated; anythin
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from onnx import GraphProto, ModelProto, TensorProto, numpy_helper
 
@@ -29,10 +29,14 @@ _PASS = {"Identity", "Cast", "Floor", "Ceil", "Abs", "Neg"}
 _REDUCE = {"ReduceProd", "ReduceSum", "ReduceMax", "ReduceMin"}
 
 
-def initializer_values(graph: GraphProto) -> dict[str, Value]:
-    """Small scalar/1-D initializers that are in memory (external weights are not)."""
+def initializer_values(graph: GraphProto, weights: Collection[str] | None = None) -> dict[str, Value]:
+    """Small scalar/1-D initializers that are in memory (external weights are not). ``weights``:
+    the initializers that are weights (``GraphFacts.initializers``); the others are inputs a
+    caller may feed (IR >= 4), whose initializer is only a default: their value is not known."""
     out: dict[str, Value] = {}
     for init in graph.initializer:
+        if weights is not None and init.name not in weights:
+            continue
         if len(init.dims) > 1 or math.prod(init.dims) > _MAX_ELEMENTS:
             continue
         if init.data_location == TensorProto.EXTERNAL or init.data_type == TensorProto.STRING:
@@ -239,8 +243,10 @@ class ConstantValues:
         tensors: dict[str, TensorInfo],
         folded: set[int] | None = None,
         budget: FoldBudget | None = None,
+        weights: Collection[str] | None = None,
     ) -> None:
         self._budget = budget
+        self._weights = weights  # initializers that are weights (None: all of them)
         self._model = model
         self._nodes = nodes
         self._tensors = tensors
@@ -253,7 +259,7 @@ class ConstantValues:
         """(rank, elements) of ``name``, or None when its value is not known here."""
         if self._evaluator is None:
             self._made_by = {out: n.index for n in self._nodes for out in n.outputs if out}
-            consts = initializer_values(self._model.graph)
+            consts = initializer_values(self._model.graph, self._weights)
             self._evaluator = Evaluator(self._nodes, self._made_by, self._tensors, consts)
         value = self._evaluator.value(name)
         if value is None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
@@ -56,8 +56,10 @@ class Fusion:
                 "device": NPU if self.supported else CPU, "reasons": self.reasons}
 
 
-def constant_values(model: ModelProto) -> dict[str, np.ndarray]:
-    """Values of the small constants of the main graph: initializers and Constant nodes."""
+def constant_values(model: ModelProto, weights: Collection[str] | None = None) -> dict[str, np.ndarray]:
+    """Values of the small constants of the main graph: initializers and Constant nodes.
+    ``weights``: the initializers that are weights; the others (IR >= 4 inputs with a default)
+    have no known value."""
     from onnx import TensorProto, numpy_helper
 
     def read(tensor: TensorProto, name: str) -> None:
@@ -67,6 +69,8 @@ def constant_values(model: ModelProto) -> dict[str, np.ndarray]:
 
     values: dict[str, np.ndarray] = {}
     for init in model.graph.initializer:
+        if weights is not None and init.name not in weights:
+            continue
         external = init.data_location == TensorProto.EXTERNAL
         if not external and math.prod(init.dims) <= _MAX_CONST_ELEMENTS:
             read(init, init.name)
@@ -193,7 +197,8 @@ def fuse(model: ModelProto, facts: GraphFacts, profile: Profile, placements: lis
     """The pipeline's step: None for a profile without patterns (the result stays as it was)."""
     if not profile.patterns:
         return None
-    return apply_patterns(facts, profile, placements, folded, constants, constant_values(model), layouts)
+    return apply_patterns(facts, profile, placements, folded, constants, constant_values(model, facts.initializers),
+                          layouts)
 
 
 def apply_patterns(

@@ -163,7 +163,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     declared_layouts = {s.name: s.layout for s in settings.inputs or [] if s.layout}
     layouts = tensor_layouts(facts.nodes, order, facts.tensors, declared_layouts)
     # read only if a test asks
-    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget)
+    values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
     scoped = collect_subgraph_nodes(inferred, facts, constants)

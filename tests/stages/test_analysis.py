@@ -580,3 +580,39 @@ def test_dynamic_shape_findings_of_one_cause_are_one_row_and_json_keeps_each(tmp
     assert "output shapes not static at 12 nodes, all following from x&#91;0&#93;" in rows[0]
     findings = [f for f in json.loads(out.read_text())["findings"] if f["rule"] == "dynamic-shape"]
     assert [(f["node"], f["cause"]) for f in findings] == [(f"r{i}", ["x[0]"]) for i in range(12)]
+
+
+def _resize_with_overridable_scales(ir_version: int) -> onnx.ModelProto:
+    """Resize (linear) whose scales are an initializer [1, 1, 2, 2] also listed as a graph input."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+    scales = helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", mode="linear")], "g", [x, scales], [y],
+        initializer=[numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = ir_version
+    return model
+
+
+def _hardswish_with_overridable_three(ir_version: int) -> onnx.ModelProto:
+    """The seed net with its "+ 3" an initializer that is also a graph input."""
+    from tests.helpers.gate_models import seed_onnx
+
+    model = seed_onnx()
+    nodes = [n for n in model.graph.node if n.name != "three_node"]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.append(numpy_helper.from_array(np.array(3.0, np.float32), "three"))
+    model.graph.input.append(helper.make_tensor_value_info("three", TensorProto.FLOAT, []))
+    model.ir_version = ir_version
+    return model
+
+
+def test_a_fusion_pattern_does_not_match_an_overridable_initializer(tmp_path):
+    """IR >= 4: the initializer is only the default of an input the caller may feed (issue 17:
+    the HardSwish pattern's {"const": 3} matched its default value and fused the nodes)."""
+    fed = inspect(tmp_path, _hardswish_with_overridable_three(8), profile="rknn-rk3588-fused")
+    assert fed.fusions == []
+    weight = inspect(tmp_path, _hardswish_with_overridable_three(3), profile="rknn-rk3588-fused")
+    assert [f["pattern"] for f in weight.fusions] == ["hardswish-add-clip-mul-div"]
