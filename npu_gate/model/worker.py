@@ -78,9 +78,9 @@ def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
 class UserCode:
     """The child process of one contract check, started on the first request."""
 
-    def __init__(self, contract: Contract, limit: float = LIMIT_SECONDS) -> None:
+    def __init__(self, contract: Contract, limit: float | None = None) -> None:
         self.contract = contract
-        self.limit = limit
+        self.limit = LIMIT_SECONDS if limit is None else limit
         self._proc: subprocess.Popen[bytes] | None = None
         self._folder: Path | None = None
         self._count = 0
