@@ -133,7 +133,7 @@ def test_the_child_gets_no_token_or_workflow_files() -> None:
 def test_read_status_refuses_garbage(tmp_path: Path, text: str) -> None:
     path = tmp_path / "status-1.json"
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
-    with pytest.raises(WorkerFailed, match="^the model code's process wrote an unreadable status$"):
+    with pytest.raises(WorkerFailed, match=r"^the model code's process wrote an unreadable status$"):
         read_status(path)
 
 
