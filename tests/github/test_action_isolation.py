@@ -164,7 +164,7 @@ def test_a_hostile_factory_cannot_forge_the_verdict_or_reach_the_token(tmp_path:
     assert "## ❌ npu-gate: **FAIL** · net\n" in (tmp_path / "summary.md").read_text()
     # The comment step (with the token) ran from the clean copy without site-packages: the
     # planted .pth did not run there, though any ordinary start of that Python runs it.
-    assert fake.comments[PR][0]["body"].startswith("## ❌ npu-gate: **FAIL** · net")
+    assert "## ❌ npu-gate: **FAIL** · net\n" in fake.comments[PR][0]["body"]
     assert not planted.exists()
     subprocess.run([str(python), "-I", "-c", "pass"], check=True)
     assert planted.read_text() == "ran"
