@@ -92,12 +92,18 @@ def test_sys_exit_0_in_the_reference_is_not_a_pass(tmp_path: Path) -> None:
     assert _numerics_failure(doc) == [("numerics-failed", "PyTorch module: SystemExit: 0")]
 
 
-def test_a_hang_is_stopped_at_the_time_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker, "LIMIT_SECONDS", 15.0)  # the build imports torch within it
-    doc = _check(_contract(tmp_path, reference="time.sleep(3600)"))
-    assert doc["verdict"] == "fail"
-    assert _numerics_failure(doc) == [
-        ("numerics-failed", "PyTorch module: the model code did not answer within 15 s (stopped)")]
+def test_a_hang_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
+    from npu_gate.model.samples import make_samples
+
+    contract = load_contract(_contract(tmp_path, reference="time.sleep(3600)"))
+    with worker.UserCode(contract) as user:
+        assert user.build("model.torch").error is None  # within the default limit (it imports torch)
+        user.limit = 2.0
+        samples = make_samples(contract.inputs, 1, 0)
+        with pytest.raises(WorkerFailed, match=r"^the model code did not answer within 2 s \(stopped\)$"):
+            user.reference("model.torch", samples)
+        with pytest.raises(WorkerFailed, match=r"within 2 s"):  # stopped: later requests fail the same way
+            user.export("model.torch", "torchscript", tmp_path)
 
 
 def test_a_garbage_status_is_a_failure_not_data(tmp_path: Path) -> None:
