@@ -24,6 +24,7 @@ import pickle
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,7 +32,7 @@ import time
 import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -180,7 +181,8 @@ class UserCode:
         the path when it was written."""
         reply = self.request("export", key=key, exporter=exporter, folder=str(folder))
         path = folder / "model.onnx"
-        reply.data["onnx"] = path if reply.error is None and path.is_file() else None
+        written = reply.error is None and path.is_file() and not path.is_symlink()
+        reply.data["onnx"] = path if written else None
         if reply.error is None and reply.data["onnx"] is None:
             reply.error = "the exporter returned without writing a model"
         return reply
@@ -243,7 +245,8 @@ def _stop(proc: subprocess.Popen[bytes], folder: Path) -> None:
 
 
 def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
-    """One short line from the child's pipe: b"" when it closed, None past the deadline."""
+    """One short line from the child's pipe: b"" when it closed or the child ended (a process
+    it forked may hold the pipe open), None past the deadline."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     got = b""
@@ -251,8 +254,12 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
         selector.register(fd, selectors.EVENT_READ)
         while b"\n" not in got:
             left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
+            if left <= 0:
                 return None
+            if not selector.select(min(left, 0.5)):
+                if proc.poll() is not None:
+                    return b""
+                continue
             chunk = os.read(fd, 64)
             if not chunk:
                 return b""
@@ -262,11 +269,24 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
     return got
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file the child wrote (not a FIFO that
+    would block, a device or a symlink to one); WorkerFailed otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        raise WorkerFailed(f"the model code's process did not write its {path.suffix[1:]} file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WorkerFailed(f"the model code's process wrote a {path.suffix[1:]} file that is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def read_status(path: Path) -> Reply:
     """The child's status file, validated field by field (WorkerFailed when it is not one)."""
+    with _open_regular(path) as f:
+        raw = f.read(STATUS_BYTES + 1)
     try:
-        with path.open("rb") as f:
-            raw = f.read(STATUS_BYTES + 1)
         if len(raw) > STATUS_BYTES:
             raise ValueError("too large")
         status = json.loads(raw.decode("utf-8"))
@@ -298,12 +318,15 @@ def save_rows(path: Path, rows: list[dict[str, np.ndarray]], names: list[str]) -
 
 def load_arrays(path: Path) -> dict[str, np.ndarray]:
     """Every array of an .npz the child wrote, never unpickling (object arrays are garbage)."""
+    with _open_regular(path) as f:
+        return _arrays(f)
+
+
+def _arrays(f: BinaryIO) -> dict[str, np.ndarray]:
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with np.load(f, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError, KeyError) as exc:
-        raise WorkerFailed(f"the model code's process wrote unreadable arrays ({type(exc).__name__})") from None
-    except Exception as exc:  # a zip file can fail in many ways
+    except Exception as exc:  # a zip file can fail in many ways; object arrays: ValueError
         raise WorkerFailed(f"the model code's process wrote unreadable arrays ({type(exc).__name__})") from None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,31 @@ def test_a_crash_during_the_export_is_an_export_failure(tmp_path: Path) -> None:
     assert doc["stages"]["export"] == {  # type: ignore[index]
         "status": "failed", "reason": "the model code's process ended (exit code 0) before answering"}
     assert [f["rule"] for f in doc["findings"]] == ["export-failed"]  # type: ignore[union-attr]
+
+
+def test_a_child_that_forks_and_exits_is_seen_at_once_and_its_session_stopped(tmp_path: Path) -> None:
+    """A forked process holding the answer pipe open does not make the gate wait for the limit;
+    stopping the child stops every process of its session."""
+    pid_file = tmp_path / "grandchild.pid"
+    fork = (f"pid = os.fork()\n            if pid:\n                os._exit(5)\n"
+            f"            open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n            time.sleep(600)")
+    doc = _check(_contract(tmp_path, reference=fork))
+    assert _numerics_failure(doc) == [
+        ("numerics-failed", "PyTorch module: the model code's process ended (exit code 5) before answering")]
+    pid = int(pid_file.read_text())
+    status = Path(f"/proc/{pid}/status")
+    for _ in range(50):  # killed with the session: gone, or a zombie nobody reaped yet
+        if not status.exists() or "State:\tZ" in status.read_text():
+            break
+        time.sleep(0.1)
+    assert not status.exists() or "State:\tZ" in status.read_text()
+
+
+def test_a_status_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "status-1.json"
+    os.mkfifo(path)  # opening it for reading would block until someone writes
+    with pytest.raises(WorkerFailed, match="not a regular file"):
+        read_status(path)
 
 
 def test_sys_exit_0_in_the_reference_is_not_a_pass(tmp_path: Path) -> None:
