@@ -1,4 +1,4 @@
-"""The GitHub Action's entry point: ``python -m npu_gate.action gate|comment``.
+"""The GitHub Action's entry point: ``python -m npu_gate.action gate|publish|comment``.
 
 ``gate`` runs in the step that imports the user's model: it gets no token (and drops any
 token variables it inherited). It writes the result JSON, report.md and comment.md to the
@@ -6,8 +6,13 @@ artifacts folder, the job summary, annotations on the contract files and the ste
 and exits 0 (1 only when it cannot start: a missing working-directory): the composite's last
 step applies the verdict, so the report and the comment are posted even when the gate fails.
 
-``comment`` runs in a later step with the token and never imports the model or onnx: it
-posts comment.md as the sticky PR comment, best effort (any API error is a warning).
+``publish`` runs next, from a clean copy of this package (``python -I -S``, see action.yml):
+it writes the step outputs from state.json and the job summary from report.md, so the step
+that runs model code needs neither GITHUB_OUTPUT nor GITHUB_STEP_SUMMARY (nor GITHUB_ENV or
+GITHUB_PATH, which action.yml takes away from it).
+
+``comment`` runs in a later step with the token, from the same clean copy, and never imports
+the model or onnx: it posts comment.md as the sticky PR comment, best effort (any API error is a warning).
 
 Inputs arrive as NPU_GATE_* environment variables (see action.yml).
 """
@@ -286,7 +291,16 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
         workflow.command("error", f"working-directory {workdir!r} is not a folder", stream)
         return 1
     baseline_input = _env(env, "BASELINE")
-    baseline = (start / baseline_input).resolve() if baseline_input else None
+    # Read before any model code runs: the code could rewrite the file the ratchet compares with.
+    baseline: list[dict[str, Any]] | None = None
+    baseline_problems: list[str] = []
+    if baseline_input:
+        from npu_gate.result.read import load_results
+
+        try:
+            baseline = load_results((start / baseline_input).resolve())
+        except GateError as exc:
+            baseline_problems = exc.problems
 
     # Paths in the inputs are relative to the workspace, except contracts: those are found,
     # and their model code runs, in working-directory.
@@ -301,12 +315,10 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
         models += [ModelReport(name, problems=found, input_problem=True)
                    for name, found in problems.items()]
     missing: list[str] = []  # baseline models this run did not gate
+    for p in baseline_problems:
+        workflow.warning(f"baseline not used: {p}", stream)
     if baseline is not None:
-        try:
-            missing = attach_baseline(models, baseline)
-        except GateError as exc:
-            for p in exc.problems:
-                workflow.warning(f"baseline not used: {p}", stream)
+        missing = attach_baseline(models, baseline)
     if fail_on == "regressions" and not any(m.comparison for m in models):
         workflow.warning("fail-on: regressions needs a baseline; failing on errors instead", stream)
 
@@ -336,19 +348,10 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     changed = any(m.comparison is None or m.comparison.changed for m in models)
     pr = _pr_number(env)
     contracts = {m.name: _relative(Path(m.file), workspace) for m in models if m.file}
-    state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr,
-             "contracts": contracts}
-    (artifacts / STATE_FILE).write_text(json.dumps(state) + "\n", encoding="utf-8")
-
-    summary = fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
-                  measure=lambda s: len(s.encode("utf-8")))
-    workflow.append_summary(summary, env)
-    stream.write(text_lines(models, fail_on, missing))
-    annotate(models, workspace, stream, fail_on)
     totals = {"cpu_nodes": sum(r.summary.get("cpu_nodes") or 0 for r in results),
               "npu_partitions": sum(r.summary.get("npu_partitions") or 0 for r in results)}
     compared = [m.comparison for m in models if m.comparison is not None]
-    workflow.set_outputs({
+    outputs = {
         "verdict": verdict,
         "failed": "true" if failed else "false",
         "changed": "true" if changed else "false",
@@ -360,8 +363,66 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
         "new-findings": str(sum(len(c.new) for c in compared)) if compared else "",
         "artifacts-dir": str(artifacts),
         "fail-on": fail_on,
-    }, env)
+    }
+    # The action's `publish` step (a clean interpreter) turns "outputs" into the step outputs and
+    # report.md into the job summary: this step runs the model code and gets neither file.
+    state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr,
+             "contracts": contracts, "outputs": outputs}
+    (artifacts / STATE_FILE).write_text(json.dumps(state) + "\n", encoding="utf-8")
+
+    workflow.append_summary(_summary(report), env)
+    stream.write(text_lines(models, fail_on, missing))
+    annotate(models, workspace, stream, fail_on)
+    workflow.set_outputs(outputs, env)
     return 0
+
+
+def _summary(report: str) -> str:
+    return fit(report, workflow.SUMMARY_LIMIT, where="the artifacts (`report.md`)",
+               measure=lambda s: len(s.encode("utf-8")))
+
+
+# ---------------------------------------------------------------- publish step
+
+OUTPUT_NAMES = ("verdict", "failed", "changed", "result-json", "report-md", "comment-md", "cpu-nodes",
+                "npu-partitions", "new-findings", "artifacts-dir", "fail-on")
+VERDICTS = ("pass", "fail", "error")
+
+
+def publish(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
+    """The step after the gate, from a clean interpreter: the gate step's outputs (from
+    state.json's ``outputs``) and the job summary (report.md). What does not check out (a
+    missing or malformed state, an unknown verdict) fails closed: ``verdict`` error,
+    ``failed`` true. Stdlib only, like ``comment``."""
+    env = dict(os.environ if env is None else env)
+    stream = out or sys.stdout
+    artifacts = (Path.cwd() / _env(env, "ARTIFACTS_DIR", "npu-gate-out")).resolve()
+    outputs = _valid_outputs(_read_state(artifacts).get("outputs"))
+    if outputs is None:
+        workflow.command("error", "npu-gate: the gate step left no valid state.json; failing", stream)
+        workflow.set_outputs({"verdict": "error", "failed": "true", "fail-on": _env(env, "FAIL_ON", "errors")},
+                             env)
+        return 0
+    try:
+        report = (artifacts / "report.md").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        report = ""
+    if report:
+        workflow.append_summary(_summary(report), env)
+    workflow.set_outputs(outputs, env)
+    return 0
+
+
+def _valid_outputs(value: Any) -> dict[str, str] | None:
+    """The gate's outputs when they are what it writes: the known names, one-line strings,
+    a known verdict and ``failed`` true or false."""
+    if not isinstance(value, dict) or set(value) != set(OUTPUT_NAMES):
+        return None
+    if not all(isinstance(v, str) and "\n" not in v and "\r" not in v for v in value.values()):
+        return None
+    if value["verdict"] not in VERDICTS or value["failed"] not in ("true", "false"):
+        return None
+    return {k: value[k] for k in OUTPUT_NAMES}
 
 
 # ---------------------------------------------------------------- comment step
@@ -457,7 +518,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return gate()
     if args == ["comment"]:
         return comment()
-    print("usage: python -m npu_gate.action gate|comment", file=sys.stderr)
+    if args == ["publish"]:
+        return publish()
+    print("usage: python -m npu_gate.action gate|publish|comment", file=sys.stderr)
     return 2
 
 

@@ -94,6 +94,7 @@ def check_contract(
     if result.exporter_comparison and "diff" in result.exporter_comparison:
         result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
     rewriting.review(result, timings)
+    rewriting.close()
     timings["total_s"] = time.perf_counter() - start
     result.timings = timings
     return result
@@ -128,10 +129,10 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
     result = new_result(contract.name, contract.profile,
                         {"source": "torch", "factory": spec.factory, "exporter": spec.exporter,
                          "opset_requested": spec.opset, "sha256": None})
-    module = export.build(contract, result)
+    user = rewriting.user  # the child process that runs the contract's code (model.worker)
     with tempfile.TemporaryDirectory(prefix="npu-gate-") as folder:
         work = Path(folder)
-        exported = export.run(contract, module, work, result, timings)
+        exported = export.run(contract, user, work, result, timings)
         if exported is None:
             return result
         if keep is not None:
@@ -139,12 +140,12 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
         model = rewriting.prepare(exported.model, result)
         outcome = _analyse(contract, model, settings, result, timings, keep, rewriting, exported.onnx_path, work)
         if spec.compare_exporters and timeout.starts(settings.deadline, result, "exporter_comparison"):
-            result.exporter_comparison = exporters.compare(contract, module, settings, work, result, timings)
+            result.exporter_comparison = exporters.compare(contract, user, settings, work, result, timings)
         if outcome is not None:
             probe_stage.record(outcome, contract, result)
         compared = rewriting.numerics_path(exported.onnx_path, work)
         if timeout.starts(settings.deadline, result, "numerics"):
-            numerics.run(contract, module, compared, work, result, timings, keep)
+            numerics.run(contract, user, compared, work, result, timings, keep)
     return result
 
 

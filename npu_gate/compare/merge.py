@@ -99,10 +99,11 @@ def _errors(path: Path) -> list[ModelReport]:
     return out
 
 
-def attach_baseline(models: Sequence[ModelReport], baseline: Path) -> list[str]:
-    """Set each gated model's comparison against the results in the baseline file; the names
-    of the baseline's models that are not among them."""
-    before = load_results(baseline)
+def attach_baseline(models: Sequence[ModelReport], baseline: Path | list[dict[str, Any]]) -> list[str]:
+    """Set each gated model's comparison against the results in the baseline (its file, or the
+    results read from it before any model code ran); the names of the baseline's models that
+    are not among them."""
+    before = load_results(baseline) if isinstance(baseline, Path) else baseline
     gated = [m for m in models if m.result is not None]
     for m, c in zip(gated, compare_all([m.result.to_dict() for m in gated if m.result], before),
                     strict=True):

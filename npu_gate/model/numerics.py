@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -67,7 +67,20 @@ class NumericsOutcome:
     samples: list[dict[str, np.ndarray]] = field(default_factory=list)  # the inputs compared
 
 
-def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome:
+class ReferenceFailed(Exception):
+    """The eager reference could not be computed: its message in one line, and what it printed."""
+
+    def __init__(self, message: str, log: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.log = list(log or [])
+
+
+# The eager PyTorch outputs of samples (flattened, per sample) and what computing them printed;
+# raises ReferenceFailed. The module runs in the child process of ``model.worker``.
+Reference = Callable[[list[dict[str, np.ndarray]]], tuple[list[list[np.ndarray]], list[str]]]
+
+
+def compare(contract: Contract, reference: Reference, onnx_path: Path) -> NumericsOutcome:
     start = time.perf_counter()
     spec = contract.numerics
     samples = make_samples(contract.inputs, spec.samples, spec.seed)
@@ -77,11 +90,12 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
         except Exception as exc:
             return NumericsOutcome([], f"onnxruntime: {one_line(exc)}",
                                    time.perf_counter() - start, captured.lines, samples)
-        try:
-            torch_outputs = _run_torch(module, contract, samples)
-        except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
-            return NumericsOutcome([], f"PyTorch module: {one_line(exc)}",
-                                   time.perf_counter() - start, captured.lines, samples)
+    log = captured.lines
+    try:
+        torch_outputs, printed = reference(samples)
+    except ReferenceFailed as exc:
+        return NumericsOutcome([], f"PyTorch module: {exc}", time.perf_counter() - start, log + exc.log, samples)
+    log = log + printed
     comparisons = []
     for index in range(len(names)):
         pairs = []
@@ -89,7 +103,7 @@ def compare(contract: Contract, module: Any, onnx_path: Path) -> NumericsOutcome
             ref = torch_outputs[k][index] if index < len(torch_outputs[k]) else None
             pairs.append((ort_outputs[k][index], ref))
         comparisons.append(compare_output(output_label(names, index), pairs, spec.atol, spec.rtol))
-    return NumericsOutcome(comparisons, None, time.perf_counter() - start, captured.lines, samples)
+    return NumericsOutcome(comparisons, None, time.perf_counter() - start, log, samples)
 
 
 def output_label(names: list[str], index: int) -> str:
@@ -170,7 +184,8 @@ def run_session(
     return names, results
 
 
-def _run_torch(module: Any, contract: Contract, samples: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+def run_torch(module: Any, contract: Contract, samples: list[dict[str, np.ndarray]]) -> list[list[np.ndarray]]:
+    """The eager module's outputs, flattened per sample (in the child process of ``model.worker``)."""
     import torch
 
     results = []

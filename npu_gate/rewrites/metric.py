@@ -8,39 +8,31 @@ inputs. Each value is judged against ``threshold[name]`` = ``{"min": a, "max": b
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from npu_gate.contract.spec import Metric
-from npu_gate.errors import one_line
-from npu_gate.model.user_code import import_callable
+from npu_gate.model.worker import UserCode, WorkerFailed
 
 
 def evaluate(
-    metric: Metric, folder: Path, reference: list[dict[str, np.ndarray]],
+    metric: Metric, user: UserCode, reference: list[dict[str, np.ndarray]],
     candidate: list[dict[str, np.ndarray]], samples: list[dict[str, np.ndarray]],
 ) -> dict[str, Any]:
-    """{callable, values, checks, passed, error?}. What the metric raises or returns wrong is
-    ``error``; a metric that cannot be imported is bad input (checked before any model work,
-    see ``Rewriting``) and raises ModelError."""
+    """{callable, values, checks, passed, error?}. The metric runs in the child process of
+    ``user`` (``model.worker``), on these arrays; what it raises or returns wrong, or the
+    child's failure, is ``error``. The thresholds are judged here, on the values it returned."""
     out: dict[str, Any] = {"callable": metric.callable, "values": {}, "checks": [], "passed": False}
-    fn = import_callable(metric.callable, folder, "metric.callable")
-    added = str(folder.resolve())
-    sys.path.insert(0, added)  # the metric may import its folder's modules when it runs
     try:
-        values = fn(reference, candidate, samples)
-        if not isinstance(values, dict):
-            raise TypeError(f"returned {type(values).__name__}, not a dict of name -> number")
-        out["values"] = {str(k): float(v) for k, v in values.items()}
-    except (Exception, SystemExit) as exc:  # the metric may call sys.exit()
-        out["error"] = f"{metric.callable}: {one_line(exc)}"
+        reply = user.metric(reference, candidate, samples)
+    except WorkerFailed as exc:
+        out["error"] = f"{metric.callable}: {exc}"
         return out
-    finally:
-        if added in sys.path:
-            sys.path.remove(added)
+    if reply.error is not None:
+        out["error"] = reply.error
+        return out
+    out["values"] = reply.data["values"]
     passed = True
     for name, bound in metric.threshold.items():
         value = out["values"].get(name)

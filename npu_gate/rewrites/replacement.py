@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from npu_gate.contract.spec import Contract, Replacement
+from npu_gate.contract.spec import Replacement
 from npu_gate.graph.model_file import load_onnx
 from npu_gate.model.numerics import compare_output
+from npu_gate.model.worker import UserCode, WorkerFailed
 from npu_gate.rewrites.verify import ORIGINAL, Check, run
 
 
@@ -29,26 +30,31 @@ class Loaded:
     log: list[str] = dataclasses.field(default_factory=list)
 
 
-def load(contract: Contract, spec: Replacement) -> Loaded:
-    """Load the ONNX file, or export the torch factory with the contract's inputs."""
+def load(user: UserCode, spec: Replacement) -> Loaded:
+    """Load the ONNX file, or export the torch factory with the contract's inputs (built and
+    exported in the child process of ``user``, ``model.worker``)."""
     if spec.onnx_path is not None:
         model, sha256 = load_onnx(spec.onnx_path, "replacement.onnx")
         return Loaded(model, {"source": "onnx", "path": spec.onnx_ref, "sha256": sha256})
     assert spec.torch is not None
-    from npu_gate.model import export as exporter
-
-    as_model = dataclasses.replace(contract, torch=spec.torch, onnx_path=None)
     info = {"source": "torch", "factory": spec.torch.factory, "exporter": spec.torch.exporter, "sha256": None}
-    build_log: list[str] = []
-    module = exporter.build_module(as_model, "replacement.torch", build_log)
+    log: list[str] = []
     with tempfile.TemporaryDirectory(prefix="npu-gate-replacement-") as work:
-        outcome = exporter.export(as_model, module, Path(work))
-        if outcome.error or outcome.onnx_path is None:
-            return Loaded(None, info, f"{spec.torch.exporter} export failed: {outcome.error}",
-                          build_log + outcome.log)
-        model, sha256 = load_onnx(outcome.onnx_path, "exported replacement")
+        try:
+            built = user.build("replacement.torch")
+            log += built.log
+            error, path = built.error, None
+            if error is None:
+                outcome = user.export("replacement.torch", spec.torch.exporter, Path(work))
+                log += outcome.log
+                error, path = outcome.error, outcome.data["onnx"]
+        except WorkerFailed as exc:
+            error, path = str(exc), None
+        if error or path is None:
+            return Loaded(None, info, f"{spec.torch.exporter} export failed: {error}", log)
+        model, sha256 = load_onnx(path, "exported replacement")
     info["sha256"] = sha256
-    return Loaded(model, info, None, build_log + outcome.log)
+    return Loaded(model, info, None, log)
 
 
 def compare(

@@ -26,6 +26,7 @@ from npu_gate.contract.samples_file import read_samples
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import ModelError, one_line
 from npu_gate.model.samples import make_samples
+from npu_gate.model.worker import UserCode
 from npu_gate.result.types import GateResult, NodeResult, make_finding
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, copy_model, disjoint
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
@@ -80,7 +81,14 @@ class Rewriting:
         if rows is None and samples_file is not None:  # a contract not loaded in full
             rows = read_samples(samples_file, contract.inputs)
         self.file_rows = rows or []
-        _import_user_code(contract)
+        # One child process runs all of the contract's own code (model.worker): the torch export
+        # and reference, a torch replacement, the metric. Started on its first use.
+        self.user = UserCode(contract)
+        _import_user_code(contract, self.user)
+
+    def close(self) -> None:
+        """Stop the child process of the contract's code (if it was started)."""
+        self.user.close()
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:
@@ -222,7 +230,7 @@ class Rewriting:
                 if self.contract.metric is not None:
                     from npu_gate.rewrites.metric import evaluate as run_metric
 
-                    result.metric = run_metric(self.contract.metric, self.contract.folder, ver.reference,
+                    result.metric = run_metric(self.contract.metric, self.user, ver.reference,
                                                ver.candidate, self.samples)
                     if not result.metric["passed"]:
                         result.findings.append(make_finding("task-metric", metric_message(result.metric)))
@@ -268,7 +276,7 @@ class Rewriting:
         from npu_gate.rewrites import replacement as repl
 
         assert self.original is not None and self.contract.replacement is not None
-        loaded = repl.load(self.contract, self.contract.replacement)
+        loaded = repl.load(self.user, self.contract.replacement)
         result.log.extend(loaded.log)
         entry: dict[str, Any] = {"model": loaded.info, "verification": []}
         result.replacement = entry
@@ -303,7 +311,7 @@ class Rewriting:
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 
-            result.metric = run_metric(self.contract.metric, self.contract.folder, reference, candidate,
+            result.metric = run_metric(self.contract.metric, self.user, reference, candidate,
                                        self.samples)
             if not result.metric["passed"]:
                 result.findings.append(make_finding("task-metric", metric_message(result.metric)))
@@ -390,7 +398,7 @@ class Rewriting:
         if self.contract.metric is not None:  # an approximation is judged on the task too
             from npu_gate.rewrites.metric import evaluate as run_metric
 
-            task = run_metric(self.contract.metric, self.contract.folder, ver.reference, ver.candidate, self.samples)
+            task = run_metric(self.contract.metric, self.user, ver.reference, ver.candidate, self.samples)
             if not task["passed"]:
                 self._rejected.append(where | {"reason": metric_message(task)})
                 return "numerics", None
@@ -576,21 +584,17 @@ def _distinct(value: float, bound: float) -> tuple[str, str]:
     return repr(value), repr(bound)
 
 
-def _import_user_code(contract: Contract) -> None:
+def _import_user_code(contract: Contract, user: UserCode) -> None:
     """The metric and a torch replacement's factory import from the contract folder before any
     model work (the contract check found their modules; only importing them, which runs the
     user's code, tells whether they import and have the callable). What the user's code raises
     when it runs stays a finding."""
     import importlib.util
 
-    from npu_gate.model.user_code import import_callable
-
     spec = contract.replacement
     # The ONNX-only install: name the missing extra, as `check` does, rather than the factory's
     # module failing to import (`diff` and `check-onnx` reach this without `check`'s test).
     if spec is not None and spec.torch is not None and importlib.util.find_spec("torch") is None:
         raise ModelError(f"{contract.path}: replacement.torch needs PyTorch: pip install 'npu-gate[torch]'")
-    if contract.metric is not None:
-        import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
-    if spec is not None and spec.torch is not None:
-        import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
+    if contract.metric is not None or (spec is not None and spec.torch is not None):
+        user.imports()  # in the child process, as the code runs later

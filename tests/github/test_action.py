@@ -112,7 +112,43 @@ def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Ru
             "[relu0]: op Relu not in profile demo\n") in log
     assert json.loads((art / "state.json").read_text()) == {
         "verdict": "fail", "failed": True, "changed": True, "pr_number": PR,
-        "contracts": {"relu": "models/relu/npu-gate.json"}}
+        "contracts": {"relu": "models/relu/npu-gate.json"}, "outputs": out}
+
+
+def test_publish_writes_the_gate_outputs_and_the_summary_from_the_state(runner: Runner) -> None:
+    """action.yml's gate step has no GITHUB_OUTPUT/GITHUB_STEP_SUMMARY: `publish` writes them."""
+    add_contract(runner.root, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
+    env = runner.env(contracts="models/relu/npu-gate.json")
+    env.pop("GITHUB_OUTPUT")
+    env.pop("GITHUB_STEP_SUMMARY")
+    runner.monkeypatch.chdir(runner.root)
+    assert action.gate(env, io.StringIO()) == 0
+    assert runner.summary.read_text() == ""
+    env = runner.env()
+    out = io.StringIO()
+    assert action.publish(env, out) == 0
+    published = outputs(env["GITHUB_OUTPUT"])
+    art = runner.root / "npu-gate-out"
+    assert published == json.loads((art / "state.json").read_text())["outputs"]
+    assert (published["verdict"], published["failed"], published["cpu-nodes"]) == ("fail", "true", "1")
+    assert runner.summary.read_text() == (art / "report.md").read_text()
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("state", [None, "[", {"outputs": {"verdict": "pass"}},
+                                   {"outputs": dict.fromkeys(action.OUTPUT_NAMES, "x")},
+                                   {"outputs": dict.fromkeys(action.OUTPUT_NAMES, "pass\nfailed=false")}])
+def test_publish_fails_closed_on_a_missing_or_forged_state(runner: Runner, state: object) -> None:
+    art = runner.root / "npu-gate-out"
+    art.mkdir()
+    if state is not None:
+        (art / "state.json").write_text(state if isinstance(state, str) else json.dumps(state), encoding="utf-8")
+    runner.monkeypatch.chdir(runner.root)
+    env = runner.env()
+    out = io.StringIO()
+    assert action.publish(env, out) == 0
+    assert outputs(env["GITHUB_OUTPUT"]) == {"verdict": "error", "failed": "true", "fail-on": "errors"}
+    assert out.getvalue() == "::error::npu-gate: the gate step left no valid state.json; failing\n"
 
 
 def test_the_gate_step_drops_token_variables(runner: Runner, monkeypatch: pytest.MonkeyPatch

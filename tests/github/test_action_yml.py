@@ -29,7 +29,8 @@ def test_inputs_and_outputs_are_the_documented_interface() -> None:
     assert SPEC["inputs"]["github-token"]["default"] == "${{ github.token }}"
     for name in ("verdict", "result-json", "report-md", "cpu-nodes", "npu-partitions",
                  "new-findings"):
-        assert SPEC["outputs"][name]["value"] == f"${{{{ steps.gate.outputs.{name} }}}}"
+        # written by the clean publishing step, never by the step that runs the model
+        assert SPEC["outputs"][name]["value"] == f"${{{{ steps.publish.outputs.{name} }}}}"
 
 
 def test_steps_follow_the_script_injection_rules() -> None:
@@ -43,7 +44,14 @@ def test_steps_follow_the_script_injection_rules() -> None:
     install = STEPS[0]
     for step in (install, gate):  # the steps that run the user's code see no token
         assert not any("token" in f"{k}={v}".lower() for k, v in step["env"].items())
-    assert STEPS[-1]["if"] == "steps.gate.outputs.failed == 'true'"
+    # ... nor the files that change later steps; the clean copy is made before it
+    assert gate["run"].startswith("env -u GITHUB_ENV -u GITHUB_PATH -u GITHUB_OUTPUT -u GITHUB_STEP_SUMMARY ")
+    assert [s.get("id") for s in STEPS].index("clean") < [s.get("id") for s in STEPS].index("gate")
+    for step in STEPS:
+        if "npu_gate.action" in step["run"] and step.get("id") != "gate":  # publish, comment
+            assert '-I -S -B -c' in step["run"] and '"$NPU_GATE_CLEAN"' in step["run"]
+            assert '"$NPU_GATE_CLEAN_DIGEST"' in step["run"]
+    assert STEPS[-1]["if"] == "steps.publish.outputs.failed == 'true'"
     assert "exit 1" in STEPS[-1]["run"]
 
 
@@ -70,7 +78,9 @@ def test_failing_gate_reports_comments_then_fails_last(tmp_path: Path, fake: Fak
     run = _run(tmp_path, fake, contracts="models/relu/npu-gate.json")
     assert [(s.name, s.ran, s.code) for s in run.steps] == [
         ("Install npu-gate from the action's folder", False, 0),
+        ("Copy npu-gate for the publishing steps", True, 0),
         ("Gate the models", True, 0),
+        ("Publish the outputs and the job summary", True, 0),
         ("Post the sticky PR comment", True, 0),
         ("Apply the verdict", True, 1)]
     assert run.failed
@@ -118,7 +128,7 @@ def test_report_only_run_then_comment_only_mode(tmp_path: Path, fake: FakeGitHub
     artifact = tmp_path / "npu-gate-out"
     run = _run(tmp_path, fake, **{"comment-file": str(artifact / "comment.md"),
                                   "comment-id": "fork"})
-    assert [s.ran for s in run.steps] == [False, False, True, False]
+    assert [s.ran for s in run.steps] == [False, True, False, False, True, False]
     assert not run.failed
     assert fake.comments[PR][0]["body"].endswith("<!-- npu-gate:report id=fork -->\n")
 
