@@ -236,19 +236,19 @@ def contract_key(contract: Contract, today: dt.date, exclude: Iterable[Path] = (
         parts["model"] = {"onnx": _sha256_file(Path(contract.onnx_path))}
     else:
         assert contract.torch is not None  # a contract names an ONNX model or a torch factory
-        parts["model"] = {"torch_sources": _code_fingerprint(contract.torch.factory, folder, exclude)}
+        # The code the factory imports is a dependency of the entry (the files the run's child
+        # process imported, wherever they are); the data beside the contract is keyed here.
+        parts["model"] = {"torch": True}
     # Everything else the contract names changes the result too: its files' bytes, and the
     # code of a metric or a torch replacement (imported from the contract folder).
     files = {"samples_file": contract.numerics.samples_file, "device_timings": contract.device_timings,
              "replacement_onnx": contract.replacement.onnx_path if contract.replacement else None}
     parts["files"] = {k: _sha256_file(Path(v)) for k, v in files.items() if v is not None and Path(v).is_file()}
-    code = []
-    if contract.metric is not None:
-        code.append(contract.metric.callable)
-    if contract.replacement is not None and contract.replacement.torch is not None:
-        code.append(contract.replacement.torch.factory)
-    for ref in code:  # each module must live in the contract folder, whose files are then keyed
-        parts["code"] = _code_fingerprint(ref, folder, exclude)
+    code = contract.torch is not None or contract.metric is not None or (
+        contract.replacement is not None and contract.replacement.torch is not None)
+    if code:  # the contract's code runs: what it may read beside the contract (not its .py files)
+        parts["data"] = folder_fingerprint(folder, exclude, data_only=True)
+        parts["import_folders"] = [str(f) for f in contract.import_folders]
     if contract.probe is not None:
         parts["probe"] = probe_environment(contract.probe)
     return make_key(parts)
@@ -274,29 +274,22 @@ def probe_environment(spec: ProbeSpec) -> dict[str, Any]:
             "installed": compiler.installed_version(venv)}
 
 
-def _code_fingerprint(callable_ref: str, folder: Path, exclude: Iterable[Path]) -> dict[str, str]:
-    """The contract folder's files, when ``module:callable`` is imported from there."""
-    top = callable_ref.split(":")[0].split(".")[0]
-    if not ((folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()):
-        raise NotCacheable(f"the module {top!r} is not in the contract folder, so its sources cannot be keyed")
-    return folder_fingerprint(folder, exclude)
-
-
 def inspect_key(model: Path, profile: Profile) -> str:
     return make_key({"kind": "inspect", "model_path": str(model.resolve()),
                      "model": {"onnx": _sha256_file(model)}, "profile_sha256": profile.sha256})
 
 
-def folder_fingerprint(folder: Path, exclude: Iterable[Path] = ()) -> dict[str, str]:
-    """sha256 of every file under ``folder`` (the factory's sources and whatever data
-    it reads), skipping hidden entries, caches and virtualenvs."""
+def folder_fingerprint(folder: Path, exclude: Iterable[Path] = (), *, data_only: bool = False) -> dict[str, str]:
+    """sha256 of every file under ``folder`` (whatever data the contract's code reads),
+    skipping hidden entries, caches and virtualenvs; ``data_only``: not the Python sources,
+    which are keyed as the modules the run imported (``code_dependencies``)."""
     skip = {Path(p).resolve() for p in exclude}
     out: dict[str, str] = {}
     total = 0
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
         for name in sorted(filenames):
-            if name.startswith(".") or name.endswith(".pyc"):
+            if name.startswith(".") or name.endswith(".pyc") or (data_only and name.endswith(".py")):
                 continue
             path = Path(dirpath) / name
             if path.resolve() in skip or not path.is_file():
@@ -307,6 +300,17 @@ def folder_fingerprint(folder: Path, exclude: Iterable[Path] = ()) -> dict[str, 
                                    f"{MAX_BYTES >> 20} MiB; give the model its own folder")
             out[path.relative_to(folder).as_posix()] = _sha256_file(path)
     return out
+
+
+def code_dependencies(files: list[str] | None) -> list[Dependency] | None:
+    """The contract's code files a run imported, as dependencies of its entry (None: not known,
+    so not cacheable)."""
+    if files is None:
+        return None
+    try:
+        return [Dependency.of(Path(f)) for f in files]
+    except OSError:
+        return None
 
 
 def onnx_dependencies(model: Path) -> list[Dependency] | None:

@@ -94,6 +94,7 @@ def check_contract(
     if result.exporter_comparison and "diff" in result.exporter_comparison:
         result.exporter_comparison["diff"]["a"]["verdict"] = result.verdict  # known only now
     rewriting.review(result, timings)
+    result.code_files = rewriting.user.code_files_read()
     rewriting.close()
     timings["total_s"] = time.perf_counter() - start
     result.timings = timings

@@ -51,7 +51,10 @@ def check_cached(contract: Contract, args: argparse.Namespace, known_key: str | 
         full = contract if contract.complete else load_contract(contract.path)
         result = check_contract(full, today=args.today, time_limit=args.timeout)
         deps = cache.onnx_dependencies(contract.onnx_path) if contract.onnx_path else []
-        return result, deps
+        code = cache.code_dependencies(result.code_files)
+        if deps is None or code is None:
+            return result, None
+        return result, deps + code
 
     return cached(args, str(contract.path), key, run)
 
@@ -117,6 +120,8 @@ def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
     from npu_gate.stages.timeout import timed_out
 
     result, deps = run()
+    if deps is None and uncached is None and key is not None:
+        uncached = "the files this run read could not all be recorded"
     if timed_out(result):  # not what the gate says of these inputs: what it got to in the time given
         uncached = "the run reached its time limit (--timeout)"
     json_text, markdown_text, terminal = _render_all(result)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -63,6 +65,7 @@ class TorchModel:
     exporter: str  # dynamo | torchscript
     opset: int
     compare_exporters: bool = False  # also export with the other exporter and diff the graphs
+    path: tuple[str, ...] = ()  # more folders to import the contract's code from, relative to it
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,14 @@ class Contract:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def import_folders(self) -> list[Path]:
+        """Where the contract's code (factory, metric, torch replacement) is imported from, in
+        order: the contract's folder, the repository root (the git work tree above it), then
+        ``model.torch.path``. The same from the CLI, the hooks and the Action, whatever the
+        working folder."""
+        return import_folders(self.folder, self.torch.path if self.torch else ())
 
 
 def find_contract(arg: str | None) -> Path:
@@ -281,6 +292,21 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
     )
 
 
+def import_folders(folder: Path, extra: Sequence[str] = ()) -> list[Path]:
+    """``Contract.import_folders`` for a contract in ``folder`` with ``model.torch.path`` ``extra``."""
+    from npu_gate.graph.source import repository_root
+
+    out = [folder.resolve()]
+    root = repository_root(folder)
+    if root is not None and root not in out:
+        out.append(root)
+    for entry in extra:
+        resolved = (folder / entry).resolve()
+        if resolved not in out:
+            out.append(resolved)
+    return out
+
+
 def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
     """Code references to a refused module (``contract/code_refs.py``: the standard library,
     process and shell packages); ``metric.callable`` and ``replacement.torch.factory`` whose module
@@ -289,7 +315,14 @@ def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
     out by importing it before any model work of this contract."""
     import importlib.util
 
+    torch_doc = doc["model"].get("torch", {})
+    extra = [p for p in torch_doc.get("path", []) if isinstance(p, str)]
+    problems = [f"{label}: model.torch.path[{i}]: folder {p!r} not found" for i, p in enumerate(extra)
+                if not (folder / p).is_dir()]
+    folders = import_folders(folder, [p for p in extra if (folder / p).is_dir()])
     refs = []
+    if "factory" in torch_doc and importlib.util.find_spec("torch") is not None:
+        refs.append(("model.torch.factory", torch_doc["factory"]))
     if "metric" in doc:
         refs.append(("metric.callable", doc["metric"]["callable"]))
     factory = doc.get("replacement", {}).get("torch", {}).get("factory")
@@ -300,27 +333,42 @@ def _code_problems(doc: dict[str, Any], folder: Path, label: str) -> list[str]:
     named = [("model.torch.factory", doc["model"].get("torch", {}).get("factory")),
              ("replacement.torch.factory", factory),
              ("metric.callable", doc["metric"]["callable"] if "metric" in doc else None)]
-    problems = [p for where, ref in named if isinstance(ref, str)
-                and (p := refused_problem(ref, f"{label}: {where}")) is not None]
+    problems += [p for where, ref in named if isinstance(ref, str)
+                 and (p := refused_problem(ref, f"{label}: {where}")) is not None]
     for where, ref in refs:
         module = ref.split(":")[0]
         if refused(module):
             continue  # said above
         top = module.split(".")[0]
-        if not _module_exists(top, folder):  # the words import_callable would say
-            problems.append(f"{label}: {where}: cannot import {module!r}: No module named {top!r}")
+        if not _module_exists(top, folders):  # the words import_callable would say
+            problems.append(f"{label}: {where}: cannot import {module!r}: No module named {top!r} "
+                            f"{searched(folders, folder)}")
     return problems
 
 
-def _module_exists(top: str, folder: Path) -> bool:
-    """Whether ``import top`` can find a module with ``folder`` first on sys.path (as
+def searched(folders: Sequence[Path], base: Path) -> str:
+    """The folders a module was looked for in, and the fix: for an import error's line."""
+    shown = []
+    for f in folders:
+        try:
+            shown.append(os.path.relpath(f, base))
+        except ValueError:  # another drive
+            shown.append(str(f))
+    return (f"(searched the contract folder, the repository root and model.torch.path: {', '.join(shown)}, "
+            "then the installed packages; add the folder that holds it to model.torch.path, relative to the "
+            "contract)")
+
+
+def _module_exists(top: str, folders: Sequence[Path]) -> bool:
+    """Whether ``import top`` can find a module with ``folders`` first on sys.path (as
     ``model.user_code.import_callable`` imports it), without importing anything."""
     import importlib.machinery
     import importlib.util
 
-    if (folder / top).is_dir() or any((folder / f"{top}{suffix}").is_file()
-                                      for suffix in importlib.machinery.all_suffixes()):
-        return True
+    for folder in folders:
+        if (folder / top).is_dir() or any((folder / f"{top}{suffix}").is_file()
+                                          for suffix in importlib.machinery.all_suffixes()):
+            return True
     try:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):  # a half-imported module in sys.modules: not for us to judge
@@ -388,6 +436,7 @@ def _torch_model(model: dict[str, Any]) -> TorchModel | None:
         exporter=t.get("exporter", "dynamo"),
         opset=int(t.get("opset", 18)),
         compare_exporters=bool(t.get("compare_exporters", False)),
+        path=tuple(t.get("path", [])),
     )
 
 

@@ -22,9 +22,10 @@ import re
 import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from onnx import NodeProto
+if TYPE_CHECKING:  # a contract's load and a cache hit import this module for repository_root, never onnx
+    from onnx import NodeProto
 
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"

@@ -40,7 +40,7 @@ def build_module(contract: Contract, key: str = "model.torch", log: list[str] | 
         raise ModelError(
             f"{contract.path}: {key} needs PyTorch: pip install 'npu-gate[torch]'"
         ) from None
-    factory = import_callable(contract.torch.factory, contract.folder, label, log)
+    factory = import_callable(contract.torch.factory, contract.import_folders, label, log)
     torch.manual_seed(contract.numerics.seed)
     try:
         with capture_output() as captured:

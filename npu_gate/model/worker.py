@@ -64,6 +64,7 @@ class Reply:
     log: list[str] = field(default_factory=list)
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)  # the contract's code files imported so far
 
     def raise_bad_input(self) -> None:
         if self.bad_input and self.error:
@@ -74,6 +75,9 @@ def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     """The parent's environment without the token and workflow-file variables."""
     source = dict(os.environ if env is None else env)
     return {k: v for k, v in source.items() if k not in HIDDEN and not k.startswith(HIDDEN_PREFIXES)}
+
+
+MAX_CODE_FILES = 2000
 
 
 class UserCode:
@@ -87,6 +91,21 @@ class UserCode:
         self._count = 0
         self._dead: str | None = None  # once it failed, every later request fails the same way
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.sources: set[str] = set()  # as the child reports them: see code_files_read
+
+    def code_files_read(self) -> list[str] | None:
+        """The contract's own code files the child imported (the cache's dependencies), checked
+        here: regular files under the contract's import folders, at most MAX_CODE_FILES of them;
+        None when the child named anything else (then nothing may be cached)."""
+        homes = [str(f) + os.sep for f in self.contract.import_folders]
+        files = sorted(self.sources)
+        if len(files) > MAX_CODE_FILES:
+            return None
+        for file in files:
+            resolved = os.path.realpath(file)
+            if resolved != file or not any(file.startswith(h) for h in homes) or not Path(file).is_file():
+                return None
+        return files
 
     # -- the process ------------------------------------------------------------------
     def _start(self) -> subprocess.Popen[bytes]:
@@ -151,7 +170,9 @@ class UserCode:
             raise WorkerFailed(self._ended(proc))
         if line.strip() != str(number).encode():
             raise WorkerFailed("the model code's process answered garbage")
-        return read_status(self._folder / f"status-{number}.json")
+        reply = read_status(self._folder / f"status-{number}.json")
+        self.sources.update(reply.sources)
+        return reply
 
     def _ended(self, proc: subprocess.Popen[bytes]) -> str:
         try:
@@ -301,8 +322,11 @@ def read_status(path: Path) -> Reply:
              and isinstance(seconds, int | float) and not isinstance(seconds, bool))
     if not valid:
         raise WorkerFailed("the model code's process wrote an unreadable status")
+    sources = status.get("sources", [])
+    if not _strings(sources):
+        raise WorkerFailed("the model code's process wrote an unreadable status")
     return Reply(" ".join(error.splitlines()) if error is not None else None, bool(status.get("bad_input")),
-                 details, log, float(seconds), data)
+                 details, log, float(seconds), data, sources)
 
 
 def _strings(value: Any) -> bool:
@@ -358,9 +382,25 @@ def serve() -> None:
 
             status["error"] = status["error"] or one_line(exc)
         status["seconds"] = time.perf_counter() - start
+        status["sources"] = code_files(contract.import_folders)
         path = folder / f"status-{request['id']}.json"
         path.write_text(json.dumps(status), encoding="utf-8")
         os.write(reply, f"{request['id']}\n".encode())
+
+
+def code_files(folders: list[Path]) -> list[str]:
+    """The files of the modules imported so far from ``folders`` (the contract's own code, not
+    installed packages): what a cached result of this contract depends on besides its key."""
+    homes = [str(f) + os.sep for f in folders]
+    out = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or "site-packages" in file or "dist-packages" in file:
+            continue
+        resolved = os.path.realpath(file)
+        if any(resolved.startswith(home) for home in homes) and os.path.isfile(resolved):
+            out.add(resolved)
+    return sorted(out)
 
 
 def _handle(contract: Contract, folder: Path, modules: dict[str, Any], op: str, args: dict[str, Any],
@@ -429,9 +469,9 @@ def _imports(contract: Contract) -> None:
 
     spec = contract.replacement
     if contract.metric is not None:
-        import_callable(contract.metric.callable, contract.folder, f"{contract.path}: metric.callable")
+        import_callable(contract.metric.callable, contract.import_folders, f"{contract.path}: metric.callable")
     if spec is not None and spec.torch is not None:
-        import_callable(spec.torch.factory, contract.folder, f"{contract.path}: replacement.torch.factory")
+        import_callable(spec.torch.factory, contract.import_folders, f"{contract.path}: replacement.torch.factory")
 
 
 def _metric(contract: Contract, folder: Path, args: dict[str, Any], status: dict[str, Any]) -> None:
@@ -442,7 +482,7 @@ def _metric(contract: Contract, folder: Path, args: dict[str, Any], status: dict
     assert contract.metric is not None
     rows = {label: load_rows(folder / args[label]["file"], args[label]["names"], args[label]["keys"])
             for label in ("reference", "candidate", "samples")}
-    fn = import_callable(contract.metric.callable, contract.folder, "metric.callable")
+    fn = import_callable(contract.metric.callable, contract.import_folders, "metric.callable")
     added = str(contract.folder.resolve())
     sys.path.insert(0, added)  # the metric may import its folder's modules when it runs
     try:

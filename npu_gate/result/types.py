@@ -301,6 +301,9 @@ class GateResult:
     gates: list[GateCheck] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)  # conversion log; written with --log, not in JSON
+    # The contract's own code files the run imported (absolute): the cache's dependencies, not in
+    # JSON. None: not known (then a torch contract's result is not cached).
+    code_files: list[str] | None = None
     # Evidence bundle runs only (--out/--bundle): one entry per distinct failure, see evidence/minimal.py.
     minimal: dict[str, Any] | None = None
     shape_chains: list[dict[str, Any]] = field(default_factory=list)  # ShapeChain.to_dict()

@@ -275,7 +275,9 @@ def torch_contract(folder: Path) -> Path:
     return folder / "npu-gate.json"
 
 
-def test_factory_sources_are_the_key_of_a_torch_model(tmp_path: Path) -> None:
+def test_the_data_beside_a_torch_contract_is_in_the_key_its_python_files_are_not(tmp_path: Path) -> None:
+    """The code a factory imports is an entry's dependency (the files the run imported, see
+    test_torch_contract_hit_and_miss_on_source_change); the key covers the data beside it."""
     contract_path = torch_contract(tmp_path / "seed")
     today = dt.date(2026, 1, 1)
 
@@ -286,10 +288,10 @@ def test_factory_sources_are_the_key_of_a_torch_model(tmp_path: Path) -> None:
     assert key() == base
     net = tmp_path / "seed" / "seed_net.py"
     net.write_text(net.read_text() + "# comment\n")
-    assert key() != base
-    changed = key()
+    (tmp_path / "seed" / "tools.py").write_text("print('unrelated')\n")
+    assert key() == base
     (tmp_path / "seed" / "weights.bin").write_bytes(b"\x00")  # data the factory may read
-    assert key() != changed
+    assert key() != base
     with_data = key()
     (tmp_path / "seed" / "__pycache__").mkdir(exist_ok=True)
     (tmp_path / "seed" / "__pycache__" / "seed_net.cpython-311.pyc").write_bytes(b"x")
@@ -300,11 +302,12 @@ def test_factory_sources_are_the_key_of_a_torch_model(tmp_path: Path) -> None:
     assert key(report) == with_data
 
 
-def test_torch_factory_outside_the_contract_folder_is_not_cached(tmp_path: Path) -> None:
+def test_a_torch_factory_outside_the_contract_folder_is_keyed_too(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the repository root, where the module now is
     contract_path = torch_contract(tmp_path / "seed")
     (tmp_path / "seed" / "seed_net.py").rename(tmp_path / "seed_net.py")
-    with pytest.raises(cache.NotCacheable, match="not in the contract folder"):
-        cache.contract_key(load_contract(contract_path), dt.date(2026, 1, 1))
+    key = cache.contract_key(load_contract(contract_path), dt.date(2026, 1, 1))  # no NotCacheable
+    assert key == cache.contract_key(load_contract(contract_path), dt.date(2026, 1, 1))
 
 
 def test_unreadable_file_in_a_torch_folder_runs_uncached(
@@ -315,10 +318,11 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
     from npu_gate.result.types import GateResult
 
     contract_path = torch_contract(tmp_path / "seed")
+    (tmp_path / "seed" / "weights.bin").write_bytes(b"\x00")
     real = cache._sha256_file
 
     def deny(path: Path) -> str:  # root reads any file, so chmod cannot stage this
-        if path.name == "seed_net.py":
+        if path.name == "weights.bin":
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
@@ -330,7 +334,7 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
         load_contract(contract_path), dt.date(2026, 1, 1)), lambda: (result, []))
     assert code == 0
     assert capsys.readouterr().err == (
-        f"npu-gate: note: seed: not cached: cannot read {tmp_path / 'seed' / 'seed_net.py'}: "
+        f"npu-gate: note: seed: not cached: cannot read {tmp_path / 'seed' / 'weights.bin'}: "
         "Permission denied\n")
     assert entries(cache_dir) == []
 
@@ -345,7 +349,25 @@ def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Pa
     assert (first.code, second.code) == (1, 1)
     assert CACHED not in first.out
     assert CACHED in second.out
+    (tmp_path / "seed" / "tools.py").write_text("print('unrelated')\n")  # not imported: still a hit
+    assert CACHED in run_cli("check", contract).out
     net = tmp_path / "seed" / "seed_net.py"
+    net.write_text(net.read_text() + "# comment\n")  # imported by the factory: a miss
+    assert CACHED not in run_cli("check", contract).out
+    assert CACHED in run_cli("check", contract).out
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_module_outside_the_contract_folder_is_a_dependency(run_cli: Run, tmp_path: Path) -> None:
+    """The factory's module at the repository root (issue 18): cached, and its change is a miss."""
+    pytest.importorskip("torch")
+    (tmp_path / ".git").mkdir()
+    contract = torch_contract(tmp_path / "contracts" / "seed")
+    (tmp_path / "contracts" / "seed" / "seed_net.py").rename(tmp_path / "seed_net.py")
+    assert CACHED not in run_cli("check", contract).out
+    assert CACHED in run_cli("check", contract).out
+    net = tmp_path / "seed_net.py"
     net.write_text(net.read_text() + "# comment\n")
     assert CACHED not in run_cli("check", contract).out
 
@@ -517,9 +539,11 @@ def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> Non
     keys.append(key())
     (folder / "replacement.onnx").write_bytes(tiny_model(cpu_op="Sigmoid").SerializeToString())
     keys.append(key())
-    (folder / "task_metric.py").write_text("def score(a, b):\n    return {'x': 1.0}\n")
-    keys.append(key())
     assert len(set(keys)) == len(keys)
+    # the metric's module is what the run imports: a dependency of the entry, not in the key
+    # (test_a_module_outside_the_contract_folder_is_a_dependency)
+    (folder / "task_metric.py").write_text("def score(a, b):\n    return {'x': 1.0}\n")
+    assert key() == keys[-1]
     assert key() == keys[-1]  # and nothing else moves it
 
 

@@ -61,4 +61,4 @@ def test_the_rule() -> None:
 
 def test_import_callable_refuses_them_as_well(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="'subprocess' is a module of the Python standard library"):
-        import_callable("subprocess:run", tmp_path, "model.torch.factory")
+        import_callable("subprocess:run", [tmp_path], "model.torch.factory")

@@ -210,7 +210,9 @@ def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_c
     run = run_cli("check", path, *no_cache)
     assert (run.code, run.out) == (2, "")
     assert run.err == (f"npu-gate: error: {path}: model.torch.factory: cannot import 'missing_module': "
-                       "No module named 'missing_module'\n")
+                       "No module named 'missing_module' (searched the contract folder, the repository root "
+                       "and model.torch.path: ., then the installed packages; add the folder that holds it to "
+                       "model.torch.path, relative to the contract)\n")
 
 
 @pytest.mark.parametrize(("key", "value", "example"), [
@@ -260,7 +262,7 @@ def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_c
     b = write_contract(_base(), "b.json")
     run = run_cli("check", a, b, "--json", contract_dir / "r.json")
     assert run.code == 2
-    assert "--json, --markdown, --log and --out take one contract" in run.err
+    assert "--json, --markdown, --html, --log and --out take one contract" in run.err
 
 
 def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path, save_model, run_cli):

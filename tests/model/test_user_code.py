@@ -20,8 +20,8 @@ def test_each_contract_folder_gets_its_own_module_of_a_shared_name(tmp_path: Pat
     _module(tmp_path / "a", "net_under_test", 1)
     _module(tmp_path / "b", "net_under_test", 2)
     try:
-        assert import_callable("net_under_test:build", tmp_path / "a", "model.torch.factory")() == 1
-        assert import_callable("net_under_test:build", tmp_path / "b", "model.torch.factory")() == 2
+        assert import_callable("net_under_test:build", [tmp_path / "a"], "model.torch.factory")() == 1
+        assert import_callable("net_under_test:build", [tmp_path / "b"], "model.torch.factory")() == 2
     finally:
         sys.modules.pop("net_under_test", None)
 
@@ -33,7 +33,7 @@ def test_an_installed_package_is_imported_as_it_is_never_evicted(tmp_path: Path)
     import onnx.helper
 
     before = sys.modules["onnx"], sys.modules["onnx.helper"]
-    found = import_callable("onnx.helper:make_node", tmp_path, "model.torch.factory")
+    found = import_callable("onnx.helper:make_node", [tmp_path], "model.torch.factory")
     assert found is onnx.helper.make_node
     assert (sys.modules["onnx"], sys.modules["onnx.helper"]) == before
 
@@ -42,7 +42,7 @@ def test_a_missing_callable_names_the_contract_key(tmp_path: Path) -> None:
     _module(tmp_path, "net_without", 1)
     try:
         with pytest.raises(ModelError) as raised:
-            import_callable("net_without:nope", tmp_path, "metric.callable")
+            import_callable("net_without:nope", [tmp_path], "metric.callable")
         assert raised.value.problems == ["metric.callable: 'net_without' has no callable 'nope'"]
     finally:
         sys.modules.pop("net_without", None)
