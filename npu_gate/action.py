@@ -44,6 +44,7 @@ from npu_gate.github.untrusted import neutralise
 
 if TYPE_CHECKING:  # annotations only: render is imported lazily, where it is used
     from npu_gate.render.report import ModelReport
+    from npu_gate.result.types import GateResult
 
 COMMENT_MODES = ("always", "on-change", "on-failure", "never")
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN")
@@ -173,26 +174,31 @@ def merge_models(spec: str, workspace: Path) -> list[Any]:
 
 def annotate(models: Sequence[ModelReport], workspace: Path, out: TextIO | None = None,
              fail_on: str = "errors") -> None:
-    """::error/::warning on each contract file, 10 per level (errors of the worst rules first).
+    """::error/::warning annotations, 10 per level (GitHub's limit), spread over the models and
+    rules: each (model, rule) gets one before any gets a second, worst rules first.
 
-    Under a baseline, findings the baseline does not have come first; the ones it has say so,
-    and with ``fail-on: regressions`` (where they do not fail the step) they are notices.
+    A finding at a node whose PyTorch source line is in the repository is annotated on that line
+    (it shows in the PR's diff view); the others on the contract file. Under a baseline, findings
+    the baseline does not have come first; the ones it has say so, and with ``fail-on:
+    regressions`` (where they do not fail the step) they are notices.
     """
     from npu_gate.compare.baseline import finding_key
     from npu_gate.escape import visible
     from npu_gate.rules import RULES
 
     order = {rule: i for i, rule in enumerate(RULES)}
-    items: dict[str, list[tuple[tuple[bool, int], str | None, str]]] = {
+    # level -> (baseline-old, rule rank, model index, rule), file, line, message
+    items: dict[str, list[tuple[tuple[bool, int, int, str], str | None, int | None, str]]] = {
         level: [] for level in ANNOTATION_LEVELS}
-    for m in models:
+    for k, m in enumerate(models):
         file = _relative(Path(m.file), workspace) if m.file else None
         if m.result is None:
             for p in m.problems:
-                items["error"].append(((False, -1), file, f"npu-gate could not run: {p}"))
+                items["error"].append(((False, -1, k, ""), file, None, f"npu-gate could not run: {p}"))
             continue
         c = m.comparison
         new = {finding_key(f) for f in c.new} if c is not None and c.found else None
+        lines = _source_lines(m.result, workspace)
         for f in m.result.active_findings():
             if f.severity not in SEVERITY_RANK:
                 continue
@@ -200,24 +206,60 @@ def annotate(models: Sequence[ModelReport], workspace: Path, out: TextIO | None 
             level = "notice" if old and fail_on == "regressions" else f.severity
             where = f" [{f.node}]" if f.node else ""
             message = f"{m.result.name}: {f.rule}{where}: {f.message}"
-            items[level].append(((old, order.get(f.rule, len(order))), file,
+            at_file, at_line = lines.get(f.node or "", (file, None))
+            items[level].append(((old, order.get(f.rule, len(order)), k, f.rule), at_file, at_line,
                                  message + ("; already in the baseline" if old else "")))
-    for found in items.values():
-        found.sort(key=lambda t: t[0])  # stable: keeps model and pipeline order within a rule
     caps = dict.fromkeys(items, workflow.MAX_ANNOTATIONS)
     if any(len(found) > workflow.MAX_ANNOTATIONS for found in items.values()):
         caps["notice"] -= 1  # room for the note below
     extra = []
     for level, found in items.items():
-        for _, file, message in found[: caps[level]]:
+        chosen = spread(found)
+        for _, file, line, message in chosen[: caps[level]]:
             # Model text in the message: escape sequences and bidi overrides shown as text,
             # as on the terminal (the log viewer interprets ANSI colours).
-            workflow.command(level, visible(message), out, file=file, title=f"npu-gate {level}")
+            workflow.command(level, visible(message), out, file=file, line=str(line) if line else None,
+                             title=f"npu-gate {level}")
         if len(found) > caps[level]:
             extra.append(f"{len(found) - caps[level]} more {level}s")
     if extra:
         workflow.command("notice", f"npu-gate: {', '.join(extra)} are not annotated "
                          "(GitHub shows 10 per step); see the report.", out)
+
+
+def spread(found: list[tuple[tuple[bool, int, int, str], Any, Any, str]]) -> list[Any]:
+    """Annotations in the order they get the few slots: findings new to the baseline first; then
+    round by round, one per (model, rule) group in each round (groups by rule rank, then model),
+    so two models, or one model's many CPU nodes, cannot take every slot."""
+    out: list[Any] = []
+    for old in (False, True):
+        groups: dict[tuple[int, int, str], list[Any]] = {}
+        for item in found:
+            if item[0][0] == old:
+                groups.setdefault(item[0][1:], []).append(item)
+        queues = [groups[k] for k in sorted(groups)]
+        depth = max((len(q) for q in queues), default=0)
+        out += [q[i] for i in range(depth) for q in queues if i < len(q)]
+    return out
+
+
+def _source_lines(result: GateResult, workspace: Path) -> dict[str, tuple[str, int]]:
+    """Node name -> (file, line) of its PyTorch source, for the nodes whose source file is a
+    file of the repository (``workspace``): model text, so only a relative path to an existing
+    file under it is taken."""
+    out = {}
+    root = workspace.resolve()
+    for n in result.nodes:
+        src = n.source
+        if not src or not src.get("file") or not isinstance(src.get("line"), int):
+            continue
+        relative = Path(str(src["file"]))
+        if relative.is_absolute() or ".." in relative.parts:
+            continue
+        target = (root / relative).resolve()
+        if target.is_relative_to(root) and target.is_file():
+            out[n.name] = (relative.as_posix(), int(src["line"]))
+    return out
 
 
 def _relative(path: Path, workspace: Path) -> str:
