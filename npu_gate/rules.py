@@ -186,6 +186,18 @@ RULES: dict[str, Rule] = {
             "tensors, tuples, lists and dict values flattened in order.",
         ),
         Rule(
+            "numerics-uninformative",
+            WARNING,
+            "An output's comparison with PyTorch cannot tell much: its values are tiny, zero or constant.",
+            "A random-init net's outputs can be ~1e-9: every value is within atol of zero, so "
+            "|onnx - torch| <= atol passes whatever the export computes. When every reference value lies "
+            "within atol of 0, the output is judged instead by its error relative to its own scale "
+            "(max abs error / max |reference| <= rtol; `scale_rel_err` in the result), and this warning "
+            "names the output's range. An output that is all zero, or constant over every sample and "
+            "element, passes a comparison that cannot tell whether the export depends on its inputs: a "
+            "warning too. Use trained weights or a samples_file of real inputs, or lower atol.",
+        ),
+        Rule(
             "numerics-failed",
             ERROR,
             "The numeric comparison could not run.",

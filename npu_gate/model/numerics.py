@@ -32,9 +32,22 @@ class OutputComparison:
     passed: bool
     samples: int
     problem: str | None = None  # shape/dtype mismatch, non-finite values
+    # [min, max] of the reference's finite values (None: not compared)
+    reference_range: tuple[float, float] | None = None
+    # why the comparison cannot tell much: "below-atol" (every reference value within atol of 0:
+    # judged by the error relative to the output's scale instead), "zero", "constant"; None: it can
+    uninformative: str | None = None
+    scale_rel_err: float | None = None  # max abs error / max |reference| (set when "below-atol")
 
     def to_dict(self) -> NumericsEntry:
-        return NumericsEntry(output=self.output, **measured_fields(self))  # type: ignore[typeddict-item]
+        out = NumericsEntry(output=self.output, **measured_fields(self))  # type: ignore[typeddict-item]
+        if self.reference_range is not None:
+            out["reference_range"] = list(self.reference_range)
+        if self.uninformative is not None:
+            out["uninformative"] = self.uninformative
+        if self.scale_rel_err is not None:
+            out["scale_rel_err"] = self.scale_rel_err
+        return out
 
 
 class Measured(Protocol):
@@ -248,7 +261,22 @@ def compare_output(
             passed = passed and bool(np.all(diff <= atol + rtol * np.abs(b[mask])))
     infinite = sum(int(np.count_nonzero(np.isinf(b))) for _, b in arrays)
     note = f"{infinite} infinite values, the same on both sides" if infinite else None
-    return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, count, note)
+    finite = [b[np.isfinite(b)] for _, b in arrays]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    if not values.size:
+        return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, count, note)
+    low, high = float(values.min()), float(values.max())
+    scale = max(abs(low), abs(high))
+    uninformative, scaled = None, None
+    if scale == 0:
+        uninformative = "zero"
+    elif low == high and values.size > 1:
+        uninformative = "constant"
+    elif scale <= atol:  # atol alone cannot fail: judge the error against the output's own scale
+        uninformative, scaled = "below-atol", max_abs / scale
+        passed = passed and scaled <= rtol
+    return OutputComparison(name, max_abs, max_rel, atol, rtol, passed, count, note, (low, high), uninformative,
+                            scaled)
 
 
 def _integers(got: np.ndarray, ref: np.ndarray) -> bool:

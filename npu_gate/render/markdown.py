@@ -293,6 +293,11 @@ def _numerics(result: GateResult) -> str:
         verdict = "pass" if c["passed"] else "**fail**"
         if c.get("problem"):
             verdict += f" ({md(c['problem'])})"
+        if c.get("uninformative"):
+            low, high = c.get("reference_range") or (None, None)
+            verdict += (" (not informative: " + {"zero": "all zero", "constant": "constant"}.get(
+                c["uninformative"], f"values within [{number(low)}, {number(high)}], below atol; error relative "
+                                    f"to the output's scale {number(c.get('scale_rel_err'))}") + ")")
         name = md_code(c["output"])
         if c["output"] in outputs:  # exporters name outputs `13`, `400`: the position and shape say which
             i, o = outputs[c["output"]]

@@ -68,6 +68,9 @@ def render(result: GateResult, headline_note: str = "") -> str:
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding
+        if c.get("uninformative"):
+            note += "; not informative: " + ({"zero": "all zero", "constant": "constant"}.get(c["uninformative"])
+                                             or f"below atol, judged by scale {number(c.get('scale_rel_err'))}")
         lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {number(c['max_abs_err'])}, "
                      f"atol {c['atol']:g}{note})")
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front

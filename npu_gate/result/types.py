@@ -155,6 +155,9 @@ class NumericsEntry(TypedDict, total=False):
     passed: bool
     samples: int
     problem: str
+    reference_range: list[float]  # [min, max] of the reference's finite values
+    uninformative: str  # below-atol | zero | constant: why the comparison tells little
+    scale_rel_err: float  # below-atol: max abs error / max |reference|, judged against rtol
 
 
 # A stage row (``stages.<name>``): ``status`` ok | failed | skipped, and what the stage says.
