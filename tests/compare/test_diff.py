@@ -151,6 +151,7 @@ def test_compare_exporters_contract_key(run_cli, write_contract, tmp_path: Path)
         "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
         "target": {"profile": "demo"},
     }
+    (tmp_path / "net.py").write_text("def build():\n    raise AssertionError('never built here')\n")
     contract = load_contract(write_contract(doc))
     assert contract.torch is not None
     assert (contract.torch.exporter, contract.torch.compare_exporters) == ("dynamo", True)

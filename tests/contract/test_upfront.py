@@ -22,6 +22,9 @@ from tests.helpers.hook_fixtures import tiny_model, write_onnx_contract
 Run = Callable[..., CliRun]
 ROWS = np.zeros((2, 1, 4), np.float32)  # two samples of the contract's x [1, 4]
 
+SEARCHED = (" (searched the contract folder, the repository root and model.torch.path: ., then the installed "
+            "packages; add the folder that holds it to model.torch.path, relative to the contract)")
+
 
 def _pair(tmp_path: Path, **b_extra: Any) -> tuple[Path, Path]:
     """``a``: a valid ONNX contract that passes; ``b``: the same model with ``b_extra``."""
@@ -99,7 +102,7 @@ def test_every_contract_s_problems_are_listed_at_once(tmp_path: Path, run_cli: R
     _wrong_shape(c.parent / "real.npz")
     lines = _stopped_before_a(run_cli("check", a, b, c, "--cache-dir", cache_dir), cache_dir)
     assert lines == [f"{b.parent / 'real.npz'}: numerics.samples_file: no array for input(s) x",
-                     f"{c}: metric.callable: cannot import 'nomod': No module named 'nomod'",
+                     f"{c}: metric.callable: cannot import 'nomod': No module named 'nomod'{SEARCHED}",
                      f"{c.parent / 'real.npz'}: numerics.samples_file: array x: per-sample shape [1, 5], "
                      "contract inputs[0].shape [1, 4] (sample k in row k)"]
 
@@ -115,9 +118,10 @@ def test_a_cached_a_is_not_printed_before_b_s_problem(tmp_path: Path, run_cli: R
 
 
 @pytest.mark.parametrize(("extra", "problem"), [
-    ({"metric": {"callable": "nomod:score"}}, "{b}: metric.callable: cannot import 'nomod': No module named 'nomod'"),
+    ({"metric": {"callable": "nomod:score"}},
+     "{b}: metric.callable: cannot import 'nomod': No module named 'nomod'" + SEARCHED),
     ({"metric": {"callable": "nopkg.sub:score"}},
-     "{b}: metric.callable: cannot import 'nopkg.sub': No module named 'nopkg'"),
+     "{b}: metric.callable: cannot import 'nopkg.sub': No module named 'nopkg'" + SEARCHED),
     ({"replacement": {"onnx": "other.onnx"}},
      "{b}: replacement.onnx: other.onnx has input(s) images, the contract has x"),
 ], ids=["metric-module", "metric-package", "replacement-inputs"])
@@ -139,7 +143,7 @@ def test_a_replacement_factory_whose_module_is_missing_stops_before_a_runs(tmp_p
     pytest.importorskip("torch")
     a, b = _pair(tmp_path, replacement={"torch": {"factory": "nomod:build"}})
     lines = _stopped_before_a(run_cli("check", a, b, "--cache-dir", cache_dir), cache_dir)
-    assert lines == [f"{b}: replacement.torch.factory: cannot import 'nomod': No module named 'nomod'"]
+    assert lines == [f"{b}: replacement.torch.factory: cannot import 'nomod': No module named 'nomod'{SEARCHED}"]
 
 
 def test_bad_device_timings_in_b_stop_before_a_runs(tmp_path: Path, run_cli: Run, cache_dir: Path) -> None:

@@ -569,7 +569,9 @@ def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_mode
 
 
 @pytest.mark.parametrize(("callable_", "problem"), [
-    ("nomod:agreement", "cannot import 'nomod': No module named 'nomod'"),
+    ("nomod:agreement", "cannot import 'nomod': No module named 'nomod' (searched the contract folder, the "
+                        "repository root and model.torch.path: ., then the installed packages; add the folder that "
+                        "holds it to model.torch.path, relative to the contract)"),
     ("task_metric:nope", "'task_metric' has no callable 'nope'"),
     ("task_metric:METRIC_NAME", "'task_metric' has no callable 'METRIC_NAME'"),
 ])
