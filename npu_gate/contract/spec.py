@@ -52,10 +52,13 @@ MAX_SAMPLE_BYTES = 2**31  # one seeded sample of one input: drawn in memory with
 @dataclass(frozen=True)
 class InputSpec:
     name: str
-    shape: list[int]
+    shape: list[int]  # static; a named dim holds its example size (dynamic_dims)
     dtype: str
     layout: str | None
     range: tuple[float, float]
+    # per dim, its name when the contract names it ("batch": exported as a dynamic dim and
+    # analysed with the example size); None for a fixed dim. Empty: no named dim.
+    dim_names: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,7 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
     if "onnx" in replacement_doc and not (folder / replacement_doc["onnx"]).is_file():
         problems.append(f"{label}: replacement.onnx: file {replacement_doc['onnx']!r} not found")
     problems.extend(_code_problems(doc, folder, label))
-    inputs = [_input_spec(i) for i in doc["inputs"]]
+    inputs = [_input_spec(i, doc.get("dynamic_dims")) for i in doc["inputs"]]
     file_samples = None
     if check_onnx:
         file_samples, found = _file_problems(doc, folder, label, files, inputs)
@@ -454,12 +457,20 @@ def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
                      decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"))
 
 
-def _input_spec(doc: dict[str, Any]) -> InputSpec:
+def _input_spec(doc: dict[str, Any], dynamic_dims: dict[str, int] | None = None) -> InputSpec:
     default = (0.0, 1.0) if doc["dtype"] in FLOAT_DTYPES else (0.0, 10.0)
     if doc["dtype"] == "bool":
         default = (0.0, 1.0)
     lo, hi = doc.get("range", default)
-    return InputSpec(doc["name"], list(doc["shape"]), doc["dtype"], doc.get("layout"), (lo, hi))
+    names = tuple(d if isinstance(d, str) else None for d in doc["shape"])
+    return InputSpec(doc["name"], example_shape(doc["shape"], dynamic_dims or {}), doc["dtype"], doc.get("layout"),
+                     (lo, hi), names if any(names) else ())
+
+
+def example_shape(shape: list[int | str], dynamic_dims: dict[str, int]) -> list[int]:
+    """A contract shape with each named dim at its example size (``dynamic_dims``; 1 when it has
+    none, which ``_semantic_problems`` reports)."""
+    return [d if isinstance(d, int) else int(dynamic_dims.get(d, 1)) for d in shape]
 
 
 def _range_problems(dtype: str, lo: float, hi: float) -> list[str]:
@@ -478,11 +489,19 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     problems = []
     seen: set[str] = set()
     sampled = doc.get("numerics", {}).get("samples", Numerics.samples) > 0
+    dynamic_dims = doc.get("dynamic_dims", {})
+    dims_named: set[str] = set()
     for i, spec in enumerate(doc["inputs"]):
         if spec["name"] in seen:
             problems.append(f"{label}: inputs[{i}].name: duplicate input {spec['name']!r}")
         seen.add(spec["name"])
-        size = math.prod(spec["shape"]) * DTYPE_BYTES[spec["dtype"]]
+        for k, d in enumerate(spec["shape"]):
+            if isinstance(d, str):
+                dims_named.add(d)
+                if d not in dynamic_dims:
+                    problems.append(f"{label}: inputs[{i}].shape[{k}]: the named dim {d!r} has no example size: "
+                                    f"add dynamic_dims.{d} (the size the analysis and the samples use)")
+        size = math.prod(example_shape(spec["shape"], dynamic_dims)) * DTYPE_BYTES[spec["dtype"]]
         if sampled and size > MAX_SAMPLE_BYTES:
             problems.append(f"{label}: inputs[{i}].shape: one sample is {size:,} bytes, more than the "
                             f"{MAX_SAMPLE_BYTES:,} npu-gate draws per input (numerics.samples 0 draws none)")
@@ -503,6 +522,10 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
                             "each letter is one dimension")
     from npu_gate.contract.rewrite_names import REWRITE_NAMES  # the catalog itself imports onnx
 
+    problems += [f"{label}: dynamic_dims.{d}: no inputs[].shape names it" for d in dynamic_dims if d not in dims_named]
+    if dims_named and "onnx" in doc["model"]:
+        problems.append(f"{label}: inputs[].shape: a named dim ({', '.join(sorted(dims_named))}) is for a torch model, "
+                        "exported with that dim dynamic; an ONNX model's dims are its own: give its static size")
     named: set[str] = set()
     for i, item in enumerate(doc.get("rewrites", [])):
         name = item if isinstance(item, str) else item["name"]

@@ -106,6 +106,9 @@ def export(contract: Contract, module: Any, workdir: Path) -> ExportOutcome:
                 opset_version=spec.opset,
                 dynamo=spec.exporter == "dynamo",
                 input_names=[i.name for i in contract.inputs],
+                # named dims (dynamic_dims) are exported dynamic: what the compiler would get
+                dynamic_axes={i.name: {k: d for k, d in enumerate(i.dim_names) if d} for i in contract.inputs
+                              if any(i.dim_names)} or None,
             )
             outcome.onnx_path = path
         except (Exception, SystemExit) as exc:  # forward() may call sys.exit()
