@@ -38,6 +38,9 @@ DROP_ORDER = {
     "Numerics": 4,
     "Findings": 5,
 }
+# A model's fold in a several-model report starts with one of these (render.report.MODEL_ICONS,
+# not imported: this module runs in the stdlib-only comment step; a test keeps the two equal).
+MODEL_ICONS = ("✅", "❌", "⚠️")
 _RESERVE = 600  # room for the truncation note and closing tags
 TIMINGS_NOTE = ("### Timings\n\nIn `report.md` (and the job summary when it has room): they change on every run, "
                 "so the comment leaves them out.\n\n")
@@ -78,7 +81,8 @@ def _sections(markdown: str) -> list[_Section]:
         if starts:
             title = _title(line)
             detail = line.startswith("### ") or line.startswith("<details>")
-            droppable = detail and title not in KEEP
+            # a model's fold (render.report.folded_model) is kept: its <details> holds the model's report
+            droppable = detail and title not in KEEP and not title.startswith(MODEL_ICONS)
             sections.append(_Section(title if droppable else None, ""))
         sections[-1].text += line
     return sections

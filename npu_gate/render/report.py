@@ -132,4 +132,22 @@ def render_report(models: list[ModelReport], *, failed: bool | None = None,
         counted += f", {problems} input problem{'s' if problems != 1 else ''}"
     head = (f"# {icon} npu-gate: **{verdict.upper()}** · {counted}\n\n{note}"
             f"{overview}\n")
-    return head + "\n" + "\n".join(render_model(m) for m in models)
+    # Each model's report folded under a one-line summary: the overview leads (a two-model
+    # comment was about 7,000 px tall); the reader opens the model they care about.
+    return head + "\n" + "\n".join(folded_model(m) for m in models)
+
+
+MODEL_ICONS = ("✅", "❌", "⚠️")  # a model's fold starts with one (github.comment keeps those lines)
+
+
+def folded_model(m: ModelReport) -> str:
+    """``render_model`` inside ``<details>``, its summary the model's verdict line."""
+    icon = {"pass": MODEL_ICONS[0], "fail": MODEL_ICONS[1]}.get(m.verdict, MODEL_ICONS[2])
+    if m.result is None:
+        line = f"{icon} {md(m.label)}: could not run"
+    else:
+        counts = m.result.summary.get("findings", {})
+        found = ", ".join(f"{counts[k]} {k}{'s' if counts[k] != 1 else ''}" for k in ("error", "warning")
+                          if counts.get(k))
+        line = f"{icon} {md(m.name)}: {m.verdict.upper()}" + (f", {found}" if found else "")
+    return f"<details><summary>{line}</summary>\n\n{render_model(m)}\n</details>\n"

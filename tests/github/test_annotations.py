@@ -53,3 +53,10 @@ def test_a_finding_is_annotated_on_the_pytorch_line_in_the_repository(tmp_path: 
     assert lines[0].startswith("::error file=models/zoo.py,line=10,title=npu-gate error::a: unsupported-op [a_relu0]")
     assert lines[1].startswith("::error file=b/npu-gate.json,title=npu-gate error::b: unsupported-op")
     assert lines[2].startswith("::error file=c/npu-gate.json,title=npu-gate error::c: unsupported-op")
+
+
+def test_the_comment_keeps_the_model_folds_the_report_writes() -> None:
+    from npu_gate.github import comment
+    from npu_gate.render import report
+
+    assert comment.MODEL_ICONS == report.MODEL_ICONS
