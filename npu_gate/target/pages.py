@@ -313,6 +313,8 @@ def render_text(profile: Profile, origin: str) -> str:
             if c.get("doc") and c["doc"] != common:
                 text += f" [{ref(c['doc'])}]"
             lines.append(text)
+            if c.get("fix"):
+                lines.append(f"      fix: {c['fix']}")
         if spec.get("note"):
             lines.append(f"    note: {spec['note']}")
     if profile.patterns:

@@ -311,8 +311,8 @@ def test_profile_show(run_cli: Run) -> None:
     text = run_cli("profile", "show", "ort-nnapi", "--format", "markdown").out
     assert (
         "| `Gemm` | `gemm-b`: one of: (input 1: constant (initializer or folded)) \\| "
-        '(attribute transB: in {1})<br>*Note:* Table: "If input B is not constant, transB '
-        'should be 1." |' in text
+        "(attribute transB: in {1}) *Fix:* use nn.Linear (constant weights) rather than a matmul with a computed "
+        'tensor<br>*Note:* Table: "If input B is not constant, transB should be 1." |' in text
     )
     plain = run_cli("profile", "show", "ort-nnapi").out  # a terminal gets plain text (issue 19)
     assert plain.startswith("Target profile ort-nnapi (vendor-documentation)\n")
