@@ -317,6 +317,7 @@ def test_profile_show(run_cli: Run) -> None:
     plain = run_cli("profile", "show", "ort-nnapi").out  # a terminal gets plain text (issue 19)
     assert plain.startswith("Target profile ort-nnapi (vendor-documentation)\n")
     assert ("  Gemm\n    gemm-b: one of: (input 1: constant (initializer or folded)) | (attribute transB: in {1})\n"
+            "      fix: use nn.Linear (constant weights) rather than a matmul with a computed tensor\n"
             '    note: Table: "If input B is not constant, transB should be 1."\n') in plain
     assert "|" not in plain.replace(") | (", "") and "<br>" not in plain and "`" not in plain
 
