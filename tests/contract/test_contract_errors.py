@@ -314,7 +314,7 @@ def test_malformed_values_are_one_line_errors(contract_dir, run_cli, tail, line)
 def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contract, run_cli):
     doc = _base()
     doc["inputs"][0]["shape"] = [2.0, 3, 7, 5]
-    _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape[0]: 2.0 is not of type 'integer'")
+    _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape[0]: 2.0 is not of type 'integer', 'string'")
     doc["inputs"][0]["shape"] = [1] * 100  # numpy could not even draw its samples
     _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape: 100 items, at most 32")
 
