@@ -276,6 +276,9 @@ PHASES = [
     ("_node_entry (all nodes)", "npu_gate.stages.analyse", "_node_entry"),
     ("_placement_findings", "npu_gate.stages.analyse", "_placement_findings"),
     ("_dynamic_shape_findings", "npu_gate.stages.analyse", "_dynamic_shape_findings"),
+    ("memory.partition_memory", "npu_gate.placement.memory", "partition_memory"),
+    ("_attach_sources", "npu_gate.stages.analyse", "_attach_sources"),
+    ("fusions.fuse", "npu_gate.stages.analyse", "patterns.fuse"),
     ("result.to_dict", "npu_gate.result.types", "GateResult.to_dict"),
     ("json_.dumps", "npu_gate.render.json_", "dumps"),
 ]
