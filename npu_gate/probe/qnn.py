@@ -1,0 +1,158 @@
+"""Qualcomm HTP through onnxruntime-qnn: prepares (compiles) ONNX graphs for Snapdragon NPUs
+offline on x86 Linux and says, per ONNX node, whether the QNN execution provider took it.
+
+Facts this module relies on (measured with onnxruntime-qnn 2.7.0 = QNN 2.51, see docs/qnn.md):
+- it is a plugin execution provider; with the session config entry
+  ``session.record_ep_graph_assignment_info = 1`` the session lists its subgraphs, each with
+  ``ep_name`` and the ONNX nodes (op type, name) in it. The driver writes that list as
+  ``assignment.json`` in its work folder, in the order the session gives it;
+- nodes the EP adds itself are named ``*_token_N``: no original node, skipped;
+- with ``log_severity_level = 0`` the log says why a node unit was refused:
+  ``Validation FAILED for N nodes in OrtNodeUnit (Op) : REASON : ...`` followed by the
+  unit's nodes (``Node name: [...] type: [...]`` lines), or for a single node
+  ``... node ... REASON : ...``;
+- a graph-input QuantizeLinear and a graph-output DequantizeLinear stay on CPU by design
+  ("configured to not take Q nodes that consume a graph input"): I/O adapters, not refusals;
+- a float model needs ``enable_htp_fp16_precision=1`` and a ``soc_model`` to finalize.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
+from npu_gate.result.probe import CPU, NPU, OpRow
+
+PACKAGE = "onnxruntime-qnn==2.7.0"
+EP = "QNNExecutionProvider"
+DEFAULT_SOC_MODEL = 57  # QNN's SoC id of the Snapdragon 8 Gen 3 (SM8650)
+QUANTIZED = ("QuantizeLinear", "DequantizeLinear")
+_TOKEN = re.compile(r"_token_\d+$")
+
+
+VALIDATION = re.compile(r"Validation (?P<verdict>PASSED|FAILED) for \d+ nodes? in (?:OrtNodeUnit|node unit)")
+_NODE = re.compile(r"Operator type: (?P<op>\S+) Node name: (?P<name>.*?) Node index: \d+\s*$")
+# the EP ends each reason with "<Op> node `name` will not be assigned to QNN EP.": said by the result
+_NOT_ASSIGNED = re.compile(r"\s*\w+ node `[^`]*` will not be assigned to QNN EP\.?$")
+_REASON = re.compile(r"^\s*REASON\s*:\s*(?P<reason>.+?)\s*$")
+
+
+class QnnCompiler(Compiler):
+    name = "qnn"
+    product = "onnxruntime-qnn"
+    driver = "qnn_driver.py"
+    timeout_s = 600.0
+    batch = True
+    # onnxruntime-qnn 2.7.0 has wheels for cp311, cp312 and cp313 (Requires-Python >=3.11)
+    pythons = ((3, 11), (3, 12), (3, 13))
+
+    def setup_steps(self, *, torch: bool) -> list[list[str]]:
+        return [[PACKAGE]]
+
+    def request(self, model: Path, target: str, inputs: dict[str, list[int]],
+                options: dict[str, Any]) -> dict[str, Any]:
+        """The driver's request, with what the driver cannot read itself (its venv has no onnx):
+        the precision, the nodes in the model's (topological) order, and the graph-edge
+        QuantizeLinear / DequantizeLinear nodes that the EP keeps on CPU as I/O adapters."""
+        facts = model_facts(model)
+        # Hook for the quantization stage: a float model will be quantized before this point
+        # (``qnn_preprocess_model``, then ``quantize`` with ``get_qnn_qdq_config`` and the
+        # contract's calibration data) and the QDQ model handed here instead. Until then a float
+        # model is prepared in fp16 (``enable_htp_fp16_precision``); a QDQ model is used as is.
+        precision = "qdq" if facts["quantized"] else "fp16"
+        return {**super().request(model, target, inputs, options), "precision": precision,
+                "soc_model": int(options.get("soc_model") or DEFAULT_SOC_MODEL),
+                "order": facts["order"], "graph_io": facts["graph_io"]}
+
+    def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
+        out = parse_log(run.log)
+        response = run.response
+        out.version = response.get("version")
+        backend = response.get("backend")
+        out.backend = short_backend(backend) if isinstance(backend, str) else None
+        out.error = response.get("error")
+        try:
+            subgraphs = json.loads((work / "assignment.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return out
+        out.rows = assignment_rows(subgraphs, response.get("order") or [])
+        out.final_graph = {r.full_name: [] for r in out.rows}  # what is left; what is not was folded
+        graph_io = response.get("graph_io") or {}
+        out.io_adapters = {r.full_name: [(side, tensor) for side, tensor in graph_io[r.full_name]]
+                           for r in out.rows if r.target == CPU and r.full_name in graph_io}
+        return out
+
+
+def model_facts(model: Path) -> dict[str, Any]:
+    """The nodes in file order, whether the model is QDQ, and its graph-edge Q/DQ nodes."""
+    import onnx
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}
+    inputs = {i.name for i in graph.input if i.name not in weights}
+    outputs = {o.name for o in graph.output}
+    graph_io: dict[str, list[list[str]]] = {}
+    for n in graph.node:
+        if n.op_type == "QuantizeLinear" and n.input and n.input[0] in inputs:
+            graph_io[n.name] = [["input", n.input[0]]]
+        elif n.op_type == "DequantizeLinear" and n.output and n.output[0] in outputs:
+            graph_io[n.name] = [["output", n.output[0]]]
+    return {"order": [n.name for n in graph.node], "graph_io": graph_io,
+            "quantized": any(n.op_type in QUANTIZED for n in graph.node)}
+
+
+def short_backend(backend: str) -> str:
+    """``QNN 2.51.0`` -> ``QNN 2.51``: the QNN SDK release as Qualcomm names it."""
+    return re.sub(r"^(QNN \d+\.\d+)\.0$", r"\1", backend)
+
+
+def original_name(name: str) -> str:
+    """The ONNX node an assigned node stands for: the EP's layout pass renames the nodes it
+    rewrites ``<node>_token_N`` (``conv1_token_1``)."""
+    return _TOKEN.sub("", name)
+
+
+def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str]) -> list[OpRow]:
+    """One op row per assigned node, in execution order.
+
+    The session lists the QNN subgraphs first and the CPU nodes last; a QNN subgraph runs as one
+    block, a CPU node on its own, so blocks are ordered by the earliest original node in them (the
+    model's node order is topological). A node the EP added with no original node (the layout
+    transposes, ``Transpose``, ``Transpose_token_4``) keeps its name and its block's place.
+    """
+    position = {name: i for i, name in enumerate(order)}
+    blocks: list[tuple[float, int, str, list[dict[str, Any]]]] = []
+    for index, sub in enumerate(subgraphs):
+        target = NPU if sub.get("ep") == EP else CPU
+        groups = [sub["nodes"]] if target == NPU else [[n] for n in sub["nodes"]]
+        for nodes in groups:
+            places = [position[original_name(n["name"])] for n in nodes if original_name(n["name"]) in position]
+            blocks.append((min(places, default=float(len(order))), index, target, nodes))
+    rows: list[OpRow] = []
+    for _, _, target, nodes in sorted(blocks, key=lambda b: (b[0], b[1])):
+        for n in nodes:
+            name = original_name(n["name"])
+            rows.append(OpRow(id=len(rows), op_type=n["op_type"], target=target,
+                              full_name=name if name in position else n["name"]))
+    return rows
+
+
+def parse_log(lines: list[str]) -> CompilerOutput:
+    """The EP's reason per refused node from its validation log (the last one said wins: the
+    second capability pass, after the layout transform, is the one that decides)."""
+    out = CompilerOutput(reasons={})
+    assert out.reasons is not None
+    unit: list[str] | None = None  # nodes of the FAILED unit being read
+    for line in lines:
+        if m := VALIDATION.search(line):
+            unit = [] if m.group("verdict") == "FAILED" else None
+        elif unit is not None and (m := _NODE.search(line)):
+            unit.append(original_name(m.group("name").strip()))
+        elif unit is not None and (m := _REASON.match(line)):
+            for name in unit:
+                out.reasons[name] = _NOT_ASSIGNED.sub("", m.group("reason"))
+            unit = None
+    return out
