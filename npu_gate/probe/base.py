@@ -71,6 +71,7 @@ class Compiler(ABC):
     name: str  # plug-in name on the command line: --compiler NAME
     product: str  # what the compiler calls itself in reports, e.g. rknn-toolkit2
     driver: str  # file name of the driver script shipped in npu_gate/probe/drivers/
+    default_target: str = ""  # --target when none is given
     timeout_s: float = 300.0
     # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
     batch: bool = False

@@ -44,6 +44,7 @@ class QnnCompiler(Compiler):
     name = "qnn"
     product = "onnxruntime-qnn"
     driver = "qnn_driver.py"
+    default_target = "htp"
     timeout_s = 600.0
     batch = True
     # onnxruntime-qnn 2.7.0 has wheels for cp311, cp312 and cp313 (Requires-Python >=3.11)
@@ -100,8 +101,28 @@ def model_facts(model: Path) -> dict[str, Any]:
             graph_io[n.name] = [["input", n.input[0]]]
         elif n.op_type == "DequantizeLinear" and n.output and n.output[0] in outputs:
             graph_io[n.name] = [["output", n.output[0]]]
-    return {"order": [n.name for n in graph.node], "graph_io": graph_io,
+    return {"order": execution_order(graph), "graph_io": graph_io,
             "quantized": any(n.op_type in QUANTIZED for n in graph.node)}
+
+
+def execution_order(graph: Any) -> list[str]:
+    """The node names in file (topological) order, except that a node reading only weights (a
+    weight's DequantizeLinear, a Constant) goes right before its first reader: exporters and
+    quantizers write those first, and they run where they are read."""
+    weights = {t.name for t in graph.initializer}
+    constant: set[str] = set()  # tensors computed from weights alone
+    readers_of: dict[str, list[str]] = {}
+    for n in graph.node:
+        if all(not i or i in weights or i in constant for i in n.input):
+            constant.update(n.output)
+        for i in n.input:
+            readers_of.setdefault(i, []).append(n.name)
+    place: dict[str, float] = {n.name: float(i) for i, n in enumerate(graph.node)}
+    for i, n in reversed(list(enumerate(graph.node))):
+        readers = [place[r] for o in n.output for r in readers_of.get(o, [])]
+        if n.output and all(o in constant for o in n.output) and readers:
+            place[n.name] = min(readers) - 0.5 + i / (2 * len(graph.node) + 1)
+    return sorted(place, key=place.__getitem__)
 
 
 def short_backend(backend: str) -> str:
