@@ -66,7 +66,7 @@ class QnnCompiler(Compiler):
         precision = "qdq" if facts["quantized"] else "fp16"
         return {**super().request(model, target, inputs, options), "precision": precision,
                 "soc_model": int(options.get("soc_model") or DEFAULT_SOC_MODEL),
-                "order": facts["order"], "graph_io": facts["graph_io"]}
+                "order": facts["order"], "unnamed": facts["unnamed"], "graph_io": facts["graph_io"]}
 
     def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
         out = parse_log(run.log)
@@ -79,7 +79,7 @@ class QnnCompiler(Compiler):
             subgraphs = json.loads((work / "assignment.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return out
-        out.rows = assignment_rows(subgraphs, response.get("order") or [])
+        out.rows = assignment_rows(subgraphs, response.get("order") or [], response.get("unnamed") or {})
         out.final_graph = {r.full_name: [] for r in out.rows}  # what is left; what is not was folded
         graph_io = response.get("graph_io") or {}
         out.io_adapters = {r.full_name: [(side, tensor) for side, tensor in graph_io[r.full_name]]
@@ -101,8 +101,14 @@ def model_facts(model: Path) -> dict[str, Any]:
             graph_io[n.name] = [["input", n.input[0]]]
         elif n.op_type == "DequantizeLinear" and n.output and n.output[0] in outputs:
             graph_io[n.name] = [["output", n.output[0]]]
-    return {"order": execution_order(graph), "graph_io": graph_io,
+    unnamed = {display_name(n, i): n.op_type for i, n in enumerate(graph.node) if not n.name}
+    return {"order": execution_order(graph), "unnamed": unnamed, "graph_io": graph_io,
             "quantized": any(n.op_type in QUANTIZED for n in graph.node)}
+
+
+def display_name(node: Any, index: int) -> str:
+    """npu_gate's name for a node: its own, or ``<op type>#<index>`` when it has none (graph.facts)."""
+    return node.name or f"{node.op_type}#{index}"
 
 
 def execution_order(graph: Any) -> list[str]:
@@ -112,16 +118,17 @@ def execution_order(graph: Any) -> list[str]:
     weights = {t.name for t in graph.initializer}
     constant: set[str] = set()  # tensors computed from weights alone
     readers_of: dict[str, list[str]] = {}
+    place: dict[str, float] = {}
     for n in graph.node:
         if all(not i or i in weights or i in constant for i in n.input):
             constant.update(n.output)
         for i in n.input:
-            readers_of.setdefault(i, []).append(n.name)
-    place: dict[str, float] = {n.name: float(i) for i, n in enumerate(graph.node)}
+            readers_of.setdefault(i, []).append(display_name(n, len(place)))
+        place[display_name(n, len(place))] = float(len(place))
     for i, n in reversed(list(enumerate(graph.node))):
         readers = [place[r] for o in n.output for r in readers_of.get(o, [])]
         if n.output and all(o in constant for o in n.output) and readers:
-            place[n.name] = min(readers) - 0.5 + i / (2 * len(graph.node) + 1)
+            place[display_name(n, i)] = min(readers) - 0.5 + i / (2 * len(graph.node) + 1)
     return sorted(place, key=place.__getitem__)
 
 
@@ -136,15 +143,26 @@ def original_name(name: str) -> str:
     return _TOKEN.sub("", name)
 
 
-def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str]) -> list[OpRow]:
+def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
+                    unnamed: dict[str, str] | None = None) -> list[OpRow]:
     """One op row per assigned node, in execution order.
 
     The session lists the QNN subgraphs first and the CPU nodes last; a QNN subgraph runs as one
     block, a CPU node on its own, so blocks are ordered by the earliest original node in them (the
     model's node order is topological). A node the EP added with no original node (the layout
-    transposes, ``Transpose``, ``Transpose_token_4``) keeps its name and its block's place.
+    transposes, ``Transpose``, ``Transpose_token_4``) keeps its name and its block's place. An
+    unnamed original node (``unnamed``: npu_gate's name -> op type) comes back named "" (or
+    ``_token_N``): it takes the next unnamed original of its op type, in the model's order.
     """
     position = {name: i for i, name in enumerate(order)}
+    pool: dict[str, list[str]] = {}
+    for name in order:
+        if name in (unnamed or {}):
+            pool.setdefault((unnamed or {})[name], []).append(name)
+    for sub in subgraphs:
+        for n in sub["nodes"]:
+            if not original_name(n["name"]) and pool.get(n["op_type"]):
+                n["name"] = pool[n["op_type"]].pop(0)
     blocks: list[tuple[float, int, str, list[dict[str, Any]]]] = []
     for index, sub in enumerate(subgraphs):
         target = NPU if sub.get("ep") == EP else CPU
