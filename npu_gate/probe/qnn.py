@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
-from npu_gate.result.probe import CPU, NPU, OpRow
+from npu_gate.result.probe import CPU, NPU, OpRow, Rewrite
 
 PACKAGE = "onnxruntime-qnn==2.7.0"
 EP = "QNNExecutionProvider"
@@ -66,7 +66,8 @@ class QnnCompiler(Compiler):
         precision = "qdq" if facts["quantized"] else "fp16"
         return {**super().request(model, target, inputs, options), "precision": precision,
                 "soc_model": int(options.get("soc_model") or DEFAULT_SOC_MODEL),
-                "order": facts["order"], "unnamed": facts["unnamed"], "graph_io": facts["graph_io"]}
+                "order": facts["order"], "unnamed": facts["unnamed"], "readers": facts["readers"],
+                "graph_io": facts["graph_io"]}
 
     def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
         out = parse_log(run.log)
@@ -80,6 +81,7 @@ class QnnCompiler(Compiler):
         except (OSError, ValueError):
             return out
         out.rows = assignment_rows(subgraphs, response.get("order") or [], response.get("unnamed") or {})
+        out.rewrites = ort_fusions(out.rows, response.get("order") or [], response.get("readers") or {})
         out.final_graph = {r.full_name: [] for r in out.rows}  # what is left; what is not was folded
         graph_io = response.get("graph_io") or {}
         out.io_adapters = {r.full_name: [(side, tensor) for side, tensor in graph_io[r.full_name]]
@@ -102,7 +104,13 @@ def model_facts(model: Path) -> dict[str, Any]:
         elif n.op_type == "DequantizeLinear" and n.output and n.output[0] in outputs:
             graph_io[n.name] = [["output", n.output[0]]]
     unnamed = {display_name(n, i): n.op_type for i, n in enumerate(graph.node) if not n.name}
-    return {"order": execution_order(graph), "unnamed": unnamed, "graph_io": graph_io,
+    reader_of: dict[str, list[str]] = {}
+    for i, n in enumerate(graph.node):
+        for tensor in n.input:
+            reader_of.setdefault(tensor, []).append(display_name(n, i))
+    readers = {display_name(n, i): found for i, n in enumerate(graph.node)
+               if (found := [r for o in n.output for r in reader_of.get(o, [])])}
+    return {"order": execution_order(graph), "unnamed": unnamed, "readers": readers, "graph_io": graph_io,
             "quantized": any(n.op_type in QUANTIZED for n in graph.node)}
 
 
@@ -177,6 +185,23 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
             rows.append(OpRow(id=len(rows), op_type=n["op_type"], target=target,
                               full_name=name if name in position else n["name"]))
     return rows
+
+
+def ort_fusions(rows: list[OpRow], order: list[str], readers: dict[str, list[str]]) -> list[Rewrite]:
+    """onnxruntime's own graph fusions, run before the EP sees the graph: a fused node is named
+    ``<first node>/<Fusion>`` (``/qkv/MatMul/MatMulAddFusion``, a Gemm). It stands for that node and
+    for the nodes reading its output that are gone from the assignment (the Add), as a rewrite
+    ``Fusion`` (the log names the fusion pass, not the nodes)."""
+    known = set(order)
+    assigned = {r.full_name for r in rows}
+    found = []
+    for row in rows:
+        first, _, fusion = row.full_name.rpartition("/")
+        if row.full_name in known or first not in known or not fusion:
+            continue
+        partners = [r for r in readers.get(first, []) if r not in assigned]
+        found.append(Rewrite(rule=fusion, removed=[first, *partners], added=[row.full_name]))
+    return found
 
 
 def parse_log(lines: list[str]) -> CompilerOutput:

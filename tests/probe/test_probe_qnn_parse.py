@@ -13,8 +13,9 @@ from onnx import TensorProto, helper
 from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import clean_log
-from npu_gate.probe.qnn import QnnCompiler, assignment_rows, execution_order, model_facts, parse_log
+from npu_gate.probe.qnn import QnnCompiler, assignment_rows, execution_order, model_facts, ort_fusions, parse_log
 from npu_gate.resources import load_schema
+from npu_gate.result.probe import OpRow, Rewrite
 from npu_gate.target.profile import load_profile
 from tests.helpers import qnn_models
 from tests.helpers.common import REPO
@@ -168,8 +169,19 @@ def test_model_facts_name_unnamed_nodes_as_graph_facts_does(tmp_path: Path) -> N
                               "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])])
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph), str(path))
-    assert model_facts(path) == {"order": ["Relu#0", "n"], "unnamed": {"Relu#0": "Relu"}, "graph_io": {},
-                                 "quantized": False}
+    assert model_facts(path) == {"order": ["Relu#0", "n"], "unnamed": {"Relu#0": "Relu"},
+                                 "readers": {"Relu#0": ["n"]}, "graph_io": {}, "quantized": False}
+
+
+def test_onnxruntimes_own_fusion_stands_for_the_node_and_its_vanished_reader() -> None:
+    """MatMulAddFusion (onnxruntime, before the EP) names its Gemm ``<MatMul>/MatMulAddFusion``."""
+    rows = [OpRow(id=0, op_type="Gemm", target="npu", full_name="/qkv/MatMul/MatMulAddFusion"),
+            OpRow(id=1, op_type="Relu", target="npu", full_name="/relu"),
+            OpRow(id=2, op_type="Reshape", target="npu", full_name="gemm_input_reshape")]
+    order = ["/qkv/MatMul", "/qkv/Add", "/relu"]
+    readers = {"/qkv/MatMul": ["/qkv/Add"], "/qkv/Add": ["/relu"]}
+    assert ort_fusions(rows, order, readers) == [
+        Rewrite(rule="MatMulAddFusion", removed=["/qkv/MatMul", "/qkv/Add"], added=["/qkv/MatMul/MatMulAddFusion"])]
 
 
 def test_qnn_setup_refuses_a_python_it_has_no_wheels_for(run_cli, tmp_path: Path) -> None:

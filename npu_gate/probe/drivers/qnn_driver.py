@@ -33,7 +33,8 @@ def build(request: dict, save: Save) -> None:
     save(stage="config", version=info.__version__, backend=f"QNN {getattr(info, 'qnn_version', '?')}",
          onnxruntime=ort.__version__, import_s=time.perf_counter() - start,
          precision=request.get("precision"), soc_model=request.get("soc_model"), graph_io=request.get("graph_io"),
-         order=request.get("order"), unnamed=request.get("unnamed"))
+         order=request.get("order"), unnamed=request.get("unnamed"),
+         readers=request.get("readers"))
     if request["target"] != "htp":
         raise ValueError(f"unknown target {request['target']!r} (onnxruntime-qnn offline: htp)")
     if not _registered:
