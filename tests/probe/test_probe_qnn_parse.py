@@ -201,3 +201,20 @@ def test_soc_model_is_for_qnn_only(run_cli, save_model) -> None:
     run = run_cli("probe", model, "--compiler", "rknn", "--soc-model", "57")
     assert (run.code, run.err) == (2, "npu-gate: error: --soc-model: only the qnn compiler takes a SoC model "
                                       "(--compiler rknn)\n")
+
+
+def test_markdown_lists_the_compilers_reasons_escaped_and_marks_io_adapters() -> None:
+    from npu_gate.render.probe import markdown
+
+    folder = FIXTURES / "qdq_erf_between"
+    result = replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile("demo"))
+    erf = next(n for n in result.nodes if n.name == "erf")
+    erf.reason = "<b>not</b> | supported"
+    page = markdown(result)
+    assert "### Why the compiler left them on CPU" in page
+    reasons = page[page.index("### Why the compiler left them on CPU"):].split("###")[1]
+    erf_row = next(line for line in reasons.splitlines() if "<code>erf</code>" in line)
+    assert erf_row.split("|")[3].strip() == "&#60;b&#62;not&#60;/b&#62; &#124; supported"
+    table = page[page.index("### Predicted vs actual"):].split("###")[1]
+    q_row = next(line for line in table.splitlines() if "x&#95;QuantizeLinear" in line)
+    assert [cell.strip() for cell in q_row.split("|")[3:7]] == ["cpu", "cpu", "", "I/O adapter"]
