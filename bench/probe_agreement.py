@@ -1,7 +1,8 @@
-"""Predicted vs actual on a handful of small exported nets: npu_gate's profile vs RKNN-Toolkit2.
+"""Predicted vs actual on a handful of small exported nets: npu_gate's profile vs a real compiler
+(RKNN-Toolkit2, or with ``--compiler qnn`` onnxruntime-qnn's HTP backend).
 
-    python bench/probe_agreement.py [--venv .venv-rknn] [--profile demo] [--out DIR]
-    python bench/probe_agreement.py --torchvision [--venv .venv-rknn] [--out DIR]
+    python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
+    python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
@@ -14,6 +15,10 @@ nothing is downloaded) at small input sizes, builds each once and compares the b
 three built-in RKNN profiles, then lists every disagreement. It needs torchvision in this
 environment, which npu_gate itself never does: `pip install --no-deps torchvision==0.28.0 pillow`
 (the torchvision release built for torch 2.13.0).
+
+`--compiler qnn` (issue 22) probes the same nets with onnxruntime-qnn 2.7.0 (target htp, fp16 for
+these float nets; `npu-gate probe setup qnn .venv-qnn`); `--torchvision` then compares with the
+`qnn-htp` profile, and `--profile` defaults to it.
 
 `--memory` (issue 24) builds the same nets under profile rknn-rk3588 (float16) and prints
 the static memory estimate beside the compiler's own totals (`Total Internal Memory Size`,
@@ -135,6 +140,8 @@ def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
 
 
 PROFILES = ("rknn-toolkit2-v2.1", "rknn-rk3588-fused", "rknn-rk3588")
+# per compiler: its target, the profiles --torchvision compares with, the default --profile
+COMPILERS = {"rknn": ("rk3588", PROFILES, "demo"), "qnn": ("htp", ("qnn-htp",), "qnn-htp")}
 
 
 class SegmentationOut(nn.Module):
@@ -208,27 +215,38 @@ def tiny_vit(models: ModuleType) -> nn.Module:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--venv", default=str(ROOT / ".venv-rknn"))
-    parser.add_argument("--profile", default="demo")
+    parser.add_argument("--compiler", choices=sorted(COMPILERS), default="rknn")
+    parser.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER in the repository)")
+    parser.add_argument("--profile", help="default: demo for rknn, qnn-htp for qnn")
     parser.add_argument("--torchvision", action="store_true",
                         help=f"torchvision architectures against {', '.join(PROFILES)} (--profile is ignored)")
     parser.add_argument("--memory", action="store_true",
                         help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     args = parser.parse_args()
+    global COMPILER
+    COMPILER = args.compiler
+    venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
+    profile = args.profile or COMPILERS[args.compiler][2]
     bench = run_torchvision if args.torchvision else run
     if args.memory:
+        if args.compiler != "rknn":
+            parser.error("--memory compares with RKNN's memory totals: --compiler rknn only")
         bench = run_memory_torchvision if args.torchvision else run_memory
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        bench(Path(args.venv), args.profile, Path(args.out))
+        bench(venv, profile, Path(args.out))
     else:
         with tempfile.TemporaryDirectory(prefix="npu-gate-agreement-") as out:
-            bench(Path(args.venv), args.profile, Path(out))
+            bench(venv, profile, Path(out))
+
+
+COMPILER = "rknn"  # --compiler
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
-    compiler = get_compiler("rknn")
+    compiler = get_compiler(COMPILER)
+    target = COMPILERS[COMPILER][0]
     profile = load_profile(profile_name)
     print(f"| net | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
           f"profile `{profile_name}` NPU / CPU partitions | agreement |")
@@ -237,7 +255,7 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
         torch.manual_seed(0)
         path = out / (name.split()[0].lower() + ".onnx")
         export(cls(), shape, path)
-        result = probe(path, compiler, "rk3588", compiler.python(venv), profile=profile)
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile)
         path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         s = result.summary
         if not s:
@@ -251,8 +269,9 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
 
 def run_torchvision(venv: Path, _profile: str, out: Path) -> None:
     tv = import_torchvision()
-    compiler = get_compiler("rknn")
-    profiles = [load_profile(name) for name in PROFILES]
+    compiler = get_compiler(COMPILER)
+    target, names, _ = COMPILERS[COMPILER]
+    profiles = [load_profile(name) for name in names]
     start = time.perf_counter()
     rows: list[str] = []
     groups: dict[tuple[Any, ...], list[str]] = {}  # (net, op, predicted, actual, became, cause, profiles) -> nodes
@@ -265,23 +284,23 @@ def run_torchvision(venv: Path, _profile: str, out: Path) -> None:
         torch.manual_seed(0)
         export(build(), shape, path)
         work = out / f"{slug}.work"
-        results = [probe(path, compiler, "rk3588", compiler.python(venv), profile=profiles[0], keep=work)]
-        results += [replay(path, compiler, "rk3588", work, profile) for profile in profiles[1:]]
+        results = [probe(path, compiler, target, compiler.python(venv), profile=profiles[0], keep=work)]
+        results += [replay(path, compiler, target, work, profile) for profile in profiles[1:]]
         seconds = time.perf_counter() - net_start
         version = version or results[0].compiler["version"]
-        for profile_name, result in zip(PROFILES, results, strict=True):
+        for profile_name, result in zip(names, results, strict=True):
             doc = json.dumps(result.to_dict(), indent=2)
             path.with_suffix(f".{profile_name}.probe.json").write_text(doc, encoding="utf-8")
         if results[0].status != "ok":
             failures.append(f"- {name}: the compiler {results[0].status}: {results[0].error}")
         else:
-            _group_disagreements(name, results, groups)
+            _group_disagreements(name, names, results, groups)
         rows.append(_torchvision_row(name, shape, results, seconds))
-    print(f"rknn-toolkit2 {version}, rk3588, torch {torch.__version__}, torchvision {tv.__version__}, "
+    print(f"{compiler.product} {version}, {target}, torch {torch.__version__}, torchvision {tv.__version__}, "
           f"opset 17 torchscript exporter, random init; {time.perf_counter() - start:.0f} s in all\n")
     print("| net | input | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
-          + " | ".join(f"`{p}` partitions, agreement" for p in PROFILES) + " | s |")
-    print("| --- | --- | ---: | --- | --- | " + " | ".join("---" for _ in PROFILES) + " | ---: |")
+          + " | ".join(f"`{p}` partitions, agreement" for p in names) + " | s |")
+    print("| --- | --- | ---: | --- | --- | " + " | ".join("---" for _ in names) + " | ---: |")
     print("\n".join(rows))
     print("\nDisagreements (nodes of one kind: predicted, by which profiles -> what the compiler did; cause):")
     for (net, op_type, predicted, actual, became, cause, names), nodes in groups.items():
@@ -340,10 +359,11 @@ def _ratio(estimate: int | None, measured: int | None) -> str:
     return "n/a" if estimate is None or not measured else f"{estimate / measured:.2f}"
 
 
-def _group_disagreements(net: str, results: list[Any], groups: dict[tuple[Any, ...], list[str]]) -> None:
+def _group_disagreements(net: str, names: tuple[str, ...], results: list[Any],
+                         groups: dict[tuple[Any, ...], list[str]]) -> None:
     """One entry per kind of disagreement: the same op, predictions, outcome and cause, over the profiles."""
     by_node: dict[str, dict[str, Any]] = {}
-    for profile_name, result in zip(PROFILES, results, strict=True):
+    for profile_name, result in zip(names, results, strict=True):
         for d in result.summary["disagreements"]:
             entry = by_node.setdefault(d["node"], {**d, "predicted": {}})
             entry["predicted"][profile_name] = d["predicted"]

@@ -24,7 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 # Nothing the tool runs may write into the folder it is started from (a user's repository):
 # the suite runs from the repo root, so a stray file there fails the run.
-_TOLERATED = {".pytest_cache", "__pycache__", ".venv-rknn", ".coverage"}
+_TOLERATED = {".pytest_cache", "__pycache__", ".venv-rknn", ".venv-qnn", ".coverage"}
 _started_with: set[str] = set()
 
 

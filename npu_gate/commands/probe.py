@@ -30,14 +30,19 @@ def run(args: argparse.Namespace) -> int:
     from npu_gate.target.profile import load_profile
 
     compiler = get_compiler(args.compiler)
+    if args.soc_model is not None and compiler.name != "qnn":
+        raise GateError(f"--soc-model: only the qnn compiler takes a SoC model (--compiler {compiler.name})")
+    if args.soc_model is not None and args.soc_model < 1:
+        raise GateError(f"--soc-model {args.soc_model}: expected a positive QNN SoC id, e.g. 57")
     venv = Path(args.venv or f".venv-{compiler.name}")
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(
         [("the model this run reads", args.model), *profile_inputs(profile)],
         [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=Path(args.model))
-    result = probe_model(Path(args.model), compiler, args.target, compiler.python(venv),
+    result = probe_model(Path(args.model), compiler, args.target or compiler.default_target, compiler.python(venv),
                          inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,
-                         keep=Path(args.keep_work).resolve() if args.keep_work else None)
+                         keep=Path(args.keep_work).resolve() if args.keep_work else None,
+                         options={"soc_model": args.soc_model} if args.soc_model is not None else None)
     if args.json:
         write_output(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
     if args.markdown:

@@ -145,6 +145,7 @@ class ProbeSpec:
     venv: Path | None  # None: .venv-COMPILER in the working directory
     decide: str = "prediction"  # prediction | measured
     timeout: float | None = None
+    soc_model: int | None = None  # QNN: the Snapdragon SoC the HTP prepares for (None: the plug-in's default)
 
 
 @dataclass(frozen=True)
@@ -454,7 +455,8 @@ def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
         return None
     return ProbeSpec(compiler=doc["compiler"], target=doc["target"],
                      venv=folder / doc["venv"] if "venv" in doc else None,
-                     decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"))
+                     decide=doc.get("decide", "prediction"), timeout=doc.get("timeout"),
+                     soc_model=doc.get("soc_model"))
 
 
 def _input_spec(doc: dict[str, Any], dynamic_dims: dict[str, int] | None = None) -> InputSpec:
@@ -539,6 +541,9 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     if probe is not None and probe["compiler"] not in COMPILERS:
         problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
                         f"(known: {', '.join(KNOWN)})")
+    if probe is not None and "soc_model" in probe and probe["compiler"] != "qnn":
+        problems.append(f"{label}: target.probe.soc_model: only the qnn compiler takes a SoC model "
+                        f"(compiler is {probe['compiler']!r})")
     for i, waiver in enumerate(doc.get("waivers", [])):
         rule = RULES.get(waiver["rule"])
         if rule is None or not rule.finding:

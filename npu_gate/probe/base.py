@@ -40,6 +40,13 @@ class CompilerOutput:
     final_tensors: dict[str, tuple[list[str], list[str]]] | None = None
     # the compiler's own memory totals, when its log prints them: {internal_bytes, weight_bytes}
     memory: dict[str, int] | None = None
+    # the compiler's backend when it is not the package itself, e.g. "QNN 2.51" (onnxruntime-qnn)
+    backend: str | None = None
+    # op-table name -> the compiler's reason for leaving that node on CPU (QNN's validation log)
+    reasons: dict[str, str] | None = None
+    # op-table names of the I/O adapters the compiler keeps at the graph edge by design, with
+    # their ("input" | "output", graph tensor): QNN's graph-input Q and graph-output DQ on CPU
+    io_adapters: dict[str, list[tuple[str, str]]] | None = None
 
 
 @dataclass
@@ -64,6 +71,7 @@ class Compiler(ABC):
     name: str  # plug-in name on the command line: --compiler NAME
     product: str  # what the compiler calls itself in reports, e.g. rknn-toolkit2
     driver: str  # file name of the driver script shipped in npu_gate/probe/drivers/
+    default_target: str = ""  # --target when none is given
     timeout_s: float = 300.0
     # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
     batch: bool = False

@@ -23,6 +23,7 @@ class FakeCompiler(Compiler):
     name = "fake"
     product = "fake-compiler"
     driver = "fake_driver.py"
+    default_target = "fake1"
     timeout_s = 30.0
     batch = True
 

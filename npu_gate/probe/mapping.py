@@ -225,6 +225,29 @@ def edge_ops(originals: Sequence[tuple[str, str]], output: CompilerOutput) -> li
     return found
 
 
+def io_adapter_ops(output: CompilerOutput) -> list[dict[str, Any]]:
+    """The rows of the I/O adapters the compiler itself names (``CompilerOutput.io_adapters``), as
+    ``edge_ops`` gives them: {row, op_type, device, side, tensor}."""
+    named = output.io_adapters or {}
+    return [{"row": row.id, "op_type": row.op_type, "device": row.target, "side": side, "tensor": tensor}
+            for row in output.rows if row.full_name in named for side, tensor in named[row.full_name]]
+
+
+def note_compiler(nodes: Sequence[ProbeNode], output: CompilerOutput) -> None:
+    """What the compiler said per node, after ``map_nodes``: its reason for a CPU placement
+    (``CompilerOutput.reasons``, by op-table name) and whether the node is one of its I/O adapters
+    (all its rows are: then it is not compared with the prediction)."""
+    adapter_rows = {row.id for row in output.rows if row.full_name in (output.io_adapters or {})}
+    name_of = {row.id: row.full_name for row in output.rows}
+    reasons = output.reasons or {}
+    for node in nodes:
+        if node.rows and all(r in adapter_rows for r in node.rows):
+            node.adapter = True
+        if node.runs_on in (CPU, SPLIT):
+            found = [reasons[name_of[r]] for r in node.rows if name_of.get(r) in reasons]
+            node.reason = found[0] if found else None
+
+
 def _rank(shapes: str | None) -> int | None:
     """Rank of the first shape in a table cell such as ``(1,2,1,12),(4)``."""
     first = re.match(r"\(([^)]*)\)", shapes or "")

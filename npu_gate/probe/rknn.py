@@ -53,6 +53,7 @@ class RknnCompiler(Compiler):
     name = "rknn"
     product = "rknn-toolkit2"
     driver = "rknn_driver.py"
+    default_target = "rk3588"
     timeout_s = 600.0
     batch = True
     # rknn-toolkit2 2.5.0 has wheels for cp36-cp312, onnxruntime 1.26.0 for cp311 and up, and

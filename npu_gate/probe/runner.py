@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from npu_gate.errors import GateError
 from npu_gate.placement.adapters import partitions_with_adapters
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
-from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, map_nodes
+from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, io_adapter_ops, map_nodes, note_compiler
 from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import GateResult, InputEntry
 
@@ -286,6 +286,8 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         attempts=attempts,
         log=_joined_logs(runs),
     )
+    if output.backend:
+        result.compiler["backend"] = output.backend
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
     predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
@@ -294,11 +296,14 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
                    for n in predicted_result.nodes} if predicted_result else None
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
+        note_compiler(result.nodes, output)
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
         renamed = [(graph_names[name], op_type) for name, op_type in originals if name in graph_names]
-        adapters = compare_adapters(predicted_adapters, edge_ops(originals + renamed, output))
+        actual_adapters = io_adapter_ops(output) if output.io_adapters is not None \
+            else edge_ops(originals + renamed, output)
+        adapters = compare_adapters(predicted_adapters, actual_adapters)
         result.summary = agreement(result.nodes, result.segments, counts, added, adapters)
         if len(attempts) > 1:  # built, but only with a rule disabled: the default build failed
             result.findings.append({"rule": "compiler-failed", "severity": "warning",

@@ -97,9 +97,14 @@ def markdown(result: ProbeResult) -> str:
         if memory_line := memory_text(result.memory):
             parts.append(memory_line[0].upper() + memory_line[1:] + ".")  # numbers and our words only
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
-                      "" if n.agrees is None else ("yes" if n.agrees else "**no**")] for n in result.nodes]
+                      "I/O adapter" if n.adapter else "" if n.agrees is None else ("yes" if n.agrees else "**no**")]
+                     for n in result.nodes]
         parts.append("### Predicted vs actual\n\n" + table(
             ["node", "op", "predicted", "actual", "became", "agrees"], node_rows))
+        reasons = [[md_code(n.name), md(n.op_type), md(n.reason)] for n in result.nodes if n.reason]
+        if reasons:  # the compiler's own words (QNN's validation log): untrusted text, escaped
+            parts.append("### Why the compiler left them on CPU\n\n" + table(["node", "op", "compiler's reason"],
+                                                                               reasons))
         if s["disagreements"]:
             by_cause = [[md(c), n, md(", ".join(d["node"] for d in s["disagreements"] if d["cause"] == c))]
                         for c, n in s["disagreements_by_cause"].items()]

@@ -61,10 +61,15 @@ class ProbeNode:
     runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
     rows: list[int] = field(default_factory=list)
     via: list[str] = field(default_factory=list)  # rewrite rules that touched it
+    # probe-1.3: the compiler's own reason for leaving it on CPU, when its log gives one (QNN)
+    reason: str | None = None
+    # probe-1.3: an I/O adapter the compiler keeps at the graph edge by design (QNN's graph-input
+    # QuantizeLinear / graph-output DequantizeLinear on CPU): counted in summary.adapters, not compared
+    adapter: bool = False
 
     @property
     def agrees(self) -> bool | None:
-        if self.predicted is None or self.actual is None:
+        if self.predicted is None or self.actual is None or self.adapter:
             return None
         if self.actual == FOLDED:
             return self.predicted == FOLDED
@@ -109,7 +114,7 @@ class ProbeResult:
     """What ``npu-gate probe`` writes as JSON. ``timings`` and ``log`` vary run to run."""
 
     model: dict[str, Any]
-    compiler: dict[str, Any]  # {name, version, target, plugin}
+    compiler: dict[str, Any]  # {name, version, target, plugin} (+ backend, probe-1.3, when the plug-in names one)
     status: str  # ok | failed | crashed
     predicted_with: dict[str, Any]  # the profile npu_gate predicted with
     nodes: list[ProbeNode] = field(default_factory=list)
@@ -133,7 +138,8 @@ class ProbeResult:
     @property
     def evidence(self) -> str:
         c = self.compiler
-        return f"measured: {c['name']} {c.get('version') or 'unknown version'} {c['target']}"
+        backend = f" ({c['backend']})" if c.get("backend") else ""
+        return f"measured: {c['name']} {c.get('version') or 'unknown version'}{backend} {c['target']}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -161,5 +167,6 @@ class ProbeResult:
         }
 
 
-# 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate)
-PROBE_SCHEMA_VERSION = "probe-1.2"
+# 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
+# 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN)
+PROBE_SCHEMA_VERSION = "probe-1.3"

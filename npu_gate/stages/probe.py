@@ -41,6 +41,7 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
                      inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
+                     options={"soc_model": spec.soc_model} if spec.soc_model is not None else None,
                      venv_key=f"{contract.path}: target.probe.venv: {given}")
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built

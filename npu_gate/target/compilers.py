@@ -10,6 +10,7 @@ from __future__ import annotations
 
 COMPILERS = {
     "rknn": "npu_gate.probe.rknn:RknnCompiler",
+    "qnn": "npu_gate.probe.qnn:QnnCompiler",
     "fake": "npu_gate.probe.fake:FakeCompiler",
 }
 

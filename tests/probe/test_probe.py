@@ -157,8 +157,10 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     # for a build that failed (every placed node disagrees by "compiler failure") and the cause
     # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
     recorded_version = recorded.pop("schema_version")
-    assert replayed.pop("schema_version") == "probe-1.2"
+    assert replayed.pop("schema_version") == "probe-1.3"
     replayed.pop("memory")  # probe-1.2: tested by test_probe_memory_*
+    for node in replayed["nodes"]:  # probe-1.3: the RKNN log gives no reasons and names no I/O adapters
+        assert (node.pop("reason"), node.pop("adapter")) == (None, False)
     assert recorded_version == ("probe-1.1" if name in PROBE_1_1_FIXTURES else "probe-1.0")
     summary = replayed["summary"]
     if recorded_version == "probe-1.0":
@@ -573,7 +575,8 @@ def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> Non
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: rknn)"),  # the test stand-in is not offered
+    # the test stand-in is not offered
+    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: qnn, rknn)"),
     (["--inputs", "x:1,0,3"], "--inputs x:1,0,3: expected NAME:DIMS with positive dims"),
     (["--compiler", "fake", "--target", "rk1"],
      "--target rk1: fake-compiler refused the configuration: config: unknown target rk1"),
@@ -840,7 +843,7 @@ def test_probe_memory_totals_parsed_from_the_real_log() -> None:
 def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
     doc = _replay("seed_hardswish", "rknn-rk3588")
     _validate(doc)
-    assert doc["schema_version"] == "probe-1.2"
+    assert doc["schema_version"] == "probe-1.3"
     assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
                                          "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
     estimate = doc["memory"]["estimate"]

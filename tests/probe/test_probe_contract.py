@@ -108,7 +108,16 @@ def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch
 def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
-    assert "target.probe.compiler: unknown compiler 'hisi' (known: rknn)" in run.err
+    assert "target.probe.compiler: unknown compiler 'hisi' (known: qnn, rknn)" in run.err
+
+
+def test_soc_model_is_a_qnn_key(contract, run_cli) -> None:
+    run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588", "soc_model": 57}))
+    assert run.code == 2
+    assert run.err.endswith("target.probe.soc_model: only the qnn compiler takes a SoC model "
+                            "(compiler is 'rknn')\n")
+    run = run_cli("check", contract({"compiler": "qnn", "target": "htp", "soc_model": 0}))
+    assert run.code == 2 and "target.probe.soc_model" in run.err
 
 
 def test_missing_compiler_venv_stops_the_check(contract, run_cli, tmp_path, monkeypatch) -> None:

@@ -1,0 +1,100 @@
+"""The real onnxruntime-qnn HTP EP in the loop. Run with `pytest -m qnn` (.ci/run does, after setup).
+
+Needs the compiler's venv: `npu-gate probe setup qnn .venv-qnn` (or NPU_GATE_QNN_VENV). The QNN
+libraries are Qualcomm's (AI Stack License): the user installs them from PyPI; nothing here ships
+them. Without the venv every test here SKIPS with the reason; none passes without the EP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import qnn_models
+from tests.helpers.common import REPO
+
+pytestmark = pytest.mark.qnn
+
+VENV = Path(os.environ.get("NPU_GATE_QNN_VENV", REPO / ".venv-qnn"))
+EVIDENCE = "measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp"
+
+
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    manifest = VENV / "npu-gate-probe.json"
+    if not manifest.exists():
+        pytest.skip(f"no onnxruntime-qnn venv at {VENV}: create it with `npu-gate probe setup qnn {VENV}`")
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    if not doc.get("complete") or doc.get("compiler") != "qnn":
+        pytest.skip(f"{VENV} is not a complete qnn probe venv (setup failed?): {doc}")
+    return VENV
+
+
+def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str, *extra: str) -> tuple[int, dict]:
+    model = save_model(qnn_models.MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", venv, "--json", out,
+                  "--keep-work", tmp_path / "work", *extra)
+    assert run.code in (0, 1), run.err
+    return run.code, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_erf_between_two_htp_segments(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between")
+    assert code == 0 and doc["status"] == "ok" and doc["evidence"] == EVIDENCE
+    assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [
+        ("npu", ["conv1"]), ("cpu", ["erf"]), ("npu", ["conv2"])]
+    erf = next(n for n in doc["nodes"] if n["name"] == "erf")
+    assert erf["reason"] == "Operators of type `Erf` are not supported by QNN EP."
+    # the HTP prepare ran in fp16 for the float model, for the default SoC
+    response = json.loads((tmp_path / "work" / "attempt-1" / "response.json").read_text(encoding="utf-8"))
+    assert (response["precision"], response["soc_model"]) == ("fp16", 57)
+
+
+def test_einsum_equation_the_htp_refuses(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "einsum_unsupported", "--soc-model", "69")
+    assert code == 0
+    einsum = next(n for n in doc["nodes"] if n["name"] == "einsum")
+    assert (einsum["actual"], einsum["reason"]) == ("cpu", "Einsum unsupported equation: bchw,bcHw->bhH")
+    response = json.loads((tmp_path / "work" / "attempt-1" / "response.json").read_text(encoding="utf-8"))
+    assert response["soc_model"] == 69
+
+
+def test_qdq_model_is_used_as_is_with_its_input_quantize_an_io_adapter(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "qdq_erf_between")
+    assert code == 0
+    q = next(n for n in doc["nodes"] if n["name"] == "x_QuantizeLinear")
+    assert (q["actual"], q["adapter"], q["agrees"]) == ("cpu", True, None)
+    assert [a["tensor"] for a in doc["summary"]["adapters"]["actual"]] == ["x"]
+    response = json.loads((tmp_path / "work" / "attempt-1" / "response.json").read_text(encoding="utf-8"))
+    assert response["precision"] == "qdq"
+
+
+def test_unknown_target_is_a_configuration_error(run_cli, save_model, tmp_path, venv) -> None:
+    model = save_model(qnn_models.det(), "det.onnx")
+    run = run_cli("probe", model, "--compiler", "qnn", "--target", "gpu", "--venv", venv)
+    assert run.code == 2
+    assert run.err == ("npu-gate: error: --target gpu: onnxruntime-qnn refused the configuration: config: unknown "
+                       "target 'gpu' (onnxruntime-qnn offline: htp)\n")
+
+
+def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
+    """demo sends the Clip of the lesson's HardSwish to CPU; the HTP takes it: measured, it passes."""
+    save_model(qnn_models.MODELS["seed_hardswish"]())
+    doc = {"model": {"onnx": "model.onnx"},
+           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
+           "target": {"profile": "demo", "probe": {"compiler": "qnn", "target": "htp", "venv": str(venv.resolve()),
+                                                   "decide": "measured", "soc_model": 57}},
+           "gates": {"max_cpu_nodes": 0, "max_npu_partitions": 1}}
+    run = run_cli("check", write_contract(doc), "--json", tmp_path / "result.json")
+    assert run.code == 0, run.out + run.err
+    result = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))
+    assert result["summary"]["evidence"] == EVIDENCE
+    assert result["summary"]["measured"] == {"cpu_nodes": 0, "npu_partitions": 1, "cpu_partitions": 0}
+    assert result["stages"]["probe"]["compiler"]["plugin"] == "qnn"
+    clip = next(f for f in result["findings"] if f["rule"] == "unsupported-op")
+    assert clip["severity"] == "info"
+    assert clip["message"].endswith(f"(measured on the NPU: {EVIDENCE})"), clip["message"]

@@ -1,0 +1,220 @@
+"""The onnxruntime-qnn plug-in without the EP: its log and assignment parsing, replayed from
+tests/fixtures/qnn/ (captured from onnxruntime-qnn 2.7.0 by tests/helpers/capture_qnn_fixtures.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from npu_gate.pipeline import replay_model as replay
+from npu_gate.probe import get_compiler
+from npu_gate.probe.base import clean_log
+from npu_gate.probe.qnn import QnnCompiler, assignment_rows, execution_order, model_facts, ort_fusions, parse_log
+from npu_gate.resources import load_schema
+from npu_gate.result.probe import OpRow, Rewrite
+from npu_gate.target.profile import load_profile
+from tests.helpers import qnn_models
+from tests.helpers.common import REPO
+
+FIXTURES = REPO / "tests" / "fixtures" / "qnn"
+
+
+def _replay(name: str, profile: str = "demo") -> dict:
+    folder = FIXTURES / name
+    return replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile(profile)).to_dict()
+
+
+def _log(name: str) -> list[str]:
+    return clean_log((FIXTURES / name / "work" / "attempt-1" / "compiler.log").read_text(encoding="utf-8"))
+
+
+def _validate(doc: dict) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+def test_every_model_has_a_fixture() -> None:
+    assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(qnn_models.MODELS)
+
+
+@pytest.mark.parametrize("name", sorted(qnn_models.MODELS))
+def test_replay_reproduces_the_recorded_probe(name: str) -> None:
+    recorded = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))
+    replayed = _replay(name)
+    _validate(replayed)
+    for doc in (recorded, replayed):
+        doc.pop("timings")
+        for attempt in doc["attempts"]:
+            attempt.pop("seconds")
+    assert replayed == recorded
+
+
+def test_erf_between_two_htp_segments_around_a_cpu_erf_with_the_eps_reason() -> None:
+    doc = _replay("erf_between")
+    assert doc["status"] == "ok"
+    assert doc["evidence"] == "measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp"
+    assert doc["compiler"] == {"name": "onnxruntime-qnn", "version": "2.7.0", "target": "htp", "plugin": "qnn",
+                               "backend": "QNN 2.51"}
+    assert [(n["name"], n["actual"], n["reason"], n["agrees"]) for n in doc["nodes"]] == [
+        ("conv1", "npu", None, True),
+        ("erf", "cpu", "Operators of type `Erf` are not supported by QNN EP.", True),
+        ("conv2", "npu", None, True),
+    ]
+    # the EP's layout transposes (NCHW -> NHWC) are ops from no original node, inside the HTP segments
+    assert [(s["device"], s["ops"], s["nodes"]) for s in doc["segments"]] == [
+        ("npu", ["Transpose", "Conv"], ["conv1"]), ("cpu", ["Erf"], ["erf"]), ("npu", ["Conv", "Transpose"], ["conv2"])]
+    s = doc["summary"]
+    assert (s["npu_segments"], s["cpu_segments"], s["compiler_added_ops"], s["agreement_rate"]) == (2, 1, 2, 1.0)
+
+
+@pytest.mark.parametrize(("name", "node", "reason"), [
+    ("einsum_unsupported", "einsum", "Einsum unsupported equation: bchw,bcHw->bhH"),
+    ("det", "det", "Operators of type `Det` are not supported by QNN EP."),
+])
+def test_refused_nodes_carry_the_eps_reason(name: str, node: str, reason: str) -> None:
+    nodes = {n["name"]: n for n in _replay(name)["nodes"]}
+    assert (nodes[node]["actual"], nodes[node]["reason"]) == ("cpu", reason)
+    assert all(n["reason"] is None for n in nodes.values() if n["actual"] == "npu")
+
+
+def test_qdq_graph_input_quantize_on_cpu_is_an_io_adapter_not_a_disagreement() -> None:
+    doc = _replay("qdq_erf_between")
+    q = next(n for n in doc["nodes"] if n["name"] == "x_QuantizeLinear")
+    assert (q["actual"], q["adapter"], q["agrees"]) == ("cpu", True, None)
+    assert q["reason"] == "QNN EP is configured to not take Q nodes that consume a graph input."
+    s = doc["summary"]
+    assert [(a["op_type"], a["device"], a["side"], a["tensor"]) for a in s["adapters"]["actual"]] == [
+        ("QuantizeLinear", "cpu", "input", "x")]
+    assert "x_QuantizeLinear" not in {d["node"] for d in s["disagreements"]}
+    assert s["compared"] == s["nodes"] - 1
+    # the Erf's QDQ unit (its DequantizeLinear, the Erf, its QuantizeLinear) goes to CPU together
+    unit = {n["name"]: (n["actual"], n["reason"]) for n in doc["nodes"]
+            if n["name"] in ("c1_DequantizeLinear", "erf", "e_QuantizeLinear")}
+    assert set(unit.values()) == {("cpu", "Operators of type `Erf` are not supported by QNN EP.")}
+
+
+def test_unnamed_nodes_come_back_under_npu_gates_names() -> None:
+    doc = _replay("unnamed_nodes")
+    assert [(n["name"], n["actual"]) for n in doc["nodes"]] == [("Conv#0", "npu"), ("Relu#1", "npu"),
+                                                               ("conv_b", "npu")]
+
+
+def test_parse_log_keeps_the_last_reason_and_drops_the_eps_trailer() -> None:
+    lines = [
+        "2026 [V:onnxruntime:, qnn_execution_provider.cc:1713 LogNodeSupport] Validation FAILED for 2 nodes in "
+        "OrtNodeUnit (Erf) :",
+        "\tOperator type: DequantizeLinear Node name: /a/DQ Node index: 3",
+        "\tOperator type: Erf Node name: /a/Erf_token_7 Node index: 4",
+        "\tREASON : first pass",
+        "2026 [V:onnxruntime:, qnn_execution_provider.cc:1713 LogNodeSupport] Validation PASSED for 1 nodes in "
+        "OrtNodeUnit (Conv) :",
+        "\tOperator type: Conv Node name: conv Node index: 0",
+        "2026 [V:onnxruntime:, qnn_execution_provider.cc:1713 LogNodeSupport] Validation FAILED for 1 nodes in "
+        "OrtNodeUnit (Erf) :",
+        "\tOperator type: Erf Node name: /a/Erf Node index: 9",
+        "\tREASON : Operators of type `Erf` are not supported by QNN EP.Erf node `/a/Erf` will not be assigned to "
+        "QNN EP.",
+    ]
+    assert parse_log(lines).reasons == {"/a/DQ": "first pass",
+                                        "/a/Erf": "Operators of type `Erf` are not supported by QNN EP."}
+    assert parse_log(_log("erf_between")).reasons == {"erf": "Operators of type `Erf` are not supported by QNN EP."}
+
+
+def test_assignment_rows_put_blocks_in_execution_order_and_map_tokens_back() -> None:
+    """The session lists the QNN subgraphs first and the CPU nodes last."""
+    subgraphs = [
+        {"ep": "QNNExecutionProvider", "nodes": [{"name": "Transpose", "op_type": "Transpose"},
+                                                 {"name": "a_token_1", "op_type": "Conv"}]},
+        {"ep": "QNNExecutionProvider", "nodes": [{"name": "c_token_5", "op_type": "Conv"}]},
+        {"ep": "CPUExecutionProvider", "nodes": [{"name": "b", "op_type": "Erf"}, {"name": "d", "op_type": "Det"}]},
+    ]
+    rows = assignment_rows(subgraphs, ["a", "b", "c", "d"])
+    assert [(r.id, r.full_name, r.target) for r in rows] == [
+        (0, "Transpose", "npu"), (1, "a", "npu"), (2, "b", "cpu"), (3, "c", "npu"), (4, "d", "cpu")]
+
+
+def test_execution_order_puts_weight_only_nodes_before_their_reader() -> None:
+    model = onnx.load(str(FIXTURES / "qdq_erf_between" / "model.onnx"))
+    assert execution_order(model.graph) == [
+        "x_QuantizeLinear", "x_DequantizeLinear", "conv1.b_DequantizeLinear", "conv1.w_DequantizeLinear", "conv1",
+        "c1_QuantizeLinear", "c1_DequantizeLinear", "erf", "e_QuantizeLinear", "e_DequantizeLinear",
+        "conv2.b_DequantizeLinear", "conv2.w_DequantizeLinear", "conv2", "y_QuantizeLinear", "y_DequantizeLinear"]
+    # in the file, the four weight DequantizeLinear nodes come first
+    assert [n.name for n in model.graph.node][:4] == ["conv1.b_DequantizeLinear", "conv1.w_DequantizeLinear",
+                                                      "conv2.b_DequantizeLinear", "conv2.w_DequantizeLinear"]
+
+
+def test_request_fp16_for_a_float_model_qdq_as_is_and_the_soc_model(tmp_path: Path) -> None:
+    qnn = get_compiler("qnn")
+    assert qnn.setup_steps(torch=False) == [["onnxruntime-qnn==2.7.0"]]
+    assert qnn.pythons == ((3, 11), (3, 12), (3, 13)) and qnn.default_target == "htp"
+    float_model, qdq_model = FIXTURES / "erf_between" / "model.onnx", FIXTURES / "qdq_erf_between" / "model.onnx"
+    req = qnn.request(float_model, "htp", {}, {})
+    assert (req["precision"], req["soc_model"], req["graph_io"]) == ("fp16", 57, {})
+    req = qnn.request(qdq_model, "htp", {}, {"soc_model": 69})
+    assert (req["precision"], req["soc_model"]) == ("qdq", 69)
+    assert req["graph_io"] == {"x_QuantizeLinear": [["input", "x"]], "y_DequantizeLinear": [["output", "y"]]}
+    assert model_facts(qdq_model)["quantized"] is True
+
+
+def test_model_facts_name_unnamed_nodes_as_graph_facts_does(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["y"], name="n")],
+                              "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    assert model_facts(path) == {"order": ["Relu#0", "n"], "unnamed": {"Relu#0": "Relu"},
+                                 "readers": {"Relu#0": ["n"]}, "graph_io": {}, "quantized": False}
+
+
+def test_onnxruntimes_own_fusion_stands_for_the_node_and_its_vanished_reader() -> None:
+    """MatMulAddFusion (onnxruntime, before the EP) names its Gemm ``<MatMul>/MatMulAddFusion``."""
+    rows = [OpRow(id=0, op_type="Gemm", target="npu", full_name="/qkv/MatMul/MatMulAddFusion"),
+            OpRow(id=1, op_type="Relu", target="npu", full_name="/relu"),
+            OpRow(id=2, op_type="Reshape", target="npu", full_name="gemm_input_reshape")]
+    order = ["/qkv/MatMul", "/qkv/Add", "/relu"]
+    readers = {"/qkv/MatMul": ["/qkv/Add"], "/qkv/Add": ["/relu"]}
+    assert ort_fusions(rows, order, readers) == [
+        Rewrite(rule="MatMulAddFusion", removed=["/qkv/MatMul", "/qkv/Add"], added=["/qkv/MatMul/MatMulAddFusion"])]
+
+
+def test_qnn_setup_refuses_a_python_it_has_no_wheels_for(run_cli, tmp_path: Path) -> None:
+    fake_python = tmp_path / "python3.10"
+    fake_python.write_text("#!/bin/sh\necho 3.10\n")
+    fake_python.chmod(0o755)
+    venv = tmp_path / "venv-qnn"
+    run = run_cli("probe", "setup", "qnn", venv, "--python", fake_python)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (f"npu-gate: error: {fake_python} is Python 3.10; the qnn venv needs Python 3.11 or 3.12 or "
+                       "3.13: pass --python python3.13\n")
+    assert not venv.exists()
+
+
+def test_soc_model_is_for_qnn_only(run_cli, save_model) -> None:
+    model = save_model(qnn_models.det(), "det.onnx")
+    run = run_cli("probe", model, "--compiler", "rknn", "--soc-model", "57")
+    assert (run.code, run.err) == (2, "npu-gate: error: --soc-model: only the qnn compiler takes a SoC model "
+                                      "(--compiler rknn)\n")
+
+
+def test_markdown_lists_the_compilers_reasons_escaped_and_marks_io_adapters() -> None:
+    from npu_gate.render.probe import markdown
+
+    folder = FIXTURES / "qdq_erf_between"
+    result = replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile("demo"))
+    erf = next(n for n in result.nodes if n.name == "erf")
+    erf.reason = "<b>not</b> | supported"
+    page = markdown(result)
+    assert "### Why the compiler left them on CPU" in page
+    reasons = page[page.index("### Why the compiler left them on CPU"):].split("###")[1]
+    erf_row = next(line for line in reasons.splitlines() if "<code>erf</code>" in line)
+    assert erf_row.split("|")[3].strip() == "&#60;b&#62;not&#60;/b&#62; &#124; supported"
+    table = page[page.index("### Predicted vs actual"):].split("###")[1]
+    q_row = next(line for line in table.splitlines() if "x&#95;QuantizeLinear" in line)
+    assert [cell.strip() for cell in q_row.split("|")[3:7]] == ["cpu", "cpu", "", "I/O adapter"]
