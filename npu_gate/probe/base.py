@@ -40,6 +40,11 @@ class CompilerOutput:
     final_tensors: dict[str, tuple[list[str], list[str]]] | None = None
     # the compiler's own memory totals, when its log prints them: {internal_bytes, weight_bytes}
     memory: dict[str, int] | None = None
+    # original nodes the compiler's output cannot be tied to (reported so, never guessed)
+    unmapped: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)  # original node -> the compiler's words for its placement
+    estimates: dict[str, Any] | None = None  # the compiler's own memory/performance estimates, with their evidence
+    core: str | None = None  # which compiler core produced the result, when it has several
 
 
 @dataclass
@@ -67,6 +72,8 @@ class Compiler(ABC):
     timeout_s: float = 300.0
     # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
     batch: bool = False
+    # retry_options is also asked after a crash (a signal, not a timeout), not only after a failure
+    retry_on_crash: bool = False
     # Python versions (major, minor) the venv's pinned packages have wheels for; () is any.
     pythons: tuple[tuple[int, int], ...] = ()
 

@@ -175,7 +175,8 @@ def probe(
             if attempt.status == FAILED and run.response.get("stage") == "config":
                 # the compiler refused its configuration (an unknown --target): our input, not the model
                 raise GateError(f"--target {target}: {compiler.product} refused the configuration: {attempt.error}")
-            retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
+            retry_on = (FAILED, CRASHED) if compiler.retry_on_crash and not run.timed_out else (FAILED,)
+            retry = compiler.retry_options(output, options) if attempt.status in retry_on and len(runs) == 1 else None
             if retry is None:
                 break
             options = retry
@@ -294,6 +295,10 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
                    for n in predicted_result.nodes} if predicted_result else None
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
+        for node in result.nodes:
+            node.reason = output.reasons.get(node.name)
+            if node.name in output.unmapped:  # the compiler's output says nothing we can tie to it
+                node.actual, node.runs_on, node.became, node.unmapped = None, None, None, True
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
@@ -310,6 +315,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
             result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
     result.memory = _memory(result, output, predicted_result)
+    result.estimates = output.estimates if last.status == OK else None
+    if output.core is not None:
+        result.compiler["core"] = output.core
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result

@@ -61,6 +61,9 @@ class ProbeNode:
     runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
     rows: list[int] = field(default_factory=list)
     via: list[str] = field(default_factory=list)  # rewrite rules that touched it
+    # probe-1.3: the compiler's words for where it put the node (Ethos-U: the partitioner's rejection)
+    reason: str | None = None
+    unmapped: bool = False  # the compiler's output could not be tied to this node: actual stays None
 
     @property
     def agrees(self) -> bool | None:
@@ -125,6 +128,9 @@ class ProbeResult:
     # probe-1.2: the compiler's memory totals beside npu_gate's static estimate, each with its
     # evidence: {"compiler": {internal_bytes, weight_bytes, evidence} | None, "estimate": {...} | None}
     memory: dict[str, Any] = field(default_factory=lambda: {"compiler": None, "estimate": None})
+    # probe-1.3: the compiler's own memory/performance estimates with their evidence ("estimated by
+    # Vela 5.2.0 for ..."), None when the compiler gives none
+    estimates: dict[str, Any] | None = None
 
     @property
     def built(self) -> bool:
@@ -156,10 +162,12 @@ class ProbeResult:
             "rewrites": [r.to_dict() for r in self.rewrites],
             "attempts": [a.to_dict() for a in self.attempts],
             "memory": self.memory,
+            "estimates": self.estimates,
             "timings": self.timings,
             "log": self.log,
         }
 
 
-# 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate)
-PROBE_SCHEMA_VERSION = "probe-1.2"
+# 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
+# 1.3: estimates (the compiler's own), nodes[].reason and nodes[].unmapped, compiler.core
+PROBE_SCHEMA_VERSION = "probe-1.3"

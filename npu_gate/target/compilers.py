@@ -10,6 +10,7 @@ from __future__ import annotations
 
 COMPILERS = {
     "rknn": "npu_gate.probe.rknn:RknnCompiler",
+    "ethos-u": "npu_gate.probe.ethos_u:EthosUCompiler",
     "fake": "npu_gate.probe.fake:FakeCompiler",
 }
 
