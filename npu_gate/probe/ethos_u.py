@@ -97,44 +97,48 @@ def parse_rejected(lines: list[str]) -> list[dict[str, str]]:
     """The partitioner's rejected-node table: {node, target, torch_fn, reason}, wrapped cells joined."""
     rows: list[dict[str, str]] = []
     header: list[str] | None = None
-    current: list[list[str]] | None = None
+    current: list[list[tuple[str, int]]] | None = None
     for line in lines:
-        m = _BOX_ROW.match(line.strip())
-        if line.strip().startswith(("├", "╘", "╞")):
-            if current is not None and header is not None:
-                rows.append(_row(header, current))
-            current = None if not line.strip().startswith("╞") else current
+        text = line.strip()
+        if text.startswith(("├", "╘")) and current is not None and header is not None:
+            rows.append(_row(header, current))
+            current = None
             continue
+        m = _BOX_ROW.match(text)
         if m is None:
             continue
-        cells = [c.strip() for c in m.group(1).split("│")]
+        raw = m.group(1).split("│")
+        cells = [c.strip() for c in raw]
         if header is None and cells and cells[0] == "Node name":
             header = cells
             continue
         if header is None or len(cells) != len(header):
             continue
         current = current or [[] for _ in header]
-        for parts, cell in zip(current, cells, strict=True):
+        for parts, cell, width in zip(current, cells, raw, strict=True):
             if cell:
-                parts.append(cell)
+                parts.append((cell, len(width) - 2))  # the text width: one space of padding each side
     return rows
 
 
-def _row(header: list[str], parts: list[list[str]]) -> dict[str, str]:
+def _row(header: list[str], parts: list[list[tuple[str, int]]]) -> dict[str, str]:
     text = dict(zip(header, (_join(p) for p in parts), strict=True))
     return {"node": text.get("Node name", ""), "target": text.get("Target", ""),
             "torch_fn": text.get("Torch func", ""), "reason": " ".join(text.get("Reason", "").split())}
 
 
-def _join(parts: list[str]) -> str:
-    """Wrapped cell text: identifiers are cut mid-word (``..._defaul`` / ``t``), prose at spaces."""
+def _join(parts: list[tuple[str, int]]) -> str:
+    """Wrapped cell text. The table wraps at spaces and cuts only a word longer than the column
+    (``builtin_fun`` / ``ction_or_method``): two parts continue one word when the first fills its
+    column and its last word and the second's first word could not have fitted on one line together."""
     out = ""
-    for part in parts:
-        if out and (out[-1].isalnum() or out[-1] == "_") and (part[0].isalnum() or part[0] == "_") \
-                and " " not in out.split("(")[-1] and " " not in part:
+    filled = False  # the previous part reached the column's last character
+    for part, width in parts:
+        if out and filled and len(out.split(" ")[-1]) + len(part.split(" ")[0]) > width:
             out += part
         else:
-            out += ("" if not out or out.endswith(("(", "[")) else " ") + part
+            out += (" " if out else "") + part
+        filled = len(part) >= width
     return out
 
 
@@ -258,8 +262,8 @@ def rows_for(model: Path, placement: list[dict[str, Any]], rejected: list[dict[s
         found = "; ".join(dict.fromkeys(reason_of[n["name"]] for n in matched if n["name"] in reason_of))
         if device == CPU:
             reasons[node.name] = found or "not delegated by the partitioner"
-        elif found:  # the partitioner's check rejected it, a later decomposition lowered it all the same
-            reasons[node.name] = f"on the NPU after decomposition; the partitioner first rejected it: {found}"
+        elif found:  # the table rejected it, yet the lowered program has it in a delegate (measured: MaxPool 8x8/8)
+            reasons[node.name] = f"in an NPU delegate although the partitioner's table rejected it: {found}"
         rows.append(OpRow(id=len(rows), op_type=node.op_type, target=device, full_name=node.name,
                           data_type="int8", input_shapes=None, output_shapes=None))
     return rows, unmapped, reasons
