@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from npu_gate.errors import GateError
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
 from npu_gate.result.probe import CPU, NPU, OpRow
 
@@ -55,6 +56,9 @@ class EthosUCompiler(Compiler):
 
     def request(self, model: Path, target: str, inputs: dict[str, list[int]],
                 options: dict[str, Any]) -> dict[str, Any]:
+        if not options.get("factory"):
+            raise GateError(f"{model.name}: the ethos-u probe lowers a PyTorch module: give it with --factory "
+                            "MODULE:FUNCTION (ONNX models and contracts' target.probe are not supported yet, issue 23)")
         ranges = options.get("ranges") or {}
         return {"model": str(model), "target": target,
                 "inputs": [{"name": k, "shape": v, "range": ranges.get(k, [0.0, 1.0])} for k, v in inputs.items()],

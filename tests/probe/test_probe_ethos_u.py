@@ -20,6 +20,7 @@ import pytest
 
 from npu_gate.probe.base import ChildRun
 from npu_gate.probe.ethos_u import LEGACY, EthosUCompiler, estimates, parse_rejected, parse_vela, rows_for
+from tests.helpers import probe_models
 from tests.helpers.common import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "ethos_u"
@@ -181,3 +182,16 @@ def test_u85_runs_the_whole_constraint_net(run_cli, monkeypatch, tmp_path, venv)
     assert set(_placed(doc).values()) == {("npu", None)} and len(doc["nodes"]) == 8
     assert doc["estimates"]["evidence"].startswith("estimated by Vela 5.2.0 for Ethos_U85_256")
     assert doc["estimates"]["npu_partitions"] == 1
+
+
+def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_path: Path) -> None:
+    model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    run = run_cli("probe", model, "--compiler", "ethos-u", "--target", "ethos-u55-128",
+                  "--venv", venv)
+    assert run.code == 2
+    assert run.err.strip() == ("npu-gate: error: m.onnx: the ethos-u probe lowers a PyTorch module: "
+                               "give it with --factory MODULE:FUNCTION (ONNX models and contracts' target.probe "
+                               "are not supported yet, issue 23)")
