@@ -76,6 +76,8 @@ class Compiler(ABC):
     retry_on_crash: bool = False
     # Python versions (major, minor) the venv's pinned packages have wheels for; () is any.
     pythons: tuple[tuple[int, int], ...] = ()
+    # The venv always holds real torch (the compiler works on the PyTorch module): --torch changes nothing.
+    needs_torch: bool = False
 
     @abstractmethod
     def setup_steps(self, *, torch: bool) -> list[list[str]]:

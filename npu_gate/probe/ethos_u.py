@@ -48,8 +48,9 @@ class EthosUCompiler(Compiler):
     driver = "ethos_u_driver.py"
     timeout_s = 900.0
     retry_on_crash = True
-    # torch 2.13.0 and executorch 1.5.1 wheels: the venv is made with the interpreter npu-gate runs on (3.11 measured)
-    pythons = ((3, 10), (3, 11), (3, 12), (3, 13))
+    # measured on 3.11 only (executorch 1.5.1 + torch 2.13.0 wheels); pass --python python3.11 elsewhere
+    pythons = ((3, 11),)
+    needs_torch = True
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         return [[TORCH], PACKAGES]  # the flow is PyTorch's own: real torch whatever --torch says
