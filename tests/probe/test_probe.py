@@ -576,7 +576,8 @@ def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> Non
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: ethos-u, rknn)"),  # the test stand-in is not offered
+    # the test stand-in is not offered
+    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: ethos-u, rknn)"),
     (["--inputs", "x:1,0,3"], "--inputs x:1,0,3: expected NAME:DIMS with positive dims"),
     (["--compiler", "fake", "--target", "rk1"],
      "--target rk1: fake-compiler refused the configuration: config: unknown target rk1"),
