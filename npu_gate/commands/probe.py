@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         if args.factory is not None:
             from npu_gate.probe.factory import export_factory
 
-            model = export_factory(args.factory, inputs, Path.cwd(), Path(tmp) / "model.onnx")
+            folder = Path(args.keep_work).resolve() if args.keep_work else Path(tmp)  # kept: replayable
+            folder.mkdir(parents=True, exist_ok=True)
+            model = export_factory(args.factory, inputs, Path.cwd(), folder / "model.onnx")
             options = {"factory": args.factory, "folder": str(Path.cwd()), "seed": 0, "calibration": 4}
         else:
             model = Path(args.model)

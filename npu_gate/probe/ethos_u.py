@@ -74,9 +74,11 @@ class EthosUCompiler(Compiler):
             out.error = run.response["error"]
         placement = run.response.get("placement")
         if run.response.get("status") == "ok" and placement is not None:
-            model = _request(work).get("model")
-            out.rows, out.unmapped, out.reasons = rows_for(Path(model), placement, rejected, partitions) \
-                if model else ([], [], {})
+            model = Path(_request(work).get("model") or work / "missing.onnx")
+            if model.is_file():
+                out.rows, out.unmapped, out.reasons = rows_for(model, placement, rejected, partitions)
+            else:  # a replay after the gate's export was removed: nothing to tie the nodes to
+                out.error = f"{model}: the gate's ONNX export is gone: the compiler's nodes cannot be mapped"
         out.estimates = estimates(partitions, out.version, CORES[legacy]) if partitions else None
         out.core = CORES[legacy]
         if run.response.get("status") != "ok" and run.response.get("stage") == "lower":

@@ -195,3 +195,11 @@ def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_pat
     assert run.err.strip() == ("npu-gate: error: m.onnx: the ethos-u probe lowers a PyTorch module: "
                                "give it with --factory MODULE:FUNCTION (ONNX models and contracts' target.probe "
                                "are not supported yet, issue 23)")
+
+
+def test_a_replay_without_the_gate_export_fails_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "request.json").write_text(json.dumps({"model": str(tmp_path / "gone.onnx")}), encoding="utf-8")
+    run = ChildRun(returncode=0, log=_log("u55_constraint.log"), response=_response(), seconds=1.0)
+    out = EthosUCompiler().parse(run, tmp_path)
+    assert out.rows == [] and out.error == (f"{tmp_path / 'gone.onnx'}: the gate's ONNX export is gone: "
+                                            "the compiler's nodes cannot be mapped")
