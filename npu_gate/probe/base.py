@@ -72,8 +72,6 @@ class Compiler(ABC):
     timeout_s: float = 300.0
     # The driver also serves ``--batch FD`` (drivers/_protocol.py): many models in one process.
     batch: bool = False
-    # retry_options is also asked after a crash (a signal, not a timeout), not only after a failure
-    retry_on_crash: bool = False
     # Python versions (major, minor) the venv's pinned packages have wheels for; () is any.
     pythons: tuple[tuple[int, int], ...] = ()
     # The venv always holds real torch (the compiler works on the PyTorch module): --torch changes nothing.

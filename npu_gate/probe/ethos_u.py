@@ -47,7 +47,6 @@ class EthosUCompiler(Compiler):
     product = "ethos-u-vela"
     driver = "ethos_u_driver.py"
     timeout_s = 900.0
-    retry_on_crash = True
     # measured on 3.11 only (executorch 1.5.1 + torch 2.13.0 wheels); pass --python python3.11 elsewhere
     pythons = ((3, 11),)
     needs_torch = True
@@ -81,15 +80,14 @@ class EthosUCompiler(Compiler):
                 out.error = f"{model}: the gate's ONNX export is gone: the compiler's nodes cannot be mapped"
         out.estimates = estimates(partitions, out.version, CORES[legacy]) if partitions else None
         out.core = CORES[legacy]
-        if run.response.get("status") != "ok" and run.response.get("stage") == "lower":
-            out.retry_rule = LEGACY  # it died or raised inside the lowering, where Vela runs
         return out
 
     def retry_options(self, output: CompilerOutput, options: dict[str, Any]) -> dict[str, Any] | None:
-        """Vela's default core crashes or aborts on some nets its legacy core builds: one retry with it."""
-        if options.get(LEGACY) or output.retry_rule != LEGACY:
-            return None  # export, quantization or our request failed: the legacy core would not change that
-        return {**options, LEGACY: True}
+        """No retry with Vela's legacy core on this route: measured, Vela 5.2.0 refuses
+        ``--debug-force-legacy-core`` for ExecuTorch's TOSA input ("The legacy core only supports
+        Ethos-U55 and Ethos-U65 systems and TFLite input networks"). ``legacy_core`` stays a request
+        option for the TFLite route (not built yet)."""
+        return None
 
 
 def _request(work: Path) -> dict[str, Any]:

@@ -175,8 +175,7 @@ def probe(
             if attempt.status == FAILED and run.response.get("stage") == "config":
                 # the compiler refused its configuration (an unknown --target): our input, not the model
                 raise GateError(f"--target {target}: {compiler.product} refused the configuration: {attempt.error}")
-            retry_on = (FAILED, CRASHED) if compiler.retry_on_crash and not run.timed_out else (FAILED,)
-            retry = compiler.retry_options(output, options) if attempt.status in retry_on and len(runs) == 1 else None
+            retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
             if retry is None:
                 break
             options = retry

@@ -116,19 +116,15 @@ def test_parse_a_run_records_the_core_and_estimates(tmp_path: Path) -> None:
     assert out.retry_rule is None
 
 
-def test_vela_failure_retries_once_with_the_legacy_core(tmp_path: Path) -> None:
+def test_no_legacy_core_retry_on_the_pytorch_route(tmp_path: Path) -> None:
+    # measured: Vela 5.2.0 refuses --debug-force-legacy-core for TOSA input (ExecuTorch's)
     failed = {"status": "failed", "stage": "lower", "version": "5.2.0",
               "error": "lower: RuntimeError: Non-passthrough operation (Conv2D) could not run on NPU"}
     compiler, out = _run(tmp_path, failed, [])
-    assert out.rows == [] and out.error == failed["error"]
-    assert compiler.retry_options(out, {"factory": "nets:constraint_net"}) == {"factory": "nets:constraint_net",
-                                                                               LEGACY: True}
-    _, again = _run(tmp_path, failed, [], legacy=True)
-    assert again.core == "legacy (--debug-force-legacy-core)"
-    assert compiler.retry_options(again, {LEGACY: True}) is None  # one retry only
-    # a failure before the lowering (the factory, the export, the quantizer) is not Vela's
-    _, export = _run(tmp_path, {**failed, "stage": "export", "error": "export: ValueError: x"}, [])
-    assert compiler.retry_options(export, {}) is None
+    assert out.rows == [] and out.error == failed["error"] and out.core == "regor (default)"
+    assert compiler.retry_options(out, {"factory": "nets:constraint_net"}) is None
+    _, legacy = _run(tmp_path, failed, [], legacy=True)
+    assert legacy.core == "legacy (--debug-force-legacy-core)"
 
 
 # --- the real flow (needs the venv) ---

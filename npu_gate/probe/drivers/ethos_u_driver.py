@@ -65,7 +65,10 @@ def build(request: dict[str, Any], save: Save) -> None:
     save(stage="lower")
     program = torch.export.export(quantized, samples[0])
     print("npu-gate: lowering", flush=True)
-    lowered = to_edge_transform_and_lower(program, partitioner=[EthosUPartitioner(spec)])
+    try:
+        lowered = to_edge_transform_and_lower(program, partitioner=[EthosUPartitioner(spec)])
+    except SystemExit as exc:  # Vela's argument parser exits on options it refuses: a failed build, said so
+        raise RuntimeError(f"Vela exited with status {exc.code} (its message is in the log)") from None
     save(stage="done", status="ok", build_s=time.perf_counter() - t0, vela_dir=out_dir,
          placement=placement(lowered.exported_program().graph_module))
 
