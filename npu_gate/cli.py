@@ -202,15 +202,19 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "probe", help="build the model with a real compiler and compare its placement with the prediction",
         usage="npu-gate probe MODEL.onnx --compiler NAME --target T [--venv VENV] [--inputs NAME:DIMS ...] "
               "[--soc-model N]\n"
+              "       npu-gate probe --factory MODULE:FUNCTION --compiler ethos-u --target T --inputs NAME:DIMS ...\n"
               "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
         epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")
-    probe.add_argument("model", metavar="MODEL.onnx", help="the model, or `setup` to create a compiler venv")
+    probe.add_argument("model", metavar="MODEL.onnx", nargs="?",
+                       help="the model, or `setup` to create a compiler venv")
     probe.add_argument("setup_args", nargs="*", metavar="COMPILER VENV", help=argparse.SUPPRESS)
     probe.add_argument("--compiler", default="rknn", help="compiler plug-in (default: rknn)")
     probe.add_argument("--target", help="target platform (default: the compiler's, rk3588 for rknn, htp for qnn)")
     probe.add_argument("--venv", metavar="VENV", help="the compiler's venv (default: .venv-COMPILER)")
     probe.add_argument("--soc-model", type=int, metavar="N",
                        help="qnn: QNN's id of the Snapdragon SoC to prepare for (default: 57, Snapdragon 8 Gen 3)")
+    probe.add_argument("--factory", metavar="MODULE:FUNCTION",
+                       help="a torch factory instead of MODEL.onnx (compilers on the PyTorch module: ethos-u)")
     probe.add_argument("--inputs", nargs="+", metavar="NAME:DIMS", default=[],
                        help="static input shapes for the compiler, e.g. images:1,3,224,224")
     probe.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,13 +37,28 @@ def run(args: argparse.Namespace) -> int:
         raise GateError(f"--soc-model {args.soc_model}: expected a positive QNN SoC id, e.g. 57")
     venv = Path(args.venv or f".venv-{compiler.name}")
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
-    refuse_overwriting_inputs(
-        [("the model this run reads", args.model), *profile_inputs(profile)],
-        [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=Path(args.model))
-    result = probe_model(Path(args.model), compiler, args.target or compiler.default_target, compiler.python(venv),
-                         inputs=_input_shapes(args.inputs), profile=profile, timeout=args.timeout,
-                         keep=Path(args.keep_work).resolve() if args.keep_work else None,
-                         options={"soc_model": args.soc_model} if args.soc_model is not None else None)
+    if (args.model is None) == (args.factory is None):
+        raise GateError("probe: give one model: MODEL.onnx or --factory MODULE:FUNCTION")
+    inputs = _input_shapes(args.inputs)
+    with tempfile.TemporaryDirectory(prefix="npu-gate-factory-") as tmp:
+        options = {}
+        if args.factory is not None:
+            from npu_gate.probe.factory import export_factory
+
+            folder = Path(args.keep_work).resolve() if args.keep_work else Path(tmp)  # kept: replayable
+            folder.mkdir(parents=True, exist_ok=True)
+            model = export_factory(args.factory, inputs, Path.cwd(), folder / "model.onnx")
+            options = {"factory": args.factory, "folder": str(Path.cwd()), "seed": 0, "calibration": 4}
+        if args.soc_model is not None:
+            options["soc_model"] = args.soc_model
+        else:
+            model = Path(args.model)
+        refuse_overwriting_inputs(
+            [("the model this run reads", str(model)), *profile_inputs(profile)],
+            [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
+        result = probe_model(model, compiler, args.target or compiler.default_target, compiler.python(venv),
+                             inputs=inputs, profile=profile, timeout=args.timeout, options=options or None,
+                             keep=Path(args.keep_work).resolve() if args.keep_work else None)
     if args.json:
         write_output(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
     if args.markdown:

@@ -47,6 +47,11 @@ class CompilerOutput:
     # op-table names of the I/O adapters the compiler keeps at the graph edge by design, with
     # their ("input" | "output", graph tensor): QNN's graph-input Q and graph-output DQ on CPU
     io_adapters: dict[str, list[tuple[str, str]]] | None = None
+    # original nodes the compiler's output cannot be tied to (reported so, never guessed)
+    unmapped: list[str] = field(default_factory=list)
+    node_reasons: dict[str, str] = field(default_factory=dict)  # original node -> the compiler's words (Ethos-U)
+    estimates: dict[str, Any] | None = None  # the compiler's own memory/performance estimates, with their evidence
+    core: str | None = None  # which compiler core produced the result, when it has several
 
 
 @dataclass
@@ -77,6 +82,8 @@ class Compiler(ABC):
     batch: bool = False
     # Python versions (major, minor) the venv's pinned packages have wheels for; () is any.
     pythons: tuple[tuple[int, int], ...] = ()
+    # The venv always holds real torch (the compiler works on the PyTorch module): --torch changes nothing.
+    needs_torch: bool = False
 
     @abstractmethod
     def setup_steps(self, *, torch: bool) -> list[list[str]]:

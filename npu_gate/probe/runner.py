@@ -297,6 +297,11 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
                    for n in predicted_result.nodes} if predicted_result else None
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
         note_compiler(result.nodes, output)
+        for node in result.nodes:
+            if node.name in output.node_reasons:
+                node.reason = output.node_reasons[node.name]
+            if node.name in output.unmapped:  # the compiler's output says nothing we can tie to it
+                node.actual, node.runs_on, node.became, node.unmapped = None, None, None, True
         result.ops = output.rows
         predicted_adapters = predicted_result.rank_adapters if predicted_result else None
         added = sum(1 for r in output.rows if not r.io and not r.sources)
@@ -315,6 +320,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
             result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
     result.memory = _memory(result, output, predicted_result)
+    result.estimates = output.estimates if last.status == OK else None
+    if output.core is not None:
+        result.compiler["core"] = output.core
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result

@@ -40,7 +40,8 @@ def setup(compiler: Compiler, venv: Path, *, torch: bool = False, python: str | 
     """Create (or reuse) ``venv`` for ``compiler``; returns the manifest, with timings and size."""
     steps = compiler.setup_steps(torch=torch)
     stub = compiler.stub_torch(torch=torch)
-    wanted = {"compiler": compiler.name, "steps": steps, "torch": "real" if torch else ("stub" if stub else "none")}
+    real = torch or compiler.needs_torch
+    wanted = {"compiler": compiler.name, "steps": steps, "torch": "real" if real else ("stub" if stub else "none")}
     found = manifest(venv)
     if found is not None and found.get("complete") and not force and compiler.python(venv).exists() and \
             all(found.get(k) == v for k, v in wanted.items()):

@@ -33,6 +33,12 @@ def text(result: ProbeResult) -> str:
             lines.append(f"  {adapter_line}")
     if memory_line := memory_text(result.memory):
         lines.append(f"  {memory_line}")
+    if result.estimates:
+        lines.append(f"  {estimates_text(result.estimates)}")
+    for n in result.nodes:
+        if n.reason or n.unmapped:
+            lines.append(f"  {term(n.name)} ({term(n.op_type)}): "
+                         + (f"{n.actual}: {term(n.reason or '')}" if not n.unmapped else "unmapped"))
     for f in result.findings:
         if f["severity"] == "warning":
             lines.append(f"  warning {f['rule']}: {term(f['message'])}")
@@ -59,6 +65,15 @@ def memory_text(memory: dict[str, Any]) -> str:
                      f"{_bytes(estimate['peak_activation_bytes'])} bytes, "
                      f"weights {_bytes(estimate['weight_bytes'])} bytes")
     return "memory: " + "; ".join(parts)
+
+
+def estimates_text(estimates: dict[str, Any]) -> str:
+    """The compiler's own estimates in one line, with whose they are (``estimates.evidence``)."""
+    ms = estimates.get("estimated_ms")
+    return (f"{estimates['evidence']}: SRAM {_bytes(estimates.get('sram_bytes'))} bytes, flash "
+            f"{_bytes(estimates.get('flash_bytes'))} bytes, {_bytes(estimates.get('cycles'))} cycles"
+            + (f" ({ms:g} ms)" if ms is not None else "") + f", {estimates.get('npu_partitions')} NPU partition(s), "
+            f"core {estimates.get('core')}")
 
 
 def markdown(result: ProbeResult) -> str:
@@ -96,6 +111,12 @@ def markdown(result: ProbeResult) -> str:
             parts.append(adapter_line[0].upper() + adapter_line[1:] + ".")
         if memory_line := memory_text(result.memory):
             parts.append(memory_line[0].upper() + memory_line[1:] + ".")  # numbers and our words only
+        if result.estimates:
+            parts.append("### Compiler estimates\n\n" + md(estimates_text(result.estimates)) + ".")
+        reasons = [[md_code(n.name), md(n.op_type), "unmapped" if n.unmapped else (n.actual or ""), md(n.reason or "")]
+                   for n in result.nodes if n.reason or n.unmapped]
+        if reasons:
+            parts.append("### The compiler's reasons\n\n" + table(["node", "op", "actual", "reason"], reasons))
         node_rows = [[md_code(n.name), md(n.op_type), n.predicted or "", n.actual or "", md(n.became or ""),
                       "I/O adapter" if n.adapter else "" if n.agrees is None else ("yes" if n.agrees else "**no**")]
                      for n in result.nodes]

@@ -61,11 +61,13 @@ class ProbeNode:
     runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
     rows: list[int] = field(default_factory=list)
     via: list[str] = field(default_factory=list)  # rewrite rules that touched it
-    # probe-1.3: the compiler's own reason for leaving it on CPU, when its log gives one (QNN)
+    # probe-1.3: the compiler's own words for where it put the node (QNN's reason for a CPU placement,
+    # the Ethos-U partitioner's rejection)
     reason: str | None = None
     # probe-1.3: an I/O adapter the compiler keeps at the graph edge by design (QNN's graph-input
     # QuantizeLinear / graph-output DequantizeLinear on CPU): counted in summary.adapters, not compared
     adapter: bool = False
+    unmapped: bool = False  # the compiler's output could not be tied to this node: actual stays None
 
     @property
     def agrees(self) -> bool | None:
@@ -130,6 +132,9 @@ class ProbeResult:
     # probe-1.2: the compiler's memory totals beside npu_gate's static estimate, each with its
     # evidence: {"compiler": {internal_bytes, weight_bytes, evidence} | None, "estimate": {...} | None}
     memory: dict[str, Any] = field(default_factory=lambda: {"compiler": None, "estimate": None})
+    # probe-1.3: the compiler's own memory/performance estimates with their evidence ("estimated by
+    # Vela 5.2.0 for ..."), None when the compiler gives none
+    estimates: dict[str, Any] | None = None
 
     @property
     def built(self) -> bool:
@@ -162,11 +167,13 @@ class ProbeResult:
             "rewrites": [r.to_dict() for r in self.rewrites],
             "attempts": [a.to_dict() for a in self.attempts],
             "memory": self.memory,
+            "estimates": self.estimates,
             "timings": self.timings,
             "log": self.log,
         }
 
 
 # 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
-# 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN)
+# 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
+#      nodes[].unmapped, compiler.core (Ethos-U)
 PROBE_SCHEMA_VERSION = "probe-1.3"

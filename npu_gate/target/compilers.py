@@ -11,6 +11,7 @@ from __future__ import annotations
 COMPILERS = {
     "rknn": "npu_gate.probe.rknn:RknnCompiler",
     "qnn": "npu_gate.probe.qnn:QnnCompiler",
+    "ethos-u": "npu_gate.probe.ethos_u:EthosUCompiler",
     "fake": "npu_gate.probe.fake:FakeCompiler",
 }
 

@@ -159,8 +159,9 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     recorded_version = recorded.pop("schema_version")
     assert replayed.pop("schema_version") == "probe-1.3"
     replayed.pop("memory")  # probe-1.2: tested by test_probe_memory_*
-    for node in replayed["nodes"]:  # probe-1.3: the RKNN log gives no reasons and names no I/O adapters
-        assert (node.pop("reason"), node.pop("adapter")) == (None, False)
+    assert replayed.pop("estimates") is None  # probe-1.3: RKNN prints no estimates
+    for node in replayed["nodes"]:  # probe-1.3: the RKNN log gives no reasons, names no I/O adapters, maps every node
+        assert (node.pop("reason"), node.pop("adapter"), node.pop("unmapped")) == (None, False, False)
     assert recorded_version == ("probe-1.1" if name in PROBE_1_1_FIXTURES else "probe-1.0")
     summary = replayed["summary"]
     if recorded_version == "probe-1.0":
@@ -576,7 +577,7 @@ def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> Non
 
 @pytest.mark.parametrize(("args", "message"), [
     # the test stand-in is not offered
-    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: qnn, rknn)"),
+    (["--compiler", "nope"], "--compiler nope: unknown compiler (known: ethos-u, qnn, rknn)"),
     (["--inputs", "x:1,0,3"], "--inputs x:1,0,3: expected NAME:DIMS with positive dims"),
     (["--compiler", "fake", "--target", "rk1"],
      "--target rk1: fake-compiler refused the configuration: config: unknown target rk1"),

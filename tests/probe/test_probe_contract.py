@@ -108,7 +108,7 @@ def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch
 def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
-    assert "target.probe.compiler: unknown compiler 'hisi' (known: qnn, rknn)" in run.err
+    assert "target.probe.compiler: unknown compiler 'hisi' (known: ethos-u, qnn, rknn)" in run.err
 
 
 def test_soc_model_is_a_qnn_key(contract, run_cli) -> None:

@@ -52,6 +52,10 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
         doc.pop("timings")
         for attempt in doc["attempts"]:
             attempt.pop("seconds")
+    # fields added after the recording (Ethos-U's, probe-1.3): what the QNN plug-in never sets
+    recorded.setdefault("estimates", None)
+    for node in recorded["nodes"]:
+        node.setdefault("unmapped", False)
     assert replayed == recorded
 
 
