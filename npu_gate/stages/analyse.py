@@ -34,11 +34,13 @@ from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
 from npu_gate.placement import memory as memlib
 from npu_gate.placement.adapters import graph_adapters
+from npu_gate.placement.eliminate import eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.result.probe import ProbeNode
 from npu_gate.result.types import (
     CPU,
+    ELIMINATED,
     FOLDED,
     NPU,
     Finding,
@@ -166,10 +168,11 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
+    eliminate(facts, settings.profile.eliminates, placements)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
-    crossings = boundaries(facts, partitions)
+    crossings = boundaries(facts, partitions, {i for i, p in enumerate(placements) if p.device == ELIMINATED})
     part_of = {i: p.id for p in partitions for i in p.nodes}
     dtype = settings.profile.runtime_dtype
     memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype))
@@ -218,10 +221,12 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
         "subgraph_nodes": len(scoped),
         "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
-        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],
+        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],  # eliminated nodes count: the model's
         "shape_chains": len(chains),
         "shape_chains_staying": sum(1 for c in chains if not c.folds),
     }
+    if settings.profile.eliminates is not None:  # 1.8: only under a profile with the pass
+        result.summary["eliminated_nodes"] = devices[ELIMINATED]
     result.analysed = True
     if keep is not None:
         keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
@@ -524,8 +529,8 @@ def _dynamic_shape_findings(a: Analysis, severity: str) -> list[Finding]:
     causes: dict[int, list[str]] | None = None
     out = []
     for node, placement in zip(facts.nodes, a.placements, strict=True):
-        if placement.device == FOLDED:
-            continue  # constants: the compiler evaluates them ahead of time
+        if placement.device in (FOLDED, ELIMINATED):
+            continue  # constants the compiler evaluates ahead of time, or nodes it removes
         dynamic = []
         for name in node.outputs:
             info = facts.tensors.get(name) if name else None
