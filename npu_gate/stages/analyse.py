@@ -37,6 +37,7 @@ from npu_gate.placement.adapters import graph_adapters
 from npu_gate.placement.eliminate import eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
+from npu_gate.placement.refusals import Refusal, refusals
 from npu_gate.result.probe import ProbeNode
 from npu_gate.result.types import (
     CPU,
@@ -92,6 +93,7 @@ class Analysis:
     order: list[int] = field(default_factory=list)  # the nodes in topological order
     memory: list[memlib.PartitionMemory] = field(default_factory=list)  # NPU partitions' estimates
     memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
+    refusals: list[Refusal] = field(default_factory=list)  # the profile's ``refuses`` that match
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -237,13 +239,13 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
-        memory_budget=settings.profile.memory,
+        memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses),
     )
 
 
 def findings(analysis: Analysis, measured: Measured | None = None) -> list[Finding]:
     """The analysis' findings in report order: inputs, checker and shape inference, the
-    opset limit, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
+    opset limit, the compiler's refusals, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
     compiler's placement decides whether a placement finding is a CPU fallback (error) or a
     node the compiler ran on the NPU or folded away (info, saying so)."""
     a = analysis
@@ -260,6 +262,8 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(make_finding("shape-inference", a.shape_error))
     if a.opset_limit is not None:
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
+    out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
+                         constraint=r.id, evidence=r.evidence) for r in a.refusals]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
