@@ -2,7 +2,7 @@
 
 Each entry (schemas/profile.schema.json, docs/target-profiles.md#refuses) is either a node
 pattern (``op``, with the optional ``opset_max``, ``min_outputs`` and ``attribute`` tests)
-or a graph condition (``graph``):
+or a graph condition (``graph``); folded nodes never match (the compiler evaluates them first):
 
 - ``opset-above``: the model's default-domain opset is above ``max``;
 - ``dynamic-quantization``: a DynamicQuantizeLinear node (scales computed at run time);
@@ -32,19 +32,22 @@ class Refusal:
     subject: str | None = None  # a graph input, for input-only-in-subgraph
 
 
-def refusals(facts: GraphFacts, rules: list[dict[str, Any]] | None) -> list[Refusal]:
-    """The matches of ``rules`` (a profile's ``refuses``), in rule order then graph order."""
+def refusals(
+    facts: GraphFacts, rules: list[dict[str, Any]] | None, folded: set[int] | frozenset[int] = frozenset()
+) -> list[Refusal]:
+    """The matches of ``rules`` (a profile's ``refuses``), in rule order then graph order.
+    Node patterns skip ``folded`` nodes: the compiler evaluates them before it builds."""
     out: list[Refusal] = []
     for rule in rules or []:
         if "op" in rule:
             out += [_refusal(rule, f"{n.op_type} node {n.name}", node=n)
-                    for n in facts.nodes if _node_matches(rule, n, facts.opset)]
+                    for n in facts.nodes if n.index not in folded and _node_matches(rule, n, facts.opset)]
         elif rule["graph"] == "opset-above" and facts.opset > rule["max"]:
             out.append(_refusal(rule, f"opset {facts.opset} above the compiler's maximum {rule['max']}",
                                 opset=facts.opset))
         elif rule["graph"] == "dynamic-quantization":
             out += [_refusal(rule, f"{n.op_type} node {n.name} makes the graph dynamic", node=n)
-                    for n in facts.nodes if n.op_type in _DYNAMIC_QUANTIZATION and n.domain in ("", "ai.onnx")]
+                    for n in facts.nodes if n.index not in folded and n.op_type in _DYNAMIC_QUANTIZATION and n.domain in ("", "ai.onnx")]
         elif rule["graph"] == "input-only-in-subgraph":
             out += [_refusal(rule, f"graph input {name} is read only inside control-flow bodies", name=name)
                     for name in _inputs_only_in_subgraphs(facts)]

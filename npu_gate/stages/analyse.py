@@ -239,7 +239,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
-        memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses),
+        memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses, folded),
     )
 
 
