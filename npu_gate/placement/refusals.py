@@ -47,7 +47,8 @@ def refusals(
                                 opset=facts.opset))
         elif rule["graph"] == "dynamic-quantization":
             out += [_refusal(rule, f"{n.op_type} node {n.name} makes the graph dynamic", node=n)
-                    for n in facts.nodes if n.index not in folded and n.op_type in _DYNAMIC_QUANTIZATION and n.domain in ("", "ai.onnx")]
+                    for n in facts.nodes
+                    if n.index not in folded and n.op_type in _DYNAMIC_QUANTIZATION and n.domain in ("", "ai.onnx")]
         elif rule["graph"] == "input-only-in-subgraph":
             out += [_refusal(rule, f"graph input {name} is read only inside control-flow bodies", name=name)
                     for name in _inputs_only_in_subgraphs(facts)]

@@ -62,7 +62,8 @@ def cast2() -> onnx.ModelProto:
     c1, w1 = _conv("c1", "x", "a")
     node = helper.make_node
     return _model([c1, node("Cast", ["a"], ["i"], name="c_i", to=TensorProto.INT32),
-                   node("Cast", ["i"], ["f"], name="c_f", to=TensorProto.FLOAT), node("Relu", ["f"], ["r"], name="relu")],
+                   node("Cast", ["i"], ["f"], name="c_f", to=TensorProto.FLOAT),
+                   node("Relu", ["f"], ["r"], name="relu")],
                   [w1])
 
 
