@@ -158,3 +158,13 @@ def test_malformed_refusals_are_profile_errors(tmp_path: Path, entry: dict[str, 
     with pytest.raises(ProfileError) as raised:
         load_profile(str(path))
     assert raised.value.args == (f"{path}: {problem}",)
+
+
+def test_lint_warns_of_a_lowering_into_an_op_the_profile_lacks(run_cli, tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"ops": {"Add": {"constraints": []}, "Relu": {"constraints": []}}, "lowers": [
+        {"op": "Sum", "to": "Mean", "evidence": "e"}, {"op": "Relu", "to": "Add", "evidence": "e"}]}))
+    run = run_cli("profile", "check", path)
+    said = run.out + run.err
+    assert f"{path}: lowers[0]: Sum lowers into Mean, which is not in ops; its nodes stay unsupported" in said
+    assert f"{path}: lowers[1]: Relu has its own ops entry, which places it; the lowering is never used" in said
