@@ -13,8 +13,8 @@ counted after this pass. Conditions (``when``):
 - ``inverse-transpose-pair``: a Transpose whose only reader is a Transpose that undoes it
   (both go).
 
-Only nodes the placement did not fold are considered; a graph output is never eliminated
-(a graph output must be written by some op).
+Only nodes the placement neither folded nor matched in a fusion pattern are considered; a
+graph output is never eliminated (a graph output must be written by some op).
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ def eliminate(facts: GraphFacts, rules: list[dict[str, Any]] | None, placements:
     outputs = {o.name for o in facts.outputs}
     count = 0
     for node in facts.nodes:
-        if placements[node.index].device == FOLDED or node.domain not in ("", "ai.onnx"):
-            continue
+        placed = placements[node.index]
+        if placed.device == FOLDED or placed.fused is not None or node.domain not in ("", "ai.onnx"):
+            continue  # folded, or part of a profile pattern the target fuses
         if any(o in outputs for o in node.outputs):
             continue
         for rule in by_op.get(node.op_type, []):
