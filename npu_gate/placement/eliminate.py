@@ -11,7 +11,9 @@ counted after this pass. Conditions (``when``):
   is read only by reshape-like nodes of the chain (the compiler merges consecutive reshapes
   into the last one), and the last one too when the chain ends in its first input's shape;
 - ``inverse-transpose-pair``: a Transpose whose only reader is a Transpose that undoes it
-  (both go).
+  (both go);
+- ``into-gemm``: a node whose output only Gemm nodes read (a Flatten before a classifier's
+  Gemm: the compiler's Gemm takes the unflattened tensor).
 
 Only nodes the placement neither folded nor matched in a fusion pattern are considered; a
 graph output is never eliminated (a graph output must be written by some op).
@@ -83,6 +85,9 @@ def _holds(when: str, node: NodeFacts, graph: _Graph) -> bool:
                 and dtype_name(to) == source.dtype)
     if when == "reshape-chain":
         return _in_reshape_chain(node, graph)
+    if when == "into-gemm":
+        after = graph.readers.get(node.outputs[0], []) if node.outputs else []
+        return bool(after) and all(r.op_type == "Gemm" and r.domain in ("", "ai.onnx") for r in after)
     if when == "inverse-transpose-pair":
         before = graph.made_by.get(node.inputs[0]) if node.inputs else None
         return _inverse_pair(node, graph.readers) or (before is not None and _inverse_pair(before, graph.readers))

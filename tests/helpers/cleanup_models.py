@@ -108,7 +108,19 @@ def if_runtime() -> onnx.ModelProto:
                           helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)])
 
 
+def flat_gemm() -> onnx.ModelProto:
+    """Conv, GlobalAveragePool, Flatten, Gemm: a classifier head."""
+    c1, w1 = _conv("c1", "x", "a")
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.random((10, 8), dtype=np.float32), "fc_w")
+    b = numpy_helper.from_array(rng.random(10, dtype=np.float32), "fc_b")
+    node = helper.make_node
+    return _model([c1, node("GlobalAveragePool", ["a"], ["p"], name="gap"),
+                   node("Flatten", ["p"], ["fl"], name="flat", axis=1),
+                   node("Gemm", ["fl", "fc_w", "fc_b"], ["r"], name="fc", transB=1)], [w1, w, b], out_shape=[1, 10])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
-    "dql": dql, "opset21": opset21, "cubic": cubic, "if_runtime": if_runtime,
+    "flat_gemm": flat_gemm, "dql": dql, "opset21": opset21, "cubic": cubic, "if_runtime": if_runtime,
 }

@@ -52,6 +52,12 @@ def test_reshape_chain_back_to_its_shape_and_an_undoing_transpose_pair_are_elimi
     assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "c2", "relu"])]
 
 
+def test_a_flatten_read_only_by_a_gemm_is_eliminated(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "flat_gemm")
+    assert _placed(result) == {"c1": "npu", "gap": "npu", "flat": "eliminated", "fc": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "gap", "fc"])]
+
+
 def test_a_cast_that_changes_the_dtype_stays(tmp_path: Path) -> None:
     result = _inspect(tmp_path, "cast2")
     assert _placed(result) == {"c1": "npu", "c_i": "cpu", "c_f": "cpu", "relu": "npu"}
@@ -121,7 +127,7 @@ REFUSALS: list[tuple[str, list[dict[str, Any]]]] = [
     ("if_runtime", [{"node": "if", "subject": None, "constraint": "if-runtime-condition",
                      "message": "If node if: the compiler says \"The If('if') will cause the graph to be a dynamic "
                                 "graph! Remove it manually and try again!\""}]),
-    ("drop9", []), ("elim1", []), ("elim2", []), ("cast2", []),
+    ("drop9", []), ("flat_gemm", []), ("elim1", []), ("elim2", []), ("cast2", []),
 ]
 
 
