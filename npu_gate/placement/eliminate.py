@@ -12,6 +12,9 @@ counted after this pass. Conditions (``when``):
   into the last one), and the last one too when the chain ends in its first input's shape;
 - ``inverse-transpose-pair``: a Transpose whose only reader is a Transpose that undoes it
   (both go);
+- ``around-transpose``: a Reshape on either side of a Reshape -> Transpose -> Reshape
+  triplet (a channel shuffle), each read only by the next: the compiler keeps the Transpose
+  (or merges all three into a Conv before it);
 - ``into-gemm``: a node whose output only Gemm nodes read (a Flatten before a classifier's
   Gemm: the compiler's Gemm takes the unflattened tensor).
 
@@ -85,6 +88,8 @@ def _holds(when: str, node: NodeFacts, graph: _Graph) -> bool:
                 and dtype_name(to) == source.dtype)
     if when == "reshape-chain":
         return _in_reshape_chain(node, graph)
+    if when == "around-transpose":
+        return _shuffle_end(node, graph)
     if when == "into-gemm":
         after = graph.readers.get(node.outputs[0], []) if node.outputs else []
         return bool(after) and all(r.op_type == "Gemm" and r.domain in ("", "ai.onnx") for r in after)
@@ -117,6 +122,25 @@ def _in_reshape_chain(node: NodeFacts, graph: _Graph) -> bool:
         return False
     start, end = graph.facts.tensors.get(first.inputs[0]), graph.facts.tensors.get(node.outputs[0])
     return start is not None and end is not None and start.static and end.static and start.shape == end.shape
+
+
+def _only_reader(node: NodeFacts, graph: _Graph, op: str) -> NodeFacts | None:
+    after = graph.readers.get(node.outputs[0], []) if node.outputs else []
+    return after[0] if len(after) == 1 and after[0].op_type == op else None
+
+
+def _shuffle_end(node: NodeFacts, graph: _Graph) -> bool:
+    """``node`` is the first or the last Reshape of a Reshape -> Transpose -> Reshape triplet."""
+    if node.op_type != "Reshape":
+        return False
+    transpose = _only_reader(node, graph, "Transpose")
+    if transpose is not None and _only_reader(transpose, graph, "Reshape") is not None:
+        return True
+    before = graph.made_by.get(node.inputs[0]) if node.inputs else None
+    if before is None or before.op_type != "Transpose" or _only_reader(before, graph, "Reshape") is not node:
+        return False
+    first = graph.made_by.get(before.inputs[0]) if before.inputs else None
+    return first is not None and first.op_type == "Reshape" and _only_reader(first, graph, "Transpose") is before
 
 
 def _inverse_pair(node: NodeFacts, readers: Mapping[str, list[NodeFacts]]) -> bool:

@@ -120,7 +120,19 @@ def flat_gemm() -> onnx.ModelProto:
                    node("Gemm", ["fl", "fc_w", "fc_b"], ["r"], name="fc", transB=1)], [w1, w, b], out_shape=[1, 10])
 
 
+def shuffle() -> onnx.ModelProto:
+    """Conv, then a channel shuffle: Reshape [1, 2, 4, 16, 16], Transpose (0, 2, 1, 3, 4), Reshape back; Relu."""
+    c1, w1 = _conv("c1", "x", "a")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("g", [1, 2, 4, 16, 16]), ("s", SHAPE))]
+    node = helper.make_node
+    return _model([c1, node("Reshape", ["a", "g"], ["r1"], name="split"),
+                   node("Transpose", ["r1"], ["t"], name="swap", perm=[0, 2, 1, 3, 4]),
+                   node("Reshape", ["t", "s"], ["r2"], name="merge"), node("Relu", ["r2"], ["r"], name="relu")],
+                  [w1, *consts])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
-    "flat_gemm": flat_gemm, "dql": dql, "opset21": opset21, "cubic": cubic, "if_runtime": if_runtime,
+    "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
+    "if_runtime": if_runtime,
 }

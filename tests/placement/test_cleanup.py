@@ -58,6 +58,13 @@ def test_a_flatten_read_only_by_a_gemm_is_eliminated(tmp_path: Path) -> None:
     assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "gap", "fc"])]
 
 
+def test_the_reshapes_of_a_channel_shuffle_are_eliminated_and_its_transpose_stays(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "shuffle")
+    assert _placed(result) == {"c1": "npu", "split": "eliminated", "swap": "npu", "merge": "eliminated",
+                               "relu": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "swap", "relu"])]
+
+
 def test_a_cast_that_changes_the_dtype_stays(tmp_path: Path) -> None:
     result = _inspect(tmp_path, "cast2")
     assert _placed(result) == {"c1": "npu", "c_i": "cpu", "c_f": "cpu", "relu": "npu"}
