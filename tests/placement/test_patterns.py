@@ -256,7 +256,7 @@ def test_every_fixture_agrees_at_least_as_well_as_the_demo_profile() -> None:
             agree, compared, _, _ = _agreement(name, profile)
             total[0] += agree
             total[1] += compared
-    assert totals == {"demo": [35, 60], "rknn-rk3588-fused": [56, 60]}
+    assert totals == {"demo": [35, 60], "rknn-rk3588-fused": [57, 60]}  # 57: a node the clean-up eliminates (#20)
 
 
 def _built(name: str) -> bool:
