@@ -3,12 +3,17 @@
 
     python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
+    python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv .venv-rknn] [--profile rknn-rk3588]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
 probes it with the real toolkit (rk3588) and prints one Markdown row per net: nodes, how the
 compiler placed them, its NPU/CPU segments against the profile's partitions, and the share of
-nodes where prediction and compiler agree. Needs torch here and `npu-gate probe setup rknn`.
+nodes where prediction and compiler agree under the strict rule (a node the compiler removed
+but the profile placed on a device disagrees), whether the predicted NPU partitions equal the
+compiler's NPU segments, and, for a model the compiler refuses, whether the profile predicted
+that (a `compiler-will-refuse` finding); totals last. `--onnx DIR` does the same for every
+`*.onnx` in DIR (models exported elsewhere). Needs torch here and `npu-gate probe setup rknn`.
 
 `--torchvision` does the same for real torchvision architectures (random init, `weights=None`:
 nothing is downloaded) at small input sizes, builds each once and compares the build with all
@@ -47,6 +52,7 @@ sys.path.insert(0, str(ROOT / "examples" / "seed-hardswish"))
 
 from seed_net import SeedNet  # noqa: E402
 
+from npu_gate.pipeline import inspect_model  # noqa: E402
 from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
@@ -223,11 +229,15 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true",
                         help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
+    parser.add_argument("--onnx", metavar="DIR", help="the agreement table for every *.onnx in DIR, with --profile")
     args = parser.parse_args()
     global COMPILER
     COMPILER = args.compiler
     venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
     profile = args.profile or COMPILERS[args.compiler][2]
+    if args.onnx:
+        run_onnx(venv, profile, Path(args.onnx))
+        return
     bench = run_torchvision if args.torchvision else run
     if args.memory:
         if args.compiler != "rknn":
@@ -245,26 +255,61 @@ COMPILER = "rknn"  # --compiler
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
-    compiler = get_compiler(COMPILER)
-    target = COMPILERS[COMPILER][0]
-    profile = load_profile(profile_name)
-    print(f"| net | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
-          f"profile `{profile_name}` NPU / CPU partitions | agreement |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    paths = []
     for name, (cls, shape) in NETS.items():
         torch.manual_seed(0)
         path = out / (name.split()[0].lower() + ".onnx")
         export(cls(), shape, path)
+        paths.append(path)
+    agreement_table(venv, profile_name, paths)
+
+
+def run_onnx(venv: Path, profile_name: str, folder: Path) -> None:
+    """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages)."""
+    agreement_table(venv, profile_name, sorted(folder.glob("*.onnx")))
+
+
+def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
+    """One row per model, then the totals: node agreement under the strict rule (a node the
+    compiler removed but the profile placed on a device disagrees), whether the predicted NPU
+    partitions equal the compiler's NPU segments, and, for the builds the compiler refuses,
+    whether the profile predicted it (a compiler-will-refuse finding)."""
+    compiler = get_compiler(COMPILER)
+    target = COMPILERS[COMPILER][0]
+    profile = load_profile(profile_name)
+    print(f"{compiler.product}, {target}, profile `{profile_name}`")
+    print("| net | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
+          "predicted NPU / CPU partitions | NPU partitions = segments | node agreement (strict) | "
+          "refusal predicted |")
+    print("| --- | ---: | --- | --- | --- | --- | ---: | --- |")
+    built = agree_parts = agree = compared = refused = refusal_hits = false_refusals = 0
+    for path in paths:
+        predicted = inspect_model(path, profile)
+        refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
         result = probe(path, compiler, target, compiler.python(venv), profile=profile)
         path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
-        s = result.summary
-        if not s:
-            print(f"| {name} | {len(result.nodes)} | {result.status}: {result.error} | | | |")
+        s = result.summary or {}
+        if result.status != "ok":
+            refused += 1
+            refusal_hits += refuses
+            error = " ".join(str(result.error).split())[:120]
+            print(f"| {path.stem} | {len(result.nodes)} | {result.status}: {error} | | | | | "
+                  f"{'yes' if refuses else 'no'} |")
             continue
+        built += 1
+        false_refusals += refuses
+        agree_parts += bool(s["partitions_agree"])
+        agree, compared = agree + s["agree"], compared + s["compared"]
         a = s["actual"]
-        print(f"| {name} | {s['nodes']} | {a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / {a['folded']} | "
-              f"{s['npu_segments']} / {s['cpu_segments']} | {s['predicted_npu_partitions']} / "
-              f"{s['predicted_cpu_partitions']} | {s['agree']}/{s['compared']} ({s['agreement_rate']:.0%}) |")
+        rate = f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.1%})" if s["compared"] else "n/a"
+        print(f"| {path.stem} | {s['nodes']} | {a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / "
+              f"{a['folded']} | {s['npu_segments']} / {s['cpu_segments']} | {s['predicted_npu_partitions']} / "
+              f"{s['predicted_cpu_partitions']} | {'yes' if s['partitions_agree'] else 'no'} | {rate} | "
+              f"{'yes (wrong)' if refuses else 'no'} |")
+    share = f"{agree}/{compared} ({agree / compared:.1%})" if compared else "n/a"
+    print(f"\nBuilt {built} of {len(paths)}: NPU partition count equal to the NPU segments on {agree_parts} of "
+          f"{built}; nodes agreeing (strict) {share}; refused {refused}, predicted {refusal_hits} of {refused}; "
+          f"refusal predicted for a model that builds: {false_refusals}.")
 
 
 def run_torchvision(venv: Path, _profile: str, out: Path) -> None:

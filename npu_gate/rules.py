@@ -164,6 +164,20 @@ RULES: dict[str, Rule] = {
             placement=True,
         ),
         Rule(
+            "compiler-will-refuse",
+            ERROR,
+            "The target's compiler is expected to refuse to build the model.",
+            "The profile's `refuses` (docs/target-profiles.md#refuses) lists what its compiler "
+            "will not build: node patterns (an op, optionally only at or below an opset, with at "
+            "least some outputs, or with an attribute value) and graph conditions (an opset above "
+            "the compiler's maximum, a dynamic-quantization op such as DynamicQuantizeLinear, a "
+            "graph input read only inside If/Loop/Scan bodies). One finding per match, naming the "
+            "node (or `subject`: the input), the profile entry (`constraint`) and its evidence; "
+            "the message quotes the compiler's own wording when the profile records it. Remove "
+            "the construct before export (e.g. export in eval mode, quantize statically, lower "
+            "the opset) or choose another target.",
+        ),
+        Rule(
             "unchecked-condition",
             INFO,
             "Predicted on the NPU, but the profile's source states a condition npu_gate "

@@ -2,7 +2,8 @@
 
 The algorithm (documented in docs/partitioning.md):
 
-1. Folded nodes are gone: only npu and cpu nodes take part.
+1. Folded and eliminated nodes are gone: only npu and cpu nodes take part. A node reading
+   an eliminated node's output reads, in effect, what that node read (its producers).
 2. Walk the graph in topological order with Kahn's algorithm, one device at a time:
    take every ready node of the current device (smallest model index first), including
    those made ready meanwhile; when none is left, close the segment and switch device
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from npu_gate.graph.components import components
 from npu_gate.graph.facts import GraphFacts
 from npu_gate.placement.place import Placement
-from npu_gate.result.types import CPU, FOLDED, NPU, BoundaryResult
+from npu_gate.result.types import CPU, ELIMINATED, FOLDED, NPU, BoundaryResult
 
 
 @dataclass
@@ -40,8 +41,10 @@ def build_partitions(
 
 
 def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partition]:
-    """Partitions of nodes given only their devices (npu / cpu / folded) and dependencies."""
-    active = [d != FOLDED for d in device]
+    """Partitions of nodes given only their devices (npu / cpu / folded / eliminated) and dependencies."""
+    if ELIMINATED in device:
+        deps = bridged(device, deps)
+    active = [d not in (FOLDED, ELIMINATED) for d in device]
     indegree = [0] * len(device)
     consumers: list[list[int]] = [[] for _ in device]
     for i, d in enumerate(deps):
@@ -81,11 +84,45 @@ def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partitio
     return partitions
 
 
-def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryResult]:
+def bridged(device: list[str], deps: list[list[int]]) -> list[list[int]]:
+    """``deps`` with every eliminated producer replaced by its own producers (transitively)."""
+    resolved: dict[int, list[int]] = {}
+
+    def through(i: int) -> list[int]:  # the non-eliminated producers eliminated node i stands for
+        stack, out, seen = [i], [], {i}
+        while stack:
+            for p in deps[stack.pop()]:
+                if p in seen:
+                    continue
+                seen.add(p)
+                if device[p] == ELIMINATED:
+                    stack.append(p)
+                else:
+                    out.append(p)
+        return out
+
+    out = []
+    for d in deps:
+        new: dict[int, None] = {}
+        for p in d:
+            if device[p] == ELIMINATED:
+                if p not in resolved:
+                    resolved[p] = through(p)
+                new.update(dict.fromkeys(resolved[p]))
+            else:
+                new[p] = None
+        out.append(list(new))
+    return out
+
+
+def boundaries(
+    facts: GraphFacts, partitions: list[Partition], eliminated: set[int] | frozenset[int] = frozenset()
+) -> list[BoundaryResult]:
     """One entry per (tensor, consuming partition) where the consumer's partition differs.
 
     Only tensors produced by a non-folded node count: graph inputs, weights and folded
-    constants are not copied between partitions at run time.
+    constants are not copied between partitions at run time. An ``eliminated`` node's output
+    is its first input: the tensor that crosses is the one it passes on, named as such.
     """
     nodes = facts.nodes
     part_of = [-1] * len(nodes)  # -1: folded, in no partition
@@ -97,6 +134,7 @@ def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryR
         if part_id >= 0:
             for name in node.outputs:
                 made_in[name] = part_id
+    alias = {o: n.inputs[0] for n in nodes if n.index in eliminated and n.inputs for o in n.outputs if o}
     made_in.pop("", None)  # an absent optional output is no tensor
     crossing: dict[tuple[str, int], int] = {}
     get = made_in.get
@@ -105,6 +143,9 @@ def boundaries(facts: GraphFacts, partitions: list[Partition]) -> list[BoundaryR
             continue
         names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
         for name in names:  # '' (absent input) is never produced; repeats overwrite with the same source
+            hops = 0
+            while name not in made_in and name in alias and hops < len(nodes):  # through eliminated nodes
+                name, hops = alias[name], hops + 1
             source = get(name)
             if source is not None and source != target:
                 crossing[(name, target)] = source

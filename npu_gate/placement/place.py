@@ -1,5 +1,8 @@
 """Per-node placement against a target profile: npu, cpu or folded, with the reasons.
 
+An op the profile ``lowers`` into another (variadic Sum into Adds) is placed with that
+op's entry. The compiler's clean-up (``eliminated``) is a later pass (``eliminate.py``).
+
 Which nodes fold is the graph layer's rule (``npu_gate.graph.fold``); here a node that
 does not fold is put on the NPU when the profile has its op and every constraint holds,
 on the CPU otherwise, with every failed constraint.
@@ -43,6 +46,9 @@ def place_in_scope(
     for value constraints, the values of its constant tensors (None: not known)."""
     key = node.key
     spec = profile.ops.get(key)
+    lowered = lowered_to(profile, key) if spec is None else None
+    if lowered is not None:  # the compiler rewrites the op into another before placing it
+        spec = profile.ops.get(lowered)
     if spec is None:
         return Placement(CPU, [f"op {key} not in profile {profile.name}"], op_supported=False)
     failures = evaluate(spec.get("constraints", []), node, tensors, constants, layouts, values)
@@ -51,6 +57,11 @@ def place_in_scope(
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
     return Placement(NPU, unchecked=unchecked(spec.get("constraints", []), node, tensors))
+
+
+def lowered_to(profile: Profile, key: str) -> str | None:
+    """The op the profile's ``lowers`` says the compiler rewrites ``key`` into, if any."""
+    return next((entry["to"] for entry in profile.lowers or [] if entry["op"] == key), None)
 
 
 def place_all(

@@ -17,7 +17,7 @@ from typing import Any
 
 from npu_gate.probe.base import CompilerOutput
 from npu_gate.result.probe import CPU, FOLDED, FUSED, NPU, SPLIT, OpRow, ProbeNode, Segment
-from npu_gate.result.types import RankAdapter
+from npu_gate.result.types import ELIMINATED, RankAdapter
 
 MAX_FUSE_HOPS = 4  # how far to walk through rowless neighbours to find the op a node fused into
 
@@ -302,6 +302,9 @@ def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_par
             for n in judged if not n.agrees
         ]
     actual_counts = {d: sum(1 for n in nodes if n.actual == d) for d in (NPU, CPU, SPLIT, FOLDED, FUSED)}
+    npu_segments = sum(1 for s in segs if s.device == NPU)
+    with_adapters = predicted_partitions.get("npu_with_adapters")
+    predicted_npu = with_adapters if with_adapters is not None else predicted_partitions.get(NPU)
     return {
         "nodes": len(nodes),
         "compared": len(judged),
@@ -311,7 +314,10 @@ def agreement(nodes: Sequence[ProbeNode], segs: Sequence[Segment], predicted_par
         "actual": actual_counts,
         "predicted_npu_partitions": predicted_partitions.get(NPU),
         "predicted_cpu_partitions": predicted_partitions.get(CPU),
-        "npu_segments": sum(1 for s in segs if s.device == NPU),
+        "npu_segments": npu_segments,
+        # probe-1.3: the predicted NPU partitions (with adapters when the profile predicts them)
+        # equal the compiler's NPU segments; None when the compiler built nothing or nothing was predicted
+        "partitions_agree": None if failed or predicted_npu is None else predicted_npu == npu_segments,
         "cpu_segments": sum(1 for s in segs if s.device == CPU),
         "predicted_npu_partitions_with_adapters": predicted_partitions.get("npu_with_adapters"),
         "predicted_cpu_partitions_with_adapters": predicted_partitions.get("cpu_with_adapters"),
@@ -331,6 +337,8 @@ def cause(node: ProbeNode, edge_rows: set[int] | frozenset[int] = frozenset()) -
     ``edge_rows``: the compiler's op rows that are rank adapters at the graph edge
     (``edge_ops``); a node that ended up in one of them disagrees by rank adaptation.
     """
+    if node.predicted == ELIMINATED:
+        return "eliminated in prediction"
     if node.actual == FOLDED:
         return "folded by the compiler"
     if edge_rows and any(r in edge_rows for r in node.rows):

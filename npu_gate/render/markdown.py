@@ -24,7 +24,7 @@ from npu_gate.render.cells import (
     table,
     tensor,
 )
-from npu_gate.result.types import GateResult
+from npu_gate.result.types import GateResult, Summary
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
@@ -106,7 +106,8 @@ def _summary(result: GateResult) -> str:
     if result.analysed:
         rows += [
             ["Nodes", f"{s['node_count']} ({s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
-                      f"{s['folded_nodes']} folded)"],
+                      f"{s['folded_nodes']} folded"
+                      f"{_eliminated(s)})"],
             *([["Nodes after folding", str(s["nodes_after_folding"])]]
               if "nodes_after_folding" in s else []),
             ["NPU partitions", str(s["npu_partitions"])],
@@ -507,3 +508,8 @@ def _fusions(result: GateResult) -> str:
     return ("### Fused patterns\n\nSubgraphs profile " + md_code(str(result.profile.get("name")))
             + " says the target fuses into one op; their nodes are placed with the fused op.\n\n"
             + table(["pattern", "becomes", "device", "nodes"], rows, total=len(result.fusions)))
+
+
+def _eliminated(s: Summary) -> str:
+    """", N eliminated" under a profile with the compiler's clean-up pass, else nothing."""
+    return f", {s['eliminated_nodes']} eliminated" if "eliminated_nodes" in s else ""

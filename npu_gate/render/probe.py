@@ -101,6 +101,8 @@ def markdown(result: ProbeResult) -> str:
             ["nodes where prediction and compiler agree",
              "n/a" if s["agreement_rate"] is None else f"{s['agree']}/{s['compared']} ({s['agreement_rate']:.0%})"],
             ["ops the compiler added (adapters)", s["compiler_added_ops"]],
+            *([["NPU partitions = NPU segments", _yes_no(s["partitions_agree"])]]
+              if "partitions_agree" in s else []),
         ]
         parts.append(tabulate(rows, headers=["", c["name"] + " " + md(c.get("version") or "?") + " " + md(c["target"])],
                               tablefmt="github", disable_numparse=True))
@@ -141,6 +143,10 @@ def _with_adapters_row(s: dict[str, Any]) -> list[list[str]]:
         return []
     return [["NPU / CPU partitions with the predicted rank adapters",
              f"{s['predicted_npu_partitions_with_adapters']} / {s['predicted_cpu_partitions_with_adapters']}"]]
+
+
+def _yes_no(value: bool | None) -> str:
+    return "n/a" if value is None else "yes" if value else "no"
 
 
 def compared_partitions(s: dict[str, Any], built: bool = True) -> str:

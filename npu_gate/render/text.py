@@ -28,7 +28,7 @@ def render(result: GateResult, headline_note: str = "") -> str:
         bb = s["boundary_bytes"]
         lines.append(
             f"  {_nodes(s['node_count'])}: {s['npu_nodes']} npu, {s['cpu_nodes']} cpu, "
-            f"{s['folded_nodes']} folded; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
+            f"{s['folded_nodes']} folded{_eliminated(s)}; {s['npu_partitions']} npu / {s['cpu_partitions']} cpu "
             f"partitions; boundary {'unknown' if bb is None else f'{bb:,} bytes'}"
         )
     if result.analysed and "memory" in s and s["npu_partitions"]:
@@ -227,3 +227,8 @@ def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: 
 
 def absent_line(missing: Sequence[str]) -> str:
     return f"npu-gate: in the baseline, not in this run: {', '.join(term(n) for n in missing)}\n"
+
+
+def _eliminated(s: Summary) -> str:
+    """", N eliminated" under a profile with the compiler's clean-up pass, else nothing."""
+    return f", {s['eliminated_nodes']} eliminated" if "eliminated_nodes" in s else ""

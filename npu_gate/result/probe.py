@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from npu_gate.result.types import CPU, FOLDED, NPU
+from npu_gate.result.types import CPU, ELIMINATED, FOLDED, NPU
 
 # Placements a probe can report for an original ONNX node: NPU, CPU, FOLDED (the compiler
 # evaluated it ahead of time or removed it as a no-op), and these two.
@@ -55,7 +55,7 @@ class Rewrite:
 class ProbeNode:
     name: str
     op_type: str
-    predicted: str | None  # npu | cpu | folded from npu_gate's own analysis; None if it did not run
+    predicted: str | None  # npu | cpu | folded | eliminated from npu_gate's own analysis; None if it did not run
     actual: str | None  # one of ACTUALS; None when the compiler did not build
     became: str | None = None  # the compiler op(s) this node ended up in, when not itself
     runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
@@ -71,8 +71,14 @@ class ProbeNode:
 
     @property
     def agrees(self) -> bool | None:
+        """The strict rule: a node the compiler removed (folded) agrees only with a prediction
+        that it runs nowhere (folded, eliminated), never with one placing it on a device; a
+        predicted-eliminated node agrees when the compiler kept no op of its own for it."""
         if self.predicted is None or self.actual is None or self.adapter:
             return None
+        if self.predicted == ELIMINATED:
+            return self.actual in (FOLDED, FUSED) or (
+                self.became is not None and self.op_type not in self.became.split("+"))
         if self.actual == FOLDED:
             return self.predicted == FOLDED
         return self.predicted == self.runs_on
@@ -175,5 +181,6 @@ class ProbeResult:
 
 # 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
-#      nodes[].unmapped, compiler.core (Ethos-U)
+#      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
+#      disagreement cause "eliminated in prediction"
 PROBE_SCHEMA_VERSION = "probe-1.3"

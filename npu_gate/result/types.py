@@ -23,13 +23,17 @@ from npu_gate.rules import RULES
 #      and the static memory estimate: summary.peak_activation_bytes, summary.weight_bytes,
 #      summary.memory, partitions[].peak_activation_bytes/weight_bytes/at_peak/memory_unknown
 #      (NPU partitions), optional findings[].partition
-SCHEMA_VERSION = "1.7"
+# 1.8: placement "eliminated" (the profile's compiler clean-up, ``eliminates``) and, under
+#      such a profile, summary.eliminated_nodes; rule compiler-will-refuse
+SCHEMA_VERSION = "1.8"
 PASS = "pass"
 FAIL = "fail"
-# Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of time).
+# Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of
+# time, or eliminated by the compiler as a no-op or merged into a neighbour).
 NPU = "npu"
 CPU = "cpu"
 FOLDED = "folded"
+ELIMINATED = "eliminated"  # removed by the compiler's clean-up before placement (profile `eliminates`)
 
 
 
@@ -112,6 +116,7 @@ class Summary(TypedDict, total=False):
     npu_nodes: int
     cpu_nodes: int
     folded_nodes: int
+    eliminated_nodes: int  # 1.8: only under a profile with ``eliminates``
     npu_partitions: int
     cpu_partitions: int
     boundary_bytes: int | None  # None: a crossing tensor's size is not static

@@ -34,11 +34,14 @@ from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
 from npu_gate.placement import memory as memlib
 from npu_gate.placement.adapters import graph_adapters
+from npu_gate.placement.eliminate import eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
+from npu_gate.placement.refusals import Refusal, refusals
 from npu_gate.result.probe import ProbeNode
 from npu_gate.result.types import (
     CPU,
+    ELIMINATED,
     FOLDED,
     NPU,
     Finding,
@@ -90,6 +93,7 @@ class Analysis:
     order: list[int] = field(default_factory=list)  # the nodes in topological order
     memory: list[memlib.PartitionMemory] = field(default_factory=list)  # NPU partitions' estimates
     memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
+    refusals: list[Refusal] = field(default_factory=list)  # the profile's ``refuses`` that match
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -166,10 +170,11 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
+    eliminate(facts, settings.profile.eliminates, placements)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
-    crossings = boundaries(facts, partitions)
+    crossings = boundaries(facts, partitions, {i for i, p in enumerate(placements) if p.device == ELIMINATED})
     part_of = {i: p.id for p in partitions for i in p.nodes}
     dtype = settings.profile.runtime_dtype
     memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype))
@@ -218,10 +223,12 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
         "subgraph_nodes": len(scoped),
         "subgraph_cpu_nodes": sum(1 for p in body if p.device == CPU),
-        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],
+        "nodes_after_folding": len(facts.nodes) - devices[FOLDED],  # eliminated nodes count: the model's
         "shape_chains": len(chains),
         "shape_chains_staying": sum(1 for c in chains if not c.folds),
     }
+    if settings.profile.eliminates is not None:  # 1.8: only under a profile with the pass
+        result.summary["eliminated_nodes"] = devices[ELIMINATED]
     result.analysed = True
     if keep is not None:
         keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
@@ -232,13 +239,13 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         body=body, chains=chains, adapters=adapters,
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
-        memory_budget=settings.profile.memory,
+        memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses, folded),
     )
 
 
 def findings(analysis: Analysis, measured: Measured | None = None) -> list[Finding]:
     """The analysis' findings in report order: inputs, checker and shape inference, the
-    opset limit, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
+    opset limit, the compiler's refusals, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
     compiler's placement decides whether a placement finding is a CPU fallback (error) or a
     node the compiler ran on the NPU or folded away (info, saying so)."""
     a = analysis
@@ -255,6 +262,8 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(make_finding("shape-inference", a.shape_error))
     if a.opset_limit is not None:
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
+    out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
+                         constraint=r.id, evidence=r.evidence) for r in a.refusals]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
@@ -524,8 +533,8 @@ def _dynamic_shape_findings(a: Analysis, severity: str) -> list[Finding]:
     causes: dict[int, list[str]] | None = None
     out = []
     for node, placement in zip(facts.nodes, a.placements, strict=True):
-        if placement.device == FOLDED:
-            continue  # constants: the compiler evaluates them ahead of time
+        if placement.device in (FOLDED, ELIMINATED):
+            continue  # constants the compiler evaluates ahead of time, or nodes it removes
         dynamic = []
         for name in node.outputs:
             info = facts.tensors.get(name) if name else None

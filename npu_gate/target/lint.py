@@ -54,7 +54,8 @@ def check_file(path: Path) -> FileCheck:
     _, warnings = onnx_problems(doc, label)
     if not errors:
         # the merged profile (base ops and limits included); an absolute path is never a built-in name
-        warnings += unreachable_ops(load_profile(str(path.resolve()), where=label, check_onnx=False), label)
+        merged = load_profile(str(path.resolve()), where=label, check_onnx=False)
+        warnings += unreachable_ops(merged, label) + idle_lowerings(merged, label)
     return FileCheck(errors, warnings)
 
 
@@ -71,4 +72,18 @@ def unreachable_ops(profile: Profile, label: str) -> list[str]:
         if domain not in allowed and (domain, op) != ("", "Constant"):  # Constant nodes are folded
             problems.append(f"{label}: ops.{key}: domain {domain or 'ai.onnx'} is not in limits.domains "
                             f"{sorted(domains)}; every such node falls back to CPU (limit-domains)")
+    return problems
+
+
+def idle_lowerings(profile: Profile, label: str) -> list[str]:
+    """``lowers`` entries that change nothing: the op they lower into is not in ``ops`` (its nodes
+    stay unsupported), or the op itself is (its own entry places it)."""
+    problems = []
+    for i, entry in enumerate(profile.lowers or []):
+        if entry["to"] not in profile.ops:
+            problems.append(f"{label}: lowers[{i}]: {entry['op']} lowers into {entry['to']}, which is not in ops; "
+                            f"its nodes stay unsupported")
+        elif entry["op"] in profile.ops:
+            problems.append(f"{label}: lowers[{i}]: {entry['op']} has its own ops entry, which places it; "
+                            "the lowering is never used")
     return problems

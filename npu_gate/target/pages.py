@@ -272,6 +272,7 @@ def render_markdown(
         lines += ["", *render_patterns(profile, base)]
     if profile.rank_adapters:
         lines += ["", *render_rank_adapters(profile.rank_adapters, base)]
+    lines += render_compiler_passes(profile)
     return "\n".join(lines) + "\n"
 
 
@@ -424,6 +425,41 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
               "To meet it, in PyTorch: the profile gives no fix for this constraint; change the value named "
               "in the finding to one the constraint allows (above)."]
     return "\n".join(lines)
+
+
+def render_compiler_passes(profile: Profile) -> list[str]:
+    """The ``eliminates``, ``lowers`` and ``refuses`` sections (docs/target-profiles.md); none when unset."""
+    lines: list[str] = []
+    if profile.eliminates:
+        lines += ["", f"## Eliminated by the compiler ({len(profile.eliminates)})", "",
+                  "Removed before placement (placement `eliminated`, in no partition; docs/target-profiles.md).", "",
+                  "| operator | when | evidence |", "| --- | --- | --- |"]
+        lines += [f"| `{e['op']}` | {e['when']} | {_cell(e['evidence'])} |" for e in profile.eliminates]
+    if profile.lowers:
+        lines += ["", f"## Rewritten before placement ({len(profile.lowers)})", "",
+                  "| operator | placed as | evidence |", "| --- | --- | --- |"]
+        lines += [f"| `{e['op']}` | `{e['to']}` | {_cell(e['evidence'])} |" for e in profile.lowers]
+    if profile.refuses:
+        lines += ["", f"## Builds the compiler refuses ({len(profile.refuses)})", "",
+                  "Each match is a `compiler-will-refuse` error.", "",
+                  "| id | matches | the compiler says | evidence |", "| --- | --- | --- | --- |"]
+        for r in profile.refuses:
+            lines.append(f"| `{r['id']}` | {_cell(describe_refusal(r))} | {_cell(r.get('message') or 'not known')} "
+                         f"| {_cell(r['evidence'])} |")
+    return lines
+
+
+def describe_refusal(r: dict[str, Any]) -> str:
+    if "graph" in r:
+        return f"graph: {r['graph']}" + (f" {r['max']}" if "max" in r else "")
+    parts = [f"op {r['op']}"]
+    if "opset_max" in r:
+        parts.append(f"opset <= {r['opset_max']}")
+    if "min_outputs" in r:
+        parts.append(f">= {r['min_outputs']} outputs")
+    if "attribute" in r:
+        parts.append(f"{r['attribute']['name']} in {_set(r['attribute']['in'])}")
+    return ", ".join(parts)
 
 
 def render_rank_adapters(rule: dict[str, Any], base: FileRefs | None = None) -> list[str]:

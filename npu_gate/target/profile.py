@@ -19,6 +19,7 @@ from npu_gate.errors import ProfileError
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
+COMPILER_PASSES = ("eliminates", "lowers", "refuses")  # lists a profile inherits whole unless it sets them
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
 
 
@@ -41,6 +42,11 @@ class Profile:
     # {sram_bytes, dram_bytes, weight_bytes, evidence} its sources state (None: none stated).
     runtime_dtype: str | None = None
     memory: dict[str, Any] | None = None
+    # The compiler's clean-up before placement, its op rewrites and the builds it refuses
+    # (docs/target-profiles.md#eliminates, #refuses): None when the profile states none.
+    eliminates: list[dict[str, Any]] | None = None
+    lowers: list[dict[str, Any]] | None = None
+    refuses: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -70,6 +76,9 @@ class Profile:
         if self.memory is not None:
             doc["memory"] = self.memory
         doc |= placement_part(self.ops, self.patterns, self.rank_adapters)
+        for key in COMPILER_PASSES:
+            if getattr(self, key) is not None:
+                doc[key] = getattr(self, key)
         if self.unknown_ops:
             doc["unknown_ops"] = self.unknown_ops
         return doc
@@ -149,6 +158,7 @@ def _load_file(
     unknown = dict(doc.get("unknown_ops", {}))
     runtime_dtype = doc.get("runtime_dtype")
     memory = doc.get("memory")
+    passes = {key: doc.get(key) for key in COMPILER_PASSES}
     if base is not None:
         # the base's unknown ops stay unknown unless this profile claims them
         unknown = {k: v for k, v in base.unknown_ops.items() if doc["ops"].get(k) is None} | unknown
@@ -158,6 +168,9 @@ def _load_file(
             memory = base.memory  # null in the profile removes the base's
         if "rank_adapters" not in doc:
             adapters = base.rank_adapters  # null in the profile removes the base's
+        for key in COMPILER_PASSES:
+            if key not in doc:
+                passes[key] = getattr(base, key)  # null in the profile removes the base's
         # A pattern replaces the base's pattern of the same name; the base's others come first.
         mine = {p["name"] for p in patterns}
         patterns = [p for p in base.patterns if p["name"] not in mine] + patterns
@@ -184,6 +197,7 @@ def _load_file(
         resolved["runtime_dtype"] = runtime_dtype
     if memory is not None:
         resolved["memory"] = memory
+    resolved |= {key: value for key, value in passes.items() if value is not None}  # absent: hashes as before
     # A profile on its own hashes its document (as before extends existed); one that
     # extends another hashes the resolved profile, so a change in its base shows too.
     hashed = doc if base is None else resolved
@@ -204,6 +218,9 @@ def _load_file(
         unknown_ops=unknown,
         runtime_dtype=runtime_dtype,
         memory=memory,
+        eliminates=passes["eliminates"],
+        lowers=passes["lowers"],
+        refuses=passes["refuses"],
     )
 
 
@@ -270,6 +287,7 @@ def semantic_problems(
         for key in doc.get("unknown_ops", {})
         if doc["ops"].get(key) is not None
     )
+    problems.extend(refusal_problems(doc.get("refuses") or [], label))
     memory = doc.get("memory")
     if memory and all(memory.get(key) is None for key in MEMORY_BUDGETS):
         problems.append(f"{label}: memory: states no budget ({', '.join(MEMORY_BUDGETS)}); "
@@ -283,6 +301,24 @@ def semantic_problems(
 
 
 _SUBJECTS = ("attribute", "input", "output")
+_OP_ONLY = ("opset_max", "min_outputs", "attribute")  # refusal keys of an op pattern
+
+
+def refusal_problems(refuses: list[dict[str, Any]], label: str) -> list[str]:
+    """Unique ids; an op pattern or a graph condition, not both; ``max`` for (only) opset-above."""
+    problems = []
+    seen: set[str] = set()
+    for i, entry in enumerate(refuses):
+        where = f"{label}: refuses[{i}]"
+        problems.extend(_repeated_id(where, entry, seen))
+        if ("op" in entry) == ("graph" in entry):
+            problems.append(f"{where}: needs exactly one of op (a node pattern) or graph (a graph condition)")
+        elif "graph" in entry and any(k in entry for k in _OP_ONLY):
+            problems.append(f"{where}: {', '.join(k for k in _OP_ONLY if k in entry)} apply to an op pattern only")
+        if (entry.get("graph") == "opset-above") != ("max" in entry):
+            problems.append(f"{where}: max is the compiler's maximum opset: needed by graph opset-above, "
+                            "and only there")
+    return problems
 
 
 def _repeated_id(where: str, c: dict[str, Any], seen: set[str]) -> list[str]:

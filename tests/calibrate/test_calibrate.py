@@ -263,15 +263,18 @@ def test_reshape_is_unexplained_by_the_points_beyond_rank_2() -> None:
 @pytest.mark.parametrize("width", [2, 4])
 def test_channel_shuffle_runs_on_the_npu_under_rknn_rk3588(tmp_path: Path, width: int) -> None:
     """shufflenet's shuffle (Reshape to 5-D, Transpose, Reshape back, last dim a width of 2 or 4):
-    one NPU partition, as the compiler built it (the Reshape claim is the base's, unconstrained)."""
+    one NPU partition, as the compiler built it; its two Reshapes are eliminated, as the compiler
+    folds them (the base's ``eliminates`` around-transpose, #20)."""
     from npu_gate.calibrate.sweeps import shuffle_point
     from npu_gate.pipeline import inspect_model
 
     (tmp_path / "m.onnx").write_bytes(shuffle_point(width, "reshape").build().SerializeToString())
     result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
     assert [(n.name, n.op_type, n.placement, n.partition) for n in result.nodes] == [
-        ("before", "Relu", "npu", 0), ("reshape", "Reshape", "npu", 0), ("transpose", "Transpose", "npu", 0),
-        ("reshape_back", "Reshape", "npu", 0), ("after", "Relu", "npu", 0)]
+        ("before", "Relu", "npu", 0), ("reshape", "Reshape", "eliminated", None),
+        ("transpose", "Transpose", "npu", 0), ("reshape_back", "Reshape", "eliminated", None),
+        ("after", "Relu", "npu", 0)]
+    assert [p.device for p in result.partitions] == ["npu"]
     assert result.findings == []
 
 

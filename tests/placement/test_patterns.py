@@ -86,7 +86,7 @@ def test_lesson_net_fuses_under_the_fused_profile() -> None:
     assert result.summary["boundary_bytes"] == 0
     doc = result.to_dict()
     validate_result(doc)
-    assert doc["schema_version"] == SCHEMA_VERSION == "1.7"
+    assert doc["schema_version"] == SCHEMA_VERSION == "1.8"
     assert doc["fusions"] == [{"pattern": "hardswish-add-clip-mul-div", "op": "HardSwish",
                                "nodes": ["/Add", "/Clip", "/Mul", "/Div"], "device": "npu", "reasons": [pattern]}]
     clip = next(n for n in doc["nodes"] if n["name"] == "/Clip")
@@ -256,7 +256,7 @@ def test_every_fixture_agrees_at_least_as_well_as_the_demo_profile() -> None:
             agree, compared, _, _ = _agreement(name, profile)
             total[0] += agree
             total[1] += compared
-    assert totals == {"demo": [35, 60], "rknn-rk3588-fused": [56, 60]}
+    assert totals == {"demo": [35, 60], "rknn-rk3588-fused": [57, 60]}  # 57: a node the clean-up eliminates (#20)
 
 
 def _built(name: str) -> bool:

@@ -56,6 +56,7 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     recorded.setdefault("estimates", None)
     for node in recorded["nodes"]:
         node.setdefault("unmapped", False)
+    replayed["summary"].pop("partitions_agree", None)  # #20's, after the recording: tested in test_probe.py
     assert replayed == recorded
 
 

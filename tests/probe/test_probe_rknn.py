@@ -104,3 +104,48 @@ def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_c
     clip = next(f for f in result["findings"] if f["rule"] == "unsupported-op")
     assert clip["severity"] == "info"
     assert clip["message"].endswith("(measured on the NPU as ConvHardSwish: measured: rknn-toolkit2 2.5.0 rk3588)")
+
+
+# --- the compiler's clean-up and its refusals (profile eliminates / lowers / refuses), re-measured ---
+
+CLEANUP_BUILDS = {"elim1": 8, "elim2": 10, "cast2": 4, "drop9": 3, "flat_gemm": 4, "shuffle": 5}  # case -> nodes
+
+
+@pytest.mark.parametrize("name", sorted(CLEANUP_BUILDS))
+def test_cleanup_cases_build_and_the_partition_counts_agree(run_cli, save_model, tmp_path, venv, name) -> None:
+    from tests.helpers.cleanup_models import MODELS
+
+    model = save_model(MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"], doc["summary"]["partitions_agree"]) == (0, "ok", True)
+    assert doc["summary"]["nodes"] == CLEANUP_BUILDS[name]
+    disagree = [d["node"] for d in doc["summary"]["disagreements"]]
+    # cast2: the Cast back to float runs on the NPU; flat_gemm: the Gemm splits into an NPU Conv and a CPU Reshape
+    # shuffle: the compiler merged the Transpose into the Conv too
+    assert disagree == {"cast2": ["c_f"], "flat_gemm": ["fc"], "shuffle": ["swap"]}.get(name, [])
+
+
+REFUSED = {
+    "drop9m": "Not support 'Dropout' of opset-9!",
+    "dql": "The DynamicQuantizeLinear('dq') will cause the graph to be a dynamic graph!",
+    "opset21": "Unsupport onnx opset 21, need <= 19!",
+    "if_runtime": "The If('if') will cause the graph to be a dynamic graph!",
+    "cubic": "SIGSEGV",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_model, tmp_path, venv, name) -> None:
+    from tests.helpers.cleanup_models import MODELS
+
+    model = save_model(MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert run.code == 1 and doc["status"] in ("failed", "crashed")
+    assert REFUSED[name] in doc["error"]
+    assert doc["summary"]["partitions_agree"] is None

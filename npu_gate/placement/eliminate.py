@@ -1,0 +1,156 @@
+"""The compiler's clean-up before placement: the nodes a target removes or merges away.
+
+A profile's ``eliminates`` (schemas/profile.schema.json, docs/target-profiles.md#eliminates)
+lists, per op, when the target's compiler drops a node before it places anything: such a
+node becomes ``eliminated`` (neither NPU nor CPU) and takes no part in partitions, which are
+counted after this pass. Conditions (``when``):
+
+- ``always``: every node of the op (Identity, Dropout in inference);
+- ``same-dtype``: a Cast whose input already has its ``to`` dtype;
+- ``reshape-chain``: a reshape-like node (Reshape, Flatten, Squeeze, Unsqueeze) whose output
+  is read only by reshape-like nodes of the chain (the compiler merges consecutive reshapes
+  into the last one), and the last one too when the chain ends in its first input's shape;
+- ``inverse-transpose-pair``: a Transpose whose only reader is a Transpose that undoes it
+  (both go);
+- ``around-transpose``: a Reshape on either side of a Reshape -> Transpose -> Reshape
+  triplet (a channel shuffle), each read only by the next: the compiler keeps the Transpose
+  (or merges all three into a Conv before it);
+- ``into-gemm``: a node whose output only Gemm nodes read (a Flatten before a classifier's
+  Gemm: the compiler's Gemm takes the unflattened tensor).
+
+Only nodes the placement neither folded nor matched in a fusion pattern are considered; a
+graph output is never eliminated (a graph output must be written by some op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from npu_gate.graph.facts import GraphFacts, NodeFacts, dtype_name
+from npu_gate.placement.place import Placement
+from npu_gate.result.types import ELIMINATED, FOLDED
+
+RESHAPE_LIKE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+
+
+@dataclass(frozen=True)
+class _Graph:
+    facts: GraphFacts
+    readers: Mapping[str, list[NodeFacts]]  # tensor -> the nodes reading it
+    made_by: Mapping[str, NodeFacts]  # tensor -> the node writing it
+    by_op: Mapping[str, list[dict[str, Any]]]  # op -> its rules
+
+
+def eliminate(facts: GraphFacts, rules: list[dict[str, Any]] | None, placements: list[Placement]) -> int:
+    """Mark the nodes ``rules`` (a profile's ``eliminates``) say the compiler removes as
+    ``eliminated``, with the rule as reason; returns how many."""
+    if not rules:
+        return 0
+    by_op: dict[str, list[dict[str, Any]]] = {}
+    for rule in rules:
+        by_op.setdefault(rule["op"], []).append(rule)
+    graph = _Graph(facts, _readers(facts.nodes), {o: n for n in facts.nodes for o in n.outputs if o}, by_op)
+    outputs = {o.name for o in facts.outputs}
+    count = 0
+    for node in facts.nodes:
+        placed = placements[node.index]
+        if placed.device == FOLDED or placed.fused is not None or node.domain not in ("", "ai.onnx"):
+            continue  # folded, or part of a profile pattern the target fuses
+        if any(o in outputs for o in node.outputs):
+            continue
+        for rule in by_op.get(node.op_type, []):
+            if _holds(rule["when"], node, graph):
+                placements[node.index] = Placement(
+                    ELIMINATED, [f"eliminated by the compiler ({rule['when']}): {rule['evidence']}"])
+                count += 1
+                break
+    return count
+
+
+def _readers(nodes: list[NodeFacts]) -> dict[str, list[NodeFacts]]:
+    out: dict[str, list[NodeFacts]] = {}
+    for node in nodes:
+        for name in {*node.inputs, *node.implicit_inputs}:
+            if name:
+                out.setdefault(name, []).append(node)
+    return out
+
+
+def _holds(when: str, node: NodeFacts, graph: _Graph) -> bool:
+    if when == "always":
+        return True
+    if when == "same-dtype":
+        source = graph.facts.tensors.get(node.inputs[0]) if node.inputs else None
+        to = node.attributes.get("to")
+        return (source is not None and source.dtype is not None and isinstance(to, int)
+                and dtype_name(to) == source.dtype)
+    if when == "reshape-chain":
+        return _in_reshape_chain(node, graph)
+    if when == "around-transpose":
+        return _shuffle_end(node, graph)
+    if when == "into-gemm":
+        after = graph.readers.get(node.outputs[0], []) if node.outputs else []
+        return bool(after) and all(r.op_type == "Gemm" and r.domain in ("", "ai.onnx") for r in after)
+    if when == "inverse-transpose-pair":
+        before = graph.made_by.get(node.inputs[0]) if node.inputs else None
+        return _inverse_pair(node, graph.readers) or (before is not None and _inverse_pair(before, graph.readers))
+    return False
+
+
+def _chained(node: NodeFacts | None, graph: _Graph) -> bool:
+    return (node is not None and node.op_type in RESHAPE_LIKE and node.domain in ("", "ai.onnx")
+            and bool(node.outputs) and any(r["when"] == "reshape-chain" for r in graph.by_op.get(node.op_type, [])))
+
+
+def _in_reshape_chain(node: NodeFacts, graph: _Graph) -> bool:
+    after = graph.readers.get(node.outputs[0], []) if node.outputs else []
+    if after and all(_chained(r, graph) for r in after):
+        return True  # merged into the reshape(s) reading it
+    # The last of a chain: gone too when the chain ends in the shape it started from.
+    first = node
+    seen = {node.index}
+    while True:
+        before = graph.made_by.get(first.inputs[0]) if first.inputs else None
+        if before is None or not _chained(before, graph) or before.index in seen \
+                or len(graph.readers.get(before.outputs[0], [])) != 1:
+            break
+        first = before
+        seen.add(first.index)
+    if first is node:
+        return False
+    start, end = graph.facts.tensors.get(first.inputs[0]), graph.facts.tensors.get(node.outputs[0])
+    return start is not None and end is not None and start.static and end.static and start.shape == end.shape
+
+
+def _only_reader(node: NodeFacts, graph: _Graph, op: str) -> NodeFacts | None:
+    after = graph.readers.get(node.outputs[0], []) if node.outputs else []
+    return after[0] if len(after) == 1 and after[0].op_type == op else None
+
+
+def _shuffle_end(node: NodeFacts, graph: _Graph) -> bool:
+    """``node`` is the first or the last Reshape of a Reshape -> Transpose -> Reshape triplet."""
+    if node.op_type != "Reshape":
+        return False
+    transpose = _only_reader(node, graph, "Transpose")
+    if transpose is not None and _only_reader(transpose, graph, "Reshape") is not None:
+        return True
+    before = graph.made_by.get(node.inputs[0]) if node.inputs else None
+    if before is None or before.op_type != "Transpose" or _only_reader(before, graph, "Reshape") is not node:
+        return False
+    first = graph.made_by.get(before.inputs[0]) if before.inputs else None
+    return first is not None and first.op_type == "Reshape" and _only_reader(first, graph, "Transpose") is before
+
+
+def _inverse_pair(node: NodeFacts, readers: Mapping[str, list[NodeFacts]]) -> bool:
+    """``node`` is a Transpose read only by one Transpose whose perm undoes its perm."""
+    if node.op_type != "Transpose" or not node.outputs:
+        return False
+    after = readers.get(node.outputs[0], [])
+    if len(after) != 1 or after[0].op_type != "Transpose":
+        return False
+    first, second = node.attributes.get("perm"), after[0].attributes.get("perm")
+    if not isinstance(first, list) or not isinstance(second, list) or len(first) != len(second):
+        return False
+    return [first[p] for p in second] == list(range(len(first)))

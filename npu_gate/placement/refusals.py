@@ -1,0 +1,98 @@
+"""Builds the target's compiler refuses: a profile's ``refuses`` matched against the graph.
+
+Each entry (schemas/profile.schema.json, docs/target-profiles.md#refuses) is either a node
+pattern (``op``, with the optional ``opset_max``, ``min_outputs`` and ``attribute`` tests)
+or a graph condition (``graph``); folded nodes never match (the compiler evaluates them first):
+
+- ``opset-above``: the model's default-domain opset is above ``max``;
+- ``dynamic-quantization``: a DynamicQuantizeLinear node (scales computed at run time);
+- ``input-only-in-subgraph``: a graph input that only If/Loop/Scan bodies read.
+
+Every match is one ``Refusal``; the analysis stage makes each a ``compiler-will-refuse``
+finding with the compiler's own wording (``message``) when the profile knows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from npu_gate.graph.facts import GraphFacts, NodeFacts
+
+_DYNAMIC_QUANTIZATION = frozenset({"DynamicQuantizeLinear"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    id: str  # the profile entry's
+    message: str  # the compiler's wording (placeholders filled) or what the entry matched
+    evidence: str
+    node: str | None = None
+    op_type: str | None = None
+    subject: str | None = None  # a graph input, for input-only-in-subgraph
+
+
+def refusals(
+    facts: GraphFacts, rules: list[dict[str, Any]] | None, folded: set[int] | frozenset[int] = frozenset()
+) -> list[Refusal]:
+    """The matches of ``rules`` (a profile's ``refuses``), in rule order then graph order.
+    Node patterns skip ``folded`` nodes: the compiler evaluates them before it builds."""
+    out: list[Refusal] = []
+    for rule in rules or []:
+        if "op" in rule:
+            out += [_refusal(rule, f"{n.op_type} node {n.name}", node=n)
+                    for n in facts.nodes if n.index not in folded and _node_matches(rule, n, facts.opset)]
+        elif rule["graph"] == "opset-above" and facts.opset > rule["max"]:
+            out.append(_refusal(rule, f"opset {facts.opset} above the compiler's maximum {rule['max']}",
+                                opset=facts.opset))
+        elif rule["graph"] == "dynamic-quantization":
+            out += [_refusal(rule, f"{n.op_type} node {n.name} makes the graph dynamic", node=n)
+                    for n in facts.nodes
+                    if n.index not in folded and n.op_type in _DYNAMIC_QUANTIZATION and n.domain in ("", "ai.onnx")]
+        elif rule["graph"] == "input-only-in-subgraph":
+            out += [_refusal(rule, f"graph input {name} is read only inside control-flow bodies", name=name)
+                    for name in _inputs_only_in_subgraphs(facts)]
+    return out
+
+
+def _node_matches(rule: dict[str, Any], node: NodeFacts, opset: int) -> bool:
+    if node.op_type != rule["op"] or node.domain not in ("", "ai.onnx"):
+        return False
+    if "opset_max" in rule and opset > rule["opset_max"]:
+        return False
+    if "min_outputs" in rule and sum(1 for o in node.outputs if o) < rule["min_outputs"]:
+        return False
+    attribute = rule.get("attribute")
+    if attribute is not None:
+        value = node.attributes.get(attribute["name"])
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        return value in attribute["in"]
+    return True
+
+
+def _inputs_only_in_subgraphs(facts: GraphFacts) -> list[str]:
+    read = {name for n in facts.nodes for name in n.inputs}
+    inside = {name for n in facts.nodes for name in n.implicit_inputs}
+    outputs = {o.name for o in facts.outputs}
+    return [i.name for i in facts.inputs if i.name in inside and i.name not in read and i.name not in outputs]
+
+
+def _refusal(rule: dict[str, Any], matched: str, *, node: NodeFacts | None = None, opset: int | None = None,
+             name: str | None = None) -> Refusal:
+    wording = rule.get("message")
+    if wording:
+        fields = {"node": node.name if node else "", "op": node.op_type if node else "",
+                  "opset": "" if opset is None else str(opset), "input": name or ""}
+        text = f"{matched}: the compiler says \"{_fill(wording, fields)}\""
+    else:
+        text = f"{matched} (the compiler's wording is not known)"
+    return Refusal(id=rule["id"], message=text, evidence=rule["evidence"], node=node.name if node else None,
+                   op_type=node.key if node else None, subject=name)
+
+
+def _fill(wording: str, fields: dict[str, str]) -> str:
+    """``wording`` with {node}, {op}, {opset}, {input} replaced (other braces kept as written)."""
+    for key, value in fields.items():
+        wording = wording.replace("{" + key + "}", value)
+    return wording

@@ -1,0 +1,138 @@
+"""Small hand-built models for the compiler's clean-up (profile ``eliminates``/``lowers``) and
+its refusals (``refuses``): the probe cases docs/rknn.md#compiler-clean-up names, each checked
+against RKNN-Toolkit2 2.5.0 (tests/probe/test_probe_rknn.py re-measures them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SHAPE = [1, 8, 16, 16]
+
+
+def _conv(name: str, x: str, y: str) -> tuple[onnx.NodeProto, onnx.TensorProto]:
+    rng = np.random.default_rng(len(name))
+    w = numpy_helper.from_array(rng.random((8, 8, 3, 3), dtype=np.float32), f"{name}_w")
+    return helper.make_node("Conv", [x, f"{name}_w"], [y], name=name, pads=[1, 1, 1, 1]), w
+
+
+def _model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], out: str = "r", out_shape: list[int] = SHAPE,
+           opset: int = 13, inputs: list[onnx.ValueInfoProto] | None = None, ir: int = 8) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir
+    return model
+
+
+def elim1() -> onnx.ModelProto:
+    """Conv, Identity, Cast float->float, Dropout, Conv; a 3-input Sum with two more; Relu."""
+    c1, w1 = _conv("c1", "x", "a")
+    c2, w2 = _conv("c2", "d", "e")
+    c3, w3 = _conv("c3", "x", "f")
+    node = helper.make_node
+    return _model([c1, node("Identity", ["a"], ["b"], name="id"),
+                   node("Cast", ["b"], ["cc"], name="cast", to=TensorProto.FLOAT),
+                   node("Dropout", ["cc"], ["d"], name="drop"), c2, c3,
+                   node("Sum", ["e", "f", "a"], ["s"], name="sum"), node("Relu", ["s"], ["r"], name="relu")],
+                  [w1, w2, w3])
+
+
+def elim2() -> onnx.ModelProto:
+    """Conv, Flatten/Reshape/Reshape back to its shape, Conv, Unsqueeze+Squeeze, a Transpose pair that undoes itself."""
+    c1, w1 = _conv("c1", "x", "a")
+    c2, w2 = _conv("c2", "r2", "b")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("s1", [1, 8, 256]), ("s2", SHAPE), ("ax", [0]))]
+    node = helper.make_node
+    return _model([c1, node("Flatten", ["a"], ["fl"], name="flat", axis=1),
+                   node("Reshape", ["fl", "s1"], ["r1"], name="resh1"),
+                   node("Reshape", ["r1", "s2"], ["r2"], name="resh2"), c2,
+                   node("Unsqueeze", ["b", "ax"], ["u"], name="unsq"), node("Squeeze", ["u", "ax"], ["sq"], name="sq"),
+                   node("Transpose", ["sq"], ["t1"], name="t1", perm=[0, 2, 3, 1]),
+                   node("Transpose", ["t1"], ["t2"], name="t2", perm=[0, 3, 1, 2]),
+                   node("Relu", ["t2"], ["r"], name="relu")], [w1, w2, *consts])
+
+
+def cast2() -> onnx.ModelProto:
+    """Conv, Cast to int32 and back: not a no-op, nothing eliminated."""
+    c1, w1 = _conv("c1", "x", "a")
+    node = helper.make_node
+    return _model([c1, node("Cast", ["a"], ["i"], name="c_i", to=TensorProto.INT32),
+                   node("Cast", ["i"], ["f"], name="c_f", to=TensorProto.FLOAT),
+                   node("Relu", ["f"], ["r"], name="relu")],
+                  [w1])
+
+
+def drop9(mask: bool = False) -> onnx.ModelProto:
+    c1, w1 = _conv("c1", "x", "a")
+    node = helper.make_node
+    return _model([c1, node("Dropout", ["a"], ["d", "mask"] if mask else ["d"], name="drop", ratio=0.5),
+                   node("Relu", ["d"], ["r"], name="relu")], [w1], opset=9)
+
+
+def dql() -> onnx.ModelProto:
+    node = helper.make_node
+    return _model([node("DynamicQuantizeLinear", ["x"], ["q", "sc", "zp"], name="dq"),
+                   node("DequantizeLinear", ["q", "sc", "zp"], ["r"], name="deq")], [])
+
+
+def opset21() -> onnx.ModelProto:
+    c1, w1 = _conv("c1", "x", "a")
+    return _model([c1, helper.make_node("Relu", ["a"], ["r"], name="relu")], [w1], opset=21, ir=10)
+
+
+def cubic() -> onnx.ModelProto:
+    c1, w1 = _conv("c1", "x", "a")
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    return _model([c1, helper.make_node("Resize", ["a", "", "sc"], ["r"], name="rs", mode="cubic")], [w1, scales],
+                  out_shape=[1, 8, 32, 32])
+
+
+def if_runtime() -> onnx.ModelProto:
+    """An If whose condition is computed from the input; input y is read only inside its branches."""
+    c1, w1 = _conv("c1", "x", "a")
+    out = lambda n: [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE)]  # noqa: E731
+    then_g = helper.make_graph([helper.make_node("Relu", ["y"], ["o1"], name="tr")], "then", [], out("o1"))
+    else_g = helper.make_graph([helper.make_node("Sigmoid", ["y"], ["o2"], name="es")], "else", [], out("o2"))
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    node = helper.make_node
+    return _model([c1, node("ReduceSum", ["a"], ["s"], name="rs", keepdims=0),
+                   node("Greater", ["s", "zero"], ["cond"], name="gt"),
+                   node("If", ["cond"], ["iy"], name="if", then_branch=then_g, else_branch=else_g),
+                   node("Add", ["a", "iy"], ["r"], name="add")], [w1, zero],
+                  inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE),
+                          helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)])
+
+
+def flat_gemm() -> onnx.ModelProto:
+    """Conv, GlobalAveragePool, Flatten, Gemm: a classifier head."""
+    c1, w1 = _conv("c1", "x", "a")
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.random((10, 8), dtype=np.float32), "fc_w")
+    b = numpy_helper.from_array(rng.random(10, dtype=np.float32), "fc_b")
+    node = helper.make_node
+    return _model([c1, node("GlobalAveragePool", ["a"], ["p"], name="gap"),
+                   node("Flatten", ["p"], ["fl"], name="flat", axis=1),
+                   node("Gemm", ["fl", "fc_w", "fc_b"], ["r"], name="fc", transB=1)], [w1, w, b], out_shape=[1, 10])
+
+
+def shuffle() -> onnx.ModelProto:
+    """Conv, then a channel shuffle: Reshape [1, 2, 4, 16, 16], Transpose (0, 2, 1, 3, 4), Reshape back; Relu."""
+    c1, w1 = _conv("c1", "x", "a")
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("g", [1, 2, 4, 16, 16]), ("s", SHAPE))]
+    node = helper.make_node
+    return _model([c1, node("Reshape", ["a", "g"], ["r1"], name="split"),
+                   node("Transpose", ["r1"], ["t"], name="swap", perm=[0, 2, 1, 3, 4]),
+                   node("Reshape", ["t", "s"], ["r2"], name="merge"), node("Relu", ["r2"], ["r"], name="relu")],
+                  [w1, *consts])
+
+
+MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
+    "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
+    "if_runtime": if_runtime,
+}

@@ -1,0 +1,183 @@
+"""The compiler's clean-up before placement (profile ``eliminates``, ``lowers``) and its build
+refusals (``refuses``): exact placements, partitions and findings on the hand-built probe cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from npu_gate.errors import ProfileError
+from npu_gate.pipeline import inspect_model
+from npu_gate.placement.partitions import partition_devices
+from npu_gate.result.probe import ProbeNode
+from npu_gate.target.profile import load_profile
+from tests.helpers.cleanup_models import MODELS
+from tests.helpers.common import validate_result
+
+HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
+RKNN = "measured: rknn-toolkit2 2.5.0 rk3588"
+
+
+def _inspect(tmp_path: Path, name: str, profile: str | Path = "rknn-rk3588"):
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(MODELS[name]().SerializeToString())
+    return inspect_model(path, load_profile(str(profile)))
+
+
+def _placed(result) -> dict[str, str]:
+    return {n.name: n.placement for n in result.nodes}
+
+
+def test_identity_cast_dropout_are_eliminated_and_sum_runs_as_add(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "elim1")
+    assert _placed(result) == {"c1": "npu", "id": "eliminated", "cast": "eliminated", "drop": "eliminated",
+                               "c2": "npu", "c3": "npu", "sum": "npu", "relu": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "c2", "c3", "sum", "relu"])]
+    assert (result.summary["eliminated_nodes"], result.summary["npu_partitions"]) == (3, 1)
+    cast = next(n for n in result.nodes if n.name == "cast")
+    assert cast.reasons == [f"eliminated by the compiler (same-dtype): {RKNN}, probe case elim1: rewrite "
+                            "remove_invalid_cast (float32 to float32)"]
+    assert result.boundaries == []
+    validate_result(result.to_dict())
+
+
+def test_reshape_chain_back_to_its_shape_and_an_undoing_transpose_pair_are_eliminated(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "elim2")
+    assert _placed(result) == {"c1": "npu", "flat": "eliminated", "resh1": "eliminated", "resh2": "eliminated",
+                               "c2": "npu", "unsq": "eliminated", "sq": "eliminated", "t1": "eliminated",
+                               "t2": "eliminated", "relu": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "c2", "relu"])]
+
+
+def test_a_flatten_read_only_by_a_gemm_is_eliminated(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "flat_gemm")
+    assert _placed(result) == {"c1": "npu", "gap": "npu", "flat": "eliminated", "fc": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "gap", "fc"])]
+
+
+def test_the_reshapes_of_a_channel_shuffle_are_eliminated_and_its_transpose_stays(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "shuffle")
+    assert _placed(result) == {"c1": "npu", "split": "eliminated", "swap": "npu", "merge": "eliminated",
+                               "relu": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "swap", "relu"])]
+
+
+def test_a_cast_that_changes_the_dtype_stays(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "cast2")
+    assert _placed(result) == {"c1": "npu", "c_i": "cpu", "c_f": "cpu", "relu": "npu"}
+    assert result.summary["eliminated_nodes"] == 0
+
+
+def test_without_the_pass_nothing_is_eliminated_and_the_summary_has_no_count(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "elim1", "demo")
+    assert "eliminated" not in _placed(result).values()
+    assert "eliminated_nodes" not in result.summary
+
+
+def test_a_profile_that_sets_null_drops_the_bases_pass(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588", "ops": {}, "eliminates": None, "lowers": None}))
+    result = _inspect(tmp_path, "elim1", path)
+    assert _placed(result)["sum"] == "cpu" and _placed(result)["cast"] == "cpu"
+    assert result.summary["npu_partitions"] == 4  # as the compiler's one segment was predicted before the pass
+
+
+def test_only_the_declared_ops_are_eliminated(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "eliminates": [
+        {"op": "Reshape", "when": "reshape-chain", "evidence": "e"},
+        {"op": "Flatten", "when": "reshape-chain", "evidence": "e"}]}))
+    result = _inspect(tmp_path, "elim2", path)
+    placed = _placed(result)
+    # flat and resh1 merge into resh2, which ends where the chain began: all three go
+    assert (placed["flat"], placed["resh1"], placed["resh2"]) == ("eliminated",) * 3
+    # not declared here: placed by the demo profile's ops (it has none of them)
+    assert (placed["unsq"], placed["sq"], placed["t1"], placed["t2"]) == ("cpu",) * 4
+
+
+def test_partitions_bridge_over_eliminated_nodes() -> None:
+    # 0 -> 1 (eliminated) -> 2: one partition, not two
+    parts = partition_devices(["npu", "eliminated", "npu"], [[], [0], [1]])
+    assert [(p.device, p.nodes) for p in parts] == [("npu", [0, 2])]
+    parts = partition_devices(["npu", "eliminated", "cpu", "eliminated", "npu"], [[], [0], [1], [2], [3]])
+    assert [(p.device, p.nodes) for p in parts] == [("npu", [0]), ("cpu", [2]), ("npu", [4])]
+
+
+@pytest.mark.parametrize(("predicted", "actual", "became", "agrees"), [
+    ("eliminated", "folded", None, True),
+    ("eliminated", "fused", "AddRelu", True),
+    ("eliminated", "npu", "Conv+AddRelu", True),   # no Identity op of its own
+    ("eliminated", "npu", None, False),            # the compiler kept it
+    ("npu", "folded", None, False),                # strict: removed, but placed on a device
+    ("folded", "folded", None, True),
+])
+def test_strict_agreement_of_removed_nodes(predicted: str, actual: str, became: str | None, agrees: bool) -> None:
+    node = ProbeNode("n", "Identity", predicted, actual, became=became, runs_on=None if actual == "folded" else "npu")
+    assert node.agrees is agrees
+
+
+REFUSALS: list[tuple[str, list[dict[str, Any]]]] = [
+    ("drop9m", [{"node": "drop", "subject": None, "constraint": "dropout-opset9-mask",
+                 "message": "Dropout node drop: the compiler says \"Not support 'Dropout' of opset-9!\""}]),
+    ("dql", [{"node": "dq", "subject": None, "constraint": "dynamic-quantize-linear",
+              "message": "DynamicQuantizeLinear node dq makes the graph dynamic: the compiler says \"The "
+                         "DynamicQuantizeLinear('dq') will cause the graph to be a dynamic graph! Remove it manually "
+                         "and try again!\""}]),
+    ("opset21", [{"node": None, "subject": None, "constraint": "opset-above-19",
+                  "message": "opset 21 above the compiler's maximum 19: the compiler says \"Unsupport onnx opset 21, "
+                             "need <= 19!\""}]),
+    ("cubic", [{"node": "rs", "subject": None, "constraint": "resize-cubic-crash",
+                "message": "Resize node rs (the compiler's wording is not known)"}]),
+    ("if_runtime", [{"node": "if", "subject": None, "constraint": "if-runtime-condition",
+                     "message": "If node if: the compiler says \"The If('if') will cause the graph to be a dynamic "
+                                "graph! Remove it manually and try again!\""}]),
+    ("drop9", []), ("flat_gemm", []), ("elim1", []), ("elim2", []), ("cast2", []),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]) -> None:
+    result = _inspect(tmp_path, name)
+    found = [f for f in result.findings if f.rule == "compiler-will-refuse"]
+    assert [{"node": f.node, "subject": f.subject, "constraint": f.constraint, "message": f.message}
+            for f in found] == expected
+    assert all(f.severity == "error" and f.evidence.startswith(RKNN) for f in found)
+
+
+def test_input_only_in_subgraphs_is_a_graph_condition(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "refuses": [
+        {"id": "subgraph-input", "graph": "input-only-in-subgraph", "message": "bad input {input}", "evidence": "e"}]}))
+    result = _inspect(tmp_path, "if_runtime", path)
+    found = [(f.subject, f.message) for f in result.findings if f.rule == "compiler-will-refuse"]
+    assert found == [("y", "graph input y is read only inside control-flow bodies: the compiler says \"bad input y\"")]
+
+
+@pytest.mark.parametrize(("entry", "problem"), [
+    ({"id": "a", "evidence": "e"}, "refuses[0]: needs exactly one of op (a node pattern) or graph (a graph condition)"),
+    ({"id": "a", "op": "Relu", "graph": "dynamic-quantization", "evidence": "e"},
+     "refuses[0]: needs exactly one of op (a node pattern) or graph (a graph condition)"),
+    ({"id": "a", "graph": "dynamic-quantization", "min_outputs": 2, "evidence": "e"},
+     "refuses[0]: min_outputs apply to an op pattern only"),
+    ({"id": "a", "graph": "opset-above", "evidence": "e"},
+     "refuses[0]: max is the compiler's maximum opset: needed by graph opset-above, and only there"),
+])
+def test_malformed_refusals_are_profile_errors(tmp_path: Path, entry: dict[str, Any], problem: str) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "refuses": [entry]}))
+    with pytest.raises(ProfileError) as raised:
+        load_profile(str(path))
+    assert raised.value.args == (f"{path}: {problem}",)
+
+
+def test_lint_warns_of_a_lowering_into_an_op_the_profile_lacks(run_cli, tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"ops": {"Add": {"constraints": []}, "Relu": {"constraints": []}}, "lowers": [
+        {"op": "Sum", "to": "Mean", "evidence": "e"}, {"op": "Relu", "to": "Add", "evidence": "e"}]}))
+    run = run_cli("profile", "check", path)
+    said = run.out + run.err
+    assert f"{path}: lowers[0]: Sum lowers into Mean, which is not in ops; its nodes stay unsupported" in said
+    assert f"{path}: lowers[1]: Relu has its own ops entry, which places it; the lowering is never used" in said
