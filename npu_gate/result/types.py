@@ -22,7 +22,8 @@ from npu_gate.rules import RULES
 #      dynamic-shape finding's root cause)
 #      and the static memory estimate: summary.peak_activation_bytes, summary.weight_bytes,
 #      summary.memory, partitions[].peak_activation_bytes/weight_bytes/at_peak/memory_unknown
-#      (NPU partitions), optional findings[].partition
+#      (NPU partitions), optional findings[].partition;
+#      optional "quantization" (contract quantization: float vs quantized on hold-out samples)
 SCHEMA_VERSION = "1.7"
 PASS = "pass"
 FAIL = "fail"
@@ -92,6 +93,28 @@ class LiveEntry(TypedDict):
     tensor: str
     bytes: int
     producer: str | None
+
+
+class QuantSamplesInfo(TypedDict):
+    samples: int
+    synthetic: bool  # drawn from the inputs' ranges, not the contract's samples file
+
+
+class QuantizationResult(TypedDict):
+    """``quantization`` (stages/quantize.py): how the graph was quantized, per output float vs
+    quantized on the hold-out samples, the worst layers (onnxruntime's qdq_loss_debug)."""
+
+    mode: str
+    format: str
+    activations: str
+    weights: str
+    per_channel: bool
+    method: str
+    evidence: str
+    calibration: QuantSamplesInfo
+    holdout: QuantSamplesInfo
+    outputs: list[dict[str, Any]]  # quantize.run.OutputAccuracy.to_dict()
+    worst_layers: list[dict[str, Any]]  # quantize.run.LayerError.to_dict() with the node's source
 
 
 class MemorySummary(TypedDict):
@@ -323,6 +346,7 @@ class GateResult:
     replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
     fusions: list[dict[str, Any]] | None = None  # profile patterns matched (profiles with patterns only)
     rank_adapters: list[RankAdapter] | None = None  # adapters the target adds (profile rank_adapters only)
+    quantization: QuantizationResult | None = None  # contract quantization (stages/quantize.py)
     # Whether a graph was analysed (False: the export failed, or the run stopped before); not
     # in the JSON, where an analysed result is one with ``summary.node_count``.
     analysed: bool = False
@@ -369,7 +393,7 @@ class GateResult:
             out["rewrite_check"] = self.rewrite_check
         out["suggestions"] = self.suggestions
         out["review"] = self.review
-        for key in ("metric", "device_timings", "replacement", "fusions", "rank_adapters"):
+        for key in ("metric", "device_timings", "replacement", "fusions", "rank_adapters", "quantization"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["timings"] = self.timings

@@ -35,6 +35,9 @@ def decide(result: GateResult, settings: Settings) -> None:
         if not passed:
             result.findings.append(_gate_finding(result, name, limit, actual))
 
+    from npu_gate.stages.quantize import gate_findings
+
+    result.gates.extend(GateCheck(*check) for check in gate_findings(result, settings.gates))
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     nodes = {n.name: n for n in result.nodes}
     for finding in result.findings:
