@@ -37,7 +37,8 @@ class Builder:
         return self.node("Conv", [x, self.const(f"{name}.w", w), self.const(f"{name}.b", b)], name,
                          kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4, group=group)
 
-    def model(self, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto], name: str) -> onnx.ModelProto:
+    def model(self, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+              name: str) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="npu-gate-example")
         model.ir_version = 8

@@ -520,9 +520,11 @@ def _quant_rows(q: Quantization, files: dict[str, Path], inputs: list[InputSpec]
     hold_path = files.get("quantization.holdout.samples_file")
     if calib_path is None and hold_path is None:
         return None, None
-    calib = read_samples(calib_path, inputs, "quantization.calibration.samples_file") if calib_path is not None else None
+    calib = None
+    if calib_path is not None:
+        calib = read_samples(calib_path, inputs, "quantization.calibration.samples_file")
     shared = hold_path is None or (calib_path is not None and hold_path.resolve() == calib_path.resolve())
-    if calib is not None and shared:
+    if calib_path is not None and calib is not None and shared:
         hold_count = q.holdout.count or HOLDOUT_COUNT
         calib_count = q.calibration.count or len(calib) - hold_count
         if calib_count < 1 or calib_count + hold_count > len(calib):

@@ -159,8 +159,11 @@ def sqnr_db(a: np.ndarray, b: np.ndarray) -> float:
 def layer_errors(float_path: Path, quant_path: Path, holdout: Rows, work: Path) -> list[LayerError]:
     """Every matched activation, float vs quantized, lowest SQNR first (ties: graph order)."""
     from onnxruntime.quantization.qdq_loss_debug import (
-        collect_activations, compute_activation_error, create_activation_matching,
-        modify_model_output_intermediate_tensors)
+        collect_activations,
+        compute_activation_error,
+        create_activation_matching,
+        modify_model_output_intermediate_tensors,
+    )
 
     float_aug, quant_aug = work / "float-augmented.onnx", work / "quantized-augmented.onnx"
     try:

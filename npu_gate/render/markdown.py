@@ -44,6 +44,7 @@ def render(result: GateResult, bundle_dir: str | None = "") -> str:
         _memory(result),
         _fusions(result),
         _numerics(result),
+        _quantization(result),
         _exporter_comparison(result),
         _gates(result),
         rewrites_md.applied(result),
@@ -307,6 +308,45 @@ def _numerics(result: GateResult) -> str:
                      f"{c['atol']:g}", f"{c['rtol']:g}", str(c["samples"]), verdict])
     head = "### Numerics (onnxruntime CPU vs PyTorch eager)\n\n"
     return head + table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)
+
+
+SYNTHETIC = " drawn from the inputs' ranges (synthetic data, not the deployment distribution)"
+
+
+def _db(value: float | None) -> str:
+    return "no noise" if value is None else f"{value:.2f}"
+
+
+def _quantization(result: GateResult) -> str:
+    q = result.quantization
+    stage = result.stages.get("quantization")
+    if q is None:
+        if stage is not None and stage.get("status") == "skipped":
+            return f"### Quantization\n\nNot run: {md(stage.get('reason', ''))}."
+        return ""
+    synthetic = q["calibration"]["synthetic"]
+    text = (f"### Quantization ({q['mode']}, {q['format']})\n\n{q['evidence']}. Activations {q['activations']}, "
+            f"weights {q['weights']} ({'per channel' if q['per_channel'] else 'per tensor'}), calibration "
+            f"{q['method']} on {q['calibration']['samples']} samples"
+            f"{SYNTHETIC if synthetic else ''}; "
+            f"accuracy on {q['holdout']['samples']} hold-out samples, never calibration samples"
+            f"{' (synthetic)' if q['holdout']['synthetic'] else ''}.")
+    if stage is not None and stage.get("status") == "failed":
+        return text + f"\n\nFailed: {md(stage.get('reason', ''))}."
+    rows = [[md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
+            for o in q["outputs"]]
+    text += "\n\n" + table(["output", "max abs err", "cosine", "SQNR dB"], rows)
+    if q["worst_layers"]:
+        layers = []
+        for layer in q["worst_layers"]:
+            source = layer.get("source") or {}
+            where = f"{source['file']}:{source['line']}" if source.get("file") and source.get("line") else ""
+            layers.append([md_code(layer["node"]) if layer["node"] else "(graph input)", md(layer["op_type"] or ""),
+                           md_code(layer["tensor"]), _db(layer["sqnr_db"]), _db(layer["qdq_sqnr_db"]), md(where)])
+        text += ("\n\nWorst layers (onnxruntime qdq_loss_debug: float vs quantized activation; own Q/DQ: "
+                 "the error of that tensor's own quantization):\n\n"
+                 + table(["node", "op", "tensor", "SQNR dB", "own Q/DQ dB", "source"], layers))
+    return text
 
 
 def _figure(value: int | None) -> str:

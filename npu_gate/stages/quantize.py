@@ -76,14 +76,14 @@ def run(contract: Contract, float_path: Path, work: Path, result: GateResult, ti
 def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | None, float | None, bool]]:
     """The quantization gates as (name, limit, actual, passed); their findings are appended to
     ``result.findings``. A gate whose figure was not measured fails (never open)."""
-    checks = []
+    checks: list[tuple[str, float | None, float | None, bool]] = []
     record = result.quantization
     for name, limit, key in (("min_output_sqnr_db", gates.min_output_sqnr_db, "sqnr_db"),
                              ("min_output_cosine", gates.min_output_cosine, "cosine")):
         if limit is None:
             continue
         outputs = record["outputs"] if record is not None else []
-        if not outputs:
+        if record is None or not outputs:
             checks.append((name, limit, None, False))
             result.findings.append(make_finding("gate-exceeded", f"{name}: not measured "
                                                 f"({_why_unmeasured(result)}), limit {limit:g}", subject=name))
