@@ -205,6 +205,19 @@ RULES: dict[str, Rule] = {
             "raised. The message says which.",
         ),
         Rule(
+            "quantized-op-unsupported",
+            ERROR,
+            "A quantized unit's op runs in float on the target but not in its integer dtypes: CPU fallback.",
+            "In a QDQ graph each op is judged with its DequantizeLinear inputs and QuantizeLinear outputs as "
+            "one unit, in the unit's integer dtypes (the quantized tensors' dtypes); the profile states a "
+            "condition for those dtypes (`when`, docs/target-profiles.md) that the node fails, though its "
+            "float form passes. The message lists the failed constraints; `constraint`, `actual` and "
+            "`allowed` are the first one's. The Q/DQ nodes of the unit go with it and are never findings "
+            "of their own. Keep the op in float (exclude it from quantization) or change it to a form the "
+            "target runs in integers.",
+            placement=True,
+        ),
+        Rule(
             "quantization-failed",
             ERROR,
             "The contract's quantization could not run: the quantizer or the quantized model raised.",

@@ -135,6 +135,7 @@ class Summary(TypedDict, total=False):
     npu_nodes: int
     cpu_nodes: int
     folded_nodes: int
+    qdq_nodes: int  # QDQ graphs: Q/DQ nodes placed with their op or as I/O adapters, not counted above
     npu_partitions: int
     cpu_partitions: int
     boundary_bytes: int | None  # None: a crossing tensor's size is not static
