@@ -159,7 +159,7 @@ def _quantize(contract: Contract, float_path: Path, work: Path, settings: Settin
 
     if contract.quantization is not None and result.analysed and timeout.starts(settings.deadline, result,
                                                                                  "quantization"):
-        quantize.run(contract, float_path, work, result, timings, keep)
+        quantize.run(contract, settings, float_path, work, result, timings, keep)
 
 
 def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: GateResult,

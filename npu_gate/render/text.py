@@ -107,6 +107,10 @@ def _quantization_line(result: GateResult) -> str:
     calib = f"{q['calibration']['samples']}{' synthetic' if q['calibration']['synthetic'] else ''}"
     line = (f"  quantization {q['mode']} ({q['format']}, onnxruntime; calibration {calib} samples, "
             f"hold-out {q['holdout']['samples']})")
+    placed = q["placement"]
+    if placed is not None:
+        line += (f"; quantized graph {placed['npu_nodes']} npu, {placed['cpu_nodes']} cpu, "
+                 f"{placed['qdq_nodes']} Q/DQ with their ops")
     if not q["outputs"]:
         return line + ": not measured"
     worst = min(q["outputs"], key=lambda o: math.inf if o["sqnr_db"] is None else o["sqnr_db"])

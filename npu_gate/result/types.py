@@ -113,6 +113,7 @@ class QuantizationResult(TypedDict):
     evidence: str
     calibration: QuantSamplesInfo
     holdout: QuantSamplesInfo
+    placement: dict[str, Any] | None  # the quantized graph's placement counts (QDQ units); None: not placed
     outputs: list[dict[str, Any]]  # quantize.run.OutputAccuracy.to_dict()
     worst_layers: list[dict[str, Any]]  # quantize.run.LayerError.to_dict() with the node's source
 

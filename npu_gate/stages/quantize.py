@@ -16,12 +16,14 @@ from pathlib import Path
 
 from npu_gate.contract.spec import Contract, Gates
 from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
-from npu_gate.stages.context import Artifacts
+from npu_gate.stages.context import Artifacts, Settings, new_result
 
 
-def run(contract: Contract, float_path: Path, work: Path, result: GateResult, timings: dict[str, float],
-        keep: Artifacts | None = None) -> None:
-    """Quantize ``float_path`` (the graph the gate checked, with its weights) and measure it."""
+def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
+        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+    """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
+    place the quantized graph against the profile (its units' ops that have no integer kernel
+    there are ``quantized-op-unsupported`` findings)."""
     spec = contract.quantization
     if spec is None:
         return
@@ -48,7 +50,7 @@ def run(contract: Contract, float_path: Path, work: Path, result: GateResult, ti
         "evidence": f"measured by onnxruntime {runtime} (CPU): quantize_static, float vs quantized",
         "calibration": {"samples": len(samples.calibration), "synthetic": samples.calibration_synthetic},
         "holdout": {"samples": len(samples.holdout), "synthetic": samples.holdout_synthetic},
-        "outputs": [], "worst_layers": [],
+        "placement": None, "outputs": [], "worst_layers": [],
     }
     result.quantization = record
     quantized = work / "quantized.onnx"
@@ -64,6 +66,7 @@ def run(contract: Contract, float_path: Path, work: Path, result: GateResult, ti
         result.stages["quantization"] = {"status": "failed", "reason": message}
         result.findings.append(make_finding("quantization-failed", message, subject="quantization"))
         return
+    record["placement"] = _placement(quantized, settings, result)
     sources = {n.name: n.source for n in result.nodes if n.source is not None}
     record["worst_layers"] = [{**layer.to_dict(), "source": sources.get(layer.node or "")}
                               for layer in layers[:quant.WORST_LAYERS]]
@@ -71,6 +74,22 @@ def run(contract: Contract, float_path: Path, work: Path, result: GateResult, ti
     result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
     if keep is not None:
         keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+
+
+def _placement(quantized: Path, settings: Settings, result: GateResult) -> dict[str, int | str]:
+    """The quantized graph placed as the target would see it (QDQ units, placement/qdq.py); its
+    ``quantized-op-unsupported`` findings join the result's."""
+    from npu_gate.graph.model_file import load_onnx
+    from npu_gate.stages import analyse
+
+    model, _ = load_onnx(quantized, weights=False)
+    scratch = new_result(result.name, settings.profile, {"source": "onnx", "path": quantized.name, "sha256": None})
+    analysis = analyse.analyse(model, settings, scratch)
+    result.findings.extend(f for f in analyse.findings(analysis) if f.rule == "quantized-op-unsupported")
+    s = scratch.summary
+    return {"npu_nodes": s.get("npu_nodes", 0), "cpu_nodes": s.get("cpu_nodes", 0),
+            "qdq_nodes": s.get("qdq_nodes", 0), "npu_partitions": s.get("npu_partitions", 0),
+            "evidence": f"predicted by profile {settings.profile.name} ({settings.profile.evidence})"}
 
 
 def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | None, float | None, bool]]:

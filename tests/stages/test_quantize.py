@@ -35,7 +35,7 @@ def test_mobilenet_example_quantizes_and_passes(run_cli):
     q = result.quantization
     assert q is not None
     assert (q["mode"], q["format"], q["activations"], q["weights"], q["per_channel"], q["method"]) == (
-        "int8", "QDQ", "uint8", "int8", True, "minmax")
+        "int8", "QDQ", "int8", "int8", True, "minmax")
     assert q["calibration"] == {"samples": 32, "synthetic": True}
     assert q["holdout"] == {"samples": 8, "synthetic": True}
     [out] = q["outputs"]
@@ -49,8 +49,9 @@ def test_mobilenet_example_quantizes_and_passes(run_cli):
     validate_result(json.loads(json.dumps(result.to_dict())))
     run = run_cli("check", EXAMPLE)
     assert run.code == 0
-    assert ("  quantization int8 (QDQ, onnxruntime; calibration 32 synthetic samples, hold-out 8): "
-            "output logits SQNR 36.1 dB, cosine 1.0000") in run.out.splitlines()
+    assert ("  quantization int8 (QDQ, onnxruntime; calibration 32 synthetic samples, hold-out 8); "
+            "quantized graph 29 npu, 0 cpu, 60 Q/DQ with their ops: output logits SQNR 36.1 dB, cosine 1.0000"
+            ) in run.out.splitlines()
 
 
 def test_outlier_branch_fails_sqnr_and_names_the_layer(run_cli):
@@ -195,3 +196,40 @@ def test_cosine_and_sqnr_edge_cases():
     assert quant.cosine(zero, np.ones(3)) == 0.0
     assert quant.sqnr_db(np.ones(3), np.ones(3)) > 300  # onnxruntime adds an epsilon to the noise
     assert quant.sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 3.0])) == pytest.approx(10 * np.log10(25 / 1))
+
+
+def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
+    """int8 activations (RKNN's asymmetric int8): every unit on the NPU, Q/DQ not counted."""
+    result = check_contract(load_contract(mobilenet_contract({"activations": "int8"})))
+    assert result.quantization is not None
+    assert result.quantization["placement"] == {
+        "npu_nodes": 29, "cpu_nodes": 0, "qdq_nodes": 60, "npu_partitions": 1,
+        "evidence": "predicted by profile rknn-rk3588 (measured)"}
+    assert _summary(result) == []
+
+
+def test_uint8_add_has_no_kernel_on_rknn(mobilenet_contract):
+    """The calibrated rknn-rk3588 Add takes int8, not uint8: the residual Adds' units fall back."""
+    result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
+    assert _summary(result) == [("quantized-op-unsupported", "block1.residual", None),
+                                ("quantized-op-unsupported", "block3.residual", None)]
+    finding = result.findings[0]
+    assert finding.message.startswith("Add has no uint8 kernel on the target (add-input-dtype: input 0 dtype "
+                                      "uint8 not in [float32, float16, int8, int32]")
+    assert (finding.constraint, finding.actual) == ("add-input-dtype", "uint8")
+    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 2
+
+
+def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
+    rows = make_samples(load_contract(EXAMPLE / "npu-gate.json").inputs, 4, 0)
+    quant.quantize(EXAMPLE / "mobilenet.onnx", tmp_path / "int8.onnx", rows, Quantization(activations="int8"))
+    run = run_cli("inspect", tmp_path / "int8.onnx", "--profile", "demo", "--json", tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    s = doc["summary"]
+    assert (s["node_count"], s["npu_nodes"], s["cpu_nodes"], s["folded_nodes"], s["qdq_nodes"]) == (119, 18, 11, 30, 60)
+    qdq = [n for n in doc["nodes"] if n["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
+    assert {f["rule"] for f in doc["findings"]} == {"unsupported-op"}
+    assert not [f for f in doc["findings"] if f["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
+    first = next(n for n in qdq if n["name"] == "images_QuantizeLinear")
+    assert first["reasons"] == ["I/O input adapter of stem, placed with it"]
+    assert run.code == 1
