@@ -354,6 +354,10 @@ def _quantization(result: GateResult) -> str:
     return text
 
 
+def _quant_figure(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.4g}"
+
+
 def _figure(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
@@ -365,7 +369,7 @@ def _gates(result: GateResult) -> str:
     waived = {f.subject for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
-        figure = size if g.name.endswith("_bytes") else _figure
+        figure = size if g.name.endswith("_bytes") else _quant_figure if g.name.startswith("min_output_") else _figure
         limit = "no limit" if g.limit is None else figure(g.limit)
         actual = figure(g.actual)
         outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"

@@ -233,3 +233,17 @@ def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
     first = next(n for n in qdq if n["name"] == "images_QuantizeLinear")
     assert first["reasons"] == ["I/O input adapter of stem, placed with it"]
     assert run.code == 1
+
+
+def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path, mobilenet_contract, run_cli):
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
+    path = mobilenet_contract({"activations": "int8", "calibration": {"samples_file": "calib.npz"}},
+                              {"min_output_sqnr_db": 25})
+    first, again = run_cli("check", path), run_cli("check", path)
+    assert (first.code, again.code) == (0, 0)
+    assert "calibration 4 samples, hold-out 8" in first.out
+    assert again.out.startswith(first.out) and "result from cache" in again.out
+    np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
+    changed = run_cli("check", path)
+    assert changed.code == 0 and "result from cache" not in changed.out
