@@ -247,3 +247,14 @@ def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path, mobilene
     np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
     changed = run_cli("check", path)
     assert changed.code == 0 and "result from cache" not in changed.out
+
+
+def test_quantization_section_escapes_model_names():
+    result = check_contract(load_contract(EXAMPLE / "outlier" / "npu-gate.json"))
+    assert result.quantization is not None
+    result.quantization["outputs"][0]["output"] = "y|<img src=x>"
+    result.quantization["worst_layers"][0]["node"] = "n<script>"
+    report = markdown.render(result)
+    section = report[report.index("### Quantization"):report.index("### Gates")]
+    assert "<img" not in section and "<script>" not in section
+    assert "<code>y&#124;&#60;img src=x&#62;</code>" in section and "<code>n&#60;script&#62;</code>" in section
