@@ -258,3 +258,19 @@ def test_quantization_section_escapes_model_names():
     section = report[report.index("### Quantization"):report.index("### Gates")]
     assert "<img" not in section and "<script>" not in section
     assert "<code>y&#124;&#60;img src=x&#62;</code>" in section and "<code>n&#60;script&#62;</code>" in section
+
+
+def test_torch_contract_quantizes_its_export(tmp_path):
+    pytest.importorskip("torch")
+    seed = REPO / "examples" / "seed-hardswish"
+    shutil.copyfile(seed / "seed_net.py", tmp_path / "seed_net.py")
+    doc = json.loads((seed / "npu-gate.json").read_text())
+    doc["quantization"] = {"activations": "int8", "calibration": {"count": 8}, "holdout": {"count": 4}}
+    doc["gates"] = {"min_output_cosine": 0.9}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    result = check_contract(load_contract(tmp_path / "npu-gate.json"))
+    assert result.stages["quantization"] == {"status": "ok", "samples": 4}
+    assert result.quantization is not None
+    assert result.quantization["calibration"] == {"samples": 8, "synthetic": True}
+    assert [(g.name, g.passed) for g in result.gates[-1:]] == [("min_output_cosine", True)]
+    assert result.quantization["outputs"][0]["cosine"] > 0.9
