@@ -243,6 +243,9 @@ def contract_key(contract: Contract, today: dt.date, exclude: Iterable[Path] = (
     # code of a metric or a torch replacement (imported from the contract folder).
     files = {"samples_file": contract.numerics.samples_file, "device_timings": contract.device_timings,
              "replacement_onnx": contract.replacement.onnx_path if contract.replacement else None}
+    if contract.quantization is not None:  # the calibration and hold-out rows
+        files["quantization_calibration"] = contract.quantization.calibration.samples_file
+        files["quantization_holdout"] = contract.quantization.holdout.samples_file
     parts["files"] = {k: _sha256_file(Path(v)) for k, v in files.items() if v is not None and Path(v).is_file()}
     code = contract.torch is not None or contract.metric is not None or (
         contract.replacement is not None and contract.replacement.torch is not None)

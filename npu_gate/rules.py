@@ -219,6 +219,42 @@ RULES: dict[str, Rule] = {
             "raised. The message says which.",
         ),
         Rule(
+            "quantized-op-unsupported",
+            ERROR,
+            "A quantized unit's op runs in float on the target but not in its integer dtypes: CPU fallback.",
+            "In a QDQ graph each op is judged with its DequantizeLinear inputs and QuantizeLinear outputs as "
+            "one unit, in the unit's integer dtypes (the quantized tensors' dtypes); the profile states a "
+            "condition for those dtypes (`when`, docs/target-profiles.md) that the node fails, though its "
+            "float form passes. The message lists the failed constraints; `constraint`, `actual` and "
+            "`allowed` are the first one's. The Q/DQ nodes of the unit go with it and are never findings "
+            "of their own. Keep the op in float (exclude it from quantization) or change it to a form the "
+            "target runs in integers.",
+            placement=True,
+        ),
+        Rule(
+            "quantization-failed",
+            ERROR,
+            "The contract's quantization could not run: the quantizer or the quantized model raised.",
+            "onnxruntime's static quantization (`quantize_static`, QDQ format) of the checked graph, "
+            "or a run of the float or quantized model on the hold-out samples, raised; the message "
+            "is the error in one line. The quantization gates (`min_output_sqnr_db`, "
+            "`min_output_cosine`) are then not measured and fail too. See docs/quantization.md.",
+        ),
+        Rule(
+            "quantization-error",
+            ERROR,
+            "An output of the quantized model is below a quantization gate on the hold-out samples.",
+            "The float graph and its quantized form (onnxruntime CPU) were run on the hold-out "
+            "samples, which are never calibration samples; an output's SQNR (dB) or cosine "
+            "similarity is below `gates.min_output_sqnr_db` / `gates.min_output_cosine`. The finding "
+            "names the output (`subject`), the figure (`actual`, `allowed`, `constraint` the gate) and "
+            "the worst layer (`node`): the activation with the lowest float-vs-quantized SQNR, as "
+            "onnxruntime's `qdq_loss_debug` matches them. A per-tensor scale shared by values of very "
+            "different magnitudes (a branch spanning 1e4 beside values in [0, 1]) is the usual cause: "
+            "rescale the branch, keep it apart from the small values, or use more bits "
+            "(`quantization.mode` int16).",
+        ),
+        Rule(
             "gate-exceeded",
             ERROR,
             "A limit in the contract's gates was exceeded.",

@@ -23,12 +23,13 @@ ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip with members, an empty zip
 NPY_MAGIC = b"\x93NUMPY"
 
 
-def read_samples(path: Path, inputs: list[InputSpec]) -> list[dict[str, np.ndarray]]:
+def read_samples(path: Path, inputs: list[InputSpec], key: str = "numerics.samples_file",
+                 ) -> list[dict[str, np.ndarray]]:
     """The rows of a bundle-layout .npz (one array per input, sample k in row k), checked against
     the contract's inputs: every problem is one line naming the file and the array."""
     import numpy as np
 
-    where = f"{path}: numerics.samples_file"
+    where = f"{path}: {key}"
     try:
         with open(path, "rb") as f:
             magic = f.read(len(NPY_MAGIC))

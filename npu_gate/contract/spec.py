@@ -81,6 +81,37 @@ class Numerics:
 
 
 @dataclass(frozen=True)
+class QuantSamples:
+    """``quantization.calibration`` / ``quantization.holdout``: a samples file or synthetic rows."""
+
+    samples_file: Path | None = None  # None: drawn from each input's range (synthetic)
+    count: int | None = None  # None: every row the file gives this use, or the default count
+
+
+# Default sample counts without a file; the file's own rows otherwise (docs/quantization.md).
+CALIBRATION_COUNT = 32
+HOLDOUT_COUNT = 8
+QUANT_DTYPES = {"int8": ("uint8", "int8"), "int16": ("uint16", "int16")}  # mode -> default activations, weights
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """``quantization``: quantize the float graph (onnxruntime, static QDQ) and gate its accuracy."""
+
+    mode: str = "int8"  # int8 | int16 | fp16 | none
+    activations: str = "uint8"
+    weights: str = "int8"
+    per_channel: bool = True
+    method: str = "minmax"  # minmax | entropy | percentile
+    calibration: QuantSamples = field(default_factory=QuantSamples)
+    holdout: QuantSamples = field(default_factory=QuantSamples)
+
+    @property
+    def quantizes(self) -> bool:
+        return self.mode in QUANT_DTYPES
+
+
+@dataclass(frozen=True)
 class RewriteRequest:
     """A catalog rewrite the gate applies before checking (``rewrites`` in the contract)."""
 
@@ -105,6 +136,8 @@ class Gates:
     max_peak_activation_bytes: int | None = None  # summary.peak_activation_bytes (upper bound)
     max_weight_bytes: int | None = None  # summary.weight_bytes
     allow_dynamic_shapes: bool = False
+    min_output_sqnr_db: float | None = None  # quantization: every output's SQNR (dB), hold-out samples
+    min_output_cosine: float | None = None  # quantization: every output's cosine similarity
 
 
 @dataclass(frozen=True)
@@ -169,6 +202,11 @@ class Contract:
     # The rows of numerics.samples_file, read and checked by the full load (None: no
     # samples_file, or not loaded in full).
     file_samples: list[dict[str, np.ndarray]] | None = field(default=None, compare=False, repr=False)
+    quantization: Quantization | None = None
+    # The rows of quantization.calibration/holdout samples files (None: synthetic, or not loaded
+    # in full), already split so that hold-out rows are never calibration rows.
+    calibration_rows: list[dict[str, np.ndarray]] | None = field(default=None, compare=False, repr=False)
+    holdout_rows: list[dict[str, np.ndarray]] | None = field(default=None, compare=False, repr=False)
     # False: loaded for a result-cache lookup (``check_onnx=False``), without what needs onnx
     # or numpy; the gate reloads such a contract in full before it runs.
     complete: bool = True
@@ -220,8 +258,11 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         if not onnx_path.is_file():
             problems.append(f"{label}: model.onnx: file {model['onnx']!r} not found")
     files: dict[str, Path] = {}  # the named files that exist
+    quant_doc = doc.get("quantization", {})
     for key, ref in (("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
-                     ("device_timings", doc.get("device_timings"))):
+                     ("device_timings", doc.get("device_timings")),
+                     ("quantization.calibration.samples_file", quant_doc.get("calibration", {}).get("samples_file")),
+                     ("quantization.holdout.samples_file", quant_doc.get("holdout", {}).get("samples_file"))):
         if ref is None:
             continue
         if (folder / ref).is_file():
@@ -236,9 +277,16 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
     problems.extend(_code_problems(doc, folder, label))
     inputs = [_input_spec(i, doc.get("dynamic_dims")) for i in doc["inputs"]]
     file_samples = None
+    quantization = _quantization(doc.get("quantization"), folder)
+    quant_rows: tuple[list[dict[str, np.ndarray]] | None, list[dict[str, np.ndarray]] | None] = (None, None)
     if check_onnx:
         file_samples, found = _file_problems(doc, folder, label, files, inputs)
         problems.extend(found)
+        if quantization is not None and not found:
+            try:
+                quant_rows = _quant_rows(quantization, files, inputs, label)
+            except ContractError as exc:
+                problems.extend(exc.problems)
     if problems or profile is None:
         raise ContractError(*problems)
 
@@ -271,6 +319,8 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             max_peak_activation_bytes=gates.get("max_peak_activation_bytes"),
             max_weight_bytes=gates.get("max_weight_bytes"),
             allow_dynamic_shapes=bool(gates.get("allow_dynamic_shapes", False)),
+            min_output_sqnr_db=gates.get("min_output_sqnr_db"),
+            min_output_cosine=gates.get("min_output_cosine"),
         ),
         waivers=[
             Waiver(
@@ -292,6 +342,9 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         replacement=replacement,
         probe=_probe_spec(doc["target"].get("probe"), folder),
         file_samples=file_samples,
+        quantization=quantization,
+        calibration_rows=quant_rows[0],
+        holdout_rows=quant_rows[1],
         complete=check_onnx,
     )
 
@@ -444,6 +497,56 @@ def _torch_model(model: dict[str, Any]) -> TorchModel | None:
     )
 
 
+def _quantization(doc: dict[str, Any] | None, folder: Path) -> Quantization | None:
+    if doc is None:
+        return None
+    mode = doc.get("mode", Quantization.mode)
+    activations, weights = QUANT_DTYPES.get(mode, ("uint8", "int8"))
+
+    def samples(part: dict[str, Any]) -> QuantSamples:
+        ref = part.get("samples_file")
+        return QuantSamples(folder / ref if ref else None, part.get("count"))
+
+    return Quantization(mode=mode, activations=doc.get("activations", activations),
+                        weights=doc.get("weights", weights), per_channel=bool(doc.get("per_channel", True)),
+                        method=doc.get("method", Quantization.method),
+                        calibration=samples(doc.get("calibration", {})), holdout=samples(doc.get("holdout", {})))
+
+
+def _quant_rows(q: Quantization, files: dict[str, Path], inputs: list[InputSpec], label: str,
+                ) -> tuple[list[dict[str, np.ndarray]] | None, list[dict[str, np.ndarray]] | None]:
+    """The calibration and hold-out rows of the quantization samples files (None: synthetic).
+    One file for both: calibration takes its first rows, hold-out the rows after them, so a
+    hold-out sample is never a calibration sample; too few rows for both is an error."""
+    from npu_gate.contract.samples_file import read_samples
+
+    calib_path = files.get("quantization.calibration.samples_file")
+    hold_path = files.get("quantization.holdout.samples_file")
+    if calib_path is None and hold_path is None:
+        return None, None
+    calib = None
+    if calib_path is not None:
+        calib = read_samples(calib_path, inputs, "quantization.calibration.samples_file")
+    shared = hold_path is None or (calib_path is not None and hold_path.resolve() == calib_path.resolve())
+    if calib_path is not None and calib is not None and shared:
+        hold_count = q.holdout.count or HOLDOUT_COUNT
+        calib_count = q.calibration.count or len(calib) - hold_count
+        if calib_count < 1 or calib_count + hold_count > len(calib):
+            raise ContractError(
+                f"{label}: quantization: {calib_path.name} has {len(calib)} rows, fewer than "
+                f"{max(calib_count, 1)} calibration + {hold_count} hold-out samples (hold-out samples are never "
+                "calibration samples: give more rows, smaller counts or a holdout.samples_file)")
+        return calib[:calib_count], calib[calib_count:calib_count + hold_count]
+    hold = read_samples(hold_path, inputs, "quantization.holdout.samples_file") if hold_path is not None else None
+    out = []
+    for name, rows, count in (("calibration", calib, q.calibration.count), ("holdout", hold, q.holdout.count)):
+        if rows is not None and count is not None and count > len(rows):
+            raise ContractError(f"{label}: quantization.{name}.count: {count} is more than the "
+                                f"{len(rows)} rows of its samples_file")
+        out.append(rows[:count] if rows is not None and count is not None else rows)
+    return out[0], out[1]
+
+
 def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
     if isinstance(item, str):
         return RewriteRequest(item)
@@ -537,6 +640,11 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
         elif name in named:
             problems.append(f"{label}: rewrites[{i}]: {name!r} is named twice")
         named.add(name)
+    for gate in ("min_output_sqnr_db", "min_output_cosine"):
+        if doc.get("gates", {}).get(gate) is not None and (
+                "quantization" not in doc or doc["quantization"].get("mode", "int8") not in QUANT_DTYPES):
+            problems.append(f"{label}: gates.{gate}: needs a quantization with mode int8 or int16 "
+                            "(the figure is measured on the quantized model)")
     probe = doc["target"].get("probe")
     if probe is not None and probe["compiler"] not in COMPILERS:
         problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "

@@ -10,6 +10,7 @@ One folder per contract run (``check --out DIR``, or ``check --bundle`` for
     versions.json                 tools, exporter, profile/contract/model hashes
     <contract file>               a copy of the contract
     inputs.npz                    the samples used for numerics, one array per input
+    quantized.onnx                contract quantization: the quantized graph that was measured
     minimal/                      the smallest model for each distinct failure
 
 Paths inside result.json and report.md are relative to the bundle or the contract, so
@@ -236,7 +237,7 @@ def write_any(
 
 
 _OWN = {"model.onnx", "folded.onnx", "result.json", "report.md", "conversion.log", MARKER,
-        "inputs.npz"}
+        "inputs.npz", "quantized.onnx"}
 
 
 def contract_copy_name(contract: Contract) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
+from npu_gate.placement.qdq import adapter_unit, integer_tensors, node_units
 from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.target.constraints import Failure, ValueOf, evaluate, unchecked
 from npu_gate.target.limits import node_failures
@@ -32,6 +33,11 @@ class Placement:
     limit_failures: list[Failure] = field(default_factory=list)  # the profile's global limits
     unchecked: list[Failure] = field(default_factory=list)  # stated conditions not checked (npu)
     fused: dict[str, Any] | None = None  # {pattern, op, nodes}: matched by a profile pattern (patterns.py)
+    # QDQ graphs (placement/qdq.py): "unit" for a Q/DQ node placed with its op, "input adapter" /
+    # "output adapter" for a graph input's Q and a graph output's DQ; None: a node of its own.
+    qdq: str | None = None
+    # A unit's op that the profile runs in float but not in the unit's integer dtypes (those dtypes).
+    quantized: str | None = None
 
 
 def place_in_scope(
@@ -72,12 +78,35 @@ def place_all(
     layouts: Mapping[str, str] | None = None,
     values: ValueOf | None = None,
 ) -> list[Placement]:
+    """Every top-level node; a QDQ graph's units are placed by their op (``placement.qdq``)."""
     tensors = facts.tensors
-    return [
-        Placement(FOLDED) if node.index in folded
-        else place_in_scope(node, tensors, profile, constants, layouts, values)
-        for node in facts.nodes
-    ]
+    units = node_units(facts)
+    out = []
+    for node in facts.nodes:
+        if node.index in folded:
+            out.append(Placement(FOLDED))
+        elif units is not None and node.index in units.dtypes:
+            view = units.dtypes[node.index]
+            placement = place_in_scope(node, integer_tensors(tensors, view), profile, constants, layouts, values)
+            if placement.device == CPU and placement.op_supported and place_in_scope(
+                    node, tensors, profile, constants, layouts, values).device == NPU:
+                placement.quantized = ", ".join(sorted(set(view.values())))
+            out.append(placement)
+        else:
+            out.append(place_in_scope(node, tensors, profile, constants, layouts, values))
+    if units is not None:
+        for index in sorted(units.absorbed() - folded):
+            op = units.member_of.get(index)
+            kind = "unit" if op is not None else f"{units.adapters[index]} adapter"
+            if op is None:
+                op = adapter_unit(facts, units, index)
+            if op is None or out[op].device == FOLDED:
+                out[index].qdq = kind  # an adapter of nothing placed: keeps its own placement
+                continue
+            reason = (f"quantization of {facts.nodes[op].name} ({facts.nodes[op].op_type}), placed with it"
+                      if kind == "unit" else f"I/O {kind} of {facts.nodes[op].name}, placed with it")
+            out[index] = Placement(out[op].device, [reason], qdq=kind)
+    return out
 
 
 def place_subgraphs(

@@ -44,6 +44,7 @@ def render(result: GateResult, bundle_dir: str | None = "") -> str:
         _memory(result),
         _fusions(result),
         _numerics(result),
+        _quantization(result),
         _exporter_comparison(result),
         _gates(result),
         rewrites_md.applied(result),
@@ -310,6 +311,54 @@ def _numerics(result: GateResult) -> str:
     return head + table(["output", "max abs err", "max rel err", "atol", "rtol", "samples", "result"], rows)
 
 
+SYNTHETIC = " drawn from the inputs' ranges (synthetic data, not the deployment distribution)"
+
+
+def _db(value: float | None) -> str:
+    return "no noise" if value is None else f"{value:.2f}"
+
+
+def _quantization(result: GateResult) -> str:
+    q = result.quantization
+    stage = result.stages.get("quantization")
+    if q is None:
+        if stage is not None and stage.get("status") == "skipped":
+            return f"### Quantization\n\nNot run: {md(stage.get('reason', ''))}."
+        return ""
+    synthetic = q["calibration"]["synthetic"]
+    text = (f"### Quantization ({q['mode']}, {q['format']})\n\n{q['evidence']}. Activations {q['activations']}, "
+            f"weights {q['weights']} ({'per channel' if q['per_channel'] else 'per tensor'}), calibration "
+            f"{q['method']} on {q['calibration']['samples']} samples"
+            f"{SYNTHETIC if synthetic else ''}; "
+            f"accuracy on {q['holdout']['samples']} hold-out samples, never calibration samples"
+            f"{' (synthetic)' if q['holdout']['synthetic'] else ''}.")
+    if stage is not None and stage.get("status") == "failed":
+        return text + f"\n\nFailed: {md(stage.get('reason', ''))}."
+    placed = q["placement"]
+    if placed is not None:
+        text += (f"\n\nThe quantized graph, {placed['evidence']}: {placed['npu_nodes']} NPU and {placed['cpu_nodes']} "
+                 f"CPU nodes in {placed['npu_partitions']} NPU partition(s); its {placed['qdq_nodes']} Q/DQ nodes are "
+                 "placed with their ops (QDQ units), not counted as nodes.")
+    rows = [[md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
+            for o in q["outputs"]]
+    text += "\n\n" + table(["output", "max abs err", "cosine", "SQNR dB"], rows)
+    if q["worst_layers"]:
+        layers = []
+        for layer in q["worst_layers"]:
+            source = layer.get("source") or {}
+            where = f"{source['file']}:{source['line']}" if source.get("file") and source.get("line") else ""
+            layers.append([md_code(layer["node"]) if layer["node"] else "(graph input)", md(layer["op_type"] or ""),
+                           md_code(layer["tensor"]), _db(layer["sqnr_db"]), _db(layer["qdq_sqnr_db"]), md(where)])
+        text += ("\n\nWorst layers (onnxruntime qdq_loss_debug: float vs quantized activation; own Q/DQ: "
+                 "the error of that tensor's own quantization):\n\n"
+                 + table(["node", "op", "tensor", "SQNR dB", "own Q/DQ dB", "source"], layers))
+    return text
+
+
+def _quant_figure(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.4g}"
+
+
 def _figure(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
@@ -321,7 +370,7 @@ def _gates(result: GateResult) -> str:
     waived = {f.subject for f in result.findings if f.rule == "gate-exceeded" and f.waived}
     rows = []
     for g in result.gates:
-        figure = size if g.name.endswith("_bytes") else _figure
+        figure = size if g.name.endswith("_bytes") else _quant_figure if g.name.startswith("min_output_") else _figure
         limit = "no limit" if g.limit is None else figure(g.limit)
         actual = figure(g.actual)
         outcome = "pass" if g.passed else "~~fail~~ waived" if g.name in waived else "**fail**"

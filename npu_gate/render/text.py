@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +74,8 @@ def render(result: GateResult, headline_note: str = "") -> str:
                                              or f"below atol, judged by scale {number(c.get('scale_rel_err'))}")
         lines.append(f"  numerics (output {term(c['output'])}): {status} (max abs err {number(c['max_abs_err'])}, "
                      f"atol {c['atol']:g}{note})")
+    if result.quantization is not None:
+        lines.append(_quantization_line(result))
     for r in result.rewrites:  # the checked graph is not the model as given: say so up front
         lines.append(f"  rewrite {r['name']} applied to {len(r['nodes'])} node(s): {_proof(r['verification'])}")
     if result.replacement is not None:
@@ -95,6 +98,24 @@ def render(result: GateResult, headline_note: str = "") -> str:
     if waived:
         lines.append(f"  {waived} finding(s) waived")
     return "\n".join(lines) + "\n"
+
+
+def _quantization_line(result: GateResult) -> str:
+    """One line: how the graph was quantized and its worst output, float vs quantized."""
+    q = result.quantization
+    assert q is not None
+    calib = f"{q['calibration']['samples']}{' synthetic' if q['calibration']['synthetic'] else ''}"
+    line = (f"  quantization {q['mode']} ({q['format']}, onnxruntime; calibration {calib} samples, "
+            f"hold-out {q['holdout']['samples']})")
+    placed = q["placement"]
+    if placed is not None:
+        line += (f"; quantized graph {placed['npu_nodes']} npu, {placed['cpu_nodes']} cpu, "
+                 f"{placed['qdq_nodes']} Q/DQ with their ops")
+    if not q["outputs"]:
+        return line + ": not measured"
+    worst = min(q["outputs"], key=lambda o: math.inf if o["sqnr_db"] is None else o["sqnr_db"])
+    db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.1f} dB"
+    return line + f": output {term(worst['output'])} {db}, cosine {worst['cosine']:.4f}"
 
 
 def _memory_line(s: Summary) -> str:

@@ -22,7 +22,8 @@ from npu_gate.rules import RULES
 #      dynamic-shape finding's root cause)
 #      and the static memory estimate: summary.peak_activation_bytes, summary.weight_bytes,
 #      summary.memory, partitions[].peak_activation_bytes/weight_bytes/at_peak/memory_unknown
-#      (NPU partitions), optional findings[].partition
+#      (NPU partitions), optional findings[].partition; optional "quantization" (contract
+#      quantization: float vs quantized on hold-out samples), summary.qdq_nodes
 # 1.8: placement "eliminated" (the profile's compiler clean-up, ``eliminates``) and, under
 #      such a profile, summary.eliminated_nodes; rule compiler-will-refuse
 SCHEMA_VERSION = "1.8"
@@ -98,6 +99,29 @@ class LiveEntry(TypedDict):
     producer: str | None
 
 
+class QuantSamplesInfo(TypedDict):
+    samples: int
+    synthetic: bool  # drawn from the inputs' ranges, not the contract's samples file
+
+
+class QuantizationResult(TypedDict):
+    """``quantization`` (stages/quantize.py): how the graph was quantized, per output float vs
+    quantized on the hold-out samples, the worst layers (onnxruntime's qdq_loss_debug)."""
+
+    mode: str
+    format: str
+    activations: str
+    weights: str
+    per_channel: bool
+    method: str
+    evidence: str
+    calibration: QuantSamplesInfo
+    holdout: QuantSamplesInfo
+    placement: dict[str, Any] | None  # the quantized graph's placement counts (QDQ units); None: not placed
+    outputs: list[dict[str, Any]]  # quantize.run.OutputAccuracy.to_dict()
+    worst_layers: list[dict[str, Any]]  # quantize.run.LayerError.to_dict() with the node's source
+
+
 class MemorySummary(TypedDict):
     """What the model's memory figures are and where the peak is (placement/memory.py)."""
 
@@ -117,6 +141,7 @@ class Summary(TypedDict, total=False):
     cpu_nodes: int
     folded_nodes: int
     eliminated_nodes: int  # 1.8: only under a profile with ``eliminates``
+    qdq_nodes: int  # QDQ graphs: Q/DQ nodes placed with their op or as I/O adapters, not counted above
     npu_partitions: int
     cpu_partitions: int
     boundary_bytes: int | None  # None: a crossing tensor's size is not static
@@ -328,6 +353,7 @@ class GateResult:
     replacement: dict[str, Any] | None = None  # contract `replacement`: the user's own model
     fusions: list[dict[str, Any]] | None = None  # profile patterns matched (profiles with patterns only)
     rank_adapters: list[RankAdapter] | None = None  # adapters the target adds (profile rank_adapters only)
+    quantization: QuantizationResult | None = None  # contract quantization (stages/quantize.py)
     # Whether a graph was analysed (False: the export failed, or the run stopped before); not
     # in the JSON, where an analysed result is one with ``summary.node_count``.
     analysed: bool = False
@@ -374,7 +400,7 @@ class GateResult:
             out["rewrite_check"] = self.rewrite_check
         out["suggestions"] = self.suggestions
         out["review"] = self.review
-        for key in ("metric", "device_timings", "replacement", "fusions", "rank_adapters"):
+        for key in ("metric", "device_timings", "replacement", "fusions", "rank_adapters", "quantization"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["timings"] = self.timings

@@ -203,12 +203,14 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     result.boundaries = crossings
     result.shape_chains = [c.to_dict() for c in chains]
     result.dynamic_dims = dims.dynamic_dims(model_inputs, {n: list(s.shape) for n, s in declared.items()}, chains)
-    devices = Counter(p.device for p in placements)
+    devices = Counter(p.device for p in placements if p.qdq is None)  # Q/DQ count with their op
     result.summary = {
         "node_count": len(facts.nodes),
         "npu_nodes": devices[NPU],
         "cpu_nodes": devices[CPU],
         "folded_nodes": devices[FOLDED],
+        **({"qdq_nodes": sum(1 for p in placements if p.qdq is not None)}
+           if any(p.qdq is not None for p in placements) else {}),
         "npu_partitions": sum(1 for p in partitions if p.device == NPU),
         "cpu_partitions": sum(1 for p in partitions if p.device == CPU),
         "boundary_bytes": total_bytes(crossings),
@@ -452,6 +454,15 @@ def _placement_findings(
             continue
         # CPU fallback, unless the compiler's measurement says the node runs on the NPU or nowhere
         severity, note = _measured(measured, name)
+        if placement.quantized is not None:  # runs in float, not in its unit's integer dtypes
+            why = "; ".join(f"{f.constraint}: {f.message}" for f in (*placement.failures, *placement.limit_failures))
+            first = (placement.failures or placement.limit_failures)[0]
+            out.append(_failure_finding("quantized-op-unsupported", f"{key} has no {placement.quantized} kernel on "
+                                        f"the target ({why}){note}", first, evidence, severity=severity,
+                                        node=name, op_type=key))
+            continue
+        if placement.qdq is not None:
+            continue  # a Q/DQ node is judged with its unit's op
         if not placement.op_supported:
             out.append(make_finding("unsupported-op", placement.reasons[0] + note, severity=severity, node=name,
                                     op_type=key))

@@ -11,6 +11,7 @@ from npu_gate.contract.spec import Waiver
 from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
 from npu_gate.rules import ERROR
 from npu_gate.stages.context import Settings
+from npu_gate.stages.quantize import gate_findings
 
 
 def decide(result: GateResult, settings: Settings) -> None:
@@ -35,6 +36,7 @@ def decide(result: GateResult, settings: Settings) -> None:
         if not passed:
             result.findings.append(_gate_finding(result, name, limit, actual))
 
+    result.gates.extend(GateCheck(*check) for check in gate_findings(result, settings.gates))
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     nodes = {n.name: n for n in result.nodes}
     for finding in result.findings:

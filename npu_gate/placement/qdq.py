@@ -1,0 +1,115 @@
+"""Quantized (QDQ) graphs: each op with its DequantizeLinear inputs and QuantizeLinear outputs is
+one unit, placed by its op with the unit's integer dtypes (as onnxruntime's NodeUnit groups them).
+
+A QDQ model says "run this Conv in int8" as DQ -> Conv -> Q: the Q/DQ nodes are not work a target
+does on their own, so they are never placed (or counted) as separate nodes. Each takes the device
+of its unit; a Q that quantizes a graph input and a DQ that dequantizes a graph output are I/O
+adapters, on the device of the unit they feed or are fed by. The op is judged with its inputs'
+dtypes read from the DQ inputs (the quantized tensors) and its outputs' from the Q outputs, so a
+profile's dtype conditions (``when``) see int8, not float.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from npu_gate.graph.facts import GraphFacts, TensorInfo
+
+QUANTIZE = "QuantizeLinear"
+DEQUANTIZE = "DequantizeLinear"
+INTEGER_DTYPES = frozenset({"int8", "uint8", "int16", "uint16", "int32", "int4", "uint4"})
+
+
+@dataclass
+class QdqUnits:
+    member_of: dict[int, int] = field(default_factory=dict)  # Q/DQ node -> the op node of its unit
+    adapters: dict[int, str] = field(default_factory=dict)  # Q/DQ node -> "input" | "output"
+    dtypes: dict[int, dict[str, str]] = field(default_factory=dict)  # op node -> tensor -> integer dtype
+
+    def absorbed(self) -> set[int]:
+        """The Q/DQ nodes that are part of a unit or an I/O adapter: not nodes of their own."""
+        return set(self.member_of) | set(self.adapters)
+
+
+def node_units(facts: GraphFacts) -> QdqUnits | None:
+    """The QDQ units of a graph (None: the graph has no Q/DQ node)."""
+    nodes = facts.nodes
+    if not any(n.op_type in (QUANTIZE, DEQUANTIZE) and n.domain in ("", "ai.onnx") for n in nodes):
+        return None
+    producer = {o: n.index for n in nodes for o in n.outputs if o}
+    consumers: dict[str, list[int]] = {}
+    for n in nodes:
+        for name in dict.fromkeys(i for i in n.inputs if i):
+            consumers.setdefault(name, []).append(n.index)
+    graph_inputs = {t.name for t in facts.inputs}
+    graph_outputs = {t.name for t in facts.outputs}
+    units = QdqUnits()
+
+    def dtype(name: str) -> str | None:
+        info = facts.tensors.get(name)
+        return info.dtype if info is not None else None
+
+    for n in nodes:
+        if _is_qdq(n.op_type, n.domain):
+            continue
+        view: dict[str, str] = {}
+        for name in n.inputs:
+            dq = producer.get(name)
+            if dq is None or nodes[dq].op_type != DEQUANTIZE or name in graph_outputs:
+                continue
+            # A DQ read by several ops is in each one's unit (onnxruntime duplicates it,
+            # EnsureUniqueDQForNodeUnit); it is placed with the first of them.
+            units.member_of.setdefault(dq, n.index)
+            quantized = dtype(nodes[dq].inputs[0])
+            if quantized in INTEGER_DTYPES:
+                view[name] = quantized
+        for name in n.outputs:
+            readers = consumers.get(name, [])
+            if not readers or name in graph_outputs or any(nodes[r].op_type != QUANTIZE for r in readers):
+                continue
+            for q in readers:
+                units.member_of[q] = n.index
+            quantized = dtype(nodes[readers[0]].outputs[0])
+            if quantized in INTEGER_DTYPES:
+                view[name] = quantized
+        if view:
+            units.dtypes[n.index] = view
+    for n in nodes:
+        if n.index in units.member_of or not _is_qdq(n.op_type, n.domain):
+            continue
+        if n.op_type == QUANTIZE and n.inputs and n.inputs[0] in graph_inputs:
+            units.adapters[n.index] = "input"
+        elif n.op_type == DEQUANTIZE and any(o in graph_outputs for o in n.outputs):
+            units.adapters[n.index] = "output"
+    return units
+
+
+def _is_qdq(op_type: str, domain: str) -> bool:
+    return op_type in (QUANTIZE, DEQUANTIZE) and domain in ("", "ai.onnx")
+
+
+def integer_tensors(tensors: Mapping[str, TensorInfo], dtypes: Mapping[str, str]) -> dict[str, TensorInfo]:
+    """``tensors`` with the unit's tensors in their integer dtypes (the rest unchanged)."""
+    out = dict(tensors)
+    for name, dtype in dtypes.items():
+        if name in out:
+            out[name] = dataclasses.replace(out[name], dtype=dtype)
+    return out
+
+
+def adapter_unit(facts: GraphFacts, units: QdqUnits, index: int) -> int | None:
+    """The unit an I/O adapter feeds (input) or is fed by (output), if any."""
+    node = facts.nodes[index]
+    if units.adapters.get(index) == "input":
+        names = set(node.outputs)
+        for n in facts.nodes:
+            if names & set(n.inputs):
+                return units.member_of.get(n.index, n.index)
+        return None
+    names = set(node.inputs)
+    for n in facts.nodes:
+        if names & set(n.outputs):
+            return units.member_of.get(n.index, n.index)
+    return None

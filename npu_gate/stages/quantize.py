@@ -1,0 +1,140 @@
+"""The quantization stage: the float graph quantized with onnxruntime's static quantization (QDQ),
+then float vs quantized on hold-out samples, per output and per layer (docs/quantization.md).
+
+It runs in-process (onnxruntime is npu-gate's own dependency; no user code runs). A model that is
+quantized already is analysed as it is: there is no float model to compare it with. The gates
+(``gates.min_output_sqnr_db``, ``gates.min_output_cosine``) are judged by the verdict stage from
+the figures recorded here (``gate_findings``).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from pathlib import Path
+
+from npu_gate.contract.spec import Contract, Gates
+from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
+from npu_gate.stages.context import Artifacts, Settings, new_result
+
+
+def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
+        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+    """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
+    place the quantized graph against the profile (its units' ops that have no integer kernel
+    there are ``quantized-op-unsupported`` findings)."""
+    spec = contract.quantization
+    if spec is None:
+        return
+    if not spec.quantizes:
+        result.stages["quantization"] = {"status": "skipped", "reason": f"quantization.mode is {spec.mode}"}
+        return
+    import onnx
+
+    from npu_gate.quantize import run as quant
+    from npu_gate.quantize.samples import sample_sets
+    from npu_gate.versions import tool_versions
+
+    start = time.perf_counter()
+    already = quant.quantized_ops(onnx.load(str(float_path), load_external_data=False))
+    if already:
+        result.stages["quantization"] = {"status": "skipped", "reason": "the model is quantized already "
+                                         f"({', '.join(already)}): analysed as it is, no float model to compare"}
+        return
+    samples = sample_sets(contract)
+    runtime = tool_versions().get("onnxruntime")
+    record: QuantizationResult = {
+        "mode": spec.mode, "format": "QDQ", "activations": spec.activations, "weights": spec.weights,
+        "per_channel": spec.per_channel, "method": spec.method,
+        "evidence": f"measured by onnxruntime {runtime} (CPU): quantize_static, float vs quantized",
+        "calibration": {"samples": len(samples.calibration), "synthetic": samples.calibration_synthetic},
+        "holdout": {"samples": len(samples.holdout), "synthetic": samples.holdout_synthetic},
+        "placement": None, "outputs": [], "worst_layers": [],
+    }
+    result.quantization = record
+    quantized = work / "quantized.onnx"
+    try:
+        quant.quantize(float_path, quantized, samples.calibration, spec)
+        timings["quantization_s"] = time.perf_counter() - start
+        record["outputs"] = [o.to_dict() for o in quant.output_accuracy(float_path, quantized, samples.holdout)]
+        folder = work / "quantization-debug"
+        folder.mkdir(exist_ok=True)
+        layers = quant.layer_errors(float_path, quantized, samples.holdout, folder)
+    except quant.QuantizationFailed as exc:
+        message = f"onnxruntime quantize_static: {exc}"
+        result.stages["quantization"] = {"status": "failed", "reason": message}
+        result.findings.append(make_finding("quantization-failed", message, subject="quantization"))
+        return
+    record["placement"] = _placement(quantized, settings, result)
+    sources = {n.name: n.source for n in result.nodes if n.source is not None}
+    record["worst_layers"] = [{**layer.to_dict(), "source": sources.get(layer.node or "")}
+                              for layer in layers[:quant.WORST_LAYERS]]
+    timings["quantization_accuracy_s"] = time.perf_counter() - start - timings["quantization_s"]
+    result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
+    if keep is not None:
+        keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+
+
+def _placement(quantized: Path, settings: Settings, result: GateResult) -> dict[str, int | str]:
+    """The quantized graph placed as the target would see it (QDQ units, placement/qdq.py); its
+    ``quantized-op-unsupported`` findings join the result's."""
+    from npu_gate.graph.model_file import load_onnx
+    from npu_gate.stages import analyse
+
+    model, _ = load_onnx(quantized, weights=False)
+    scratch = new_result(result.name, settings.profile, {"source": "onnx", "path": quantized.name, "sha256": None})
+    analysis = analyse.analyse(model, settings, scratch)
+    result.findings.extend(f for f in analyse.findings(analysis) if f.rule == "quantized-op-unsupported")
+    s = scratch.summary
+    return {"npu_nodes": s.get("npu_nodes", 0), "cpu_nodes": s.get("cpu_nodes", 0),
+            "qdq_nodes": s.get("qdq_nodes", 0), "npu_partitions": s.get("npu_partitions", 0),
+            "evidence": f"predicted by profile {settings.profile.name} ({settings.profile.evidence})"}
+
+
+def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | None, float | None, bool]]:
+    """The quantization gates as (name, limit, actual, passed); their findings are appended to
+    ``result.findings``. A gate whose figure was not measured fails (never open)."""
+    checks: list[tuple[str, float | None, float | None, bool]] = []
+    record = result.quantization
+    for name, limit, key in (("min_output_sqnr_db", gates.min_output_sqnr_db, "sqnr_db"),
+                             ("min_output_cosine", gates.min_output_cosine, "cosine")):
+        if limit is None:
+            continue
+        outputs = record["outputs"] if record is not None else []
+        if record is None or not outputs:
+            checks.append((name, limit, None, False))
+            result.findings.append(make_finding("gate-exceeded", f"{name}: not measured "
+                                                f"({_why_unmeasured(result)}), limit {limit:g}", subject=name))
+            continue
+        figures = [(math.inf if o[key] is None else o[key], o["output"]) for o in outputs]
+        worst, _ = min(figures)
+        checks.append((name, limit, None if math.isinf(worst) else worst, worst >= limit))
+        for figure, output in figures:
+            if figure < limit:
+                result.findings.append(_error_finding(record, name, limit, figure, output))
+    return checks
+
+
+def _why_unmeasured(result: GateResult) -> str:
+    row = result.stages.get("quantization")
+    if row is None:
+        return "the quantization stage did not run"
+    return f"quantization {row['status']}: {row.get('reason', '')}".rstrip(": ")
+
+
+def _error_finding(record: QuantizationResult, gate: str, limit: float, figure: float, output: str) -> Finding:
+    what = "SQNR" if gate == "min_output_sqnr_db" else "cosine similarity"
+    unit = " dB" if gate == "min_output_sqnr_db" else ""
+    message = f"output {output}: {what} {figure:.4g}{unit} is below {gate} {limit:g}{unit} (hold-out samples)"
+    worst = record["worst_layers"][0] if record["worst_layers"] else None
+    node = None
+    if worst is not None:
+        node = worst["node"]
+        db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.4g} dB"
+        where = f"node {node} ({worst['op_type']})" if node else f"tensor {worst['tensor']}"
+        source = worst.get("source") or {}
+        line = f" at {source['file']}:{source['line']}" if source.get("file") and source.get("line") else ""
+        message += f"; worst layer: {where}{line}, {db}"
+    return make_finding("quantization-error", message, subject=f"output {output}", node=node,
+                        constraint=gate, actual=figure, allowed=limit)

@@ -1,0 +1,276 @@
+"""The quantization stage: onnxruntime's static quantization of the checked graph, float vs
+quantized on hold-out samples, the quantization gates and findings (docs/quantization.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from npu_gate.contract.spec import Quantization, load_contract
+from npu_gate.errors import ContractError
+from npu_gate.model.samples import make_samples
+from npu_gate.pipeline import check_contract
+from npu_gate.quantize import run as quant
+from npu_gate.quantize.samples import sample_sets
+from npu_gate.render import markdown, text
+from tests.helpers.common import REPO, validate_result
+
+EXAMPLE = REPO / "examples" / "quantize-mobilenet"
+
+
+def _summary(result):
+    return [(f.rule, f.node, f.subject) for f in result.findings]
+
+
+def test_mobilenet_example_quantizes_and_passes(run_cli):
+    result = check_contract(load_contract(EXAMPLE / "npu-gate.json"))
+    assert result.verdict == "pass"
+    assert result.stages["quantization"] == {"status": "ok", "samples": 8}
+    q = result.quantization
+    assert q is not None
+    assert (q["mode"], q["format"], q["activations"], q["weights"], q["per_channel"], q["method"]) == (
+        "int8", "QDQ", "int8", "int8", True, "minmax")
+    assert q["calibration"] == {"samples": 32, "synthetic": True}
+    assert q["holdout"] == {"samples": 8, "synthetic": True}
+    [out] = q["outputs"]
+    assert out["output"] == "logits"
+    assert out["sqnr_db"] == pytest.approx(36.12, abs=0.05)  # seeded weights and samples
+    assert out["cosine"] == pytest.approx(0.99996, abs=1e-5)
+    assert [(w["node"], w["op_type"]) for w in q["worst_layers"][:2]] == [
+        ("block3.expand_act", "HardSwish"), ("block3.expand", "Conv")]
+    assert [(g.name, g.limit, g.passed) for g in result.gates[-2:]] == [
+        ("min_output_sqnr_db", 25, True), ("min_output_cosine", 0.99, True)]
+    validate_result(json.loads(json.dumps(result.to_dict())))
+    run = run_cli("check", EXAMPLE)
+    assert run.code == 0
+    assert ("  quantization int8 (QDQ, onnxruntime; calibration 32 synthetic samples, hold-out 8); "
+            "quantized graph 29 npu, 0 cpu, 60 Q/DQ with their ops: output logits SQNR 36.1 dB, cosine 1.0000"
+            ) in run.out.splitlines()
+
+
+def test_outlier_branch_fails_sqnr_and_names_the_layer(run_cli):
+    contract = load_contract(EXAMPLE / "outlier" / "npu-gate.json")
+    result = check_contract(contract)
+    assert result.verdict == "fail"
+    assert _summary(result) == [("quantization-error", "head", "output head")]
+    [finding] = result.findings
+    assert finding.message == ("output head: SQNR 0 dB is below min_output_sqnr_db 20 dB (hold-out samples); "
+                               "worst layer: node head (Conv), SQNR 0 dB")
+    assert (finding.constraint, finding.actual, finding.allowed) == ("min_output_sqnr_db", 0.0, 20)
+    assert [(g.name, g.limit, g.actual, g.passed) for g in result.gates[-1:]] == [
+        ("min_output_sqnr_db", 20, 0.0, False)]
+    q = result.quantization
+    assert q is not None and q["per_channel"] is False
+    # the Concat sharing one scale between [0, 1e4] and [0, 1] keeps its own SQNR (the 1e4 branch
+    # dominates it); the layer reading the small channels through it loses them all
+    layers = {w["node"]: w["sqnr_db"] for w in q["worst_layers"]}
+    assert layers["head"] == 0.0 and layers["mix"] > 50
+    report = markdown.render(result)
+    assert "| <code>head</code>  | Conv    | <code>head</code>  | 0.00      | 0.00          |          |" in report
+    assert run_cli("check", EXAMPLE / "outlier").code == 1
+
+
+def test_models_are_rebuilt_byte_for_byte(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_models", EXAMPLE / "make_models.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.mobilenet().SerializeToString() == (EXAMPLE / "mobilenet.onnx").read_bytes()
+    assert module.outlier().SerializeToString() == (EXAMPLE / "outlier" / "outlier.onnx").read_bytes()
+    assert (EXAMPLE / "mobilenet.onnx").stat().st_size < 200_000
+
+
+@pytest.fixture
+def mobilenet_contract(tmp_path, write_contract):
+    shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
+
+    def make(quantization=None, gates=None, model="model.onnx"):
+        doc = {"model": {"onnx": model}, "target": {"profile": "rknn-rk3588"},
+               "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}]}
+        if quantization is not None:
+            doc["quantization"] = quantization
+        if gates is not None:
+            doc["gates"] = gates
+        return write_contract(doc)
+
+    return make
+
+
+def test_gate_without_quantization_is_a_contract_error(mobilenet_contract):
+    path = mobilenet_contract(gates={"min_output_sqnr_db": 30})
+    with pytest.raises(ContractError) as err:
+        load_contract(path)
+    assert err.value.problems == [f"{path}: gates.min_output_sqnr_db: needs a quantization with mode int8 or int16 "
+                                  "(the figure is measured on the quantized model)"]
+
+
+def test_samples_file_split_so_holdout_is_never_calibration(tmp_path, mobilenet_contract, run_cli):
+    rows = np.random.default_rng(3).uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", images=rows)
+    contract = load_contract(mobilenet_contract({"calibration": {"samples_file": "calib.npz", "count": 9},
+                                                 "holdout": {"count": 3}}))
+    sets = sample_sets(contract)
+    assert [len(sets.calibration), len(sets.holdout)] == [9, 3]
+    assert (sets.calibration_synthetic, sets.holdout_synthetic) == (False, False)
+    np.testing.assert_array_equal(np.stack([r["images"] for r in sets.calibration]), rows[:9])
+    np.testing.assert_array_equal(np.stack([r["images"] for r in sets.holdout]), rows[9:])
+    # default hold-out count 8: the file's other 4 rows calibrate
+    defaults = sample_sets(load_contract(mobilenet_contract({"calibration": {"samples_file": "calib.npz"}})))
+    assert [len(defaults.calibration), len(defaults.holdout)] == [4, 8]
+    path = mobilenet_contract({"calibration": {"samples_file": "calib.npz", "count": 10}})
+    with pytest.raises(ContractError) as err:
+        load_contract(path)
+    assert err.value.problems == [
+        f"{path}: quantization: calib.npz has 12 rows, fewer than 10 calibration + 8 hold-out samples (hold-out "
+        "samples are never calibration samples: give more rows, smaller counts or a holdout.samples_file)"]
+    run = run_cli("check", path)
+    assert run.code == 2 and "calib.npz has 12 rows" in run.err
+
+
+def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract):
+    contract = load_contract(mobilenet_contract({"calibration": {"count": 5}, "holdout": {"count": 2}}))
+    sets = sample_sets(contract)
+    drawn = make_samples(contract.inputs, 7, 0)
+    assert [r["images"].tobytes() for r in sets.calibration] == [r["images"].tobytes() for r in drawn[:5]]
+    assert [r["images"].tobytes() for r in sets.holdout] == [r["images"].tobytes() for r in drawn[5:]]
+
+
+def test_already_quantized_model_is_analysed_as_it_is(tmp_path, mobilenet_contract):
+    rows = make_samples(load_contract(mobilenet_contract()).inputs, 4, 0)
+    quant.quantize(tmp_path / "model.onnx", tmp_path / "int8.onnx", rows, Quantization())
+    result = check_contract(load_contract(mobilenet_contract({}, {"min_output_cosine": 0.9}, model="int8.onnx")))
+    assert result.stages["quantization"] == {
+        "status": "skipped", "reason": "the model is quantized already (DequantizeLinear, QuantizeLinear): "
+        "analysed as it is, no float model to compare"}
+    assert result.quantization is None
+    assert ("gate-exceeded", None, "min_output_cosine") in _summary(result)
+    assert [(g.name, g.actual, g.passed) for g in result.gates[-1:]] == [("min_output_cosine", None, False)]
+    assert result.verdict == "fail"  # a gate never fails open
+
+
+def test_mode_none_skips(mobilenet_contract):
+    result = check_contract(load_contract(mobilenet_contract({"mode": "none"})))
+    assert result.stages["quantization"] == {"status": "skipped", "reason": "quantization.mode is none"}
+    assert result.verdict == "pass"
+    assert "### Quantization\n\nNot run: quantization.mode is none." in markdown.render(result)
+
+
+def test_quantizer_error_is_one_line_finding(tmp_path, write_contract):
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Mystery", ["r"], ["y"], name="odd", domain="acme")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("acme", 1)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "model.onnx")
+    path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
+                           "quantization": {}, "gates": {"min_output_sqnr_db": 10}})
+    result = check_contract(load_contract(path))
+    failed = [f for f in result.findings if f.rule == "quantization-failed"]
+    assert len(failed) == 1 and "\n" not in failed[0].message
+    assert failed[0].message.startswith("onnxruntime quantize_static: ")
+    assert "Mystery" in failed[0].message
+    assert result.stages["quantization"]["status"] == "failed"
+    assert ("gate-exceeded", None, "min_output_sqnr_db") in _summary(result)
+    assert text.render(result).count("quantization int8") == 1
+
+
+def test_bundle_keeps_the_quantized_model(tmp_path, run_cli):
+    out = tmp_path / "bundle"
+    assert run_cli("check", EXAMPLE, "--out", out).code == 0
+    model = onnx.load(str(out / "quantized.onnx"))
+    assert {"QuantizeLinear", "DequantizeLinear"} <= {n.op_type for n in model.graph.node}
+    assert "quantized.onnx" in json.loads((out / "versions.json").read_text())["bundle"]["files"]
+
+
+def test_cosine_and_sqnr_edge_cases():
+    zero = np.zeros(3)
+    assert quant.cosine(zero, zero) == 1.0
+    assert quant.cosine(zero, np.ones(3)) == 0.0
+    assert quant.sqnr_db(np.ones(3), np.ones(3)) > 300  # onnxruntime adds an epsilon to the noise
+    assert quant.sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 3.0])) == pytest.approx(10 * np.log10(25 / 1))
+
+
+def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
+    """int8 activations (RKNN's asymmetric int8): every unit on the NPU, Q/DQ not counted."""
+    result = check_contract(load_contract(mobilenet_contract({"activations": "int8"})))
+    assert result.quantization is not None
+    assert result.quantization["placement"] == {
+        "npu_nodes": 29, "cpu_nodes": 0, "qdq_nodes": 60, "npu_partitions": 1,
+        "evidence": "predicted by profile rknn-rk3588 (measured)"}
+    assert _summary(result) == []
+
+
+def test_uint8_add_has_no_kernel_on_rknn(mobilenet_contract):
+    """The calibrated rknn-rk3588 Add takes int8, not uint8: the residual Adds' units fall back."""
+    result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
+    assert _summary(result) == [("quantized-op-unsupported", "block1.residual", None),
+                                ("quantized-op-unsupported", "block3.residual", None)]
+    finding = result.findings[0]
+    assert finding.message.startswith("Add has no uint8 kernel on the target (add-input-dtype: input 0 dtype "
+                                      "uint8 not in [float32, float16, int8, int32]")
+    assert (finding.constraint, finding.actual) == ("add-input-dtype", "uint8")
+    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 2
+
+
+def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
+    rows = make_samples(load_contract(EXAMPLE / "npu-gate.json").inputs, 4, 0)
+    quant.quantize(EXAMPLE / "mobilenet.onnx", tmp_path / "int8.onnx", rows, Quantization(activations="int8"))
+    run = run_cli("inspect", tmp_path / "int8.onnx", "--profile", "demo", "--json", tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    s = doc["summary"]
+    assert (s["node_count"], s["npu_nodes"], s["cpu_nodes"], s["folded_nodes"], s["qdq_nodes"]) == (119, 18, 11, 30, 60)
+    qdq = [n for n in doc["nodes"] if n["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
+    assert {f["rule"] for f in doc["findings"]} == {"unsupported-op"}
+    assert not [f for f in doc["findings"] if f["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
+    first = next(n for n in qdq if n["name"] == "images_QuantizeLinear")
+    assert first["reasons"] == ["I/O input adapter of stem, placed with it"]
+    assert run.code == 1
+
+
+def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path, mobilenet_contract, run_cli):
+    rng = np.random.default_rng(5)
+    np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
+    path = mobilenet_contract({"activations": "int8", "calibration": {"samples_file": "calib.npz"}},
+                              {"min_output_sqnr_db": 25})
+    first, again = run_cli("check", path), run_cli("check", path)
+    assert (first.code, again.code) == (0, 0)
+    assert "calibration 4 samples, hold-out 8" in first.out
+    assert again.out.startswith(first.out) and "result from cache" in again.out
+    np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
+    changed = run_cli("check", path)
+    assert changed.code == 0 and "result from cache" not in changed.out
+
+
+def test_quantization_section_escapes_model_names():
+    result = check_contract(load_contract(EXAMPLE / "outlier" / "npu-gate.json"))
+    assert result.quantization is not None
+    result.quantization["outputs"][0]["output"] = "y|<img src=x>"
+    result.quantization["worst_layers"][0]["node"] = "n<script>"
+    report = markdown.render(result)
+    section = report[report.index("### Quantization"):report.index("### Gates")]
+    assert "<img" not in section and "<script>" not in section
+    assert "<code>y&#124;&#60;img src=x&#62;</code>" in section and "<code>n&#60;script&#62;</code>" in section
+
+
+def test_torch_contract_quantizes_its_export(tmp_path):
+    pytest.importorskip("torch")
+    seed = REPO / "examples" / "seed-hardswish"
+    shutil.copyfile(seed / "seed_net.py", tmp_path / "seed_net.py")
+    doc = json.loads((seed / "npu-gate.json").read_text())
+    doc["quantization"] = {"activations": "int8", "calibration": {"count": 8}, "holdout": {"count": 4}}
+    doc["gates"] = {"min_output_cosine": 0.9}
+    (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
+    result = check_contract(load_contract(tmp_path / "npu-gate.json"))
+    assert result.stages["quantization"] == {"status": "ok", "samples": 4}
+    assert result.quantization is not None
+    assert result.quantization["calibration"] == {"samples": 8, "synthetic": True}
+    assert [(g.name, g.passed) for g in result.gates[-1:]] == [("min_output_cosine", True)]
+    assert result.quantization["outputs"][0]["cosine"] > 0.9
