@@ -222,4 +222,5 @@ def test_markdown_lists_the_compilers_reasons_escaped_and_marks_io_adapters() ->
     assert erf_row.split("|")[3].strip() == "&#60;b&#62;not&#60;/b&#62; &#124; supported"
     table = page[page.index("### Predicted vs actual"):].split("###")[1]
     q_row = next(line for line in table.splitlines() if "x&#95;QuantizeLinear" in line)
-    assert [cell.strip() for cell in q_row.split("|")[3:7]] == ["cpu", "cpu", "", "I/O adapter"]
+    # predicted with its Conv (a QDQ unit, issue 21), kept on CPU by the EP as an I/O adapter: not compared
+    assert [cell.strip() for cell in q_row.split("|")[3:7]] == ["npu", "cpu", "", "I/O adapter"]
