@@ -279,6 +279,8 @@ PHASES = [
     ("memory.partition_memory", "npu_gate.placement.memory", "partition_memory"),
     ("_attach_sources", "npu_gate.stages.analyse", "_attach_sources"),
     ("fusions.fuse", "npu_gate.stages.analyse", "patterns.fuse"),
+    ("eliminate", "npu_gate.stages.analyse", "eliminate"),
+    ("refusals", "npu_gate.stages.analyse", "refusals"),
     ("result.to_dict", "npu_gate.result.types", "GateResult.to_dict"),
     ("json_.dumps", "npu_gate.render.json_", "dumps"),
 ]

@@ -42,17 +42,21 @@ def finding_key(f: dict[str, Any], legacy: bool = False, keys: Mapping[str, str]
 
 def _has_subjects(doc: dict[str, Any]) -> bool:
     """Whether the result was written with findings' ``subject`` (schema 1.6 and later)."""
-    version = str(doc.get("schema_version", "0"))
-    major, _, minor = version.partition(".")
-    return (int(major) if major.isdigit() else 0, int(minor) if minor.isdigit() else 0) >= (1, 6)
+    return schema_version(doc) >= (1, 6)
 
 
 def node_keys(doc: dict[str, Any]) -> dict[str, str] | None:
-    """Node name -> stable key (schema 1.7), or None for a result written without them."""
-    nodes = doc.get("nodes", [])
-    if not any("stable_key" in n for n in nodes):
+    """Node name -> stable key (schema 1.7; a node without one is keyed by its name), or None
+    for a result written before stable keys."""
+    if schema_version(doc) < (1, 7):
         return None
-    return {n["name"]: n.get("stable_key") or n["name"] for n in nodes}
+    return {n["name"]: n.get("stable_key") or n["name"] for n in doc.get("nodes", [])}
+
+
+def schema_version(doc: dict[str, Any]) -> tuple[int, int]:
+    version = str(doc.get("schema_version", "0"))
+    major, _, minor = version.partition(".")
+    return (int(major) if major.isdigit() else 0, int(minor) if minor.isdigit() else 0)
 
 
 def _active(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from npu_gate.compare.baseline import schema_version
+
 DIFF_VERSION = "1.1"  # 1.1: matched_by, stable_key on node entries
 
 # Summary metrics compared side by side, in report order.
@@ -120,7 +122,8 @@ def _side(doc: dict[str, Any], label: str) -> dict[str, Any]:
 
 
 def _has_keys(doc: dict[str, Any]) -> bool:
-    return any("stable_key" in n for n in doc.get("nodes", []))
+    """Written with stable keys (schema 1.7; a node without one is keyed by its name)."""
+    return schema_version(doc) >= (1, 7)
 
 
 def _node_key(node: dict[str, Any], matched_by: str) -> str:

@@ -407,7 +407,7 @@ def _attach_sources(nodes: list[NodeResult], model: ModelProto, root: Path | Non
     keys = stable_keys([n.op_type for n in nodes], modules, [n.name for n in nodes])
     for node, source, key in zip(nodes, found, keys, strict=True):
         node.source = dict(source) if source is not None else None
-        node.stable_key = key
+        node.stable_key = key if key != node.name else None  # absent: the name is the key
 
 
 def _scoped_entry(sn: ScopedNode, placement: Placement) -> NodeResult:
