@@ -8,7 +8,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.commands.common import profile_inputs, refuse_overwriting_inputs, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise GateError("probe: give one model: MODEL.onnx or --factory MODULE:FUNCTION")
     inputs = _input_shapes(args.inputs)
     with tempfile.TemporaryDirectory(prefix="npu-gate-factory-") as tmp:
-        options = {}
+        options: dict[str, Any] = {}
         if args.factory is not None:
             from npu_gate.probe.factory import export_factory
 
@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             model = export_factory(args.factory, inputs, Path.cwd(), folder / "model.onnx")
             options = {"factory": args.factory, "folder": str(Path.cwd()), "seed": 0, "calibration": 4}
-        if args.soc_model is not None:
-            options["soc_model"] = args.soc_model
         else:
             model = Path(args.model)
+        if args.soc_model is not None:
+            options["soc_model"] = args.soc_model
         refuse_overwriting_inputs(
             [("the model this run reads", str(model)), *profile_inputs(profile)],
             [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
