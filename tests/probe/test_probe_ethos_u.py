@@ -137,7 +137,7 @@ def venv() -> Path:
     doc = json.loads(manifest.read_text(encoding="utf-8"))
     if not doc.get("complete") or doc.get("compiler") != "ethos-u":
         pytest.skip(f"{VENV} is not a complete ethos-u probe venv (setup failed?): {doc}")
-    return VENV
+    return VENV.resolve()  # the probe runs from the fixtures folder (--factory imports from it)
 
 
 def _probe(run_cli, monkeypatch, tmp_path: Path, venv: Path, target: str) -> dict:
