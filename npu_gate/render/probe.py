@@ -34,7 +34,7 @@ def text(result: ProbeResult) -> str:
     if memory_line := memory_text(result.memory):
         lines.append(f"  {memory_line}")
     if result.estimates:
-        lines.append(f"  {estimates_text(result.estimates)}")
+        lines.append(f"  {term(estimates_text(result.estimates))}")  # Vela's config names: compiler text
     for n in result.nodes:
         if n.reason or n.unmapped:
             lines.append(f"  {term(n.name)} ({term(n.op_type)}): "
