@@ -97,7 +97,7 @@ class UserCode:
         """The contract's own code files the child imported (the cache's dependencies), checked
         here: regular files under the contract's import folders, at most MAX_CODE_FILES of them;
         None when the child named anything else (then nothing may be cached)."""
-        homes = [str(f) + os.sep for f in self.contract.import_folders]
+        homes = [str(f) + os.sep for f in code_folders(self.contract)]
         files = sorted(self.sources)
         if len(files) > MAX_CODE_FILES:
             return None
@@ -382,10 +382,17 @@ def serve() -> None:
 
             status["error"] = status["error"] or one_line(exc)
         status["seconds"] = time.perf_counter() - start
-        status["sources"] = code_files(contract.import_folders)
+        status["sources"] = code_files(code_folders(contract))
         path = folder / f"status-{request['id']}.json"
         path.write_text(json.dumps(status), encoding="utf-8")
         os.write(reply, f"{request['id']}\n".encode())
+
+
+def code_folders(contract: Contract) -> list[Path]:
+    """Where the contract's own code may come from: its import folders, and the working folder
+    (on ``sys.path`` under ``python -m``, which the child keeps): a module found there is code
+    whose change must miss the cache too."""
+    return [*contract.import_folders, Path(os.path.realpath(os.getcwd()))]
 
 
 def code_files(folders: list[Path]) -> list[str]:
