@@ -258,11 +258,15 @@ RULES: dict[str, Rule] = {
             "gate-exceeded",
             ERROR,
             "A limit in the contract's gates was exceeded.",
-            "max_cpu_nodes, max_npu_partitions, max_boundary_bytes, max_peak_activation_bytes or "
-            "max_weight_bytes. A limit that cannot be checked (bytes unknown because of dynamic "
-            "shapes) counts as exceeded. A memory gate's finding names the NPU partition (field "
-            "`partition`), the largest tensor live at its peak (in the message) and that tensor's "
-            "producer (`node`); the figures are the static estimate's upper bound (docs/memory.md).",
+            "max_cpu_nodes, max_npu_partitions, max_boundary_bytes, max_peak_activation_bytes, "
+            "max_weight_bytes, max_sram_bytes or max_estimated_ms. A limit that cannot be checked (bytes "
+            "unknown because of dynamic shapes, no compiler estimate) counts as exceeded. A memory gate's "
+            "finding names the NPU partition (field `partition`), the largest tensor live at its peak (in "
+            "the message) and that tensor's producer (`node`); the figures are the static estimate's upper "
+            "bound (docs/memory.md). max_sram_bytes and max_estimated_ms gate the compiler's own estimate "
+            "from target.probe (Vela's for ethos-u: its source is in the message, \"estimated by Vela 5.2.0 "
+            "for ...\"); without a probe that built the model and gave the figure they fail as \"could not "
+            "be checked\" (docs/ethos-u.md).",
         ),
         Rule(
             "memory-budget",

@@ -138,6 +138,8 @@ class Gates:
     allow_dynamic_shapes: bool = False
     min_output_sqnr_db: float | None = None  # quantization: every output's SQNR (dB), hold-out samples
     min_output_cosine: float | None = None  # quantization: every output's cosine similarity
+    max_sram_bytes: int | None = None  # the compiler's own SRAM estimate (Vela's), stages.probe.estimates
+    max_estimated_ms: float | None = None  # the compiler's own time estimate (Vela's), stages.probe.estimates
 
 
 @dataclass(frozen=True)
@@ -321,6 +323,8 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
             allow_dynamic_shapes=bool(gates.get("allow_dynamic_shapes", False)),
             min_output_sqnr_db=gates.get("min_output_sqnr_db"),
             min_output_cosine=gates.get("min_output_cosine"),
+            max_sram_bytes=gates.get("max_sram_bytes"),
+            max_estimated_ms=gates.get("max_estimated_ms"),
         ),
         waivers=[
             Waiver(
@@ -553,6 +557,21 @@ def _rewrite_request(item: str | dict[str, Any]) -> RewriteRequest:
     return RewriteRequest(item["name"], item.get("atol"), item.get("rtol"))
 
 
+def _ethos_u_problems(doc: dict[str, Any], label: str) -> list[str]:
+    """The ethos-u probe runs Arm's PyTorch flow on the contract's factory and ties its nodes to
+    the dynamo export's: an ONNX model or the TorchScript exporter cannot be probed."""
+    torch = doc["model"].get("torch")
+    if torch is None:
+        return [f"{label}: target.probe.compiler: ethos-u probes a torch model (model.torch) only: the ONNX "
+                "route (onnx2tf to int8 TFLite, then Vela) is not built yet, because its result depends on that "
+                "converter as much as on Vela (docs/ethos-u.md)"]
+    if torch.get("exporter", "dynamo") != "dynamo":
+        return [f"{label}: model.torch.exporter: the ethos-u probe ties the compiler's nodes to the ONNX nodes "
+                "through the dynamo exporter's metadata: use \"dynamo\" (got "
+                f"{torch['exporter']!r})"]
+    return []
+
+
 def _probe_spec(doc: dict[str, Any] | None, folder: Path) -> ProbeSpec | None:
     if doc is None:
         return None
@@ -649,6 +668,8 @@ def _semantic_problems(doc: dict[str, Any], label: str) -> list[str]:
     if probe is not None and probe["compiler"] not in COMPILERS:
         problems.append(f"{label}: target.probe.compiler: unknown compiler {probe['compiler']!r} "
                         f"(known: {', '.join(KNOWN)})")
+    if probe is not None and probe["compiler"] == "ethos-u":
+        problems += _ethos_u_problems(doc, label)
     if probe is not None and "soc_model" in probe and probe["compiler"] != "qnn":
         problems.append(f"{label}: target.probe.soc_model: only the qnn compiler takes a SoC model "
                         f"(compiler is {probe['compiler']!r})")

@@ -84,6 +84,8 @@ class Compiler(ABC):
     pythons: tuple[tuple[int, int], ...] = ()
     # The venv always holds real torch (the compiler works on the PyTorch module): --torch changes nothing.
     needs_torch: bool = False
+    # The compiler lowers the PyTorch module (a factory run in its venv), not the ONNX file.
+    needs_factory: bool = False
 
     @abstractmethod
     def setup_steps(self, *, torch: bool) -> list[list[str]]:

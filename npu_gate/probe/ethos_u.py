@@ -50,6 +50,7 @@ class EthosUCompiler(Compiler):
     # measured on 3.11 only (executorch 1.5.1 + torch 2.13.0 wheels); pass --python python3.11 elsewhere
     pythons = ((3, 11),)
     needs_torch = True
+    needs_factory = True
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         return [[TORCH], PACKAGES]  # the flow is PyTorch's own: real torch whatever --torch says
@@ -58,7 +59,8 @@ class EthosUCompiler(Compiler):
                 options: dict[str, Any]) -> dict[str, Any]:
         if not options.get("factory"):
             raise GateError(f"{model.name}: the ethos-u probe lowers a PyTorch module: give it with --factory "
-                            "MODULE:FUNCTION (ONNX models and contracts' target.probe are not supported yet, issue 23)")
+                            "MODULE:FUNCTION or a torch contract's target.probe (the ONNX route, onnx2tf to int8 "
+                            "TFLite, is not built yet: its result depends on that converter as much as on Vela)")
         ranges = options.get("ranges") or {}
         return {"model": str(model), "target": target,
                 "inputs": [{"name": k, "shape": v, "range": ranges.get(k, [0.0, 1.0])} for k, v in inputs.items()],

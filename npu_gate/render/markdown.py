@@ -521,7 +521,7 @@ def _exporter_comparison(result: GateResult) -> str:
 
 def _probe(result: GateResult) -> str:
     """target.probe: what the real compiler did, and which evidence the verdict rests on."""
-    from npu_gate.render.probe import adapters_text, compared_partitions
+    from npu_gate.render.probe import adapters_text, compared_partitions, memory_rows
 
     info = result.stages.get("probe")
     if info is None:
@@ -545,7 +545,15 @@ def _probe(result: GateResult) -> str:
         rows.append(["Partitions", compared_partitions(s, info.get("status") == "ok")])  # failed: no segments
     if adapter_line := adapters_text(s, md):
         rows.append(["Rank adapters", adapter_line.removeprefix("rank adapters: ")])
-    return text + "\n\n" + table(["", ""], rows)
+    if info.get("calibration"):
+        rows.append(["Calibration (the compiler's own quantizer)", md(info["calibration"])])
+    text += "\n\n" + table(["", ""], rows)
+    figures = memory_rows(info.get("memory") or {}, info.get("estimates"))
+    if figures:  # 1.9: the compiler's memory and time estimates beside the static estimate
+        text += ("\n\n#### Compiler memory and estimates\n\nThe compiler's own figures (estimates where "
+                 "it says so, not device measurements) beside npu_gate's static estimate.\n\n"
+                 + table(["", "figure", "evidence"], figures))
+    return text
 
 
 def _fusions(result: GateResult) -> str:

@@ -67,6 +67,48 @@ def memory_text(memory: dict[str, Any]) -> str:
     return "memory: " + "; ".join(parts)
 
 
+def memory_rows(memory: dict[str, Any], estimates: dict[str, Any] | None) -> list[list[str]]:
+    """Markdown rows (what, figure, evidence) setting the static estimate beside the compiler's own
+    memory figures: RKNN's totals (``memory.compiler``), Vela's SRAM/flash/time (``estimates``), each
+    with its evidence; the ratio estimate ÷ compiler where both are known. Compiler text is escaped."""
+    rows: list[list[str]] = []
+    static = memory.get("estimate")
+    compiler = memory.get("compiler")
+    peak = static.get("peak_activation_bytes") if static else None
+    weights = static.get("weight_bytes") if static else None
+    if compiler:
+        evidence = md(compiler["evidence"])
+        rows.append(["compiler: internal memory", _b(compiler.get("internal_bytes")) + _ratio(peak, compiler.get(
+            "internal_bytes"), "peak"), evidence])
+        rows.append(["compiler: weight memory", _b(compiler.get("weight_bytes")) + _ratio(weights, compiler.get(
+            "weight_bytes"), "weights"), evidence])
+    if estimates:
+        evidence = md(estimates["evidence"])
+        rows.append(["compiler: SRAM used (largest partition)", _b(estimates.get("sram_bytes"))
+                     + _ratio(peak, estimates.get("sram_bytes"), "peak"), evidence])
+        rows.append(["compiler: flash used (all partitions)", _b(estimates.get("flash_bytes"))
+                     + _ratio(weights, estimates.get("flash_bytes"), "weights"), evidence])
+        ms = estimates.get("estimated_ms")
+        when = "unknown" if ms is None else f"{ms:g} ms"
+        rows.append(["compiler: time", f"{when} ({_bytes(estimates.get('cycles'))} cycles)", evidence])
+    if static and (compiler or estimates):
+        dtype = f", float tensors in {md(static['runtime_dtype'])}" if static.get("runtime_dtype") else ""
+        words = f"estimated upper bound on unpadded tensor bytes{dtype} (docs/memory.md)"
+        rows.append(["static estimate: peak activations", _b(peak), words])
+        rows.append(["static estimate: weights", _b(weights), words])
+    return rows
+
+
+def _b(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,} B"
+
+
+def _ratio(estimate: int | None, compiler: int | None, what: str) -> str:
+    if estimate is None or not compiler:
+        return ""
+    return f" (estimated {what} ÷ this: {estimate / compiler:.2f})"
+
+
 def estimates_text(estimates: dict[str, Any]) -> str:
     """The compiler's own estimates in one line, with whose they are (``estimates.evidence``)."""
     ms = estimates.get("estimated_ms")
@@ -114,7 +156,8 @@ def markdown(result: ProbeResult) -> str:
         if memory_line := memory_text(result.memory):
             parts.append(memory_line[0].upper() + memory_line[1:] + ".")  # numbers and our words only
         if result.estimates:
-            parts.append("### Compiler estimates\n\n" + md(estimates_text(result.estimates)) + ".")
+            parts.append("### Compiler estimates\n\n" + md(estimates_text(result.estimates)) + ".\n\n"
+                         + table(["", "figure", "evidence"], memory_rows(result.memory, result.estimates)))
         reasons = [[md_code(n.name), md(n.op_type), "unmapped" if n.unmapped else (n.actual or ""), md(n.reason or "")]
                    for n in result.nodes if n.reason or n.unmapped]
         if reasons:

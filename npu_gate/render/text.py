@@ -59,13 +59,15 @@ def render(result: GateResult, headline_note: str = "") -> str:
         basis = "decides" if "measured" in s else "compared, prediction decides"
         # term(): a result JSON read back (merge, --baseline) does not constrain these
         lines.append(f"  probe {term(probe['evidence'])}: {term(probe['probe_status'])} ({basis})")
-        from npu_gate.render.probe import adapters_text, compared_partitions
+        from npu_gate.render.probe import adapters_text, compared_partitions, estimates_text
 
         ps = probe.get("summary") or {}
         if ps.get("agreement_rate") is not None:
             lines.append(f"    {compared_partitions(ps, probe.get('status') == 'ok')}")
         if adapter_line := adapters_text(ps, term):
             lines.append(f"    {adapter_line}")
+        if probe.get("estimates"):  # 1.9: the compiler's own estimates (Vela's), with their source
+            lines.append(f"    {term(estimates_text(probe['estimates']))}")
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding

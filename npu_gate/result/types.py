@@ -26,7 +26,10 @@ from npu_gate.rules import RULES
 #      quantization: float vs quantized on hold-out samples), summary.qdq_nodes
 # 1.8: placement "eliminated" (the profile's compiler clean-up, ``eliminates``) and, under
 #      such a profile, summary.eliminated_nodes; rule compiler-will-refuse
-SCHEMA_VERSION = "1.8"
+# 1.9: stages.probe.estimates (the compiler's own estimates, Vela's) and stages.probe.memory (its
+#      memory figures beside the static estimate), as in a probe result; gates max_sram_bytes and
+#      max_estimated_ms (limit and actual may be fractional ms)
+SCHEMA_VERSION = "1.9"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of

@@ -4,6 +4,7 @@ compiler's placement decides: the analysis stage's findings and the gates read `
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,14 @@ from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
 from npu_gate.stages.timeout import Deadline
 
+FACTORY_CALIBRATION_ROWS = 4  # without a quantization section: as `npu-gate probe --factory`
+
 
 @dataclass
 class ProbeOutcome:
     probe: ProbeResult
     measured: Measured | None  # the compiler's placement, when it decides
+    calibration: str | None = None  # which samples calibrated a compiler that quantizes the module itself
 
 
 def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float],
@@ -39,14 +43,46 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     if deadline is not None:
         limit = max(min(limit, deadline.left()), 0.1)
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
-    measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
-                     inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
-                     options={"soc_model": spec.soc_model} if spec.soc_model is not None else None,
-                     venv_key=f"{contract.path}: target.probe.venv: {given}")
+    options: dict[str, Any] = {"soc_model": spec.soc_model} if spec.soc_model is not None else {}
+    with tempfile.TemporaryDirectory(prefix="npu-gate-calibration-") as folder:
+        calibration = None
+        if compiler.needs_factory:  # the compiler lowers the PyTorch module itself, in its own venv
+            options, calibration = _factory_options(contract, Path(folder))
+        measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
+                         inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
+                         options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}")
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
-                        else None)
+                        else None, calibration)
+
+
+def _factory_options(contract: Contract, folder: Path) -> tuple[dict[str, Any], str]:
+    """What a compiler lowering the contract's PyTorch module needs: the factory and where it is
+    imported from (the child imports it, never this process), and the calibration rows: the
+    contract's ``quantization`` samples, else seeded rows from the inputs' ranges; with the words
+    that say which."""
+    from npu_gate.model.samples import make_samples
+    from npu_gate.model.worker import save_rows
+
+    assert contract.torch is not None  # the contract's load refuses an ONNX model for such a compiler
+    if contract.quantization is not None:
+        from npu_gate.quantize.samples import sample_sets
+
+        sets = sample_sets(contract)
+        rows = sets.calibration
+        source = "synthetic, drawn from the inputs' ranges" if sets.calibration_synthetic \
+            else "quantization.calibration.samples_file"
+        words = f"{len(rows)} rows of the contract's quantization calibration samples ({source})"
+    else:
+        rows = make_samples(contract.inputs, FACTORY_CALIBRATION_ROWS, contract.numerics.seed)
+        words = f"{len(rows)} synthetic rows drawn from the inputs' ranges (the contract has no quantization)"
+    names = [i.name for i in contract.inputs]
+    samples = folder / "calibration.npz"
+    save_rows(samples, rows, names)
+    return {"factory": contract.torch.factory, "kwargs": contract.torch.kwargs,
+            "folders": [str(f) for f in contract.import_folders], "seed": contract.numerics.seed,
+            "samples_file": str(samples), "ranges": {i.name: list(i.range) for i in contract.inputs}}, words
 
 
 def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
@@ -61,7 +97,10 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
         "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
         "compiler": measured.compiler, "summary": measured.summary,
         "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
+        "estimates": measured.estimates, "memory": measured.memory,
     }
+    if outcome.calibration is not None:
+        result.stages["probe"]["calibration"] = outcome.calibration
     result.findings += [make_finding(f["rule"], f["message"], severity=f["severity"]) for f in measured.findings]
     if outcome.measured is None:
         result.summary["evidence"] = f"prediction: profile {contract.profile.name}"
@@ -69,6 +108,8 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
     result.summary["evidence"] = measured.evidence
     s: dict[str, Any] = measured.summary
     result.summary["measured"] = {
-        "cpu_nodes": sum(1 for n in measured.nodes if n.runs_on in (CPU, "split")),
+        # a node the compiler's output could not be tied to counts as the prediction placed it (never as NPU)
+        "cpu_nodes": sum(1 for n in measured.nodes
+                         if n.runs_on in (CPU, "split") or (n.unmapped and n.predicted == CPU)),
         "npu_partitions": s["npu_segments"], "cpu_partitions": s["cpu_segments"],
     }

@@ -37,6 +37,7 @@ def decide(result: GateResult, settings: Settings) -> None:
             result.findings.append(_gate_finding(result, name, limit, actual))
 
     result.gates.extend(GateCheck(*check) for check in gate_findings(result, settings.gates))
+    result.gates.extend(estimate_gates(result, settings.gates.max_sram_bytes, settings.gates.max_estimated_ms))
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
     nodes = {n.name: n for n in result.nodes}
     for finding in result.findings:
@@ -63,6 +64,44 @@ def decide(result: GateResult, settings: Settings) -> None:
     counts = Counter(f.severity for f in result.findings if not f.waived)
     result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
                                   "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
+
+
+def estimate_gates(result: GateResult, max_sram_bytes: int | None, max_estimated_ms: float | None) -> list[GateCheck]:
+    """``gates.max_sram_bytes`` / ``gates.max_estimated_ms``: the compiler's own estimates (Vela's,
+    ``stages.probe.estimates``), never the static bound. Each finding names the estimate's source;
+    a gate whose figure is absent (no probe, a failed build, a compiler without estimates) fails
+    closed with a finding saying it could not be checked."""
+    probe = result.stages.get("probe") or {}
+    estimates = probe.get("estimates") if probe.get("status") == "ok" else None
+    checks = []
+    for name, limit, key, unit in (("max_sram_bytes", max_sram_bytes, "sram_bytes", "bytes"),
+                                   ("max_estimated_ms", max_estimated_ms, "estimated_ms", "ms")):
+        if limit is None:
+            continue
+        actual = estimates.get(key) if estimates else None
+        passed = actual is not None and actual <= limit
+        checks.append(GateCheck(name, limit, actual, passed))
+        if actual is None or estimates is None:
+            why = _why_no_estimate(probe, estimates, key)
+            message = f"{name}: could not be checked ({why}), limit {limit:g} {unit}"
+        elif not passed:
+            message = f"{name}: {actual:,} {unit} exceeds the limit {limit:,} {unit} ({estimates['evidence']})"
+        else:
+            continue
+        result.findings.append(make_finding("gate-exceeded", message, subject=name))
+    return checks
+
+
+def _why_no_estimate(probe: dict[str, Any], estimates: dict[str, Any] | None, key: str) -> str:
+    if not probe:
+        return "no compiler estimate: the contract has no target.probe (a compiler that estimates it: ethos-u)"
+    if probe.get("status") == "skipped":
+        return f"the probe did not run: {probe.get('reason')}"
+    if probe.get("status") != "ok":
+        return f"the compiler did not build the model: {probe.get('reason')}"
+    if estimates is None:
+        return f"{probe.get('compiler', {}).get('name', 'the compiler')} gives no such estimate"
+    return f"{estimates['evidence']} gives no {key}"
 
 
 def _gate_finding(result: GateResult, name: str, limit: int, actual: int | None) -> Finding:

@@ -3,9 +3,11 @@ compiler's own venv (torch, executorch, ethos-u-vela, tosa-tools), as a child pr
 
 Usage: python -u ethos_u_driver.py REQUEST.json RESPONSE.json
 
-Request: ``factory`` (``module:function``), ``folder`` (put first on sys.path), ``target``
-(``ethos-u55-128`` ...), ``inputs`` ([{name, shape, range}]), ``seed``, ``calibration`` (how many
-seeded random samples in each input's range) and ``legacy_core`` (pass Vela
+Request: ``factory`` (``module:function``), ``kwargs`` (its keyword arguments), ``folders`` (put
+first on sys.path, in order; ``folder``: one), ``target`` (``ethos-u55-128`` ...), ``inputs``
+([{name, shape, range}]), ``seed``, ``samples_file`` (an ``.npz`` of calibration rows, array
+``s{k}i{j}`` the j-th input of row k, read with ``allow_pickle=False``) or else ``calibration``
+(how many seeded random samples in each input's range) and ``legacy_core`` (pass Vela
 ``--debug-force-legacy-core``). Arm's flow: ``torch.export``, ``EthosUQuantizer`` (symmetric,
 per-channel), ``EthosUPartitioner``, lowering, with Vela run inside the lowering. The partitioner
 logs its rejected-node table (logger ``executorch.backends.arm.tosa.partitioner`` at INFO) and
@@ -46,11 +48,16 @@ def build(request: dict[str, Any], save: Save) -> None:
     os.makedirs(out_dir, exist_ok=True)
     spec.dump_intermediate_artifacts_to(out_dir)
     save(stage="load")
-    module = _factory(request["factory"], request.get("folder") or ".")
+    folders = request.get("folders") or [request.get("folder") or "."]
+    torch.manual_seed(int(request.get("seed", 0)))
+    module = _factory(request["factory"], folders, request.get("kwargs") or {})
     generator = torch.Generator().manual_seed(int(request.get("seed", 0)))
     inputs = request["inputs"]
-    samples = [_sample(torch, inputs, generator) for _ in range(max(1, int(request.get("calibration", 4))))]
-    save(stage="export")
+    if request.get("samples_file"):
+        samples = _file_samples(torch, request["samples_file"], len(inputs))
+    else:
+        samples = [_sample(torch, inputs, generator) for _ in range(max(1, int(request.get("calibration", 4))))]
+    save(stage="export", calibration_rows=len(samples))
     logging.basicConfig(stream=sys.stdout, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("executorch.backends.arm.tosa.partitioner").setLevel(logging.INFO)
     t0 = time.perf_counter()
@@ -103,11 +110,20 @@ def _node(node: Any, device: str) -> dict[str, Any]:
             "torch_fn": list(torch_fn) if torch_fn else None, "stack_trace": node.meta.get("stack_trace") or ""}
 
 
-def _factory(spec: str, folder: str) -> Any:
+def _factory(spec: str, folders: list[str], kwargs: dict[str, Any]) -> Any:
     module_name, _, attr = spec.partition(":")
-    sys.path.insert(0, os.path.abspath(folder))
-    made = getattr(importlib.import_module(module_name), attr)()
+    sys.path[:0] = [os.path.abspath(f) for f in folders]
+    made = getattr(importlib.import_module(module_name), attr)(**kwargs)
     return made.eval()
+
+
+def _file_samples(torch: Any, path: str, count: int) -> list[tuple[Any, ...]]:
+    """The calibration rows the gate wrote (the contract's quantization samples)."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as data:
+        rows = sorted({int(k[1:].split("i")[0]) for k in data.files})
+        return [tuple(torch.from_numpy(np.array(data[f"s{k}i{j}"])) for j in range(count)) for k in rows]
 
 
 def _sample(torch: Any, inputs: list[dict[str, Any]], generator: Any) -> tuple[Any, ...]:
