@@ -28,6 +28,11 @@ these float nets; `npu-gate probe setup qnn .venv-qnn`); `--torchvision` then co
 `--memory` (issue 24) builds the same nets under profile rknn-rk3588 (float16) and prints
 the static memory estimate beside the compiler's own totals (`Total Internal Memory Size`,
 `Total Weight Memory Size`) and their ratio estimate / compiler, per net.
+
+`--memory --compiler ethos-u` (issues 23, 24) lowers the same nets for Ethos-U55-128 with
+ExecuTorch's Arm backend and Vela (`npu-gate probe setup ethos-u .venv-ethos-u`; the nets are
+imported from bench/bench_nets.py in that venv) and prints the static estimate (rknn-rk3588's
+placement, float tensors counted as int8) beside Vela's SRAM and flash estimates.
 """
 
 from __future__ import annotations
@@ -49,94 +54,15 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples" / "seed-hardswish"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from seed_net import SeedNet  # noqa: E402
+from bench_nets import NETS  # noqa: E402
 
 from npu_gate.pipeline import inspect_model  # noqa: E402
 from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
-
-
-class ResBlock(nn.Module):
-    def __init__(self, c: int = 16) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
-        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU(),
-                                  nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.stem(x)
-        return torch.relu(x + self.body(x))
-
-
-class MobileBlock(nn.Module):
-    """Depthwise conv, Hardswish, squeeze-excite with Hardsigmoid."""
-
-    def __init__(self, c: int = 16) -> None:
-        super().__init__()
-        self.expand = nn.Sequential(nn.Conv2d(3, c, 1), nn.BatchNorm2d(c), nn.Hardswish())
-        self.dw = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, groups=c), nn.BatchNorm2d(c), nn.Hardswish())
-        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(c, 4, 1), nn.ReLU(), nn.Conv2d(4, c, 1),
-                                nn.Hardsigmoid())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.dw(self.expand(x))
-        return x * self.se(x)
-
-
-class SiluUNet(nn.Module):
-    """SiLU (exported as Sigmoid + Mul), MaxPool, nearest Upsample, Concat skip."""
-
-    def __init__(self, c: int = 8) -> None:
-        super().__init__()
-        self.down = nn.Sequential(nn.Conv2d(3, c, 3, padding=1), nn.SiLU())
-        self.mid = nn.Sequential(nn.MaxPool2d(2), nn.Conv2d(c, c, 3, padding=1), nn.SiLU(),
-                                 nn.Upsample(scale_factor=2, mode="nearest"))
-        self.out = nn.Conv2d(2 * c, 3, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = self.down(x)
-        return self.out(torch.cat([d, self.mid(d)], dim=1))
-
-
-class TinyTransformer(nn.Module):
-    """One pre-norm encoder block on [1, 16, 32] tokens: LayerNorm, attention, GELU MLP."""
-
-    def __init__(self, d: int = 32) -> None:
-        super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
-        attn = torch.softmax(q @ k.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)
-        x = x + self.proj(attn @ v)
-        return x + self.mlp(self.norm2(x))
-
-
-class Classifier(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.ReLU(),
-                                      nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU())
-        self.head = nn.Linear(32, 10)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
-
-
-NETS: dict[str, tuple[type[nn.Module], tuple[int, ...]]] = {
-    "lesson SeedNet": (SeedNet, (1, 3, 16, 16)),
-    "ResBlock": (ResBlock, (1, 3, 32, 32)),
-    "MobileBlock (Hardswish, SE)": (MobileBlock, (1, 3, 32, 32)),
-    "SiLU U-Net": (SiluUNet, (1, 3, 32, 32)),
-    "TinyTransformer": (TinyTransformer, (1, 16, 32)),
-    "Classifier (GAP + Linear)": (Classifier, (1, 3, 32, 32)),
-}
 
 
 def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
@@ -147,7 +73,8 @@ def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
 
 PROFILES = ("rknn-toolkit2-v2.1", "rknn-rk3588-fused", "rknn-rk3588")
 # per compiler: its target, the profiles --torchvision compares with, the default --profile
-COMPILERS = {"rknn": ("rk3588", PROFILES, "demo"), "qnn": ("htp", ("qnn-htp",), "qnn-htp")}
+COMPILERS = {"rknn": ("rk3588", PROFILES, "demo"), "qnn": ("htp", ("qnn-htp",), "qnn-htp"),
+             "ethos-u": ("ethos-u55-128", (), "rknn-rk3588")}
 
 
 class SegmentationOut(nn.Module):
@@ -240,9 +167,15 @@ def main() -> None:
         return
     bench = run_torchvision if args.torchvision else run
     if args.memory:
-        if args.compiler != "rknn":
-            parser.error("--memory compares with RKNN's memory totals: --compiler rknn only")
+        if args.compiler == "qnn":
+            parser.error("--memory compares with the compiler's memory figures: --compiler rknn or ethos-u")
+        if args.compiler == "ethos-u" and args.torchvision:
+            parser.error("--memory --compiler ethos-u: the bench nets only (the Ethos-U venv has no torchvision)")
         bench = run_memory_torchvision if args.torchvision else run_memory
+        if args.compiler == "ethos-u":
+            bench = run_memory_ethos_u
+    elif args.compiler == "ethos-u":
+        parser.error("--compiler ethos-u: with --memory only (the agreement tables take an ONNX model)")
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         bench(venv, profile, Path(args.out))
@@ -393,6 +326,46 @@ def memory_table(venv: Path, out: Path, nets: dict[str, tuple[Callable[[], nn.Mo
     print("| net | NPU partitions | estimated peak activations | compiler internal memory | ratio | "
           "estimated weights | compiler weight memory | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("\n".join(rows))
+
+
+def run_memory_ethos_u(venv: Path, _profile: str, out: Path) -> None:
+    """One row per bench net: the static estimate (under MEMORY_PROFILE's placement, float tensors
+    counted as int8, the build Vela compiles) beside Vela's SRAM and flash estimates for U55-128."""
+    from dataclasses import replace
+
+    compiler = get_compiler("ethos-u")
+    target = COMPILERS["ethos-u"][0]
+    # int8 is no profile runtime_dtype (the schema has none for it yet): set here, for this bench only
+    profile = replace(load_profile(MEMORY_PROFILE), runtime_dtype="int8")
+    start = time.perf_counter()
+    rows, evidence = [], None
+    for name, (cls, shape) in NETS.items():
+        folder = out / cls.__name__
+        folder.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(0)
+        path = folder / "model.onnx"  # the dynamo export, whose metadata ties the compiler's nodes to it
+        torch.onnx.export(cls().eval(), (torch.rand(shape),), str(path), input_names=["x"], dynamo=True)
+        options = {"factory": f"bench_nets:{cls.__name__}", "folders": [str(ROOT / "bench")], "seed": 0,
+                   "calibration": 4}
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile, inputs={"x": list(shape)},
+                       options=options)
+        path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        vela, estimate = result.estimates, result.memory["estimate"]
+        if not vela or not estimate:
+            rows.append(f"| {name} | {result.status}: {result.error} | | | | | | | |")
+            continue
+        evidence = evidence or vela["evidence"]
+        cpu = sum(1 for n in result.nodes if n.actual == "cpu")
+        peak, sram = estimate["peak_activation_bytes"], vela["sram_bytes"]
+        weights, flash = estimate["weight_bytes"], vela["flash_bytes"]
+        rows.append(f"| {name} | {vela['npu_partitions']} | {cpu} | {_kib(peak)} | {_kib(sram)} | {_ratio(peak, sram)} "
+                    f"| {_kib(weights)} | {_kib(flash)} | {_ratio(weights, flash)} |")
+    print(f"{evidence}; static estimate under profile {MEMORY_PROFILE}'s placement with float tensors as int8; "
+          f"torch {torch.__version__}, dynamo exporter; {time.perf_counter() - start:.0f} s in all\n")
+    print("| net | Vela NPU partitions | CPU nodes | estimated peak activations | Vela SRAM (largest partition) "
+          "| ratio | estimated weights | Vela flash (all partitions) | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(rows))
 
 

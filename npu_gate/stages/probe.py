@@ -47,7 +47,7 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     with tempfile.TemporaryDirectory(prefix="npu-gate-calibration-") as folder:
         calibration = None
         if compiler.needs_factory:  # the compiler lowers the PyTorch module itself, in its own venv
-            options, calibration = _factory_options(contract, Path(folder))
+            options, calibration = factory_options(contract, Path(folder))
         measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
                          inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                          options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}")
@@ -57,7 +57,7 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
                         else None, calibration)
 
 
-def _factory_options(contract: Contract, folder: Path) -> tuple[dict[str, Any], str]:
+def factory_options(contract: Contract, folder: Path) -> tuple[dict[str, Any], str]:
     """What a compiler lowering the contract's PyTorch module needs: the factory and where it is
     imported from (the child imports it, never this process), and the calibration rows: the
     contract's ``quantization`` samples, else seeded rows from the inputs' ranges; with the words

@@ -190,8 +190,9 @@ def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_pat
                   "--venv", venv)
     assert run.code == 2
     assert run.err.strip() == ("npu-gate: error: m.onnx: the ethos-u probe lowers a PyTorch module: "
-                               "give it with --factory MODULE:FUNCTION (ONNX models and contracts' target.probe "
-                               "are not supported yet, issue 23)")
+                               "give it with --factory MODULE:FUNCTION or a torch contract's target.probe (the "
+                               "ONNX route, onnx2tf to int8 TFLite, is not built yet: its result depends on that "
+                               "converter as much as on Vela)")
 
 
 def test_a_replay_without_the_gate_export_fails_with_the_reason(tmp_path: Path) -> None:
