@@ -548,6 +548,10 @@ def _probe(result: GateResult) -> str:
     if info.get("calibration"):
         rows.append(["Calibration (the compiler's own quantizer)", md(info["calibration"])])
     text += "\n\n" + table(["", ""], rows)
+    reasons = [[md_code(n["name"]), md(n["op_type"]), "unmapped" if n.get("unmapped") else (n["actual"] or ""),
+                md(n.get("reason") or "")] for n in info.get("nodes") or [] if n.get("reason")]
+    if reasons:  # the compiler's own words (untrusted text, escaped)
+        text += "\n\n#### The compiler's reasons\n\n" + table(["node", "op", "actual", "reason"], reasons)
     figures = memory_rows(info.get("memory") or {}, info.get("estimates"))
     if figures:  # 1.9: the compiler's memory and time estimates beside the static estimate
         text += ("\n\n#### Compiler memory and estimates\n\nThe compiler's own figures (estimates where "

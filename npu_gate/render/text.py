@@ -12,6 +12,7 @@ from npu_gate.render.cells import number, row_key, row_message, sources
 from npu_gate.result.types import Finding, GateResult, Summary
 
 MAX_REASONS = 5
+MAX_REASON_LINES = 10  # CPU nodes with the compiler's reason shown under the probe line
 
 
 def _nodes(n: int) -> str:
@@ -66,6 +67,11 @@ def render(result: GateResult, headline_note: str = "") -> str:
             lines.append(f"    {compared_partitions(ps, probe.get('status') == 'ok')}")
         if adapter_line := adapters_text(ps, term):
             lines.append(f"    {adapter_line}")
+        cpu_reasons = [n for n in probe.get("nodes") or [] if n.get("reason") and n.get("actual") == "cpu"]
+        for n in cpu_reasons[:MAX_REASON_LINES]:  # the compiler's own words
+            lines.append(f"    {term(n['name'])} ({term(n['op_type'])}): cpu: {term(n['reason'])}")
+        if len(cpu_reasons) > MAX_REASON_LINES:
+            lines.append(f"    ... and {len(cpu_reasons) - MAX_REASON_LINES} more CPU nodes with the compiler's reason")
         if probe.get("estimates"):  # 1.9: the compiler's own estimates (Vela's), with their source
             lines.append(f"    {term(estimates_text(probe['estimates']))}")
     for c in result.numerics:
