@@ -251,14 +251,17 @@ def rows_for(model: Path, placement: list[dict[str, Any]], rejected: list[dict[s
             by_key.setdefault(key, []).append(node)
     vela_cpu = any(p.get("cpu_operators") for p in partitions)
     graph = onnx.load(str(model), load_external_data=False).graph
-    rows: list[OpRow] = []
-    unmapped: list[str] = []
-    reasons: dict[str, str] = {}
+    keys: list[Key | None] = []
     for node in graph.node:
         props = {p.key: p.value for p in node.metadata_props}
         scopes = re.findall(r"'((?:[^'\\]|\\.)*)'", props.get(NAME_SCOPES, ""))
-        key = _key(scopes[-2] if len(scopes) >= 2 else None, user_frame(props.get(STACK_TRACE, ""), None))
-        matched = by_key.get(key, []) if key is not None else []
+        keys.append(_key(scopes[-2] if len(scopes) >= 2 else None, user_frame(props.get(STACK_TRACE, ""), None)))
+    fused = fused_convs(graph, keys, by_key, placement)
+    rows: list[OpRow] = []
+    unmapped: list[str] = []
+    reasons: dict[str, str] = {}
+    for node, key in zip(graph.node, keys, strict=True):
+        matched = fused.get(node.name) or (by_key.get(key, []) if key is not None else [])
         devices = {n["device"] for n in matched}
         if len(devices) != 1 or (vela_cpu and devices == {"npu"}):
             # no lowered node, nodes on both devices, or Vela itself put ops of a partition on the CPU
@@ -274,6 +277,44 @@ def rows_for(model: Path, placement: list[dict[str, Any]], rejected: list[dict[s
         rows.append(OpRow(id=len(rows), op_type=node.op_type, target=device, full_name=node.name,
                           data_type="int8", input_shapes=None, output_shapes=None))
     return rows, unmapped, reasons
+
+
+def fused_convs(graph: Any, keys: list[Key | None], by_key: dict[Key, list[dict[str, Any]]],
+                placement: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """ONNX Convs the exporter's optimizer fused with their BatchNorm (``FuseBatchNormIntoConv``)
+    carry the BatchNorm's module path (``stem.1``), which no lowered node has: ExecuTorch folds the
+    BatchNorm into the convolution, which keeps the Conv's (``stem.0``). Such a Conv is tied to a
+    lowered convolution no ONNX node claims, with the same parent module and user source line; when
+    a parent and line hold several, the k-th fused Conv to the k-th convolution (both graphs trace
+    the same Python calls, in execution order), and only when their counts agree. Anything else
+    stays unmapped."""
+    claimed = {k for k in keys if k is not None and k in by_key}
+    convs: dict[Key, list[dict[str, Any]]] = {}
+    for lowered_key, nodes in by_key.items():
+        if lowered_key not in claimed:
+            for lowered in nodes:
+                if "aten.convolution" in lowered["target"]:
+                    convs.setdefault(_parent(lowered_key), []).append(lowered)
+    waiting: dict[Key, list[str]] = {}
+    for node, key in zip(graph.node, keys, strict=True):
+        rule = next((p.value for p in node.metadata_props if p.key == REWRITE_RULE), "")
+        if node.op_type == "Conv" and key is not None and key not in by_key and FUSED_BN in rule:
+            waiting.setdefault(_parent(key), []).append(node.name)
+    order = {id(n): i for i, n in enumerate(placement)}  # the lowered program's execution order
+    out: dict[str, list[dict[str, Any]]] = {}
+    for group, names in waiting.items():
+        found = sorted(convs.get(group, []), key=lambda n: order[id(n)])
+        if len(found) == len(names):
+            out.update({name: [conv] for name, conv in zip(names, found, strict=True)})
+    return out
+
+
+REWRITE_RULE = "pkg.onnxscript.rewriter.rule_name"  # the exporter's optimizer: which rewrites made a node
+FUSED_BN = "FuseBatchNormIntoConv"
+
+
+def _parent(key: Key) -> Key:
+    return key[0].rpartition(".")[0], key[1], key[2]
 
 
 def _key(module_path: str | None, frame: tuple[str, int, str, str] | None) -> Key | None:

@@ -201,3 +201,56 @@ def test_a_replay_without_the_gate_export_fails_with_the_reason(tmp_path: Path) 
     out = EthosUCompiler().parse(run, tmp_path)
     assert out.rows == [] and out.error == (f"{tmp_path / 'gone.onnx'}: the gate's ONNX export is gone: "
                                             "the compiler's nodes cannot be mapped")
+
+
+# --- Convs the exporter fused with their BatchNorm ---
+
+def _conv(name: str, scope: str, line: int, fused: bool = True):
+    from onnx import helper
+
+    node = helper.make_node("Conv", [f"{name}_in"], [f"{name}_out"], name=name)
+    props = {"pkg.torch.onnx.name_scopes": str(["", *scope.split(".")[:1], scope, "bn"]),
+             "pkg.torch.onnx.stack_trace": f'File "/work/models/net.py", line {line}, in forward\n    x = self.f(x)'}
+    if fused:
+        props["pkg.onnxscript.rewriter.rule_name"] = "RemoveOptionalBiasFromConv, FuseBatchNormIntoConv"
+    for key, value in props.items():
+        node.metadata_props.add(key=key, value=value)
+    return node
+
+
+def _lowered(name: str, module_path: str, line: int, device: str) -> dict:
+    return {"name": name, "target": "aten.convolution.default", "device": device, "module_path": module_path,
+            "torch_fn": None, "stack_trace": f'File "/work/models/net.py", line {line}, in forward\n    x = self.f(x)'}
+
+
+def _fused_rows(tmp_path: Path, nodes: list, placement: list[dict]) -> tuple[dict, list[str]]:
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, "g", [], [])
+    path = tmp_path / "fused.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    rows, unmapped, _ = rows_for(path, placement, [], [])
+    return {r.full_name: r.target for r in rows}, unmapped
+
+
+def test_a_conv_fused_with_its_batchnorm_is_tied_to_the_convolution_beside_it(tmp_path: Path) -> None:
+    # ONNX: the fused Conv carries the BatchNorm's path (stem.1); ExecuTorch's convolution keeps stem.0
+    placed, unmapped = _fused_rows(tmp_path, [_conv("c0", "stem.1", 10)], [_lowered("conv", "stem.0", 10, "npu")])
+    assert placed == {"c0": "npu"} and unmapped == []
+
+
+def test_several_in_one_module_and_line_are_tied_in_execution_order(tmp_path: Path) -> None:
+    nodes = [_conv("c0", "body.1", 27), _conv("c1", "body.4", 27)]
+    placement = [_lowered("conv_a", "body.0", 27, "npu"), _lowered("conv_b", "body.3", 27, "cpu")]
+    assert _fused_rows(tmp_path, nodes, placement) == ({"c0": "npu", "c1": "cpu"}, [])
+
+
+def test_fused_convs_stay_unmapped_when_the_counts_disagree_or_nothing_says_fused(tmp_path: Path) -> None:
+    nodes = [_conv("c0", "body.1", 27), _conv("c1", "body.4", 27)]
+    assert _fused_rows(tmp_path, nodes, [_lowered("conv_a", "body.0", 27, "npu")]) == ({}, ["c0", "c1"])
+    # another line, or a Conv the optimizer did not fuse: never tied
+    assert _fused_rows(tmp_path, [_conv("c0", "stem.1", 11)], [_lowered("conv", "stem.0", 10, "npu")]) == (
+        {}, ["c0"])
+    assert _fused_rows(tmp_path, [_conv("c0", "stem.1", 10, fused=False)],
+                       [_lowered("conv", "stem.0", 10, "npu")]) == ({}, ["c0"])
