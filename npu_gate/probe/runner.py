@@ -130,6 +130,7 @@ def probe(
     keep: Path | None = None,
     child: BatchChild | None = None,
     venv_key: str | None = None,
+    target_key: str | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
 
@@ -138,7 +139,8 @@ def probe(
 
     ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
     ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
-    without it the error speaks of ``--venv``.
+    without it the error speaks of ``--venv``. ``target_key``: the same for the target (a
+    contract's ``target.probe.target``); without it the error speaks of ``--target``.
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
@@ -174,7 +176,8 @@ def probe(
             output, attempt = runs[-1][1], runs[-1][2]
             if attempt.status == FAILED and run.response.get("stage") == "config":
                 # the compiler refused its configuration (an unknown --target): our input, not the model
-                raise GateError(f"--target {target}: {compiler.product} refused the configuration: {attempt.error}")
+                where = target_key or f"--target {target}"
+                raise GateError(f"{where}: {compiler.product} refused the configuration: {attempt.error}")
             retry = compiler.retry_options(output, options) if attempt.status == FAILED and len(runs) == 1 else None
             if retry is None:
                 break

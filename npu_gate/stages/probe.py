@@ -50,7 +50,8 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
             options, calibration = factory_options(contract, Path(folder))
         measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
                          inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
-                         options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}")
+                         options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}",
+                         target_key=f"{contract.path}: target.probe.target {spec.target}")
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides

@@ -120,6 +120,14 @@ def test_soc_model_is_a_qnn_key(contract, run_cli) -> None:
     assert run.code == 2 and "target.probe.soc_model" in run.err
 
 
+def test_a_target_the_compiler_refuses_names_the_contract_key(contract, run_cli) -> None:
+    path = contract({"compiler": "fake", "target": "rk1"})
+    run = run_cli("check", path)
+    assert run.code == 2
+    assert run.err == (f"npu-gate: error: {path}: target.probe.target rk1: fake-compiler refused the configuration: "
+                       "config: unknown target rk1\n")
+
+
 def test_missing_compiler_venv_stops_the_check(contract, run_cli, tmp_path, monkeypatch) -> None:
     """The message names the contract and its key; `check` has no --venv to suggest."""
     path = contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"})
