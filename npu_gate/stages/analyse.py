@@ -170,7 +170,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
-    eliminate(facts, settings.profile.eliminates, placements)  # partitions are counted after it
+    eliminate(facts, settings.profile.eliminates, placements, inferred)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
