@@ -233,6 +233,19 @@ def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]
     assert all(f.severity == "error" and f.evidence.startswith(RKNN) for f in found)
 
 
+def test_an_opset_above_the_compilers_maximum_is_one_finding(tmp_path: Path) -> None:
+    """Opset 21: rknn-rk3588's refusal (the toolkit's own words, measured) is the one finding, not
+    also the vendor list's opset limit (19); without the refusal the limit still says it."""
+    result = _inspect(tmp_path, "opset21")
+    assert [(f.rule, f.constraint) for f in result.findings if f.node is None] == [
+        ("compiler-will-refuse", "opset-above-19")]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588", "ops": {}, "refuses": None}))
+    result = _inspect(tmp_path, "opset21", path)
+    assert [(f.rule, f.constraint, f.message) for f in result.findings if f.node is None] == [
+        ("profile-limit", "limit-opset", "limits.opset: model opset 21 outside ..19")]
+
+
 def test_input_only_in_subgraphs_is_a_graph_condition(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     path.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "refuses": [
