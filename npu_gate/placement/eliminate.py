@@ -50,13 +50,16 @@ _MAX_ELEMENTS = 1 << 16  # constants read for the identity test (a BatchNormaliz
 
 
 class _Constants:
-    """Values of the main graph's weights and Constant node outputs, read when first asked."""
+    """Values of the main graph's weights and Constant node outputs, read when first asked, also
+    through Identity nodes (the TorchScript exporter writes a BatchNormalization's running mean as
+    an Identity of its bias when both are zeros)."""
 
     def __init__(self, model: ModelProto | None, weights: set[str]) -> None:
         self._model = model
         self._weights = weights
         self._values: dict[str, np.ndarray | None] = {}
         self._tensors: dict[str, Any] | None = None
+        self._identity: dict[str, str] = {}
 
     def __call__(self, name: str) -> np.ndarray | None:
         if name not in self._values:
@@ -77,6 +80,12 @@ class _Constants:
                     value = next((a.t for a in node.attribute if a.name == "value"), None)
                     if value is not None:
                         self._tensors[node.output[0]] = value
+                elif node.op_type == "Identity" and node.domain in ("", "ai.onnx") and node.input and node.output:
+                    self._identity[node.output[0]] = node.input[0]
+        seen = {name}
+        while name in self._identity and self._identity[name] not in seen:
+            name = self._identity[name]
+            seen.add(name)
         tensor = self._tensors.get(name)
         if tensor is None or tensor.data_location == TensorProto.EXTERNAL or math.prod(tensor.dims) > _MAX_ELEMENTS:
             return None

@@ -108,6 +108,11 @@ def _graph(nodes: list[Any], inits: dict[str, Any], out_shape: list[int] | None 
     # a BatchNormalization of identity parameters, whatever its epsilon; not with a bias
     ("bn-identity-eps", [("BatchNormalization", ["x", "s", "b", "m", "v"], "bn", {"epsilon": 0.1})],
      {"s": [1] * 4, "b": [0] * 4, "m": [0] * 4, "v": [1] * 4}, True),
+    # the mean and variance as Identity nodes of the bias and the scale, as TorchScript exports
+    # random-init torchvision nets (densenet121)
+    ("bn-identity-via-identity", [("Identity", ["b"], "m_id", {}), ("Identity", ["s"], "v_id", {}),
+                                  ("BatchNormalization", ["x", "s", "b", "t0", "t1"], "bn", {})],
+     {"s": [1] * 4, "b": [0] * 4}, True),
     ("bn-bias", [("BatchNormalization", ["x", "s", "b", "m", "v"], "bn", {})],
      {"s": [1] * 4, "b": [0.1] * 4, "m": [0] * 4, "v": [1] * 4}, False),
     ("mul-one", [("Mul", ["x", "k"], "mul", {})], {"k": [1.0]}, True),
@@ -128,8 +133,7 @@ def test_identity_and_into_conv_conditions(tmp_path: Path, name: str, nodes: lis
     made, last = [], "x"
     for i, (op, inputs, node_name, attrs) in enumerate(nodes):
         out = "c" if op == "Conv" else f"t{i}"
-        made.append(helper.make_node(op, [last if n == "x" and i else n for n in inputs], [out], name=node_name,
-                                     **attrs))
+        made.append(helper.make_node(op, inputs, [out], name=node_name, **attrs))
         last = out
     made.append(helper.make_node("Relu", [last], ["y"], name="relu"))
     shape = [2, 4, 8, 8] if name == "mul-one-broadcast" else None
