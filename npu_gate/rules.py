@@ -160,7 +160,9 @@ RULES: dict[str, Rule] = {
             "shapes. Each finding names the limit (constraint `limit-dtypes`, `limit-max-rank`, "
             "...), the value seen and the value allowed; the node is predicted to run on CPU. "
             "A model opset outside `limits.opset` is one finding without a node: the target's "
-            "converter is expected to refuse the model.",
+            "converter is expected to refuse the model. When the profile's `refuses` has an "
+            "`opset-above` entry that matches too, its `compiler-will-refuse` (the compiler's own "
+            "words, with their evidence) is the one finding and this one is not given.",
             placement=True,
         ),
         Rule(

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
+from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SWEEPS, Family, Point
 
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from npu_gate.result.probe import ProbeResult
     from npu_gate.target.profile import Profile
 
-__all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure", "measured_point"]
+__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure",
+           "measured_point"]
 
-RECORD_VERSION = "calibration-1.0"
+RECORD_VERSION = "calibration-1.1"  # 1.1: eliminate and lower points and verdicts (issue 20)
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 
@@ -192,6 +193,8 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
         measured_parts += ", the fusion patterns"
     if derived.rank_adapters:
         measured_parts += ", the rank-adapter rule"
+    if derived.eliminates is not None or derived.lowers is not None:
+        measured_parts += ", the compiler's clean-up entries (eliminates, lowers) whose evidence cites the record"
     text = (f"Calibrated with npu-gate profile calibrate on {evidence}, {record['sweep']} sweep "
             f"({len(record['points'])} points, record {record['record_name']}): {measured_parts} are what the "
             f"compiler did at the sweep points, each citing its family in the record.")
@@ -209,4 +212,8 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
     }
     if extends:
         doc["extends"] = extends
-    return doc | placement_part(derived.ops, derived.patterns, derived.rank_adapters)
+    doc |= placement_part(derived.ops, derived.patterns, derived.rank_adapters)
+    for key, entries in (("eliminates", derived.eliminates), ("lowers", derived.lowers)):
+        if entries is not None:
+            doc[key] = entries  # replaces the base's list: its entries not measured are carried in it
+    return doc

@@ -19,6 +19,15 @@ pattern node, on the NPU) and it matches at least one; a candidate ``rank_adapte
 when it predicts the adapters the compiler added at every adapter point. Every written
 constraint, pattern and rule cites its family in the record; the record lists each family's
 points with what the compiler did.
+
+The compiler's clean-up (profile ``eliminates`` and ``lowers``, docs/target-profiles.md): an
+eliminate family's candidate entry (op and condition) is carried when, at every point, npu_gate
+eliminates the measured node under it exactly where the compiler kept no op of its own for it
+(folded, or fused into a neighbour: the probe's strict rule), and it eliminates at least one; a
+lower family's entry when the compiler ran the node on the NPU at every point, never as an op of
+its own type (as the op the entry names, or merged further, e.g. an Add into a ConvRelu).
+Measured entries replace the base's entries for the same op and condition (a contradicted one
+removes it); the base's other entries are kept with their own evidence.
 """
 
 from __future__ import annotations
@@ -29,13 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, OP, PATTERN, Family, Point
+from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, ELIMINATE, LOWER, OP, PATTERN, Family, Point
 
 if TYPE_CHECKING:
     from npu_gate.result.types import GateResult
     from npu_gate.target.profile import Profile
 
 NPU = "npu"
+ELIMINATED = "eliminated"
 
 
 @dataclass
@@ -43,6 +53,9 @@ class Derived:
     ops: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # the profile's ops
     patterns: list[dict[str, Any]] = field(default_factory=list)
     rank_adapters: dict[str, Any] | None = None
+    # the compiler's clean-up: None when the sweep has no eliminate (lower) family (the base's stands)
+    eliminates: list[dict[str, Any]] | None = None
+    lowers: list[dict[str, Any]] | None = None
     verdicts: dict[str, Any] = field(default_factory=dict)  # per op / pattern / adapter rule, for the record
 
 
@@ -110,6 +123,7 @@ def derive(record: dict[str, Any], families: list[Family], base: Profile | None 
                                              record.get("record_name", ""))
             out.verdicts["rank_adapters"] = verdict
             out.rank_adapters = rule
+        _derive_cleanup(out, families, measured, checker, record, base)
     finally:
         checker.close()
     return out
@@ -258,3 +272,109 @@ def _derive_adapters(family: Family, candidate: dict[str, Any] | None, measured:
     evidence = f"calibration ({record_name}#rank_adapters): the adapters the compiler added at " \
                f"{len(rows)} sweep points ({', '.join(pid for pid, _, _ in rows)}) are the ones this rule predicts"
     return {**candidate, "evidence": evidence}, verdict
+
+
+def compiler_kept_no_op(placement: list[Any], op: str) -> bool:
+    """The probe's strict rule for a node predicted eliminated (ProbeNode.agrees): the compiler
+    folded it, fused it into a neighbour, or it became only ops of other types.
+    ``placement``: [actual, runs_on, became]."""
+    actual, _, became = placement
+    return actual in ("folded", "fused") or (became is not None and not own_op(op, str(became)))
+
+
+def own_op(op: str, became: str) -> bool:
+    """A compiler op named in ``became`` ("ConvRelu", "Conv+AddRelu") is ``op``'s own: its name
+    starts with it (``BatchNormalizationRelu`` is the BatchNormalization with a Relu fused in)."""
+    return any(part.startswith(op) for part in became.split("+"))
+
+
+def _compiler_text(record: dict[str, Any]) -> str:
+    c = record["compiler"]
+    return " ".join(str(c.get(k)) for k in ("name", "version", "target") if c.get(k))
+
+
+def _derive_cleanup(out: Derived, families: list[Family], measured: dict[str, Any], checker: _Checker,
+                    record: dict[str, Any], base: Profile | None) -> None:
+    record_name = record.get("record_name", "")
+    for kind, attr, key in ((ELIMINATE, "eliminates", "when"), (LOWER, "lowers", "to")):
+        chosen = [f for f in families if f.kind == kind and f.rule is not None]
+        if not chosen:
+            continue
+        entries: list[dict[str, Any]] = []
+        covered: set[tuple[str, str]] = set()
+        for family in chosen:
+            rule = family.rule
+            assert rule is not None
+            derive_one = _derive_elimination if kind == ELIMINATE else _derive_lowering
+            entry, verdict = derive_one(family, rule, measured, checker, record_name, _compiler_text(record),
+                                        [f.rule for f in chosen if f.rule is not None])
+            out.verdicts[f"{attr} {rule['op']} {rule[key]}"] = verdict
+            covered.add((rule["op"], rule[key]))
+            if entry is not None:
+                entries.append(entry)
+        base_entries = (getattr(base, attr) if base is not None else None) or []
+        kept = [e for e in base_entries if (e["op"], e[key]) not in covered]
+        # nothing measured nor inherited: left out (an empty list only to remove the base's)
+        setattr(out, attr, entries + kept if entries or base_entries else None)
+
+
+def _cleanup_evidence(compiler: str, record_name: str, family: Family, yes: list[str], no: list[str],
+                      did: str, did_not: str) -> str:
+    text = f"measured by {compiler}: calibration {record_name}#{family.id}, {did} at {', '.join(yes)}"
+    return text + (f"; {did_not} at {', '.join(no)}" if no else "")
+
+
+def _derive_elimination(family: Family, rule: dict[str, Any], measured: dict[str, Any], checker: _Checker,
+                        record_name: str, compiler: str, others: list[dict[str, Any]]) \
+        -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    # A condition may look at neighbours under the same condition (reshape-chain: a Flatten read
+    # by a Reshape of the chain): the trial has the other families' entries of the condition too.
+    trial = [rule, *(o for o in others if o["when"] == rule["when"] and o != rule)]
+    rows = []
+    for point in family.points:
+        m = measured[point.id]
+        name = family.node_of(point)
+        result = checker.inspect(point, {"ops": {}, "eliminates": [{**r, "evidence": "calibration trial"}
+                                                                   for r in trial]})
+        predicted = any(n.name == name and n.placement == ELIMINATED for n in result.nodes)
+        placement = (m.get("nodes") or {}).get(name) if m["status"] == "ok" else None
+        actual = None if placement is None or placement[0] is None else compiler_kept_no_op(placement, rule["op"])
+        rows.append((point.id, predicted, actual))
+    verdict: dict[str, Any] = {
+        "family": family.id,
+        "points": [[pid, ELIMINATED if p else "kept", "not built" if a is None else ELIMINATED if a else "kept"]
+                   for pid, p, a in rows]}
+    wrong = [pid for pid, p, a in rows if a is None or p != a]
+    if wrong or not any(p for _, p, _ in rows):
+        verdict["verdict"] = "contradicted" if wrong else "never eliminated"
+        verdict["contradicted_by"] = wrong
+        return None, verdict
+    verdict["verdict"] = "confirmed"
+    evidence = _cleanup_evidence(compiler, record_name, family, [pid for pid, p, _ in rows if p],
+                                 [pid for pid, p, _ in rows if not p], "eliminated",
+                                 "kept where the condition does not hold")
+    return {**rule, "evidence": evidence, "doc": f"{record_name}#{family.id}"}, verdict
+
+
+def _derive_lowering(family: Family, rule: dict[str, Any], measured: dict[str, Any], _checker: _Checker,
+                     record_name: str, compiler: str, _others: list[dict[str, Any]]) \
+        -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    rows = []
+    for point in family.points:
+        m = measured[point.id]
+        placement = (m.get("nodes") or {}).get(family.node_of(point)) if m["status"] == "ok" else None
+        # on the NPU, and not as an op of its own type (the Add may itself be merged into a ConvRelu)
+        lowered = placement is not None and placement[1] == NPU and placement[2] is not None \
+            and not own_op(rule["op"], str(placement[2]))
+        rows.append((point.id, lowered))
+    verdict: dict[str, Any] = {"family": family.id,
+                               "points": [[pid, "lowered" if yes else "not lowered"] for pid, yes in rows]}
+    wrong = [pid for pid, yes in rows if not yes]
+    if wrong:
+        verdict["verdict"] = "contradicted"
+        verdict["contradicted_by"] = wrong
+        return None, verdict
+    verdict["verdict"] = "confirmed"
+    evidence = _cleanup_evidence(compiler, record_name, family, [pid for pid, _ in rows], [],
+                                 f"run on the NPU as other ops than {rule['op']}", "")
+    return {**rule, "evidence": evidence, "doc": f"{record_name}#{family.id}"}, verdict

@@ -10,7 +10,12 @@ keeps them only when they predict every point. Kinds:
 - ``pattern``: whether the compiler fused the point's pattern nodes (every node but the
   context ones) into one op, against whether the candidate pattern rule ``pattern`` matches;
 - ``adapter``: the rank adapters the compiler added at the graph inputs and outputs, against
-  what the candidate ``rank_adapters`` rule predicts.
+  what the candidate ``rank_adapters`` rule predicts;
+- ``eliminate``: whether the compiler kept an op of its own for node ``Point.node``, against
+  whether the family's ``rule`` (an ``eliminates`` entry: op and condition) eliminates it; the
+  points include near misses, where the condition does not hold;
+- ``lower``: whether the compiler ran node ``Point.node`` on the NPU as the op the family's
+  ``rule`` (a ``lowers`` entry) names.
 
 Unless a point says otherwise its input is x: float32 [1, 16, 32, 32] and the models use
 opset 17, which RKNN-Toolkit2 accepts (it refuses opsets above 19).
@@ -26,7 +31,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-OP, PATTERN, ADAPTER = "op", "pattern", "adapter"
+OP, PATTERN, ADAPTER, ELIMINATE, LOWER = "op", "pattern", "adapter", "eliminate", "lower"
 X = [1, 16, 32, 32]
 _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "int8": TensorProto.INT8,
            "int32": TensorProto.INT32, "int64": TensorProto.INT64, "bool": TensorProto.BOOL}
@@ -49,6 +54,7 @@ class Family:
     kind: str = OP
     pattern: str | None = None  # pattern families: the candidate pattern rule's name
     note: str | None = None  # what the sweep varies, or why the vocabulary cannot say more
+    rule: dict[str, Any] | None = None  # eliminate / lower families: the candidate entry (no evidence)
 
     def node_of(self, point: Point) -> str:
         return point.node or self.op.lower()
@@ -355,6 +361,17 @@ def slice_family() -> Family:
                   note="steps (input 4's values) 1, 2 and -1 over C, H, W")
 
 
+def slice_axis0_family() -> Family:
+    """The vendor's "batchsize: 1" remark for Slice, read as dim 0 at most 1 (rknn-toolkit2-v2.1's
+    slice-batch-1), against slices on axis 0 of a dim 0 above 1 (a q/k/v split of attention)."""
+    def point(pid: str, shape: list[int]) -> Point:
+        return between(pid, "Slice", shape, {"starts": i64(0), "ends": i64(1), "axes": i64(0), "steps": i64(1)},
+                       ["starts", "ends", "axes", "steps"])
+    return Family("slice-axis0", "Slice", [point("slice-axis0-2x16x8x8", [2, 16, 8, 8]),
+                                           point("slice-axis0-3x1x4x8x16", [3, 1, 4, 8, 16])],
+                  note="one Slice on axis 0 of a 4-D input of dim 0 2 and a 5-D one of dim 0 3 (step 1)")
+
+
 def _pad(axes_name: str, pads: list[int], mode: str = "constant") -> Point:
     return between(f"pad-{axes_name}-{mode}", "Pad", X, {"pads": i64(*pads)}, ["pads"], mode=mode)
 
@@ -567,6 +584,143 @@ def adapter_families() -> list[Family]:
                    note="Relu on inputs of rank 1, 2, 3 and 5, last dim around multiples of 8")]
 
 
+# --- the compiler's clean-up: eliminate and lower families --------------------------------
+
+def _chain(pid: str, body: list[onnx.NodeProto], inits: dict[str, Any] | None = None, node_: str | None = None,
+           shape: list[int] | None = None, opset: int = 17, conv: bool = False) -> Point:
+    """x -> Relu (or a 3x3 Conv when ``conv``) named before writing a -> ``body`` (reading a,
+    writing t) -> Relu named after -> y: the measured node sits inside the graph, as in networks."""
+    def build() -> onnx.ModelProto:
+        c = (shape or X)[1]
+        head = node("Conv", ["x", "cw"], ["a"], name="before", kernel_shape=[3, 3], pads=[1, 1, 1, 1]) if conv \
+            else node("Relu", ["x"], ["a"], name="before")
+        weights = {"cw": f32(c, c, 3, 3, seed=7)} if conv else {}
+        return model([head, *body, node("Relu", ["t"], ["y"], name="after")], {"x": ("float32", shape or X)},
+                     {**weights, **(inits or {})}, opset=opset)
+    return Point(pid, build, node_)
+
+
+def _bn_inits(scale: float | None = None, bias: float = 0.0, mean: float = 0.0, var: float = 1.0) -> dict[str, Any]:
+    """A BatchNormalization's parameters over 16 channels: the values given, or random (None)."""
+    if scale is None:
+        return {"s": f32(16, seed=1), "b": f32(16, seed=2), "m": f32(16, seed=3), "v": f32(16, seed=4)}
+    return {"s": f32(16, value=scale), "b": f32(16, value=bias), "m": f32(16, value=mean), "v": f32(16, value=var)}
+
+
+def _bn(epsilon: float = 1e-5) -> onnx.NodeProto:
+    return node("BatchNormalization", ["a", "s", "b", "m", "v"], ["t"], name="bn", epsilon=epsilon)
+
+
+def _eliminates(op: str, when: str) -> dict[str, Any]:
+    return {"op": op, "when": when}
+
+
+def cleanup_families() -> list[Family]:
+    """What RKNN-Toolkit2 removes before placement (its remove_invalid_*, fuse_*_into_conv,
+    bypass_* rewrites), each condition with near misses where it does not hold."""
+    cast = {t: getattr(TensorProto, t) for t in ("FLOAT", "FLOAT16", "INT32")}
+    reshape_back = [node("Reshape", ["a", "s1"], ["r1"], name="resh1"),
+                    node("Reshape", ["r1", "s2"], ["t"], name="resh2")]
+    shapes = {"s1": i64(1, 16, 1024), "s2": i64(*X)}
+    flat = [node("Flatten", ["a"], ["f"], name="flat", axis=1), node("Reshape", ["f", "s2"], ["t"], name="resh2")]
+    unsq = [node("Unsqueeze", ["a", "ax"], ["u"], name="unsq"), node("Squeeze", ["u", "ax"], ["t"], name="sq")]
+    pair = [node("Transpose", ["a"], ["t1"], name="t1", perm=[0, 2, 3, 1]),
+            node("Transpose", ["t1"], ["t"], name="t2", perm=[0, 3, 1, 2])]
+    shuffle = [node("Reshape", ["a", "g"], ["r1"], name="split"), node("Transpose", ["r1"], ["p"], name="swap",
+                                                                       perm=[0, 2, 1, 3, 4]),
+               node("Reshape", ["p", "s2"], ["t"], name="merge")]
+
+    def gemm_head() -> onnx.ModelProto:
+        return model([node("Relu", ["x"], ["a"], name="before"), node("GlobalAveragePool", ["a"], ["g"], name="gap"),
+                      node("Flatten", ["g"], ["f"], name="flat", axis=1),
+                      node("Gemm", ["f", "w", "b"], ["y"], name="fc", transB=1)],
+                     None, {"w": f32(10, 16), "b": f32(10)})
+
+    def mul(pid: str, value: np.ndarray, conv: bool = True, shared: bool = False) -> Point:
+        if not shared:
+            return _chain(pid, [node("Mul", ["a", "k"], ["t"], name="mul")], {"k": value}, "mul", conv=conv)
+
+        def build() -> onnx.ModelProto:
+            return model([node("Conv", ["x", "cw"], ["a"], name="before", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                          node("Mul", ["a", "k"], ["t"], name="mul"), node("Add", ["t", "a"], ["y"], name="after")],
+                         None, {"cw": f32(16, 16, 3, 3, seed=7), "k": value})
+        return Point(pid, build, "mul")
+
+    def bn_shared() -> onnx.ModelProto:
+        return model([node("Conv", ["x", "cw"], ["a"], name="before", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), _bn(),
+                      node("Add", ["t", "a"], ["y"], name="after")], None,
+                     {"cw": f32(16, 16, 3, 3, seed=7), **_bn_inits()})
+
+    def sum3() -> onnx.ModelProto:
+        convs = [node("Conv", ["x", f"w{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+                 for i in range(3)]
+        return model([*convs, node("Sum", ["c0", "c1", "c2"], ["s"], name="sum"),
+                      node("Relu", ["s"], ["y"], name="after")], None,
+                     {f"w{i}": f32(16, 16, 3, 3, seed=i) for i in range(3)})
+
+    def sum2() -> onnx.ModelProto:
+        return model([node("Relu", ["x"], ["a"], name="before"),
+                      node("Conv", ["x", "w0"], ["c0"], name="conv0", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+                      node("Sum", ["c0", "a"], ["s"], name="sum"), node("Relu", ["s"], ["y"], name="after")],
+                     None, {"w0": f32(16, 16, 3, 3)})
+
+    cleanup = [
+        ("identity", _eliminates("Identity", "always"), [_chain("identity-between-relus",
+                                                                  [node("Identity", ["a"], ["t"])])]),
+        ("dropout", _eliminates("Dropout", "always"), [
+            _chain("dropout-opset17", [node("Dropout", ["a"], ["t"])]),
+            _chain("dropout-opset9", [node("Dropout", ["a"], ["t"])], opset=9)]),
+        ("cast-same-dtype", _eliminates("Cast", "same-dtype"), [
+            _chain("cast-float32-to-float32", [node("Cast", ["a"], ["t"], to=cast["FLOAT"])])]),
+        ("cast-float-to-float", _eliminates("Cast", "float-to-float"), [
+            _chain("cast-float32-to-float16", [node("Cast", ["a"], ["t"], to=cast["FLOAT16"])]),
+            _chain("cast-float32-to-float16-after-conv", [node("Cast", ["a"], ["t"], to=cast["FLOAT16"])], conv=True),
+            _chain("cast-float16-to-float32",
+                   [node("Cast", ["a"], ["h"], name="to_half", to=cast["FLOAT16"]),
+                    node("Cast", ["h"], ["t"], to=cast["FLOAT"])]),
+            _chain("cast-float32-to-int32-and-back", [node("Cast", ["a"], ["i"], to=cast["INT32"]),
+                                                      node("Cast", ["i"], ["t"], name="to_float", to=cast["FLOAT"])])]),
+        ("reshape-chain", _eliminates("Reshape", "reshape-chain"), [
+            _chain("reshape-chain-back-first", reshape_back, shapes, "resh1"),
+            _chain("reshape-chain-back-last", reshape_back, shapes, "resh2")]),
+        ("flatten-reshape-chain", _eliminates("Flatten", "reshape-chain"), [
+            _chain("flatten-reshape-back", flat, shapes, "flat")]),
+        ("unsqueeze-reshape-chain", _eliminates("Unsqueeze", "reshape-chain"), [
+            _chain("unsqueeze-squeeze-first", unsq, {"ax": i64(0)}, "unsq")]),
+        ("squeeze-reshape-chain", _eliminates("Squeeze", "reshape-chain"), [
+            _chain("unsqueeze-squeeze-last", unsq, {"ax": i64(0)}, "sq")]),
+        ("transpose-inverse-pair", _eliminates("Transpose", "inverse-transpose-pair"), [
+            _chain("transpose-pair-first", pair, None, "t1"), _chain("transpose-pair-second", pair, None, "t2")]),
+        ("reshape-around-transpose", _eliminates("Reshape", "around-transpose"), [
+            _chain("shuffle-after-conv-first", shuffle, {"g": i64(1, 2, 8, 32, 32), **shapes}, "split", conv=True),
+            _chain("shuffle-after-conv-last", shuffle, {"g": i64(1, 2, 8, 32, 32), **shapes}, "merge", conv=True)]),
+        ("flatten-into-gemm", _eliminates("Flatten", "into-gemm"), [Point("flatten-before-gemm", gemm_head, "flat")]),
+        ("batchnormalization-into-conv", _eliminates("BatchNormalization", "into-conv"), [
+            _chain("batchnormalization-after-conv", [_bn()], _bn_inits(), "bn", conv=True),
+            Point("batchnormalization-after-conv-output-shared", bn_shared, "bn"),
+            _chain("batchnormalization-after-relu", [_bn()], _bn_inits(), "bn")]),
+        ("batchnormalization-identity", _eliminates("BatchNormalization", "identity"), [
+            _chain("batchnormalization-identity", [_bn()], _bn_inits(1, 0, 0, 1), "bn"),
+            _chain("batchnormalization-identity-epsilon-0.1", [_bn(0.1)], _bn_inits(1, 0, 0, 1), "bn"),
+            _chain("batchnormalization-bias-0.1", [_bn()], _bn_inits(1, 0.1, 0, 1), "bn"),
+            _chain("batchnormalization-variance-2", [_bn()], _bn_inits(1, 0, 0, 2), "bn")]),
+        ("mul-into-conv", _eliminates("Mul", "into-conv"), [
+            mul("mul-scalar-after-conv", f32(1, value=1.38)), mul("mul-per-channel-after-conv", f32(1, 16, 1, 1)),
+            mul("mul-tensor-after-conv", f32(1, 16, 32, 32)),
+            mul("mul-scalar-after-conv-output-shared", f32(1, value=1.38), shared=True)]),
+        ("mul-identity", _eliminates("Mul", "identity"), [
+            mul("mul-by-one", f32(1, value=1.0), conv=False), mul("mul-by-1.38", f32(1, value=1.38), conv=False)]),
+        ("concat-identity", _eliminates("Concat", "identity"), [
+            _chain("concat-one-input", [node("Concat", ["a"], ["t"], axis=1)]),
+            _chain("concat-two-inputs", [node("Concat", ["a", "a"], ["t"], axis=1)])]),
+    ]
+    out = [Family(f"eliminate-{name}", rule["op"], points, kind=ELIMINATE, rule=rule) for name, rule, points in cleanup]
+    out.append(Family("lower-sum-to-add", "Sum", [Point("sum-three-convs", sum3, "sum"),
+                                                  Point("sum-two-inputs", sum2, "sum")],
+                      kind=LOWER, rule={"op": "Sum", "to": "Add"}))
+    return out
+
+
 # --- the sweeps ---------------------------------------------------------------------------
 
 def _tiny_transpose(d: int) -> Point:
@@ -591,8 +745,9 @@ def tiny() -> list[Family]:
 def standard() -> list[Family]:
     """The sweep behind the built-in rknn-rk3588 profile."""
     return [*conv_families(), convtranspose_family(), *resize_families(), *pool_families(), *reshape_families(),
-            transpose_family(), slice_family(), pad_family(), *unary_families(), *binary_families(),
-            *rank_families(), *matmul_families(), *recurrent_families(), *pattern_families(), *adapter_families()]
+            transpose_family(), slice_family(), slice_axis0_family(), pad_family(), *unary_families(),
+            *binary_families(), *rank_families(), *matmul_families(), *recurrent_families(), *pattern_families(),
+            *adapter_families(), *cleanup_families()]
 
 
 SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard}

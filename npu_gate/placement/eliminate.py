@@ -16,7 +16,15 @@ counted after this pass. Conditions (``when``):
   triplet (a channel shuffle), each read only by the next: the compiler keeps the Transpose
   (or merges all three into a Conv before it);
 - ``into-gemm``: a node whose output only Gemm nodes read (a Flatten before a classifier's
-  Gemm: the compiler's Gemm takes the unflattened tensor).
+  Gemm: the compiler's Gemm takes the unflattened tensor);
+- ``into-conv``: a BatchNormalization, or a Mul by a constant that is a scalar or one value
+  per channel, whose data input is a Conv's output that only it reads (the compiler folds it
+  into the Conv's weights);
+- ``identity``: a node that returns its input unchanged: a BatchNormalization whose constant
+  scale, bias, mean and variance are 1, 0, 0 and 1 (its epsilon not looked at), a Mul by a
+  constant 1, a Concat of one input;
+- ``float-to-float``: a Cast from float32 or float16 to float32 or float16 (the target
+  computes in float16: the Cast changes nothing there).
 
 Only nodes the placement neither folded nor matched in a fusion pattern are considered; a
 graph output is never eliminated (a graph output must be written by some op).
@@ -25,14 +33,66 @@ graph output is never eliminated (a graph output must be written by some op).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, dtype_name
 from npu_gate.placement.place import Placement
 from npu_gate.result.types import ELIMINATED, FOLDED
 
+if TYPE_CHECKING:
+    import numpy as np
+    from onnx import ModelProto
+
 RESHAPE_LIKE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+FLOATS = frozenset({"float32", "float16"})
+_MAX_ELEMENTS = 1 << 16  # constants read for the identity test (a BatchNormalization's parameters)
+
+
+class _Constants:
+    """Values of the main graph's weights and Constant node outputs, read when first asked, also
+    through Identity nodes (the TorchScript exporter writes a BatchNormalization's running mean as
+    an Identity of its bias when both are zeros)."""
+
+    def __init__(self, model: ModelProto | None, weights: set[str]) -> None:
+        self._model = model
+        self._weights = weights
+        self._values: dict[str, np.ndarray | None] = {}
+        self._tensors: dict[str, Any] | None = None
+        self._identity: dict[str, str] = {}
+
+    def __call__(self, name: str) -> np.ndarray | None:
+        if name not in self._values:
+            self._values[name] = self._read(name)
+        return self._values[name]
+
+    def _read(self, name: str) -> np.ndarray | None:
+        import math
+
+        from onnx import TensorProto, numpy_helper
+
+        if self._model is None:
+            return None
+        if self._tensors is None:
+            self._tensors = {i.name: i for i in self._model.graph.initializer if i.name in self._weights}
+            for node in self._model.graph.node:
+                if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+                    value = next((a.t for a in node.attribute if a.name == "value"), None)
+                    if value is not None:
+                        self._tensors[node.output[0]] = value
+                elif node.op_type == "Identity" and node.domain in ("", "ai.onnx") and node.input and node.output:
+                    self._identity[node.output[0]] = node.input[0]
+        seen = {name}
+        while name in self._identity and self._identity[name] not in seen:
+            name = self._identity[name]
+            seen.add(name)
+        tensor = self._tensors.get(name)
+        if tensor is None or tensor.data_location == TensorProto.EXTERNAL or math.prod(tensor.dims) > _MAX_ELEMENTS:
+            return None
+        try:
+            return numpy_helper.to_array(tensor)
+        except Exception:  # malformed data: the onnx-checker finding says so
+            return None
 
 
 @dataclass(frozen=True)
@@ -41,17 +101,21 @@ class _Graph:
     readers: Mapping[str, list[NodeFacts]]  # tensor -> the nodes reading it
     made_by: Mapping[str, NodeFacts]  # tensor -> the node writing it
     by_op: Mapping[str, list[dict[str, Any]]]  # op -> its rules
+    constants: _Constants = field(default_factory=lambda: _Constants(None, set()))
 
 
-def eliminate(facts: GraphFacts, rules: list[dict[str, Any]] | None, placements: list[Placement]) -> int:
+def eliminate(facts: GraphFacts, rules: list[dict[str, Any]] | None, placements: list[Placement],
+              model: ModelProto | None = None) -> int:
     """Mark the nodes ``rules`` (a profile's ``eliminates``) say the compiler removes as
-    ``eliminated``, with the rule as reason; returns how many."""
+    ``eliminated``, with the rule as reason; returns how many. ``model``: where the ``identity``
+    and ``into-conv`` tests read constants (without it they never hold)."""
     if not rules:
         return 0
     by_op: dict[str, list[dict[str, Any]]] = {}
     for rule in rules:
         by_op.setdefault(rule["op"], []).append(rule)
-    graph = _Graph(facts, _readers(facts.nodes), {o: n for n in facts.nodes for o in n.outputs if o}, by_op)
+    graph = _Graph(facts, _readers(facts.nodes), {o: n for n in facts.nodes for o in n.outputs if o}, by_op,
+                   _Constants(model, facts.initializers))
     outputs = {o.name for o in facts.outputs}
     count = 0
     for node in facts.nodes:
@@ -93,6 +157,15 @@ def _holds(when: str, node: NodeFacts, graph: _Graph) -> bool:
     if when == "into-gemm":
         after = graph.readers.get(node.outputs[0], []) if node.outputs else []
         return bool(after) and all(r.op_type == "Gemm" and r.domain in ("", "ai.onnx") for r in after)
+    if when == "into-conv":
+        return _into_conv(node, graph)
+    if when == "identity":
+        return _identity(node, graph)
+    if when == "float-to-float":
+        source = graph.facts.tensors.get(node.inputs[0]) if node.inputs else None
+        to = node.attributes.get("to")
+        return (node.op_type == "Cast" and source is not None and source.dtype in FLOATS and isinstance(to, int)
+                and dtype_name(to) in FLOATS)
     if when == "inverse-transpose-pair":
         before = graph.made_by.get(node.inputs[0]) if node.inputs else None
         return _inverse_pair(node, graph.readers) or (before is not None and _inverse_pair(before, graph.readers))
@@ -154,3 +227,56 @@ def _inverse_pair(node: NodeFacts, readers: Mapping[str, list[NodeFacts]]) -> bo
     if not isinstance(first, list) or not isinstance(second, list) or len(first) != len(second):
         return False
     return [first[p] for p in second] == list(range(len(first)))
+
+
+def _constant_operand(node: NodeFacts, graph: _Graph) -> tuple[str, np.ndarray] | None:
+    """(the other input, the constant's value) of a two-input node with exactly one constant input."""
+    if len(node.inputs) != 2:
+        return None
+    values = [graph.constants(name) if name else None for name in node.inputs]
+    if (values[0] is None) == (values[1] is None):
+        return None
+    k = 0 if values[0] is not None else 1
+    value = values[k]
+    assert value is not None
+    return node.inputs[1 - k], value
+
+
+def _into_conv(node: NodeFacts, graph: _Graph) -> bool:
+    if node.op_type == "BatchNormalization":
+        data = node.inputs[0] if node.inputs else ""
+    elif node.op_type == "Mul":
+        operand = _constant_operand(node, graph)
+        if operand is None:
+            return False
+        data, value = operand
+        out = graph.facts.tensors.get(node.outputs[0]) if node.outputs else None
+        if out is None or not out.static or out.shape is None or len(out.shape) < 2:
+            return False
+        shape = [1] * (len(out.shape) - value.ndim) + list(value.shape)
+        if len(shape) != len(out.shape) or any(d != 1 for i, d in enumerate(shape) if i != 1):
+            return False  # not a scalar nor one value per channel
+    else:
+        return False
+    conv = graph.made_by.get(data)
+    return (conv is not None and conv.op_type == "Conv" and conv.domain in ("", "ai.onnx")
+            and [r.index for r in graph.readers.get(data, [])] == [node.index])
+
+
+def _identity(node: NodeFacts, graph: _Graph) -> bool:
+    if node.op_type == "Concat":
+        return len([i for i in node.inputs if i]) == 1
+    if node.op_type == "Mul":
+        operand = _constant_operand(node, graph)
+        if operand is None:
+            return False
+        data, value = operand
+        source, out = graph.facts.tensors.get(data), graph.facts.tensors.get(node.outputs[0])
+        # broadcasting a 1 must not change the shape either
+        return (value.size > 0 and bool((value == 1).all()) and source is not None and out is not None
+                and source.static and source.shape == out.shape)
+    if node.op_type == "BatchNormalization" and len(node.inputs) >= 5 and sum(1 for o in node.outputs if o) == 1:
+        params = [graph.constants(name) for name in node.inputs[1:5]]
+        return all(p is not None and p.size > 0 and bool((p == want).all())
+                   for p, want in zip(params, (1, 0, 0, 1), strict=True))
+    return False

@@ -30,6 +30,7 @@ class Refusal:
     node: str | None = None
     op_type: str | None = None
     subject: str | None = None  # a graph input, for input-only-in-subgraph
+    graph: str | None = None  # the graph condition matched (opset-above, ...); None for a node pattern
 
 
 def refusals(
@@ -88,7 +89,7 @@ def _refusal(rule: dict[str, Any], matched: str, *, node: NodeFacts | None = Non
     else:
         text = f"{matched} (the compiler's wording is not known)"
     return Refusal(id=rule["id"], message=text, evidence=rule["evidence"], node=node.name if node else None,
-                   op_type=node.key if node else None, subject=name)
+                   op_type=node.key if node else None, subject=name, graph=rule.get("graph"))
 
 
 def _fill(wording: str, fields: dict[str, str]) -> str:

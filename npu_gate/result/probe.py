@@ -77,8 +77,9 @@ class ProbeNode:
         if self.predicted is None or self.actual is None or self.adapter:
             return None
         if self.predicted == ELIMINATED:
+            # "BatchNormalizationRelu" is the node's own op with a Relu fused in; "Relu" is not
             return self.actual in (FOLDED, FUSED) or (
-                self.became is not None and self.op_type not in self.became.split("+"))
+                self.became is not None and not any(part.startswith(self.op_type) for part in self.became.split("+")))
         if self.actual == FOLDED:
             return self.predicted == FOLDED
         return self.predicted == self.runs_on

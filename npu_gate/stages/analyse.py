@@ -170,7 +170,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
-    eliminate(facts, settings.profile.eliminates, placements)  # partitions are counted after it
+    eliminate(facts, settings.profile.eliminates, placements, inferred)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
@@ -262,7 +262,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(make_finding("onnx-checker", f"full check: {a.strict_error}", node=node if node in known else None))
     if a.shape_error:
         out.append(make_finding("shape-inference", a.shape_error))
-    if a.opset_limit is not None:
+    if a.opset_limit is not None and not _opset_refused(a):
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
     out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
                          constraint=r.id, evidence=r.evidence) for r in a.refusals]
@@ -277,6 +277,13 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
     return out
+
+
+def _opset_refused(a: Analysis) -> bool:
+    """The model's opset, outside the profile's limit, is above the compiler's maximum too (a
+    ``refuses`` opset-above entry matched): that entry's ``compiler-will-refuse``, in the compiler's
+    own words and with its evidence, is the one finding for it (issue 20)."""
+    return any(r.graph == "opset-above" for r in a.refusals)
 
 
 def analysed(model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None) -> None:

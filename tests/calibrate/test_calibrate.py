@@ -16,7 +16,7 @@ import pytest
 from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_document, record_json
 from npu_gate.calibrate.diff import diff_profiles
 from npu_gate.calibrate.infer import compiler_fused, derive
-from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, X, between, single
+from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, X, between, single
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
 from npu_gate.result.probe import ACTUALS, STATUSES
@@ -50,12 +50,13 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
         for family in families:
             for point in family.points:
                 nodes = {n.name for n in point.build().graph.node}
-                if family.kind == OP:
+                if family.kind in (OP, ELIMINATE, LOWER):
                     assert family.node_of(point) in nodes, point.id
+                assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
-    assert sum(len(f.points) for f in standard) == 335
+    assert sum(len(f.points) for f in standard) == 372
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
-    assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER}
+    assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
 
 def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path) -> None:
@@ -240,6 +241,57 @@ def test_the_builtin_record_says_what_was_measured() -> None:
     assert "rknn-rk3588" in builtin_profile_names() and "rknn-rk3588.calibration" not in builtin_profile_names()
 
 
+def test_the_cleanup_verdicts_of_the_builtin_record() -> None:
+    """Every eliminate and lower family of the standard sweep confirmed on RKNN-Toolkit2 2.5.0, with
+    its near misses; the written entries replace the base's hand-measured ones (#20)."""
+    verdicts = _builtin_record()["verdicts"]
+    cleanup = {k: v for k, v in verdicts.items() if k.startswith(("eliminates ", "lowers "))}
+    assert {k: v["verdict"] for k, v in cleanup.items()} == {k: "confirmed" for k in cleanup}
+    assert cleanup["eliminates BatchNormalization identity"]["points"] == [
+        ["batchnormalization-identity", "eliminated", "eliminated"],
+        ["batchnormalization-identity-epsilon-0.1", "eliminated", "eliminated"],
+        ["batchnormalization-bias-0.1", "kept", "kept"], ["batchnormalization-variance-2", "kept", "kept"]]
+    assert cleanup["lowers Sum Add"]["points"] == [["sum-three-convs", "lowered"], ["sum-two-inputs", "lowered"]]
+    profile = load_profile("rknn-rk3588")
+    assert [(e["op"], e["when"]) for e in profile.eliminates or []] == [
+        ("Identity", "always"), ("Dropout", "always"), ("Cast", "same-dtype"), ("Cast", "float-to-float"),
+        ("Reshape", "reshape-chain"), ("Flatten", "reshape-chain"), ("Unsqueeze", "reshape-chain"),
+        ("Squeeze", "reshape-chain"), ("Transpose", "inverse-transpose-pair"), ("Reshape", "around-transpose"),
+        ("Flatten", "into-gemm"), ("BatchNormalization", "into-conv"), ("BatchNormalization", "identity"),
+        ("Mul", "into-conv"), ("Mul", "identity"), ("Concat", "identity")]
+    assert all(e["evidence"].startswith("measured by rknn-toolkit2 2.5.0 rk3588: calibration "
+                                        "rknn-rk3588.calibration.json#") for e in profile.eliminates or [])
+    assert [(e["op"], e["to"]) for e in profile.lowers or []] == [("Sum", "Add")]
+    # the vendor's "batchsize: 1" for Slice, contradicted by slices on axis 0 on the NPU, is dropped
+    assert verdicts["Slice"]["dropped_from_base"] == ["slice-batch-1"]
+
+
+def test_a_contradicted_cleanup_entry_removes_the_bases_and_unmeasured_ones_are_kept() -> None:
+    """An Identity the compiler kept (its own op, on the NPU) contradicts ``Identity always``: not
+    written, and the base's entry for it goes; the base's other entries stay with their evidence."""
+    from npu_gate.calibrate.sweeps import cleanup_families
+
+    family = next(f for f in cleanup_families() if f.id == "eliminate-identity")
+    sums = next(f for f in cleanup_families() if f.id == "lower-sum-to-add")
+    points = [{"point": "identity-between-relus", "family": family.id, "status": "ok", "seconds": 0,
+               "nodes": {"before": ["npu", "npu", None], "identity": ["npu", "npu", None],
+                         "after": ["npu", "npu", None]}},
+              {"point": "sum-three-convs", "family": sums.id, "status": "ok", "seconds": 0,
+               "nodes": {"sum": ["npu", "npu", "ConvRelu"]}},
+              {"point": "sum-two-inputs", "family": sums.id, "status": "ok", "seconds": 0,
+               "nodes": {"sum": ["cpu", "cpu", None]}}]
+    record = {"record_name": "cal.calibration.json", "compiler": {"name": "c", "version": "1", "target": "t"},
+              "points": points}
+    base = load_profile("rknn-toolkit2-v2.1")
+    derived = derive(record, [family, sums], base)
+    assert derived.verdicts["eliminates Identity always"] == {
+        "family": "eliminate-identity", "points": [["identity-between-relus", "eliminated", "kept"]],
+        "verdict": "contradicted", "contradicted_by": ["identity-between-relus"]}
+    assert derived.verdicts["lowers Sum Add"]["contradicted_by"] == ["sum-two-inputs"]
+    assert derived.eliminates == [e for e in base.eliminates or [] if e["op"] != "Identity"]
+    assert derived.lowers == []  # the base's Sum lowering, contradicted, is removed
+
+
 def test_reshape_is_unexplained_by_the_points_beyond_rank_2() -> None:
     """[1,C] alone said "last dim a multiple of 8"; the points at other ranks and shapes contradict
     it, and the channel shuffle's Reshapes are folded away, so nothing is claimed for Reshape."""
@@ -302,7 +354,7 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
             for op in ("Resize", "Slice", "Pad")} == {
         "Resize": ("constrained", ["resize-linear-not-align-corners", "resize-linear-scales-measured",
                                    "resize-mode-nearest-or-linear"], 93, 72),
-        "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 8, 5),
+        "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 10, 7),
         "Pad": ("constrained", ["pad-not-c-and-h"], 6, 5)}
     written = {op: {c["id"]: c for c in profile["ops"][op]["constraints"]} for op in ("Resize", "Slice", "Pad")}
     ratios = [0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8]  # every one measured on the NPU, no other
@@ -328,7 +380,7 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
             "rknn-rk3588.calibration.json#Pad"]
     assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
         "in calibration Slice ran on CPU (or was not built) at every sweep point failing this constraint "
-        "(3 of 8 points off the NPU; rknn-rk3588.calibration.json#Slice)")
+        "(3 of 10 points off the NPU; rknn-rk3588.calibration.json#Slice)")
 
 
 MEASURED = ("in calibration Resize ran on CPU (or was not built) at every sweep point failing this constraint "
@@ -811,6 +863,26 @@ def test_calibrate_with_rknn_toolkit2(run_cli, tmp_path: Path) -> None:
         ("averagepool-k3-s1-pad1-include0", "cpu"), ("averagepool-k3-s1-pad1-include1", "npu"),
         ("averagepool-k3-s1-pad0-include0", "npu"), ("relu-1x16x32x32", "npu"), ("erf-1x16x32x32", "cpu")]
     load_profile(str(out))
+
+
+@pytest.mark.rknn
+def test_the_cleanup_families_measured_again_give_the_records_points(tmp_path: Path) -> None:
+    """The compiler facts behind rknn-rk3588's eliminates and lowers (#20), measured again."""
+    if not (RKNN_VENV / "npu-gate-probe.json").exists():
+        pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
+    from npu_gate.calibrate.sweeps import cleanup_families
+    from npu_gate.probe import get_compiler
+
+    compiler = get_compiler("rknn")
+    families = [*cleanup_families(), *(f for f in SWEEPS["standard"]() if f.id == "slice-axis0")]
+    measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), families)
+    checked_in = {p["point"]: p for p in _builtin_record()["points"]}
+
+    def facts(p: dict[str, Any]) -> Any:
+        return p["status"], p.get("device"), p.get("nodes")
+
+    assert {p["point"]: facts(p) for p in measured["points"]} == \
+        {p.id: facts(checked_in[p.id]) for f in families for p in f.points}
 
 
 def test_a_diff_against_typo_fails_before_the_sweep(run_cli, tmp_path: Path, monkeypatch) -> None:

@@ -131,8 +131,63 @@ def shuffle() -> onnx.ModelProto:
                   [w1, *consts])
 
 
+def _const(name: str, value: object, shape: list[int] | None = None) -> onnx.TensorProto:
+    array = np.asarray(value, np.float32)
+    return numpy_helper.from_array(array if shape is None else np.broadcast_to(array, shape).copy(), name)
+
+
+def _bn(name: str, x: str, y: str, identity: bool) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
+    """A BatchNormalization over 8 channels: an identity one (1, 0, 0, 1, as random-init torchvision
+    nets have) or one with other parameters."""
+    values = (1, 0, 0, 1) if identity else (0.5, 0.1, 0.2, 2.0)
+    params = [_const(f"{name}_{k}", v, [8]) for k, v in zip("sbmv", values, strict=True)]
+    return helper.make_node("BatchNormalization", [x, *(t.name for t in params)], [y], name=name), params
+
+
+def dense() -> onnx.ModelProto:
+    """A DenseNet-like block: Concat of one input, identity BatchNormalization, Relu, Conv, a
+    BatchNormalization the Conv's output feeds alone, Relu, Concat of two, identity BN, Mul by 1, Conv."""
+    c1, w1 = _conv("c1", "x", "a")
+    c2, w2 = _conv("c2", "r1", "b")
+    node = helper.make_node
+    bn1, p1 = _bn("bn1", "k1", "n1", True)
+    bn2, p2 = _bn("bn2", "b", "n2", False)
+    bn3 = node("BatchNormalization", ["k2", "bn3_s", "bn3_b", "bn3_m", "bn3_v"], ["n3"], name="bn3")
+    p3 = [_const(f"bn3_{k}", v, [16]) for k, v in zip("sbmv", (1, 0, 0, 1), strict=True)]
+    w3 = numpy_helper.from_array(np.random.default_rng(3).random((8, 16, 1, 1), dtype=np.float32), "c3_w")
+    return _model([c1, node("Concat", ["a"], ["k1"], name="cat1", axis=1), bn1,
+                   node("Relu", ["n1"], ["r1"], name="relu1"), c2, bn2, node("Relu", ["n2"], ["r2"], name="relu2"),
+                   node("Concat", ["a", "r2"], ["k2"], name="cat2", axis=1), bn3,
+                   node("Mul", ["n3", "one"], ["m"], name="mul1"),
+                   node("Conv", ["m", "c3_w"], ["r"], name="c3")],
+                  [w1, w2, *p1, *p2, *p3, _const("one", [1.0]), w3])
+
+
+def mulconv() -> onnx.ModelProto:
+    """Conv -> Mul by a scalar (folded into the Conv) -> Relu; Conv -> Mul by a full tensor of random
+    values (kept; a tensor of one repeated value is folded like a scalar) -> Relu."""
+    c1, w1 = _conv("c1", "x", "a")
+    c2, w2 = _conv("c2", "r1", "b")
+    node = helper.make_node
+    return _model([c1, node("Mul", ["a", "k"], ["m1"], name="mul_scalar"), node("Relu", ["m1"], ["r1"], name="relu1"),
+                   c2, node("Mul", ["b", "full"], ["m2"], name="mul_tensor"), node("Relu", ["m2"], ["r"], name="relu")],
+                  [w1, w2, _const("k", [1.38]),
+                   numpy_helper.from_array(np.random.default_rng(5).random(SHAPE, dtype=np.float32), "full")])
+
+
+def half() -> onnx.ModelProto:
+    """Conv -> Cast to float16 -> Relu -> Cast to float32 -> Sigmoid: casts a float16 build drops
+    (a Relu there instead of the Sigmoid is dropped too, remove_invalid_relu, which no entry models)."""
+    c1, w1 = _conv("c1", "x", "a")
+    node = helper.make_node
+    return _model([c1, node("Cast", ["a"], ["h"], name="to_half", to=TensorProto.FLOAT16),
+                   node("Relu", ["h"], ["rh"], name="relu_half"),
+                   node("Cast", ["rh"], ["f"], name="to_float", to=TensorProto.FLOAT),
+                   node("Sigmoid", ["f"], ["r"], name="sigmoid")], [w1])
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
-    "if_runtime": if_runtime,
+    "if_runtime": if_runtime, "dense": dense, "mulconv": mulconv, "half": half,
 }

@@ -38,8 +38,9 @@ def test_identity_cast_dropout_are_eliminated_and_sum_runs_as_add(tmp_path: Path
     assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "c2", "c3", "sum", "relu"])]
     assert (result.summary["eliminated_nodes"], result.summary["npu_partitions"]) == (3, 1)
     cast = next(n for n in result.nodes if n.name == "cast")
-    assert cast.reasons == [f"eliminated by the compiler (same-dtype): {RKNN}, probe case elim1: rewrite "
-                            "remove_invalid_cast (float32 to float32)"]
+    assert cast.reasons == ["eliminated by the compiler (same-dtype): measured by rknn-toolkit2 2.5.0 rk3588: "
+                            "calibration rknn-rk3588.calibration.json#eliminate-cast-same-dtype, eliminated at "
+                            "cast-float32-to-float32"]
     assert result.boundaries == []
     validate_result(result.to_dict())
 
@@ -63,6 +64,88 @@ def test_the_reshapes_of_a_channel_shuffle_are_eliminated_and_its_transpose_stay
     assert _placed(result) == {"c1": "npu", "split": "eliminated", "swap": "npu", "merge": "eliminated",
                                "relu": "npu"}
     assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "swap", "relu"])]
+
+
+def test_identity_batchnorms_single_input_concats_and_a_mul_by_one_are_eliminated(tmp_path: Path) -> None:
+    """A DenseNet-like block (#20: densenet121's 62 BatchNormalizations of random init, each an
+    identity, and its one-input Concats): the BN that a Conv's output feeds alone goes into the Conv."""
+    result = _inspect(tmp_path, "dense")
+    assert _placed(result) == {"c1": "npu", "cat1": "eliminated", "bn1": "eliminated", "relu1": "npu", "c2": "npu",
+                               "bn2": "eliminated", "relu2": "npu", "cat2": "npu", "bn3": "eliminated",
+                               "mul1": "eliminated", "c3": "npu"}
+    reasons = {n.name: n.reasons[0].split(":")[0] for n in result.nodes if n.placement == "eliminated"}
+    assert reasons == {"cat1": "eliminated by the compiler (identity)", "bn1": "eliminated by the compiler (identity)",
+                       "bn2": "eliminated by the compiler (into-conv)", "bn3": "eliminated by the compiler (identity)",
+                       "mul1": "eliminated by the compiler (identity)"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "relu1", "c2", "relu2", "cat2", "c3"])]
+
+
+def test_a_mul_by_a_scalar_after_a_conv_goes_into_it_and_one_by_a_tensor_stays(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "mulconv")
+    assert _placed(result) == {"c1": "npu", "mul_scalar": "eliminated", "relu1": "npu", "c2": "npu",
+                               "mul_tensor": "npu", "relu": "npu"}
+
+
+def test_casts_between_float_types_are_eliminated_in_a_float16_build(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, "half")
+    assert _placed(result) == {"c1": "npu", "to_half": "eliminated", "relu_half": "npu", "to_float": "eliminated",
+                               "sigmoid": "npu"}
+
+
+def _graph(nodes: list[Any], inits: dict[str, Any], out_shape: list[int] | None = None) -> Any:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape or [1, 4, 8, 8])],
+                              [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize(("name", "nodes", "inits", "eliminated"), [
+    # a BatchNormalization of identity parameters, whatever its epsilon; not with a bias
+    ("bn-identity-eps", [("BatchNormalization", ["x", "s", "b", "m", "v"], "bn", {"epsilon": 0.1})],
+     {"s": [1] * 4, "b": [0] * 4, "m": [0] * 4, "v": [1] * 4}, True),
+    # the mean and variance as Identity nodes of the bias and the scale, as TorchScript exports
+    # random-init torchvision nets (densenet121)
+    ("bn-identity-via-identity", [("Identity", ["b"], "m_id", {}), ("Identity", ["s"], "v_id", {}),
+                                  ("BatchNormalization", ["x", "s", "b", "t0", "t1"], "bn", {})],
+     {"s": [1] * 4, "b": [0] * 4}, True),
+    ("bn-bias", [("BatchNormalization", ["x", "s", "b", "m", "v"], "bn", {})],
+     {"s": [1] * 4, "b": [0.1] * 4, "m": [0] * 4, "v": [1] * 4}, False),
+    ("mul-one", [("Mul", ["x", "k"], "mul", {})], {"k": [1.0]}, True),
+    ("mul-one-first", [("Mul", ["k", "x"], "mul", {})], {"k": [1.0]}, True),
+    ("mul-two", [("Mul", ["x", "k"], "mul", {})], {"k": [2.0]}, False),
+    # a Mul by ones that broadcasts x to a bigger shape changes it
+    ("mul-one-broadcast", [("Mul", ["x", "k"], "mul", {})], {"k": [[[[1.0]] * 8] * 4] * 2}, False),
+    ("mul-per-channel-after-conv", [("Conv", ["x", "w"], "conv", {}), ("Mul", ["c", "k"], "mul", {})],
+     {"w": [[[[0.5]]] * 4] * 4, "k": [[[0.5]], [[1.5]], [[2.0]], [[3.0]]]}, True),
+    ("mul-spatial-after-conv", [("Conv", ["x", "w"], "conv", {}), ("Mul", ["c", "k"], "mul", {})],
+     {"w": [[[[0.5]]] * 4] * 4, "k": [[0.5] * 8] * 8}, False),
+])
+def test_identity_and_into_conv_conditions(tmp_path: Path, name: str, nodes: list[Any], inits: dict[str, Any],
+                                           eliminated: bool) -> None:
+    """Each condition on a two-or-three-node graph ending in a Relu (a graph output is never eliminated)."""
+    from onnx import helper
+
+    made, last = [], "x"
+    for i, (op, inputs, node_name, attrs) in enumerate(nodes):
+        out = "c" if op == "Conv" else f"t{i}"
+        made.append(helper.make_node(op, inputs, [out], name=node_name, **attrs))
+        last = out
+    made.append(helper.make_node("Relu", [last], ["y"], name="relu"))
+    shape = [2, 4, 8, 8] if name == "mul-one-broadcast" else None
+    (tmp_path / "m.onnx").write_bytes(_graph(made, inits, shape).SerializeToString())
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({**HEAD, "ops": {"Conv": {}, "Relu": {}, "Mul": {}, "BatchNormalization": {}},
+                                   "eliminates": [{"op": op, "when": when, "evidence": "illustrative"}
+                                                  for op in ("BatchNormalization", "Mul")
+                                                  for when in ("identity", "into-conv")]}), encoding="utf-8")
+    result = inspect_model(tmp_path / "m.onnx", load_profile(str(profile)))
+    measured = nodes[-1][2]
+    assert (next(n.placement for n in result.nodes if n.name == measured) == "eliminated") is eliminated
 
 
 def test_a_cast_that_changes_the_dtype_stays(tmp_path: Path) -> None:
@@ -119,6 +202,13 @@ def test_strict_agreement_of_removed_nodes(predicted: str, actual: str, became: 
     assert node.agrees is agrees
 
 
+def test_a_node_kept_as_its_own_op_with_a_relu_fused_in_disagrees_with_eliminated() -> None:
+    """RKNN names a BatchNormalization with a Relu fused in BatchNormalizationRelu: its own op."""
+    node = ProbeNode("bn", "BatchNormalization", "eliminated", "npu", became="BatchNormalizationRelu", runs_on="npu")
+    assert node.agrees is False
+    assert ProbeNode("sum", "Sum", "eliminated", "npu", became="ConvRelu", runs_on="npu").agrees is True
+
+
 REFUSALS: list[tuple[str, list[dict[str, Any]]]] = [
     ("drop9m", [{"node": "drop", "subject": None, "constraint": "dropout-opset9-mask",
                  "message": "Dropout node drop: the compiler says \"Not support 'Dropout' of opset-9!\""}]),
@@ -145,6 +235,19 @@ def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]
     assert [{"node": f.node, "subject": f.subject, "constraint": f.constraint, "message": f.message}
             for f in found] == expected
     assert all(f.severity == "error" and f.evidence.startswith(RKNN) for f in found)
+
+
+def test_an_opset_above_the_compilers_maximum_is_one_finding(tmp_path: Path) -> None:
+    """Opset 21: rknn-rk3588's refusal (the toolkit's own words, measured) is the one finding, not
+    also the vendor list's opset limit (19); without the refusal the limit still says it."""
+    result = _inspect(tmp_path, "opset21")
+    assert [(f.rule, f.constraint) for f in result.findings if f.node is None] == [
+        ("compiler-will-refuse", "opset-above-19")]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588", "ops": {}, "refuses": None}))
+    result = _inspect(tmp_path, "opset21", path)
+    assert [(f.rule, f.constraint, f.message) for f in result.findings if f.node is None] == [
+        ("profile-limit", "limit-opset", "limits.opset: model opset 21 outside ..19")]
 
 
 def test_input_only_in_subgraphs_is_a_graph_condition(tmp_path: Path) -> None:

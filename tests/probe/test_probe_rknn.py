@@ -108,7 +108,8 @@ def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_c
 
 # --- the compiler's clean-up and its refusals (profile eliminates / lowers / refuses), re-measured ---
 
-CLEANUP_BUILDS = {"elim1": 8, "elim2": 10, "cast2": 4, "drop9": 3, "flat_gemm": 4, "shuffle": 5}  # case -> nodes
+CLEANUP_BUILDS = {"elim1": 8, "elim2": 10, "cast2": 4, "drop9": 3, "flat_gemm": 4, "shuffle": 5,  # case -> nodes
+                  "dense": 11, "mulconv": 6, "half": 5}
 
 
 @pytest.mark.parametrize("name", sorted(CLEANUP_BUILDS))

@@ -43,7 +43,7 @@ def _contract(tmp_path: Path, case: dict[str, Any]) -> Path:
         "source": "tests",
         "evidence": "illustrative",
     }
-    profile |= {k: case[k] for k in ("extends", "limits") if k in case}
+    profile |= {k: case[k] for k in ("extends", "limits", "refuses") if k in case}
     profile["ops"] = case.get("ops", {})
     (tmp_path / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
     layouts = case.get("layouts", {})
