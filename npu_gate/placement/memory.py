@@ -24,13 +24,14 @@ Every step is linear in the partition's nodes and tensors.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
 from npu_gate.graph.subgraphs import ScopedNode
 from npu_gate.placement.partitions import Partition
-from npu_gate.result.types import NPU
+from npu_gate.result.types import NPU, LiveEntry
 
 # What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
 # (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
@@ -53,18 +54,11 @@ class Precision:
 
 
 @dataclass
-class LiveTensor:
-    tensor: str
-    bytes: int
-    producer: str | None  # the node making it; None: a graph input
-
-
-@dataclass
 class PartitionMemory:
     partition: int
     weight_bytes: int | None
     peak_activation_bytes: int | None
-    at_peak: list[LiveTensor] = field(default_factory=list)  # largest first, at most AT_PEAK
+    at_peak: list[LiveEntry] = field(default_factory=list)  # largest first, at most AT_PEAK
     unknown: str | None = None  # why a figure is None
 
 
@@ -97,7 +91,7 @@ def partition_memory(
     leaving = {o.name for o in facts.outputs}
     for node, target in zip(nodes, part_of, strict=True):
         if target >= 0:
-            for name in _reads(node):
+            for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
                 source = made_by.get(name)
                 if source is not None and part_of[source] != target:
                     leaving.add(name)
@@ -108,24 +102,16 @@ def partition_memory(
         return None if i is None else nodes[i].name
 
     tensors = facts.tensors
-    size_of = _sizer(tensors, precision.activations)
+    sizes = _sizes(tensors, precision.activations).get  # every tensor sized once
+    weight_sizes = sizes if precision.weights == precision.activations else _sizes(tensors, precision.weights).get
     out = []
     for part in partitions:
         if part.device not in devices:
             continue
         members = [nodes[i] for i in part.nodes]
-        weights, unknown_weight = _weights(members, constants.__contains__, tensors, precision.weights)
-        extras: dict[str, _Body] = {}
-        for node in members:
-            if node.subgraph_nodes:
-                body = _largest(bodies.get(node.name, []))
-                extras[node.name] = body
-                if weights is not None:
-                    weights = None if body.weights is None else weights + body.weights
-                unknown_weight = unknown_weight or body.unknown_weight
-        peak, at_peak, unknown_peak = _schedule(
-            members, size_of, tensors, constants, None, (), leaving, producer, extras)
-        out.append(PartitionMemory(part.id, weights, peak, at_peak, unknown_weight or unknown_peak))
+        held = {n.name: _largest(bodies.get(n.name, [])) for n in members if n.subgraph_nodes}
+        f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, producer, held)
+        out.append(PartitionMemory(part.id, f.weights, f.peak, f.at_peak, f.unknown_weight or f.unknown_peak))
     return out
 
 
@@ -189,70 +175,63 @@ def _body(
     its node reads at its level) and its schedule's peak (not the outer tensors it reads,
     live outside); ``nested``: the bodies of its nodes, already estimated."""
     first = members[0]
-    own_constants = first.constants
     running = [sn for sn in members if not sn.folded]
-    nodes = [sn.node for sn in running]
-    weights, unknown_weight = _weights(
-        nodes, lambda n: n in own_constants and n not in outer_constants, first.tensors, precision.weights)
-    extras: dict[str, _Body] = {}
-    for sn in running:
-        if sn.node.subgraph_nodes:
-            body = _largest(nested.get(sn.path, []))
-            extras[sn.node.name] = body
-            if weights is not None:
-                weights = None if body.weights is None else weights + body.weights
-            unknown_weight = unknown_weight or body.unknown_weight
+    held = {sn.node.name: _largest(nested.get(sn.path, [])) for sn in running if sn.node.subgraph_nodes}
     produced = {name for sn in members for name in sn.node.outputs if name}
     formal = set(first.scope_inputs)
     path_of = {name: f"{scope}/{sn.node.name}" for sn in members for name in sn.node.outputs if name}
-    peak, _, unknown_peak = _schedule(
-        nodes, _sizer(first.tensors, precision.activations), first.tensors, own_constants,
+    f = _schedule(
+        [sn.node for sn in running], _sizer(first.tensors, precision.activations),
+        _sizer(first.tensors, precision.weights), first.tensors, first.constants, outer_constants,
         lambda n: n not in produced and n not in formal, first.scope_inputs, set(first.scope_outputs),
-        path_of.get, extras)
-    return _Body(peak, weights, unknown_peak, unknown_weight)
+        path_of.get, held)
+    return _Body(f.peak, f.weights, f.unknown_peak, f.unknown_weight)
 
 
-def _reads(node: NodeFacts) -> tuple[str, ...] | list[str]:
-    return (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
-
-
-def _weights(
-    nodes: Sequence[NodeFacts], is_weight: Callable[[str], bool], tensors: Mapping[str, TensorInfo],
-    as_dtype: str | None,
-) -> tuple[int | None, str | None]:
-    """Bytes of the distinct weights ``nodes`` read, or None and why."""
-    seen: set[str] = set()
-    total = 0
-    for node in nodes:
-        for name in _reads(node):
-            if name and name not in seen and is_weight(name):
-                seen.add(name)
-                size = tensor_bytes(tensors.get(name), as_dtype)
-                if size is None:
-                    return None, _no_size(name, tensors.get(name), "weight")
-                total += size
-    return total, None
+@dataclass
+class _Figures:
+    peak: int | None
+    weights: int | None
+    at_peak: list[LiveEntry]
+    unknown_peak: str | None
+    unknown_weight: str | None
 
 
 def _schedule(
-    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], tensors: Mapping[str, TensorInfo],
-    constants: Collection[str], is_outer: Callable[[str], bool] | None, live_first: Iterable[str],
-    leaving: Collection[str], producer: Callable[[str], str | None], extras: Mapping[str, _Body],
-) -> tuple[int | None, list[LiveTensor], str | None]:
-    """(peak bytes, the largest tensors live at it, why unknown) of ``nodes`` run in order.
+    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], weight_size: Callable[[str], int | None],
+    tensors: Mapping[str, TensorInfo], constants: Collection[str], outer_constants: Collection[str],
+    is_outer: Callable[[str], bool] | None, live_first: Iterable[str], leaving: Collection[str],
+    producer: Callable[[str], str | None], held: Mapping[str, _Body],
+) -> _Figures:
+    """The figures of ``nodes`` run in order, in one pass over their reads: the distinct
+    weights (``constants`` not in ``outer_constants``, whose scope counts them) and the peak of
+    the live activations, with the largest tensors live at it.
 
     ``is_outer``: names an enclosing scope keeps live (a body's reads from outside), not
-    counted here; ``live_first``: live from the first step (a body's own inputs)."""
+    counted here; ``live_first``: live from the first step (a body's own inputs); ``held``:
+    the bodies a control-flow node holds while it runs, by the node's name."""
     last = len(nodes) - 1
     start: dict[str, int] = {}
     end: dict[str, int] = {}  # steps only grow: the last write is the last use
     kept: list[str] = []
+    seen: set[str] = set()  # weights counted
+    weights: int | None = 0
+    unknown_weight: str | None = None
     for name in live_first:
         if name and name not in constants:
             start[name] = end[name] = 0
     for step, node in enumerate(nodes):
         for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
-            if not name or name in constants:
+            if not name:
+                continue
+            if name in constants:
+                if name not in seen and unknown_weight is None and name not in outer_constants:
+                    seen.add(name)
+                    size = weight_size(name)
+                    if size is None:
+                        weights, unknown_weight = None, _no_size(name, tensors.get(name), "weight")
+                    elif weights is not None:
+                        weights += size
                 continue
             if name not in start:
                 if is_outer is not None and is_outer(name):
@@ -266,35 +245,44 @@ def _schedule(
                     kept.append(name)
     for name in kept:  # leaves the partition: live to its end (not a tensor only arriving)
         end[name] = last
-    delta = [0] * (len(nodes) + 1)
-    sizes: dict[str, int] = {}
+    for body in held.values():  # every body's weights are stored
+        weights = None if weights is None or body.weights is None else weights + body.weights
+        unknown_weight = unknown_weight or body.unknown_weight
+    delta = [0] * (len(nodes) + 2)
+    sizes: list[tuple[int, str]] = []
     for name, first in start.items():
         size = size_of(name)
         if size is None:
-            return None, [], _no_size(name, tensors.get(name), "activation")
-        sizes[name] = size
+            return _Figures(None, weights, [], _no_size(name, tensors.get(name), "activation"), unknown_weight)
+        sizes.append((size, name))
         delta[first] += size
         delta[end[name] + 1] -= size
-    if not nodes:
-        return 0, [], None
     peak, peak_step, live = -1, 0, 0
     for step, node in enumerate(nodes):
         live += delta[step]
         here = live
-        if extras and (body := extras.get(node.name)) is not None:
-            if body.peak is None:
-                return None, [], body.unknown_peak
-            here += body.peak
+        if held and (inner := held.get(node.name)) is not None:
+            if inner.peak is None:
+                return _Figures(None, weights, [], inner.unknown_peak, unknown_weight)
+            here += inner.peak
         if here > peak:
             peak, peak_step = here, step
-    at = [LiveTensor(name, size, producer(name)) for name, size in sizes.items()
-          if start[name] <= peak_step <= end[name]]
-    at.sort(key=lambda t: (-t.bytes, t.tensor))
-    return peak, at[:AT_PEAK], None
+    if not nodes:
+        return _Figures(0, weights, [], None, unknown_weight)
+    # Only the few largest get their producer looked up (a partition can hold thousands).
+    live_at = [(-size, name) for size, name in sizes if start[name] <= peak_step <= end[name]]
+    top = heapq.nsmallest(AT_PEAK, live_at) if len(live_at) > AT_PEAK else sorted(live_at)
+    at_peak: list[LiveEntry] = [{"tensor": name, "bytes": -size, "producer": producer(name)} for size, name in top]
+    return _Figures(peak, weights, at_peak, None, unknown_weight)
+
+
+def _sizes(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> dict[str, int | None]:
+    """``tensor_bytes`` of every tensor, by name."""
+    return {name: tensor_bytes(info, as_dtype) for name, info in tensors.items()}
 
 
 def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> Callable[[str], int | None]:
-    """``tensor_bytes`` by name, each tensor sized once."""
+    """``tensor_bytes`` by name, each tensor sized once (a body's tensors can be many more than it reads)."""
     cache: dict[str, int | None] = {}
 
     def size_of(name: str) -> int | None:
