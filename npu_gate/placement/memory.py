@@ -18,6 +18,9 @@ An upper bound, by construction (documented in docs/memory.md):
   ``runtime_dtype`` (float16 for RKNN's fp16 build); other dtypes and profiles that name none
   keep the model's. A tensor without a static size makes the figure unknown (None) with the
   reason: never a guess.
+- Sizes in the target's layout when the profile states one (``Layout``, a profile's
+  ``memory.layout``): channels padded, buffers aligned, small float constants kept wider, a
+  fixed weight overhead per partition. Without one, tensors are counted unpadded.
 
 Every step is linear in the partition's nodes and tensors.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
 from npu_gate.graph.subgraphs import ScopedNode
@@ -37,6 +41,10 @@ from npu_gate.result.types import NPU, LiveEntry
 # (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
 UPPER_BOUND = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
                "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
+# The same under a profile's memory.layout: the tensors as the target lays them out.
+UPPER_BOUND_LAID_OUT = ("estimated upper bound on tensor bytes in the profile's memory layout (padded channels, "
+                        "aligned buffers): topological schedule of each partition, every tensor live from its "
+                        "producer to its last consumer, no in-place reuse, no tiling")
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 AT_PEAK = 3  # the largest live tensors named at a peak
 
@@ -51,6 +59,37 @@ class Precision:
 
     activations: str | None = None
     weights: str | None = None
+    layout: Layout | None = None  # the target's padding and alignment; None: unpadded
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the target stores tensors: a profile's ``memory.layout`` (docs/memory.md). Each
+    figure only ever rounds a size up, so the estimate stays an upper bound of the unpadded one.
+
+    - ``channel_align``: a float activation of rank 4 (NCHW) has its channels (axis 1) rounded
+      up to a multiple of this;
+    - ``weight_channel_align``: a float weight of rank 4 (a Conv's OIHW) has its input channels
+      (axis 1) rounded up to a multiple of this, unless there is one (depthwise);
+    - ``buffer_align``: every buffer's bytes rounded up to a multiple of this;
+    - ``bias_dtype``: float weights of rank 0 or 1 (biases, scales) are stored in this dtype,
+      not the runtime one (None: the runtime one);
+    - ``weight_overhead_bytes``: bytes a compiled partition's weights take beyond its tensors.
+    """
+
+    channel_align: int = 1
+    weight_channel_align: int = 1
+    buffer_align: int = 1
+    bias_dtype: str | None = None
+    weight_overhead_bytes: int = 0
+
+    @staticmethod
+    def from_profile(doc: Mapping[str, Any] | None) -> Layout | None:
+        """A profile's ``memory.layout`` object (schema-checked), or None when it states none."""
+        if not doc:
+            return None
+        return Layout(doc.get("channel_align", 1), doc.get("weight_channel_align", 1), doc.get("buffer_align", 1),
+                      doc.get("bias_dtype"), doc.get("weight_overhead_bytes", 0))
 
 
 @dataclass
@@ -70,6 +109,25 @@ def tensor_bytes(info: TensorInfo | None, as_dtype: str | None) -> int | None:
         return info.nbytes
     elements, size = info.elements, dtype_size(as_dtype)
     return None if elements is None or size is None else elements * size
+
+
+def stored_bytes(info: TensorInfo | None, as_dtype: str | None, layout: Layout, weight: bool) -> int | None:
+    """Bytes of a tensor as ``layout`` stores it: an activation (``weight`` False) or a weight."""
+    if info is None:
+        return None
+    shape, floating = info.shape, info.dtype in FLOAT_DTYPES
+    if weight and floating and layout.bias_dtype is not None and shape is not None and len(shape) <= 1:
+        as_dtype = layout.bias_dtype
+    size = tensor_bytes(info, as_dtype)
+    if size is None or shape is None:
+        return size
+    align = layout.weight_channel_align if weight else layout.channel_align
+    if floating and align > 1 and len(shape) == 4:
+        channels = shape[1]
+        assert isinstance(channels, int)  # a static size: every dim an int
+        if channels > 1 or (not weight and channels == 1):
+            size = size // channels * -(-channels // align) * align
+    return -(-size // layout.buffer_align) * layout.buffer_align
 
 
 def partition_memory(
@@ -102,8 +160,13 @@ def partition_memory(
         return None if i is None else nodes[i].name
 
     tensors = facts.tensors
-    sizes = _sizes(tensors, precision.activations).get  # every tensor sized once
-    weight_sizes = sizes if precision.weights == precision.activations else _sizes(tensors, precision.weights).get
+    layout = precision.layout
+    sizes: Callable[[str], int | None] = _sizes(tensors, precision.activations, layout).get  # each sized once
+    if layout is None and precision.weights == precision.activations:
+        weight_sizes = sizes
+    else:
+        weight_sizes = _sizer(tensors, precision.weights, layout, weight=True)
+    overhead = layout.weight_overhead_bytes if layout is not None else 0
     out = []
     for part in partitions:
         if part.device not in devices:
@@ -111,7 +174,8 @@ def partition_memory(
         members = [nodes[i] for i in part.nodes]
         held = {n.name: _largest(bodies.get(n.name, [])) for n in members if n.subgraph_nodes}
         f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, producer, held)
-        out.append(PartitionMemory(part.id, f.weights, f.peak, f.at_peak, f.unknown_weight or f.unknown_peak))
+        weights = None if f.weights is None else f.weights + overhead
+        out.append(PartitionMemory(part.id, weights, f.peak, f.at_peak, f.unknown_weight or f.unknown_peak))
     return out
 
 
@@ -181,8 +245,9 @@ def _body(
     formal = set(first.scope_inputs)
     path_of = {name: f"{scope}/{sn.node.name}" for sn in members for name in sn.node.outputs if name}
     f = _schedule(
-        [sn.node for sn in running], _sizer(first.tensors, precision.activations),
-        _sizer(first.tensors, precision.weights), first.tensors, first.constants, outer_constants,
+        [sn.node for sn in running], _sizer(first.tensors, precision.activations, precision.layout),
+        _sizer(first.tensors, precision.weights, precision.layout, weight=True), first.tensors, first.constants,
+        outer_constants,
         lambda n: n not in produced and n not in formal, first.scope_inputs, set(first.scope_outputs),
         path_of.get, held)
     return _Body(f.peak, f.weights, f.unknown_peak, f.unknown_weight)
@@ -276,19 +341,24 @@ def _schedule(
     return _Figures(peak, weights, at_peak, None, unknown_weight)
 
 
-def _sizes(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> dict[str, int | None]:
-    """``tensor_bytes`` of every tensor, by name."""
-    return {name: tensor_bytes(info, as_dtype) for name, info in tensors.items()}
+def _sizes(tensors: Mapping[str, TensorInfo], as_dtype: str | None, layout: Layout | None) -> dict[str, int | None]:
+    """Every activation's bytes, by name."""
+    if layout is None:
+        return {name: tensor_bytes(info, as_dtype) for name, info in tensors.items()}
+    return {name: stored_bytes(info, as_dtype, layout, weight=False) for name, info in tensors.items()}
 
 
-def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> Callable[[str], int | None]:
-    """``tensor_bytes`` by name, each tensor sized once (a body's tensors can be many more than it reads)."""
+def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None, layout: Layout | None,
+           weight: bool = False) -> Callable[[str], int | None]:
+    """Bytes by name, each tensor sized once (a body's tensors can be many more than it reads)."""
     cache: dict[str, int | None] = {}
 
     def size_of(name: str) -> int | None:
         if name in cache:
             return cache[name]
-        size = cache[name] = tensor_bytes(tensors.get(name), as_dtype)
+        info = tensors.get(name)
+        size = cache[name] = (tensor_bytes(info, as_dtype) if layout is None
+                              else stored_bytes(info, as_dtype, layout, weight))
         return size
 
     return size_of

@@ -176,7 +176,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     crossings = boundaries(facts, partitions, {i for i, p in enumerate(placements) if p.device == ELIMINATED})
     part_of = {i: p.id for p in partitions for i in p.nodes}
     dtype = settings.profile.runtime_dtype
-    memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype))
+    layout = memlib.Layout.from_profile((settings.profile.memory or {}).get("layout"))
+    memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype, layout))
 
     result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
                          "producer": facts.producer, "node_count": len(facts.nodes)})
@@ -216,7 +217,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         "peak_activation_bytes": peak,
         "weight_bytes": weights,
         "memory": MemorySummary(
-            estimate=memlib.UPPER_BOUND, runtime_dtype=dtype,
+            estimate=memlib.UPPER_BOUND if layout is None else memlib.UPPER_BOUND_LAID_OUT, runtime_dtype=dtype,
             peak_partition=top.partition if top else None,
             peak_tensor=top.at_peak[0]["tensor"] if top and top.at_peak else None,
             peak_producer=top.at_peak[0]["producer"] if top and top.at_peak else None,
