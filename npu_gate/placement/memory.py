@@ -35,7 +35,7 @@ from typing import Any
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
 from npu_gate.graph.subgraphs import ScopedNode
 from npu_gate.placement.partitions import Partition
-from npu_gate.result.types import NPU, LiveEntry
+from npu_gate.result.types import NPU, BoundaryResult, LiveEntry
 
 # What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
 # (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
@@ -131,33 +131,21 @@ def stored_bytes(info: TensorInfo | None, as_dtype: str | None, layout: Layout, 
 
 
 def partition_memory(
-    facts: GraphFacts, partitions: Sequence[Partition], constants: Collection[str], scoped: Sequence[ScopedNode],
-    precision: Precision, devices: Collection[str] = (NPU,),
+    facts: GraphFacts, partitions: Sequence[Partition], crossings: Iterable[BoundaryResult], constants: Collection[str],
+    scoped: Sequence[ScopedNode], precision: Precision, devices: Collection[str] = (NPU,),
 ) -> list[PartitionMemory]:
-    """The estimate of every partition whose device is in ``devices``, in partition order."""
+    """The estimate of every partition whose device is in ``devices``, in partition order;
+    ``crossings``: the tensors crossing partitions (``placement.partitions.boundaries``)."""
     nodes = facts.nodes
-    part_of = [-1] * len(nodes)  # -1: folded, in no partition
-    for part in partitions:
-        for i in part.nodes:
-            part_of[i] = part.id
-    made_by: dict[str, int] = {}
+    made_by: dict[str, str] = {}  # tensor -> the node making it
     for node in nodes:
         for name in node.outputs:
             if name:
-                made_by[name] = node.index
-    # A tensor leaves its partition when it is a graph output or another partition reads it.
-    leaving = {o.name for o in facts.outputs}
-    for node, target in zip(nodes, part_of, strict=True):
-        if target >= 0:
-            for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
-                source = made_by.get(name)
-                if source is not None and part_of[source] != target:
-                    leaving.add(name)
+                made_by[name] = node.name
+    # A tensor leaves its partition when it is a graph output or another partition reads it
+    # (also through an eliminated node: the crossing names the tensor it passes on).
+    leaving = {o.name for o in facts.outputs} | {b.tensor for b in crossings}
     bodies = _bodies(scoped, constants, precision)
-
-    def producer(name: str) -> str | None:
-        i = made_by.get(name)
-        return None if i is None else nodes[i].name
 
     tensors = facts.tensors
     layout = precision.layout
@@ -173,7 +161,7 @@ def partition_memory(
             continue
         members = [nodes[i] for i in part.nodes]
         held = {n.name: _largest(bodies.get(n.name, [])) for n in members if n.subgraph_nodes}
-        f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, producer, held)
+        f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, made_by.get, held)
         weights = None if f.weights is None else f.weights + overhead
         out.append(PartitionMemory(part.id, weights, f.peak, f.at_peak, f.unknown_weight or f.unknown_peak))
     return out

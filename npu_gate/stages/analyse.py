@@ -177,7 +177,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     part_of = {i: p.id for p in partitions for i in p.nodes}
     dtype = settings.profile.runtime_dtype
     layout = memlib.Layout.from_profile((settings.profile.memory or {}).get("layout"))
-    memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype, layout))
+    memory = memlib.partition_memory(
+        facts, partitions, crossings, constants, scoped, memlib.Precision(dtype, dtype, layout))
 
     result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
                          "producer": facts.producer, "node_count": len(facts.nodes)})
