@@ -35,16 +35,12 @@ from typing import Any
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
 from npu_gate.graph.subgraphs import ScopedNode
 from npu_gate.placement.partitions import Partition
-from npu_gate.result.types import NPU, BoundaryResult, LiveEntry
+from npu_gate.result.types import ESTIMATE_LAID_OUT, ESTIMATE_UNPADDED, NPU, BoundaryResult, LiveEntry
 
 # What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
 # (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
-UPPER_BOUND = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
-               "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
-# The same under a profile's memory.layout: the tensors as the target lays them out.
-UPPER_BOUND_LAID_OUT = ("estimated upper bound on tensor bytes in the profile's memory layout (padded channels, "
-                        "aligned buffers): topological schedule of each partition, every tensor live from its "
-                        "producer to its last consumer, no in-place reuse, no tiling")
+UPPER_BOUND = ESTIMATE_UNPADDED
+UPPER_BOUND_LAID_OUT = ESTIMATE_LAID_OUT  # the same under a profile's memory.layout
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 AT_PEAK = 3  # the largest live tensors named at a peak
 
