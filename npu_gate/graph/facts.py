@@ -81,9 +81,14 @@ class TensorInfo:
 
     @property
     def elements(self) -> int | None:
-        if not self.static or self.shape is None:
+        if self.shape is None:
             return None
-        return math.prod(self.shape)  # type: ignore[arg-type]  # static: all ints
+        n = 1
+        for d in self.shape:  # as ``static`` and math.prod in one loop: asked for every tensor
+            if not isinstance(d, int) or d < 0:
+                return None
+            n *= d
+        return n
 
     @property
     def nbytes(self) -> int | None:

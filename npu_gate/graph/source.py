@@ -65,7 +65,13 @@ def repository_root(start: Path) -> Path | None:
 def node_source(node: NodeProto, root: Path | None) -> Source | None:
     """The source of ``node``, from the dynamo exporter's metadata or a TorchScript scope name;
     None when the model says nothing."""
-    props = {p.key: p.value for p in node.metadata_props} if len(node.metadata_props) else {}
+    if not len(node.metadata_props):  # most nodes of a model not exported by torch: nothing but the name
+        name = node.name
+        if not name.startswith("/"):
+            return None
+        return Source(file=None, line=None, function=None, code=None, module_path=torchscript_module_path(name),
+                      module_class=None, root_class=None)
+    props = {p.key: p.value for p in node.metadata_props}
     frame = user_frame(props.get(STACK_TRACE, ""), root)
     scopes = _quoted_list(props.get(NAME_SCOPES, ""))
     classes = _quoted_list(props.get(CLASS_HIERARCHY, ""))

@@ -18,24 +18,29 @@ An upper bound, by construction (documented in docs/memory.md):
   ``runtime_dtype`` (float16 for RKNN's fp16 build); other dtypes and profiles that name none
   keep the model's. A tensor without a static size makes the figure unknown (None) with the
   reason: never a guess.
+- Sizes in the target's layout when the profile states one (``Layout``, a profile's
+  ``memory.layout``): channels padded, buffers aligned, small float constants kept wider, a
+  fixed weight overhead per partition. Without one, tensors are counted unpadded.
 
 Every step is linear in the partition's nodes and tensors.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo, dtype_size
 from npu_gate.graph.subgraphs import ScopedNode
 from npu_gate.placement.partitions import Partition
-from npu_gate.result.types import NPU
+from npu_gate.result.types import ESTIMATE_LAID_OUT, ESTIMATE_UNPADDED, NPU, BoundaryResult, LiveEntry
 
 # What the figures are, said wherever they are shown. Unpadded: a compiler's native layouts
 # (RKNN's NC1HWC2 pads channels) can need more than this bound (docs/memory.md).
-UPPER_BOUND = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
-               "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
+UPPER_BOUND = ESTIMATE_UNPADDED
+UPPER_BOUND_LAID_OUT = ESTIMATE_LAID_OUT  # the same under a profile's memory.layout
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 AT_PEAK = 3  # the largest live tensors named at a peak
 
@@ -50,13 +55,37 @@ class Precision:
 
     activations: str | None = None
     weights: str | None = None
+    layout: Layout | None = None  # the target's padding and alignment; None: unpadded
 
 
-@dataclass
-class LiveTensor:
-    tensor: str
-    bytes: int
-    producer: str | None  # the node making it; None: a graph input
+@dataclass(frozen=True)
+class Layout:
+    """How the target stores tensors: a profile's ``memory.layout`` (docs/memory.md). Each
+    figure only ever rounds a size up, so the estimate stays an upper bound of the unpadded one.
+
+    - ``channel_align``: a float activation of rank 4 (NCHW) has its channels (axis 1) rounded
+      up to a multiple of this;
+    - ``weight_channel_align``: a float weight of rank 4 (a Conv's OIHW) has its input channels
+      (axis 1) rounded up to a multiple of this, unless there is one (depthwise);
+    - ``buffer_align``: every buffer's bytes rounded up to a multiple of this;
+    - ``bias_dtype``: float weights of rank 0 or 1 (biases, scales) are stored in this dtype,
+      not the runtime one (None: the runtime one);
+    - ``weight_overhead_bytes``: bytes a compiled partition's weights take beyond its tensors.
+    """
+
+    channel_align: int = 1
+    weight_channel_align: int = 1
+    buffer_align: int = 1
+    bias_dtype: str | None = None
+    weight_overhead_bytes: int = 0
+
+    @staticmethod
+    def from_profile(doc: Mapping[str, Any] | None) -> Layout | None:
+        """A profile's ``memory.layout`` object (schema-checked), or None when it states none."""
+        if not doc:
+            return None
+        return Layout(doc.get("channel_align", 1), doc.get("weight_channel_align", 1), doc.get("buffer_align", 1),
+                      doc.get("bias_dtype"), doc.get("weight_overhead_bytes", 0))
 
 
 @dataclass
@@ -64,7 +93,7 @@ class PartitionMemory:
     partition: int
     weight_bytes: int | None
     peak_activation_bytes: int | None
-    at_peak: list[LiveTensor] = field(default_factory=list)  # largest first, at most AT_PEAK
+    at_peak: list[LiveEntry] = field(default_factory=list)  # largest first, at most AT_PEAK
     unknown: str | None = None  # why a figure is None
 
 
@@ -78,54 +107,59 @@ def tensor_bytes(info: TensorInfo | None, as_dtype: str | None) -> int | None:
     return None if elements is None or size is None else elements * size
 
 
+def stored_bytes(info: TensorInfo | None, as_dtype: str | None, layout: Layout, weight: bool) -> int | None:
+    """Bytes of a tensor as ``layout`` stores it: an activation (``weight`` False) or a weight."""
+    if info is None:
+        return None
+    shape, floating = info.shape, info.dtype in FLOAT_DTYPES
+    if weight and floating and layout.bias_dtype is not None and shape is not None and len(shape) <= 1:
+        as_dtype = layout.bias_dtype
+    size = tensor_bytes(info, as_dtype)
+    if size is None or shape is None:
+        return size
+    align = layout.weight_channel_align if weight else layout.channel_align
+    if floating and align > 1 and len(shape) == 4:
+        channels = shape[1]
+        assert isinstance(channels, int)  # a static size: every dim an int
+        if channels > 1 or (not weight and channels == 1):
+            size = size // channels * -(-channels // align) * align
+    return -(-size // layout.buffer_align) * layout.buffer_align
+
+
 def partition_memory(
-    facts: GraphFacts, partitions: Sequence[Partition], constants: Collection[str], scoped: Sequence[ScopedNode],
-    precision: Precision, devices: Collection[str] = (NPU,),
+    facts: GraphFacts, partitions: Sequence[Partition], crossings: Iterable[BoundaryResult], constants: Collection[str],
+    scoped: Sequence[ScopedNode], precision: Precision, devices: Collection[str] = (NPU,),
 ) -> list[PartitionMemory]:
-    """The estimate of every partition whose device is in ``devices``, in partition order."""
+    """The estimate of every partition whose device is in ``devices``, in partition order;
+    ``crossings``: the tensors crossing partitions (``placement.partitions.boundaries``)."""
     nodes = facts.nodes
-    part_of = [-1] * len(nodes)  # -1: folded, in no partition
-    for part in partitions:
-        for i in part.nodes:
-            part_of[i] = part.id
-    made_by: dict[str, int] = {}
+    made_by: dict[str, str] = {}  # tensor -> the node making it
     for node in nodes:
         for name in node.outputs:
             if name:
-                made_by[name] = node.index
-    # A tensor leaves its partition when it is a graph output or another partition reads it.
-    leaving = {o.name for o in facts.outputs}
-    for node, target in zip(nodes, part_of, strict=True):
-        if target >= 0:
-            for name in _reads(node):
-                source = made_by.get(name)
-                if source is not None and part_of[source] != target:
-                    leaving.add(name)
+                made_by[name] = node.name
+    # A tensor leaves its partition when it is a graph output or another partition reads it
+    # (also through an eliminated node: the crossing names the tensor it passes on).
+    leaving = {o.name for o in facts.outputs} | {b.tensor for b in crossings}
     bodies = _bodies(scoped, constants, precision)
 
-    def producer(name: str) -> str | None:
-        i = made_by.get(name)
-        return None if i is None else nodes[i].name
-
     tensors = facts.tensors
-    size_of = _sizer(tensors, precision.activations)
+    layout = precision.layout
+    sizes: Callable[[str], int | None] = _sizes(tensors, precision.activations, layout).get  # each sized once
+    if layout is None and precision.weights == precision.activations:
+        weight_sizes = sizes
+    else:
+        weight_sizes = _sizer(tensors, precision.weights, layout, weight=True)
+    overhead = layout.weight_overhead_bytes if layout is not None else 0
     out = []
     for part in partitions:
         if part.device not in devices:
             continue
         members = [nodes[i] for i in part.nodes]
-        weights, unknown_weight = _weights(members, constants.__contains__, tensors, precision.weights)
-        extras: dict[str, _Body] = {}
-        for node in members:
-            if node.subgraph_nodes:
-                body = _largest(bodies.get(node.name, []))
-                extras[node.name] = body
-                if weights is not None:
-                    weights = None if body.weights is None else weights + body.weights
-                unknown_weight = unknown_weight or body.unknown_weight
-        peak, at_peak, unknown_peak = _schedule(
-            members, size_of, tensors, constants, None, (), leaving, producer, extras)
-        out.append(PartitionMemory(part.id, weights, peak, at_peak, unknown_weight or unknown_peak))
+        held = {n.name: _largest(bodies.get(n.name, [])) for n in members if n.subgraph_nodes}
+        f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, made_by.get, held)
+        weights = None if f.weights is None else f.weights + overhead
+        out.append(PartitionMemory(part.id, weights, f.peak, f.at_peak, f.unknown_weight or f.unknown_peak))
     return out
 
 
@@ -189,70 +223,64 @@ def _body(
     its node reads at its level) and its schedule's peak (not the outer tensors it reads,
     live outside); ``nested``: the bodies of its nodes, already estimated."""
     first = members[0]
-    own_constants = first.constants
     running = [sn for sn in members if not sn.folded]
-    nodes = [sn.node for sn in running]
-    weights, unknown_weight = _weights(
-        nodes, lambda n: n in own_constants and n not in outer_constants, first.tensors, precision.weights)
-    extras: dict[str, _Body] = {}
-    for sn in running:
-        if sn.node.subgraph_nodes:
-            body = _largest(nested.get(sn.path, []))
-            extras[sn.node.name] = body
-            if weights is not None:
-                weights = None if body.weights is None else weights + body.weights
-            unknown_weight = unknown_weight or body.unknown_weight
+    held = {sn.node.name: _largest(nested.get(sn.path, [])) for sn in running if sn.node.subgraph_nodes}
     produced = {name for sn in members for name in sn.node.outputs if name}
     formal = set(first.scope_inputs)
     path_of = {name: f"{scope}/{sn.node.name}" for sn in members for name in sn.node.outputs if name}
-    peak, _, unknown_peak = _schedule(
-        nodes, _sizer(first.tensors, precision.activations), first.tensors, own_constants,
+    f = _schedule(
+        [sn.node for sn in running], _sizer(first.tensors, precision.activations, precision.layout),
+        _sizer(first.tensors, precision.weights, precision.layout, weight=True), first.tensors, first.constants,
+        outer_constants,
         lambda n: n not in produced and n not in formal, first.scope_inputs, set(first.scope_outputs),
-        path_of.get, extras)
-    return _Body(peak, weights, unknown_peak, unknown_weight)
+        path_of.get, held)
+    return _Body(f.peak, f.weights, f.unknown_peak, f.unknown_weight)
 
 
-def _reads(node: NodeFacts) -> tuple[str, ...] | list[str]:
-    return (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
-
-
-def _weights(
-    nodes: Sequence[NodeFacts], is_weight: Callable[[str], bool], tensors: Mapping[str, TensorInfo],
-    as_dtype: str | None,
-) -> tuple[int | None, str | None]:
-    """Bytes of the distinct weights ``nodes`` read, or None and why."""
-    seen: set[str] = set()
-    total = 0
-    for node in nodes:
-        for name in _reads(node):
-            if name and name not in seen and is_weight(name):
-                seen.add(name)
-                size = tensor_bytes(tensors.get(name), as_dtype)
-                if size is None:
-                    return None, _no_size(name, tensors.get(name), "weight")
-                total += size
-    return total, None
+@dataclass
+class _Figures:
+    peak: int | None
+    weights: int | None
+    at_peak: list[LiveEntry]
+    unknown_peak: str | None
+    unknown_weight: str | None
 
 
 def _schedule(
-    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], tensors: Mapping[str, TensorInfo],
-    constants: Collection[str], is_outer: Callable[[str], bool] | None, live_first: Iterable[str],
-    leaving: Collection[str], producer: Callable[[str], str | None], extras: Mapping[str, _Body],
-) -> tuple[int | None, list[LiveTensor], str | None]:
-    """(peak bytes, the largest tensors live at it, why unknown) of ``nodes`` run in order.
+    nodes: Sequence[NodeFacts], size_of: Callable[[str], int | None], weight_size: Callable[[str], int | None],
+    tensors: Mapping[str, TensorInfo], constants: Collection[str], outer_constants: Collection[str],
+    is_outer: Callable[[str], bool] | None, live_first: Iterable[str], leaving: Collection[str],
+    producer: Callable[[str], str | None], held: Mapping[str, _Body],
+) -> _Figures:
+    """The figures of ``nodes`` run in order, in one pass over their reads: the distinct
+    weights (``constants`` not in ``outer_constants``, whose scope counts them) and the peak of
+    the live activations, with the largest tensors live at it.
 
     ``is_outer``: names an enclosing scope keeps live (a body's reads from outside), not
-    counted here; ``live_first``: live from the first step (a body's own inputs)."""
+    counted here; ``live_first``: live from the first step (a body's own inputs); ``held``:
+    the bodies a control-flow node holds while it runs, by the node's name."""
     last = len(nodes) - 1
     start: dict[str, int] = {}
     end: dict[str, int] = {}  # steps only grow: the last write is the last use
     kept: list[str] = []
+    seen: set[str] = set()  # weights counted
+    weights: int | None = 0
+    unknown_weight: str | None = None
     for name in live_first:
         if name and name not in constants:
             start[name] = end[name] = 0
     for step, node in enumerate(nodes):
         for name in (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs:
-            if not name or name in constants:
+            if not name:
+                continue
+            if name in constants:
+                if name not in seen and unknown_weight is None and name not in outer_constants:
+                    seen.add(name)
+                    size = weight_size(name)
+                    if size is None:
+                        weights, unknown_weight = None, _no_size(name, tensors.get(name), "weight")
+                    elif weights is not None:
+                        weights += size
                 continue
             if name not in start:
                 if is_outer is not None and is_outer(name):
@@ -266,41 +294,55 @@ def _schedule(
                     kept.append(name)
     for name in kept:  # leaves the partition: live to its end (not a tensor only arriving)
         end[name] = last
-    delta = [0] * (len(nodes) + 1)
-    sizes: dict[str, int] = {}
+    for body in held.values():  # every body's weights are stored
+        weights = None if weights is None or body.weights is None else weights + body.weights
+        unknown_weight = unknown_weight or body.unknown_weight
+    delta = [0] * (len(nodes) + 2)
+    sizes: list[tuple[int, str]] = []
     for name, first in start.items():
         size = size_of(name)
         if size is None:
-            return None, [], _no_size(name, tensors.get(name), "activation")
-        sizes[name] = size
+            return _Figures(None, weights, [], _no_size(name, tensors.get(name), "activation"), unknown_weight)
+        sizes.append((size, name))
         delta[first] += size
         delta[end[name] + 1] -= size
-    if not nodes:
-        return 0, [], None
     peak, peak_step, live = -1, 0, 0
     for step, node in enumerate(nodes):
         live += delta[step]
         here = live
-        if extras and (body := extras.get(node.name)) is not None:
-            if body.peak is None:
-                return None, [], body.unknown_peak
-            here += body.peak
+        if held and (inner := held.get(node.name)) is not None:
+            if inner.peak is None:
+                return _Figures(None, weights, [], inner.unknown_peak, unknown_weight)
+            here += inner.peak
         if here > peak:
             peak, peak_step = here, step
-    at = [LiveTensor(name, size, producer(name)) for name, size in sizes.items()
-          if start[name] <= peak_step <= end[name]]
-    at.sort(key=lambda t: (-t.bytes, t.tensor))
-    return peak, at[:AT_PEAK], None
+    if not nodes:
+        return _Figures(0, weights, [], None, unknown_weight)
+    # Only the few largest get their producer looked up (a partition can hold thousands).
+    live_at = [(-size, name) for size, name in sizes if start[name] <= peak_step <= end[name]]
+    top = heapq.nsmallest(AT_PEAK, live_at) if len(live_at) > AT_PEAK else sorted(live_at)
+    at_peak: list[LiveEntry] = [{"tensor": name, "bytes": -size, "producer": producer(name)} for size, name in top]
+    return _Figures(peak, weights, at_peak, None, unknown_weight)
 
 
-def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None) -> Callable[[str], int | None]:
-    """``tensor_bytes`` by name, each tensor sized once."""
+def _sizes(tensors: Mapping[str, TensorInfo], as_dtype: str | None, layout: Layout | None) -> dict[str, int | None]:
+    """Every activation's bytes, by name."""
+    if layout is None:
+        return {name: tensor_bytes(info, as_dtype) for name, info in tensors.items()}
+    return {name: stored_bytes(info, as_dtype, layout, weight=False) for name, info in tensors.items()}
+
+
+def _sizer(tensors: Mapping[str, TensorInfo], as_dtype: str | None, layout: Layout | None,
+           weight: bool = False) -> Callable[[str], int | None]:
+    """Bytes by name, each tensor sized once (a body's tensors can be many more than it reads)."""
     cache: dict[str, int | None] = {}
 
     def size_of(name: str) -> int | None:
         if name in cache:
             return cache[name]
-        size = cache[name] = tensor_bytes(tensors.get(name), as_dtype)
+        info = tensors.get(name)
+        size = cache[name] = (tensor_bytes(info, as_dtype) if layout is None
+                              else stored_bytes(info, as_dtype, layout, weight))
         return size
 
     return size_of

@@ -24,7 +24,7 @@ from npu_gate.render.cells import (
     table,
     tensor,
 )
-from npu_gate.result.types import GateResult, Summary
+from npu_gate.result.types import ESTIMATE_LAID_OUT, GateResult, Summary
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
@@ -272,8 +272,10 @@ def _memory(result: GateResult) -> str:
         if p.memory_unknown:
             at = f"unknown: {md(p.memory_unknown)}"
         rows.append([str(p.id), size(p.weight_bytes), size(p.peak_activation_bytes), at])
-    text = (f"Estimated upper bound on unpadded tensor bytes, not the compiler's plan (its native layouts may "
-            f"pad): each partition run in topological order, every "
+    what = ("Estimated upper bound on tensor bytes in the profile's memory layout, not the compiler's plan"
+            if memory and memory["estimate"] == ESTIMATE_LAID_OUT else
+            "Estimated upper bound on unpadded tensor bytes, not the compiler's plan (its native layouts may pad)")
+    text = (f"{what}: each partition run in topological order, every "
             f"tensor live from its producer to its last consumer, no in-place reuse, no tiling; float "
             f"tensors in {md_code(dtype) if dtype else 'the model’s dtypes'}.\n\n")
     text += table(["partition", "weights", "peak activations", "largest tensor at the peak"], rows,

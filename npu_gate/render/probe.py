@@ -61,7 +61,7 @@ def memory_text(memory: dict[str, Any]) -> str:
         parts.append(f"compiler: internal {_bytes(compiler['internal_bytes'])} bytes, weights "
                      f"{_bytes(compiler['weight_bytes'])} bytes")
     if estimate:
-        parts.append(f"estimate (upper bound on unpadded tensors): peak activations "
+        parts.append(f"estimate (upper bound on the model's tensors): peak activations "
                      f"{_bytes(estimate['peak_activation_bytes'])} bytes, "
                      f"weights {_bytes(estimate['weight_bytes'])} bytes")
     return "memory: " + "; ".join(parts)

@@ -125,6 +125,15 @@ class QuantizationResult(TypedDict):
     worst_layers: list[dict[str, Any]]  # quantize.run.LayerError.to_dict() with the node's source
 
 
+# summary.memory.estimate: what the figures are (placement/memory.py), unpadded or, under a
+# profile's memory.layout, in the target's layout
+ESTIMATE_UNPADDED = ("estimated upper bound on unpadded tensor bytes: topological schedule of each partition, every "
+                     "tensor live from its producer to its last consumer, no in-place reuse, no tiling")
+ESTIMATE_LAID_OUT = ("estimated upper bound on tensor bytes in the profile's memory layout (padded channels, "
+                     "aligned buffers): topological schedule of each partition, every tensor live from its "
+                     "producer to its last consumer, no in-place reuse, no tiling")
+
+
 class MemorySummary(TypedDict):
     """What the model's memory figures are and where the peak is (placement/memory.py)."""
 

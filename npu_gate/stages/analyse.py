@@ -47,7 +47,6 @@ from npu_gate.result.types import (
     Finding,
     GateResult,
     InputEntry,
-    LiveEntry,
     MemorySummary,
     NodeResult,
     OutputEntry,
@@ -177,7 +176,9 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     crossings = boundaries(facts, partitions, {i for i, p in enumerate(placements) if p.device == ELIMINATED})
     part_of = {i: p.id for p in partitions for i in p.nodes}
     dtype = settings.profile.runtime_dtype
-    memory = memlib.partition_memory(facts, partitions, constants, scoped, memlib.Precision(dtype, dtype))
+    layout = memlib.Layout.from_profile((settings.profile.memory or {}).get("layout"))
+    memory = memlib.partition_memory(
+        facts, partitions, crossings, constants, scoped, memlib.Precision(dtype, dtype, layout))
 
     result.model.update({"opset": facts.opset, "ir_version": facts.ir_version,
                          "producer": facts.producer, "node_count": len(facts.nodes)})
@@ -197,7 +198,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     for estimate in memory:
         entry = result.partitions[estimate.partition]
         entry.weight_bytes, entry.peak_activation_bytes = estimate.weight_bytes, estimate.peak_activation_bytes
-        entry.at_peak = [LiveEntry(tensor=t.tensor, bytes=t.bytes, producer=t.producer) for t in estimate.at_peak]
+        entry.at_peak = estimate.at_peak  # LiveEntry dicts, read-only from here
         entry.memory_unknown, entry.estimated = estimate.unknown, True
     peak, weights, top = memlib.whole(memory)
     result.boundaries = crossings
@@ -217,10 +218,10 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         "peak_activation_bytes": peak,
         "weight_bytes": weights,
         "memory": MemorySummary(
-            estimate=memlib.UPPER_BOUND, runtime_dtype=dtype,
+            estimate=memlib.UPPER_BOUND if layout is None else memlib.UPPER_BOUND_LAID_OUT, runtime_dtype=dtype,
             peak_partition=top.partition if top else None,
-            peak_tensor=top.at_peak[0].tensor if top and top.at_peak else None,
-            peak_producer=top.at_peak[0].producer if top and top.at_peak else None,
+            peak_tensor=top.at_peak[0]["tensor"] if top and top.at_peak else None,
+            peak_producer=top.at_peak[0]["producer"] if top and top.at_peak else None,
             unknown=next((e.unknown for e in memory if e.unknown), None)),
         "dynamic_inputs": [i.name for i in model_inputs if not i.static],
         "subgraph_nodes": len(scoped),
@@ -410,6 +411,8 @@ def _attach_sources(nodes: list[NodeResult], model: ModelProto, root: Path | Non
     """Each top-level node's PyTorch source and stable key (``graph.source``); ``nodes`` are in
     the graph's node order."""
     found = [node_source(proto, root) for proto in model.graph.node]
+    if not any(found):
+        return  # no node's source known: no source, and every key is the node's name
     modules = [s["module_path"] if s is not None else None for s in found]
     keys = stable_keys([n.op_type for n in nodes], modules, [n.name for n in nodes])
     for node, source, key in zip(nodes, found, keys, strict=True):
@@ -536,10 +539,10 @@ def memory_findings(estimates: Sequence[memlib.PartitionMemory], budget: Mapping
                        f"memory.{key} {allowed:,}")
             if first is not None:
                 message += "; largest live at the peak: " + ", ".join(
-                    f"{t.tensor} ({t.bytes:,} B, from {t.producer or 'a graph input'})" for t in at.at_peak)
+                    f"{t['tensor']} ({t['bytes']:,} B, from {t['producer'] or 'a graph input'})" for t in at.at_peak)
         message += f" (the profile's budget: {budget.get('evidence', '')})"
-        out.append(make_finding("memory-budget", message, node=first.producer if first else None,
-                                subject=first.tensor if first else None, partition=at.partition,
+        out.append(make_finding("memory-budget", message, node=first["producer"] if first else None,
+                                subject=first["tensor"] if first else None, partition=at.partition,
                                 constraint=f"memory.{key}", actual=actual, allowed=allowed))
     return out
 

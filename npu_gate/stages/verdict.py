@@ -39,15 +39,16 @@ def decide(result: GateResult, settings: Settings) -> None:
     result.gates.extend(GateCheck(*check) for check in gate_findings(result, settings.gates))
     result.gates.extend(estimate_gates(result, settings.gates.max_sram_bytes, settings.gates.max_estimated_ms))
     used: set[int] = set()  # every waiver matching a finding, also one an earlier waiver shadows
-    nodes = {n.name: n for n in result.nodes}
-    for finding in result.findings:
-        node = nodes.get(finding.node) if finding.node else None
-        matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding, node)]
-        used.update(matching)
-        live = [i for i in matching if not _expired(settings.waivers[i], settings.today)]
-        if live:
-            finding.waived = True
-            finding.waiver_reason = settings.waivers[live[0]].reason
+    if settings.waivers:  # without one, nothing to match (a 50k-node graph has 20k findings)
+        nodes = {n.name: n for n in result.nodes}
+        for finding in result.findings:
+            node = nodes.get(finding.node) if finding.node else None
+            matching = [i for i, waiver in enumerate(settings.waivers) if _matches(waiver, finding, node)]
+            used.update(matching)
+            live = [i for i in matching if not _expired(settings.waivers[i], settings.today)]
+            if live:
+                finding.waived = True
+                finding.waiver_reason = settings.waivers[live[0]].reason
     for i, waiver in enumerate(settings.waivers):
         where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items()
                           if k in ("rule", "node", "op_type", "module", "source"))

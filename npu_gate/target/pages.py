@@ -215,6 +215,8 @@ def render_markdown(
     lines.append(f"| runtime dtype (memory estimate) | "
                  f"{'`' + profile.runtime_dtype + '` for float tensors' if profile.runtime_dtype else 'the model’s'} |")
     lines.append(f"| memory budget | {_memory_cell(profile.memory)} |")
+    if profile.memory and profile.memory.get("layout"):
+        lines.append(f"| memory layout (estimate) | {_layout_cell(profile.memory)} |")
     lines += [f"| ops | {len(profile.ops)} |", ""]
     lines += [
         "A profile check is a static prediction, not a device result. A listed op is predicted "
@@ -338,7 +340,15 @@ def _memory_cell(memory: dict[str, Any] | None) -> str:
         return "none stated"
     figures = [f"{key} {memory[key]:,}" for key in ("sram_bytes", "dram_bytes", "weight_bytes")
                if memory.get(key) is not None]
+    if not figures and memory.get("layout"):
+        return "none stated"  # a layout only: shown on its own row
     return _cell(f"{', '.join(figures) or 'no figure'} ({memory['evidence']})")
+
+
+def _layout_cell(memory: dict[str, Any]) -> str:
+    """The profile's ``memory.layout`` in one cell: each stated key and the memory evidence."""
+    figures = [f"{key} {value}" for key, value in memory["layout"].items()]
+    return _cell(f"{', '.join(figures)} ({memory['evidence']})")
 
 
 def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:

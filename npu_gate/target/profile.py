@@ -289,8 +289,8 @@ def semantic_problems(
     )
     problems.extend(refusal_problems(doc.get("refuses") or [], label))
     memory = doc.get("memory")
-    if memory and all(memory.get(key) is None for key in MEMORY_BUDGETS):
-        problems.append(f"{label}: memory: states no budget ({', '.join(MEMORY_BUDGETS)}); "
+    if memory and all(memory.get(key) is None for key in MEMORY_BUDGETS) and not memory.get("layout"):
+        problems.append(f"{label}: memory: states no budget ({', '.join(MEMORY_BUDGETS)}) and no layout; "
                         "state the figure its evidence gives, or remove memory")
     if not check_onnx:
         return problems

@@ -20,7 +20,7 @@ from npu_gate.stages.context import Settings
 from npu_gate.target.profile import load_profile
 from tests.helpers.common import validate_result
 
-OPS = ["Relu", "Neg", "Abs", "Add", "Mul", "If", "Reshape"]
+OPS = ["Relu", "Neg", "Abs", "Add", "Mul", "If", "Reshape", "Conv"]
 
 
 def profile_file(tmp_path: Path, **extra: Any) -> Path:
@@ -217,7 +217,11 @@ def test_builtin_profiles_state_no_budget_and_rknn_runs_float16():
     from npu_gate.resources import builtin_profile_names
 
     for name in builtin_profile_names():
-        assert load_profile(name).memory is None, name  # none of their sources states one
+        memory = load_profile(name).memory or {}
+        assert {key: memory.get(key) for key in ("sram_bytes", "dram_bytes", "weight_bytes")} == dict.fromkeys(
+            ("sram_bytes", "dram_bytes", "weight_bytes")), name  # none of their sources states a budget
+        # the RKNN profiles state the layout measured on rknn-toolkit2 2.5.0 (inherited from the base)
+        assert bool(memory.get("layout")) == name.startswith("rknn-"), name
     assert load_profile("rknn-rk3588").runtime_dtype == "float16"  # inherited from rknn-toolkit2-v2.1
     assert load_profile("demo").runtime_dtype is None
 
@@ -238,3 +242,39 @@ def test_a_tensor_arriving_from_another_partition_dies_at_its_last_reader(tmp_pa
     # partition 0: a leaves (read by S and C): {x, a} 32
     assert memory(result) == [(0, 32, [("a", 16, "A"), ("x", 16, None)]),
                               (0, 48, [("a", 16, "A"), ("c", 16, "C"), ("s", 16, "S")])]
+
+
+RKNN_LAYOUT = {"channel_align": 16, "weight_channel_align": 8, "buffer_align": 64, "bias_dtype": "float32",
+               "weight_overhead_bytes": 2048}
+
+
+def two_convs() -> onnx.ModelProto:
+    """x [1,3,4,4] -> dense Conv (w1 [4,3,1,1], b1 [4]) -> t [1,4,4,4] -> depthwise Conv (w2 [4,1,1,1]) -> y."""
+    w1 = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w1")
+    b1 = numpy_helper.from_array(np.ones(4, np.float32), "b1")
+    w2 = numpy_helper.from_array(np.ones((4, 1, 1, 1), np.float32), "w2")
+    return model([helper.make_node("Conv", ["x", "w1", "b1"], ["t"], name="conv1"),
+                  helper.make_node("Conv", ["t", "w2"], ["y"], name="conv2", group=4)],
+                 [f32("x", [1, 3, 4, 4])], [f32("y", [1, 4, 4, 4])], [w1, b1, w2])
+
+
+def test_a_layout_pads_channels_aligns_buffers_and_keeps_biases_wide(tmp_path):
+    # unpadded float16: x 96, t 128, y 128 bytes; steps {x, t} 224, {t, y} 256; weights 24 + 8 + 8
+    assert memory(inspect(tmp_path, two_convs(), runtime_dtype="float16")) == [
+        (40, 256, [("t", 128, "conv1"), ("y", 128, "conv2")])]
+    # the layout: every map's channels to 16 (16 * 16 px * 2 B = 512 each), so {x, t} = {t, y} = 1024
+    # (the first is the peak); w1's input channels 3 -> 8 (64 B), b1 float32 (16 -> 64 B), w2 depthwise
+    # unpadded (8 -> 64 B), every buffer to 64 bytes, then the partition's 2048-byte overhead
+    memory_doc = {"layout": RKNN_LAYOUT, "evidence": "measured: test"}
+    result = inspect(tmp_path, two_convs(), runtime_dtype="float16", memory=memory_doc)
+    assert memory(result) == [(64 + 64 + 64 + 2048, 1024, [("t", 512, "conv1"), ("x", 512, None)])]
+    assert result.summary["memory"]["estimate"].startswith("estimated upper bound on tensor bytes in the profile's")
+    assert not any(f.rule == "memory-budget" for f in result.findings)  # a layout is no budget
+
+
+def test_a_layout_needs_no_budget_but_memory_needs_one_or_the_other(tmp_path):
+    load_profile(str(profile_file(tmp_path, memory={"layout": {"buffer_align": 64}, "evidence": "measured"})))
+    with pytest.raises(ProfileError, match=r"no budget .* and no layout"):
+        load_profile(str(profile_file(tmp_path, memory={"evidence": "a datasheet"})))
+    with pytest.raises(ProfileError, match="layout"):
+        load_profile(str(profile_file(tmp_path, memory={"layout": {"channel_align": 0}, "evidence": "measured"})))

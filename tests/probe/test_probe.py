@@ -849,12 +849,13 @@ def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
     assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
                                          "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
     estimate = doc["memory"]["estimate"]
-    # float16: three live [1, 4, 16, 16] tensors (2048 bytes each) at the peak; 108 + 4 weights
-    # and four folded scalars in float16
+    # float16 in the RKNN layout: three live [1, 4, 16, 16] tensors at the peak, channels padded to
+    # 16 (8192 bytes each); weights: [4, 3, 3, 3] with input channels to 8 (576), the bias and four
+    # folded scalars float32 in 64-byte buffers (5 * 64), the partition's 2048-byte overhead
     assert (estimate["peak_activation_bytes"], estimate["weight_bytes"], estimate["runtime_dtype"]) == (
-        6144, 232, "float16")
-    assert estimate["evidence"].startswith("estimated upper bound")
+        3 * 8192, 576 + 5 * 64 + 2048, "float16")
+    assert estimate["evidence"].startswith("estimated upper bound on tensor bytes in the profile's memory layout")
     assert text(replay(FIXTURES / "seed_hardswish" / "model.onnx", RknnCompiler(), "rk3588",
                        FIXTURES / "seed_hardswish" / "work", load_profile("rknn-rk3588"))).splitlines()[-2] == (
-        "  memory: compiler: internal 26,112 bytes, weights 2,688 bytes; estimate (upper bound on unpadded "
-        "tensors): peak activations 6,144 bytes, weights 232 bytes")
+        "  memory: compiler: internal 26,112 bytes, weights 2,688 bytes; estimate (upper bound on the model's "
+        "tensors): peak activations 24,576 bytes, weights 2,944 bytes")
