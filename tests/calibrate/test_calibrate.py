@@ -48,7 +48,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
         assert len({f.id for f in families}) == len(families), name
         assert len({p.id for p in points}) == len(points), name
         for family in families:
-            for point in family.points:
+            # a torch point is a torch export (seconds): its family's first point stands for the rest
+            for point in family.points[:1] if family.points[0].factory else family.points:
                 nodes = {n.name for n in point.build().graph.node}
                 if family.kind == OP:
                     assert family.node_of(point) in nodes, point.id
@@ -58,15 +59,43 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER}
 
 
-def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweep", ["standard", "ethos-u"])
+def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path, sweep: str) -> None:
     ops: dict[str, Any] = {}
-    for family in (f for f in SWEEPS["standard"]() if f.kind == OP):
+    for family in (f for f in SWEEPS[sweep]() if f.kind == OP):
         written = ops.setdefault(family.op, {"constraints": []})["constraints"]
         written += [c for c in family.constraints if c not in written]  # Resize's two families share one
     path = tmp_path / "all.json"
     path.write_text(json.dumps({"name": "all", "description": "d", "source": "s", "evidence": "illustrative",
                                 "ops": ops}), encoding="utf-8")
-    assert load_profile(str(path)).ops["AveragePool"]["constraints"][0]["id"] == "averagepool-pads-count-include-pad"
+    first = {"standard": ("AveragePool", "averagepool-pads-count-include-pad"),
+             "ethos-u": ("Conv", "conv-stride-above-3-padding")}[sweep]
+    assert load_profile(str(path)).ops[first[0]]["constraints"][0]["id"] == first[1]
+
+
+def test_the_ethos_u_sweep_is_torch_points_named_after_their_factories() -> None:
+    """The Ethos-U probe lowers PyTorch modules: every point of the ethos-u sweep is a factory of
+    npu_gate/calibrate/torch_points.py, on both sides of a limit of Vela 5.2.0's document."""
+    from npu_gate.calibrate.torch_points import FACTORIES
+
+    points = [p for f in SWEEPS["ethos-u"]() for p in f.points]
+    assert [p.factory for p in points] == [f"torch_points:{name}" for name in FACTORIES]
+    assert [p.id for p in points][:5] == ["conv-k3-s1-p1", "conv-k3-s2-p1", "conv-k3-s3-p1", "conv-k4-s4-p0",
+                                           "conv-k5-s4-p2"]
+
+
+def test_a_torch_point_is_probed_through_its_factory(tmp_path: Path) -> None:
+    """measure() exports a torch point beside a copy of torch_points.py and hands the compiler the
+    factory, that folder and the input shape (the Ethos-U driver lowers the module from there)."""
+    family = next(f for f in SWEEPS["ethos-u"]() if f.op == "ConvTranspose")
+    family = Family(family.id, family.op, family.points[:1], family.constraints)
+    record = measure(FakeCompiler(), "fake1", Path(sys.executable), [family], keep=tmp_path / "work")
+    assert [(p["point"], p["status"]) for p in record["points"]] == [("convtranspose-k2-s2", "ok")]
+    request = json.loads(next((tmp_path / "work" / "points").rglob("request.json")).read_text(encoding="utf-8"))
+    assert request["factory"] == "torch_points:convtranspose_k2_s2"
+    assert (Path(request["folder"]) / "torch_points.py").is_file()
+    assert request["inputs"] == [{"name": "x", "shape": [1, 16, 32, 32]}]
+    assert [n["name"] for n in request["graph"]] == ["node_convolution"]
 
 
 # --- derivation from a record (no compiler) -----------------------------------------------
