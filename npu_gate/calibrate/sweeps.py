@@ -600,13 +600,15 @@ def ethos_u() -> list[Family]:
     """Arm Ethos-U through ExecuTorch and Vela: torch modules (the probe lowers the PyTorch module),
     one op each, on both sides of the stride, padding and mode limits of Vela 5.2.0's document
     (the ethos-u55 profile). Each family's hypothesis is that document's rule, but for the bilinear
-    Resize: ExecuTorch's partitioner's (the probe of the constraint net saw it rejected on U55)."""
+    Resize: ExecuTorch's partitioner's (the probe of the constraint net saw it rejected on U55). A
+    hypothesis that is the document's rule has its id in the ethos-u55 profile, so `profile diff`
+    shows where the measurement and the document disagree."""
     valid = "ONNX: padding is VALID when every pad is 0"
     return [
         Family("ethos-u-conv-stride-padding", "Conv",
                [_torch(n, "node_conv2d") for n in ("conv_k3_s1_p1", "conv_k3_s2_p1", "conv_k3_s3_p1",
                                                     "conv_k4_s4_p0", "conv_k5_s4_p2")],
-               [{"id": "conv-stride-above-3-padding", "any_of": [
+               [{"id": "conv-stride-above-3-padding", "when": {"attribute": "group", "in": [1]}, "any_of": [
                    {"attribute": "strides", "each": True, "max": 3}, {"attribute": "pads", "each": True, "max": 0}],
                  "message": f"Vela 5.2.0: Stride>3 is only supported IF (dilation = 1 AND padding = VALID) ({valid})"}],
                note="CONV_2D: stride 1-4, padded and unpadded"),
