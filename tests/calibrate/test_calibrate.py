@@ -280,7 +280,7 @@ def test_the_builtin_rknn_rk3588_profile_is_what_its_record_derives() -> None:
 
 @pytest.mark.torch
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["ethos-u55-128", "ethos-u85-256"])
+@pytest.mark.parametrize("name", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
 def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -> None:
     """The ethos-u sweep measured with ExecuTorch 1.5.1 + Vela 5.2.0, re-derived without the
     compiler (the mixed ops' points are exported again for the trial placements)."""
