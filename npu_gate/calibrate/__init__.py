@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SWEEPS, Family, Point
+from npu_gate.calibrate.sweeps import (ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SWEEPS, TORCH_X, Family, Point,
+                                      export_torch_point)
 
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
@@ -82,9 +83,16 @@ def measure(compiler: Compiler, target: str, python: Path, families: list[Family
         for family in families:
             for point in family.points:
                 path = work / "models" / f"{point.id}.onnx"
-                path.write_bytes(point.build().SerializeToString())
-                result = probe_model(path, compiler, target, python, profile=reference, options=options,
-                                     timeout=timeout, keep=work / "points" / point.id, child=child)
+                point_options, inputs = options, None
+                if point.factory is not None:  # a torch point: the driver lowers the module, tied to this export
+                    export_torch_point(point.factory, work / "factories", path)
+                    point_options = {**(options or {}), "factory": point.factory,
+                                     "folder": str(work / "factories"), "seed": 0, "calibration": 4}
+                    inputs = {"x": TORCH_X}
+                else:
+                    path.write_bytes(point.build().SerializeToString())
+                result = probe_model(path, compiler, target, python, profile=reference, options=point_options,
+                                     inputs=inputs, timeout=timeout, keep=work / "points" / point.id, child=child)
                 info = result.compiler
                 points.append(measured_point(family, point, result))
                 if progress is not None:

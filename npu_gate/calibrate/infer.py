@@ -159,7 +159,8 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
             needed += [c for c in f.constraints if c not in needed]
     base_entry = base_ops.get(op)
     base_constraints = [c for c in (base_entry or {}).get("constraints", []) if not c.get("unchecked")]
-    trial = [*needed, *base_constraints]
+    # a hypothesis may restate a base constraint under its id (the vendor's rule, measured): it is tried once
+    trial = [*needed, *(c for c in base_constraints if c["id"] not in {n["id"] for n in needed})]
     failed = {p.id: checker.failed(p, op, f.node_of(p), trial) if trial else set() for f, p, _ in points}
     kept = [c for c in (base_entry or {}).get("constraints", [])
             if c.get("unchecked") or not any(c["id"] in failed[p.id] for _, p, _ in points)]

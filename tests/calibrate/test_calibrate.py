@@ -48,6 +48,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
         assert len({f.id for f in families}) == len(families), name
         assert len({p.id for p in points}) == len(points), name
         for family in families:
+            if family.points[0].factory:  # torch points: see test_the_ethos_u_sweep_...
+                continue
             for point in family.points:
                 nodes = {n.name for n in point.build().graph.node}
                 if family.kind in (OP, ELIMINATE, LOWER):
@@ -59,15 +61,48 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
 
-def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweep", ["standard", "ethos-u"])
+def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path, sweep: str) -> None:
     ops: dict[str, Any] = {}
-    for family in (f for f in SWEEPS["standard"]() if f.kind == OP):
+    for family in (f for f in SWEEPS[sweep]() if f.kind == OP):
         written = ops.setdefault(family.op, {"constraints": []})["constraints"]
         written += [c for c in family.constraints if c not in written]  # Resize's two families share one
     path = tmp_path / "all.json"
     path.write_text(json.dumps({"name": "all", "description": "d", "source": "s", "evidence": "illustrative",
                                 "ops": ops}), encoding="utf-8")
-    assert load_profile(str(path)).ops["AveragePool"]["constraints"][0]["id"] == "averagepool-pads-count-include-pad"
+    first = {"standard": ("AveragePool", "averagepool-pads-count-include-pad"),
+             "ethos-u": ("Conv", "conv-stride-above-3-padding")}[sweep]
+    assert load_profile(str(path)).ops[first[0]]["constraints"][0]["id"] == first[1]
+
+
+@pytest.mark.torch
+def test_the_ethos_u_sweep_is_torch_points_named_after_their_factories() -> None:
+    """The Ethos-U probe lowers PyTorch modules: every point of the ethos-u sweep is a factory of
+    npu_gate/calibrate/torch_points.py, on both sides of a limit of Vela 5.2.0's document; the
+    first point of each family exports (a torch export takes seconds) with the measured node."""
+    from npu_gate.calibrate.torch_points import FACTORIES
+
+    for family in SWEEPS["ethos-u"]():
+        assert family.node_of(family.points[0]) in {n.name for n in family.points[0].build().graph.node}
+    points = [p for f in SWEEPS["ethos-u"]() for p in f.points]
+    assert [p.factory for p in points] == [f"torch_points:{name}" for name in FACTORIES]
+    assert [p.id for p in points][:5] == ["conv-k3-s1-p1", "conv-k3-s2-p1", "conv-k3-s3-p1", "conv-k4-s4-p0",
+                                           "conv-k5-s4-p2"]
+
+
+@pytest.mark.torch
+def test_a_torch_point_is_probed_through_its_factory(tmp_path: Path) -> None:
+    """measure() exports a torch point beside a copy of torch_points.py and hands the compiler the
+    factory, that folder and the input shape (the Ethos-U driver lowers the module from there)."""
+    family = next(f for f in SWEEPS["ethos-u"]() if f.op == "ConvTranspose")
+    family = Family(family.id, family.op, family.points[:1], family.constraints)
+    record = measure(FakeCompiler(), "fake1", Path(sys.executable), [family], keep=tmp_path / "work")
+    assert [(p["point"], p["status"]) for p in record["points"]] == [("convtranspose-k2-s2", "ok")]
+    request = json.loads(next((tmp_path / "work" / "points").rglob("request.json")).read_text(encoding="utf-8"))
+    assert request["factory"] == "torch_points:convtranspose_k2_s2"
+    assert (Path(request["folder"]) / "torch_points.py").is_file()
+    assert request["inputs"] == [{"name": "x", "shape": [1, 16, 32, 32]}]
+    assert [n["name"] for n in request["graph"]] == ["node_convolution"]
 
 
 # --- derivation from a record (no compiler) -----------------------------------------------
@@ -103,6 +138,24 @@ def test_a_hypothesis_message_follows_what_was_measured() -> None:
     assert entry["constraints"][0]["message"] == (
         "in calibration AveragePool ran on CPU (or was not built) at every sweep point failing this constraint "
         "(1 of 3 points off the NPU; cal.calibration.json#AveragePool); kernels other than 3 were not measured")
+
+
+def test_a_hypothesis_may_restate_a_base_constraint_under_its_id(tmp_path: Path) -> None:
+    """The ethos-u sweep's hypotheses are the document's rules, with the ethos-u55 ids: the trial
+    placement tries the id once (no duplicate-id profile), the measured one replaces the base's."""
+    family = TINY["AveragePool"]
+    [hypothesis] = family.constraints
+    base_path = tmp_path / "base.json"
+    base_path.write_text(json.dumps({"name": "base", "description": "d", "source": "s", "evidence": "illustrative",
+                                     "ops": {"AveragePool": {"constraints": [{**hypothesis, "message": "vendor"}]}}}),
+                         encoding="utf-8")
+    devices = dict(zip([p.id for p in family.points], ["cpu", "npu", "npu"], strict=True))
+    derived = derive(_record([family], devices), [family], load_profile(str(base_path)))
+    assert derived.verdicts["AveragePool"]["verdict"] == "constrained"
+    entry = derived.ops["AveragePool"]
+    assert entry is not None
+    assert [c["id"] for c in entry["constraints"]] == [hypothesis["id"]]
+    assert entry["constraints"][0]["message"].startswith("in calibration AveragePool ran on CPU")
 
 
 @pytest.mark.parametrize(("devices", "verdict", "written", "against"), [
@@ -224,6 +277,23 @@ def test_the_builtin_rknn_rk3588_profile_is_what_its_record_derives() -> None:
     assert doc == profile, "regenerate: the command in the profile's source"
     assert derived.verdicts == record["verdicts"]
     assert record_json(record) == (profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ethos-u55-128", "ethos-u65-256", "ethos-u85-256"])
+def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -> None:
+    """The ethos-u sweep measured with ExecuTorch 1.5.1 + Vela 5.2.0, re-derived without the
+    compiler (the mixed ops' points are exported again for the trial placements)."""
+    text = (profile_dir() / f"{name}.calibration.json").read_text(encoding="utf-8")
+    record = json.loads(text)
+    doc, derived = derive_profile(record)
+    assert doc == json.loads((profile_dir() / f"{name}.json").read_text(encoding="utf-8"))
+    assert derived.verdicts == record["verdicts"]
+    assert record_json(record) == text
+    assert record["compiler"] == {"name": "ethos-u-vela", "version": "5.2.0", "target": name}
+    assert record["sweep"] == "ethos-u" and record["timings"]["points"] == 17
+    assert record["command"] in load_profile(name).source
 
 
 def test_the_builtin_record_says_what_was_measured() -> None:

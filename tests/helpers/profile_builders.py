@@ -246,7 +246,42 @@ def gru(
     )
 
 
+def node(
+    op: str,
+    inputs: list[dict[str, Any]],
+    opset: int = OPSET,
+    outputs: int = 1,
+    **attrs: Any,
+) -> onnx.ModelProto:
+    """One ``op`` node (node0) of any inputs. Each input is ``{"shape": [...], "dtype": "float32"}``
+    (a graph input), with ``"value": [...]`` an initializer of those values (its shape, when given,
+    reshapes them), with ``"constant": true`` an initializer of ones, or ``{"absent": true}`` (an
+    empty name: an optional input left out)."""
+    names, graph_inputs, initializers = [], [], []
+    for i, spec in enumerate(inputs):
+        if spec.get("absent"):
+            names.append("")
+            continue
+        name = "x" if i == 0 else f"in{i}"
+        names.append(name)
+        dtype = spec.get("dtype", "float32")
+        if "value" in spec:
+            values = np.array(spec["value"], dtype=_NP[dtype])
+            if "shape" in spec:
+                values = values.reshape(spec["shape"])
+            initializers.append(numpy_helper.from_array(values, name))
+        elif spec.get("constant"):
+            initializers.append(numpy_helper.from_array(np.ones(spec["shape"], dtype=_NP[dtype]), name))
+        else:
+            graph_inputs.append(_value(name, dtype, list(spec["shape"])))
+    outs = [f"y{i}" for i in range(outputs)]
+    made = helper.make_node(op, names, outs, name="node0", **attrs)
+    out_dtype = inputs[0].get("dtype", "float32")
+    return _model([made], graph_inputs, [_value(o, out_dtype, None) for o in outs], initializers, opset)
+
+
 BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
+    "node": node,
     "gru": gru,
     "conv": conv,
     "unary": unary,
