@@ -21,6 +21,7 @@ from npu_gate.commands.common import print_problems, write_log
 from npu_gate.errors import EXIT_ERROR, GateError
 
 DEFAULT_INSPECT_PROFILE = "demo"
+QUANT_MODES = ("int8", "int16", "fp16", "none")  # probe --quantize: npu_gate.probe.base.QUANT_MODES
 DEFAULT_TIMEOUT = 1800.0  # --timeout's default: npu_gate.stages.timeout.DEFAULT_SECONDS (a test keeps them equal)
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 EXIT_SIGINT = 130  # 128 + SIGINT (2), as for SIGPIPE
@@ -215,6 +216,15 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help="qnn: QNN's id of the Snapdragon SoC to prepare for (default: 57, Snapdragon 8 Gen 3)")
     probe.add_argument("--factory", metavar="MODULE:FUNCTION",
                        help="a torch factory instead of MODEL.onnx (compilers on the PyTorch module: ethos-u)")
+    probe.add_argument("--quantize", choices=QUANT_MODES, metavar="MODE",
+                       help="build quantized: int8 | int16 | fp16 | none (default: the compiler's default build); "
+                            "int8/int16 calibrate on --calibration (or samples drawn from [0, 1]) and measure the "
+                            "compiler's accuracy on --holdout")
+    probe.add_argument("--calibration", metavar="SAMPLES.npz",
+                       help="calibration samples for --quantize int8/int16: one array per input, sample k in row k "
+                            "(without --holdout its last 8 rows are the hold-out samples)")
+    probe.add_argument("--holdout", metavar="SAMPLES.npz",
+                       help="hold-out samples the quantized build's accuracy is measured on (never calibration rows)")
     probe.add_argument("--inputs", nargs="+", metavar="NAME:DIMS", default=[],
                        help="static input shapes for the compiler, e.g. images:1,3,224,224")
     probe.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,

@@ -27,7 +27,7 @@ from npu_gate.stages.rewrites import Rewriting
 from npu_gate.target.profile import Profile
 
 if TYPE_CHECKING:
-    from npu_gate.probe.base import Compiler
+    from npu_gate.probe.base import Compiler, QuantRequest
     from npu_gate.result.probe import ProbeResult
 
 __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_model", "replay_model"]
@@ -180,13 +180,16 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
 
 
 def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, profile: Profile | None = None,
-                inputs: dict[str, list[int]] | None = None, **options: Any) -> ProbeResult:
+                inputs: dict[str, list[int]] | None = None, quantization: QuantRequest | None = None,
+                **options: Any) -> ProbeResult:
     """``npu-gate probe``: the gate's prediction under ``profile`` (None: none), then the probe
-    comparing the compiler with it (``options``: ``probe.runner.probe``'s)."""
+    comparing the compiler with it (``options``: ``probe.runner.probe``'s); ``quantization``: a
+    quantized build (``--quantize``) with its calibration and hold-out samples."""
     from npu_gate.probe.runner import probe
 
     prediction = _predict(model, profile, inputs)
-    return probe(model, compiler, target, python, inputs=inputs, prediction=prediction, **options)
+    return probe(model, compiler, target, python, inputs=inputs, prediction=prediction,
+                 quantization=quantization, **options)
 
 
 def replay_model(model: Path, compiler: Compiler, target: str, work: Path,

@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate.errors import GateError
 from npu_gate.placement.adapters import partitions_with_adapters
-from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
-from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, io_adapter_ops, map_nodes, note_compiler
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, QuantRequest, clean_log
+from npu_gate.probe.mapping import (
+    accuracy_layers,
+    agreement,
+    compare_adapters,
+    edge_ops,
+    io_adapter_ops,
+    map_nodes,
+    note_compiler,
+)
 from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import GateResult, InputEntry
 
@@ -130,6 +138,7 @@ def probe(
     keep: Path | None = None,
     child: BatchChild | None = None,
     venv_key: str | None = None,
+    quantization: QuantRequest | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
 
@@ -139,6 +148,7 @@ def probe(
     ``child``: a running ``batch.BatchChild`` to build in, instead of a new process per attempt.
     ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
     without it the error speaks of ``--venv``.
+    ``quantization``: a quantized build (``--quantize``); the compiler refuses a mode it cannot build.
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
@@ -161,9 +171,11 @@ def probe(
     options = dict(options or {})
     runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
     try:
+        # the samples a quantized build reads, written once for every attempt (not in Attempt.options)
+        quant_options = compiler.quantization_options(quantization, work / "samples") if quantization else {}
         while True:
             attempt_dir = work / f"attempt-{len(runs) + 1}"
-            request = compiler.request(model.resolve(), target, inputs or {}, options)
+            request = compiler.request(model.resolve(), target, inputs or {}, {**options, **quant_options})
             if child is not None:
                 run = child.run(request, attempt_dir)
             else:
@@ -182,7 +194,8 @@ def probe(
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    result = assemble(model.name, compiler, target, prediction, runs)
+    result = assemble(model.name, compiler, target, prediction, runs,
+                      quantization.describe() if quantization else None)
     if result.compiler["version"] is None:  # it stopped before saying: the venv's installed one
         result.compiler["version"] = compiler.installed_version(python.parent.parent)
     result.timings = {"predict_s": round(prediction.timings.get("total_s", 0.0), 3) if prediction else 0.0,
@@ -206,7 +219,11 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path,
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    return assemble(model.name, compiler, target, prediction, runs)
+    request_path = work / "attempt-1" / "request.json"
+    request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
+    quant = request.get("quantization")
+    return assemble(model.name, compiler, target, prediction, runs,
+                    {"mode": quant["mode"]} if isinstance(quant, dict) and "mode" in quant else None)
 
 
 def requested_inputs(work: Path) -> dict[str, list[int]]:
@@ -272,8 +289,10 @@ def _judge(compiler: Compiler, run: ChildRun, work: Path,
 
 
 def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: GateResult | None,
-             runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> ProbeResult:
-    """The probe result from the last run, compared with npu_gate's own prediction."""
+             runs: list[tuple[ChildRun, CompilerOutput, Attempt]],
+             quantization: dict[str, Any] | None = None) -> ProbeResult:
+    """The probe result from the last run, compared with npu_gate's own prediction;
+    ``quantization``: the quantized build's request (``QuantRequest.describe``), None for the default build."""
     run, output, last = runs[-1]
     attempts = [a for _, _, a in runs]
     result = ProbeResult(
@@ -293,8 +312,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         graph_names = compiler_graph_names(compiler, predicted_result)
-        tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
-                   for n in predicted_result.nodes} if predicted_result else None
+        tensors = _node_tensors(predicted_result)
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
         note_compiler(result.nodes, output)
         for node in result.nodes:
@@ -319,6 +337,8 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         if predicted_result:
             result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
+    if quantization is not None or output.accuracy is not None:
+        result.quantization = _quantization(quantization or {}, output, originals, predicted_result, last.status)
     result.memory = _memory(result, output, predicted_result)
     result.estimates = output.estimates if last.status == OK else None
     if output.core is not None:
@@ -326,6 +346,27 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     if isinstance(run.response.get("build_s"), (int, float)):
         result.timings["build_s"] = round(run.response["build_s"], 3)
     return result
+
+
+def _quantization(request: dict[str, Any], output: CompilerOutput, originals: list[tuple[str, str]],
+                  predicted_result: GateResult | None, status: str) -> dict[str, Any]:
+    """The quantized build's request with the compiler's per-layer accuracy, each layer tied to
+    the ONNX nodes it comes from (``mapping.accuracy_layers``)."""
+    accuracy = None
+    if output.accuracy is not None and status == OK:
+        layers = accuracy_layers(output.accuracy["layers"], [name for name, _ in originals], output,
+                                 _node_tensors(predicted_result))
+        accuracy = {**output.accuracy, "layers": layers}
+    return {"mode": request.get("mode"), "calibration": request.get("calibration"),
+            "holdout": request.get("holdout"), "accuracy": accuracy}
+
+
+def _node_tensors(predicted_result: GateResult | None) -> dict[str, tuple[list[str], list[str]]] | None:
+    """Per predicted node its (input, output) tensor names; None without a prediction."""
+    if not predicted_result:
+        return None
+    return {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
+            for n in predicted_result.nodes}
 
 
 def _memory(result: ProbeResult, output: CompilerOutput, predicted_result: GateResult | None) -> dict[str, Any]:
