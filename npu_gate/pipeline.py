@@ -188,8 +188,14 @@ def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, p
     from npu_gate.probe.runner import probe
 
     prediction = _predict(model, profile, inputs)
-    return probe(model, compiler, target, python, inputs=inputs, prediction=prediction,
-                 quantization=quantization, **options)
+    result = probe(model, compiler, target, python, inputs=inputs, prediction=prediction,
+                   quantization=quantization, **options)
+    if quantization is not None and quantization.integer:
+        from npu_gate.stages import quantize as quantize_stage
+
+        with tempfile.TemporaryDirectory(prefix="npu-gate-quantize-") as tmp:
+            quantize_stage.beside_probe(model, quantization, result, Path(tmp))
+    return result
 
 
 def replay_model(model: Path, compiler: Compiler, target: str, work: Path,

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             model = Path(args.model)
         if args.soc_model is not None:
             options["soc_model"] = args.soc_model
-        quantization = _quant_request(args, model, inputs)
+        quantization = _quant_request(args, compiler, model, inputs)
         refuse_overwriting_inputs(
             [("the model this run reads", str(model)), *profile_inputs(profile)],
             [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
@@ -85,10 +85,13 @@ def _probe_setup(compiler: Compiler, venv: Path, args: argparse.Namespace) -> in
     return EXIT_PASS
 
 
-def _quant_request(args: argparse.Namespace, model: Path, inputs: dict[str, list[int]]) -> QuantRequest | None:
+def _quant_request(args: argparse.Namespace, compiler: Compiler, model: Path,
+                   inputs: dict[str, list[int]]) -> QuantRequest | None:
     """``--quantize MODE`` with its samples (``--calibration``, ``--holdout``); None: the default build."""
     from npu_gate.probe.base import INTEGER_MODES, QuantRequest
 
+    if args.quantize is not None:
+        compiler.check_quant_mode(args.quantize)
     if args.quantize not in INTEGER_MODES:
         for flag, given in (("--calibration", args.calibration), ("--holdout", args.holdout)):
             if given is not None:

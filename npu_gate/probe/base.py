@@ -159,12 +159,14 @@ class Compiler(ABC):
     # --quantize modes the plug-in builds (QUANT_MODES); "none" is the compiler's default build.
     quant_modes: tuple[str, ...] = ("none",)
 
+    def check_quant_mode(self, mode: str, where: str = "--quantize") -> None:
+        """Refuse a quantization mode this plug-in does not build (exit 2, before anything runs)."""
+        if mode not in self.quant_modes:
+            raise GateError(f"{where} {mode}: the {self.name} plug-in builds {' or '.join(self.quant_modes)} only")
+
     def quantization_options(self, quant: QuantRequest, work: Path) -> dict[str, Any]:
-        """The driver options for a quantized build, writing what the driver reads (samples) into
-        ``work``. Default: only the default build ("none")."""
-        if quant.mode not in self.quant_modes:
-            raise GateError(f"--quantize {quant.mode}: the {self.name} plug-in builds "
-                            f"{' or '.join(self.quant_modes)} only")
+        """The driver options for a quantized build (a mode ``check_quant_mode`` let through),
+        writing what the driver reads (samples) into ``work``. Default: nothing to add."""
         return {}
 
     def request(self, model: Path, target: str, inputs: dict[str, list[int]],

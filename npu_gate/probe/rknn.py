@@ -84,7 +84,6 @@ class RknnCompiler(Compiler):
         """int8: the calibration rows as ``.npy`` files listed in ``dataset.txt`` (one sample a line,
         its inputs space-separated, as ``build(dataset=...)`` reads it) and the hold-out rows'
         files for ``accuracy_analysis``."""
-        super().quantization_options(quant, work)
         if quant.mode != "int8":
             return {}
         calibration = save_rows(quant.calibration, work, "calibration")

@@ -152,6 +152,8 @@ def probe(
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
+    if quantization is not None:
+        compiler.check_quant_mode(quantization.mode)
     if not python.exists() and venv_key is not None:
         raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
                         f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
@@ -181,7 +183,8 @@ def probe(
             else:
                 run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
             _write_json(attempt_dir / "exit.json", {"returncode": run.returncode, "timed_out": run.timed_out,
-                                                    "seconds": run.seconds, "options": options})
+                                                    "seconds": run.seconds, "options": options,
+                                                    "quantization": quantization.describe() if quantization else None})
             runs.append(_judge(compiler, run, attempt_dir, options))
             output, attempt = runs[-1][1], runs[-1][2]
             if attempt.status == FAILED and run.response.get("stage") == "config":
@@ -219,11 +222,9 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path,
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    request_path = work / "attempt-1" / "request.json"
-    request = json.loads(request_path.read_text(encoding="utf-8")) if request_path.exists() else {}
-    quant = request.get("quantization")
-    return assemble(model.name, compiler, target, prediction, runs,
-                    {"mode": quant["mode"]} if isinstance(quant, dict) and "mode" in quant else None)
+    # the quantized build's request (no such key: recorded before probe-1.4, a default build)
+    request = json.loads((work / "attempt-1" / "exit.json").read_text(encoding="utf-8")).get("quantization")
+    return assemble(model.name, compiler, target, prediction, runs, request)
 
 
 def requested_inputs(work: Path) -> dict[str, list[int]]:

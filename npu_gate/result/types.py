@@ -26,7 +26,9 @@ from npu_gate.rules import RULES
 #      quantization: float vs quantized on hold-out samples), summary.qdq_nodes
 # 1.8: placement "eliminated" (the profile's compiler clean-up, ``eliminates``) and, under
 #      such a profile, summary.eliminated_nodes; rule compiler-will-refuse
-SCHEMA_VERSION = "1.8"
+# 1.9: stages.probe.quantization (a contract quantization built by the real compiler: its
+#      request and the compiler's per-layer accuracy, as in a probe-1.4 result)
+SCHEMA_VERSION = "1.9"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of

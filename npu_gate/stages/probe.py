@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.spec import Contract
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
 from npu_gate.stages.timeout import Deadline
+
+if TYPE_CHECKING:
+    from npu_gate.probe.base import QuantRequest
 
 
 @dataclass
@@ -39,14 +42,35 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     if deadline is not None:
         limit = max(min(limit, deadline.left()), 0.1)
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
+    quantization = quant_request(contract)
+    if quantization is not None:
+        compiler.check_quant_mode(quantization.mode, f"{contract.path}: quantization.mode")
     measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
                      inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                      options={"soc_model": spec.soc_model} if spec.soc_model is not None else None,
-                     venv_key=f"{contract.path}: target.probe.venv: {given}")
+                     venv_key=f"{contract.path}: target.probe.venv: {given}", quantization=quantization)
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
                         else None)
+
+
+def quant_request(contract: Contract) -> QuantRequest | None:
+    """The contract's ``quantization`` as the compiler's build request: an integer mode with the
+    calibration and hold-out rows the quantization stage uses (``quantize/samples.py``); fp16 and
+    none without samples; None without a ``quantization`` key (the compiler's default build)."""
+    q = contract.quantization
+    if q is None:
+        return None
+    from npu_gate.probe.base import QuantRequest
+
+    if not q.quantizes:
+        return QuantRequest(q.mode, calibration_synthetic=False, holdout_synthetic=False)
+    from npu_gate.quantize.samples import sample_sets
+
+    samples = sample_sets(contract)
+    return QuantRequest(q.mode, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
 
 
 def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
@@ -61,6 +85,7 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
         "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
         "compiler": measured.compiler, "summary": measured.summary,
         "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
+        "quantization": measured.quantization,
     }
     result.findings += [make_finding(f["rule"], f["message"], severity=f["severity"]) for f in measured.findings]
     if outcome.measured is None:

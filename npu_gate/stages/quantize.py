@@ -13,10 +13,15 @@ import math
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from npu_gate.contract.spec import Contract, Gates
+from npu_gate.contract.spec import QUANT_DTYPES, Contract, Gates, Quantization
 from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
 from npu_gate.stages.context import Artifacts, Settings, new_result
+
+if TYPE_CHECKING:
+    from npu_gate.probe.base import QuantRequest
+    from npu_gate.result.probe import ProbeResult
 
 
 def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
@@ -138,3 +143,31 @@ def _error_finding(record: QuantizationResult, gate: str, limit: float, figure: 
         message += f"; worst layer: {where}{line}, {db}"
     return make_finding("quantization-error", message, subject=f"output {output}", node=node,
                         constraint=gate, actual=figure, allowed=limit)
+
+
+def beside_probe(model: Path, quant: QuantRequest, probe: ProbeResult, work: Path) -> None:
+    """npu_gate's own float-vs-quantized figures for a probe's quantized build, from the same
+    calibration and hold-out rows (onnxruntime ``quantize_static``, QDQ, the contract defaults:
+    activations/weights of the mode, per channel, minmax), put beside the compiler's in
+    ``probe.quantization["onnxruntime"]``: per output and every matched layer, lowest SQNR first."""
+    if probe.quantization is None or not quant.integer or not model.is_file():
+        return
+    from npu_gate.quantize import run as quant_run
+    from npu_gate.versions import tool_versions
+
+    activations, weights = QUANT_DTYPES[quant.mode]
+    spec = Quantization(mode=quant.mode, activations=activations, weights=weights)
+    record: dict[str, Any] = {
+        "evidence": f"measured by onnxruntime {tool_versions().get('onnxruntime')} (CPU): quantize_static QDQ "
+                    f"{activations} activations, {weights} weights per channel, minmax; float vs quantized",
+        "error": None, "outputs": [], "layers": []}
+    start = time.perf_counter()
+    quantized = work / "quantized.onnx"
+    try:
+        quant_run.quantize(model, quantized, quant.calibration, spec)
+        record["outputs"] = [o.to_dict() for o in quant_run.output_accuracy(model, quantized, quant.holdout)]
+        record["layers"] = [layer.to_dict() for layer in quant_run.layer_errors(model, quantized, quant.holdout, work)]
+    except quant_run.QuantizationFailed as exc:
+        record["error"] = f"onnxruntime quantize_static: {exc}"
+    probe.quantization["onnxruntime"] = record
+    probe.timings["onnxruntime_quantization_s"] = round(time.perf_counter() - start, 3)
