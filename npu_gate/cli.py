@@ -173,7 +173,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     cal.add_argument("--out", required=True, metavar="PROFILE.json",
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
-    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard"],
+    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard", "standard-int8"],
                      help="which sweep (default: standard; tiny: 7 points, for quick checks)")
     cal.add_argument("--name", help="profile name (default: the file name)")
     cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "

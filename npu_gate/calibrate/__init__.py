@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
+from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point, quant_request
 
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
@@ -42,6 +42,8 @@ def measured_point(family: Family, point: Point, result: ProbeResult) -> dict[st
     """What the record keeps of one probe result."""
     nodes = {n.name: [n.actual, n.runs_on, n.became] for n in result.nodes}
     out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
+    if point.quantize:
+        out["quantize"] = point.quantize
     if family.kind == OP:
         actual, runs_on, became = nodes.get(family.node_of(point), [None, None, None])
         out["device"] = runs_on or actual
@@ -83,7 +85,8 @@ def measure(compiler: Compiler, target: str, python: Path, families: list[Family
                 path = work / "models" / f"{point.id}.onnx"
                 path.write_bytes(point.build().SerializeToString())
                 result = probe_model(path, compiler, target, python, profile=reference, options=options,
-                                     timeout=timeout, keep=work / "points" / point.id, child=child)
+                                     timeout=timeout, keep=work / "points" / point.id, child=child,
+                                     quantization=quant_request(path, point.quantize) if point.quantize else None)
                 info = result.compiler
                 points.append(measured_point(family, point, result))
                 if progress is not None:

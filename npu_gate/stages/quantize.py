@@ -150,7 +150,7 @@ def beside_probe(model: Path, quant: QuantRequest, probe: ProbeResult, work: Pat
     calibration and hold-out rows (onnxruntime ``quantize_static``, QDQ, the contract defaults:
     activations/weights of the mode, per channel, minmax), put beside the compiler's in
     ``probe.quantization["onnxruntime"]``: per output and every matched layer, lowest SQNR first."""
-    if probe.quantization is None or not quant.integer or not model.is_file():
+    if probe.quantization is None or not quant.integer or not quant.holdout or not model.is_file():
         return
     from npu_gate.quantize import run as quant_run
     from npu_gate.versions import tool_versions

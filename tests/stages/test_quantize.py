@@ -208,16 +208,37 @@ def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
     assert _summary(result) == []
 
 
-def test_uint8_add_has_no_kernel_on_rknn(mobilenet_contract):
-    """The calibrated rknn-rk3588 Add takes int8, not uint8: the residual Adds' units fall back."""
+def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract):
+    """onnxruntime's default QDQ activations are uint8: rknn-rk3588 claims uint8 Add units from the
+    calibration's quantized Add points (RKNN-Toolkit2's int8 build of a float Add ran on the NPU)."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
-    assert _summary(result) == [("quantized-op-unsupported", "block1.residual", None),
-                                ("quantized-op-unsupported", "block3.residual", None)]
-    finding = result.findings[0]
-    assert finding.message.startswith("Add has no uint8 kernel on the target (add-input-dtype: input 0 dtype "
-                                      "uint8 not in [float32, float16, int8, int32]")
-    assert (finding.constraint, finding.actual) == ("add-input-dtype", "uint8")
-    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 2
+    assert _summary(result) == []
+    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 0
+    from npu_gate.target.profile import load_profile
+
+    [constraint] = load_profile("rknn-rk3588").ops["Add"]["constraints"]
+    assert constraint["dtype"] == ["float32", "float16", "int8", "int32", "uint8"]
+    assert constraint["message"].endswith("uint8 was measured only as a quantized (QDQ) Add, in the compiler's "
+                                          "int8 build")
+
+
+def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path, write_contract):
+    """#21: RKNN-Toolkit2 2.5.0 builds the lesson's net in int8 as one NPU ConvHardSwish
+    (tests/fixtures/rknn/seed_hardswish_int8); the calibrated profile predicts its QDQ form with
+    no CPU node and one NPU partition."""
+    from tests.helpers import probe_models
+
+    (tmp_path / "model.onnx").write_bytes(probe_models.MODELS["seed_hardswish"]().SerializeToString())
+    path = write_contract({"name": "seed-int8", "model": {"onnx": "model.onnx"},
+                           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32",
+                                       "range": [0, 1]}],
+                           "target": {"profile": "rknn-rk3588"}, "quantization": {"mode": "int8"}})
+    result = check_contract(load_contract(path))
+    assert result.quantization is not None
+    assert result.quantization["placement"] == {
+        "npu_nodes": 4, "cpu_nodes": 0, "qdq_nodes": 8, "npu_partitions": 1,
+        "evidence": "predicted by profile rknn-rk3588 (measured)"}
+    assert _summary(result) == []
 
 
 def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
