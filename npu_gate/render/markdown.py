@@ -545,7 +545,23 @@ def _probe(result: GateResult) -> str:
         rows.append(["Partitions", compared_partitions(s, info.get("status") == "ok")])  # failed: no segments
     if adapter_line := adapters_text(s, md):
         rows.append(["Rank adapters", adapter_line.removeprefix("rank adapters: ")])
-    return text + "\n\n" + table(["", ""], rows)
+    text += "\n\n" + table(["", ""], rows)
+    if info.get("quantization"):
+        text += "\n\n" + _probe_quantization(info["quantization"], result)
+    return text
+
+
+def _probe_quantization(probe_q: dict[str, Any], result: GateResult) -> str:
+    """The compiler's quantized build beside the quantization stage's figures: its worst layers
+    (the stage keeps those only) matched to the compiler's layers by ONNX node."""
+    from npu_gate.render.probe import quantization_markdown
+
+    q = result.quantization
+    ort = None
+    if q is not None:
+        ort = {"evidence": f"{q['evidence']}, the stage's {len(q['worst_layers'])} worst layers", "error": None,
+               "outputs": [], "layers": q["worst_layers"]}
+    return quantization_markdown({**probe_q, "onnxruntime": ort}, heading="####")
 
 
 def _fusions(result: GateResult) -> str:

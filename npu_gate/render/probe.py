@@ -246,10 +246,10 @@ def quantization_text(q: dict[str, Any], esc: Callable[[str], str]) -> list[str]
     return lines
 
 
-def quantization_markdown(q: dict[str, Any]) -> str:
+def quantization_markdown(q: dict[str, Any], heading: str = "###") -> str:
     """The quantized build: samples, then per layer the compiler's cosine/euclidean (entire and single)
     beside onnxruntime's SQNR, each column labelled with its evidence."""
-    parts = [f"### Quantized build ({md(q['mode'])})",
+    parts = [f"{heading} Quantized build ({md(q['mode'])})",
              f"Calibrated on {_samples(q.get('calibration'), 'calibration')}; measured on "
              f"{_samples(q.get('holdout'), 'hold-out')}."]
     accuracy, ort = q.get("accuracy"), q.get("onnxruntime")

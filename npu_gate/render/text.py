@@ -66,6 +66,10 @@ def render(result: GateResult, headline_note: str = "") -> str:
             lines.append(f"    {compared_partitions(ps, probe.get('status') == 'ok')}")
         if adapter_line := adapters_text(ps, term):
             lines.append(f"    {adapter_line}")
+        if probe.get("quantization"):
+            from npu_gate.render.probe import quantization_text
+
+            lines.extend(f"    {line}" for line in quantization_text(probe["quantization"], term))
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding

@@ -210,6 +210,13 @@ def test_contract_quantization_builds_int8_with_the_stages_samples(write_contrac
     assert _int8_layers(probe["quantization"]) == LESSON_INT8_LAYERS
     assert result.quantization is not None and result.quantization["calibration"] == {"samples": 32,
                                                                                       "synthetic": True}
+    from npu_gate.render import markdown, text
+
+    report = markdown.render(result)  # the compiler's layers beside the quantization stage's worst ones
+    assert "#### Quantized build (int8)" in report
+    assert "| HardSwish     | <code>out&#95;int8</code>                | /Add, /Clip, /Mul, /Div | 0.99999 " in report
+    assert "42.9 dB (<code>/Mul</code>) |" in report and "the stage's 5 worst layers" in report
+    assert "    quantized int8: 32 synthetic calibration samples" in text.render(result)
 
 
 def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli, save_model, tmp_path, venv) -> None:
