@@ -344,8 +344,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     result.estimates = output.estimates if last.status == OK else None
     if output.core is not None:
         result.compiler["core"] = output.core
-    if isinstance(run.response.get("build_s"), (int, float)):
-        result.timings["build_s"] = round(run.response["build_s"], 3)
+    for key in ("build_s", "accuracy_s"):  # accuracy_s: a quantized build's accuracy analysis
+        if isinstance(run.response.get(key), (int, float)):
+            result.timings[key] = round(run.response[key], 3)
     return result
 
 
