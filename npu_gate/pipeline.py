@@ -115,7 +115,8 @@ def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: R
     model = rewriting.prepare(model, result)
     with tempfile.TemporaryDirectory(prefix="npu-gate-probe-") as work:
         outcome = _analyse(contract, model, settings, result, timings, keep, rewriting, path, Path(work))
-        _quantize(contract, rewriting.compiled_path(path, Path(work)), Path(work), settings, result, timings, keep)
+        _quantize(contract, rewriting.compiled_path(path, Path(work)), Path(work), settings, result, timings, keep,
+                  rewriting)
     if outcome is not None:
         probe_stage.record(outcome, contract, result)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
@@ -148,18 +149,20 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
         compared = rewriting.numerics_path(exported.onnx_path, work)
         if timeout.starts(settings.deadline, result, "numerics"):
             numerics.run(contract, user, compared, work, result, timings, keep)
-        _quantize(contract, rewriting.compiled_path(exported.onnx_path, work), work, settings, result, timings, keep)
+        _quantize(contract, rewriting.compiled_path(exported.onnx_path, work), work, settings, result, timings, keep,
+                  rewriting)
     return result
 
 
 def _quantize(contract: Contract, float_path: Path, work: Path, settings: Settings, result: GateResult,
-              timings: dict[str, float], keep: Artifacts | None) -> None:
-    """Contract ``quantization``: the checked graph quantized and measured (stages/quantize.py)."""
+              timings: dict[str, float], keep: Artifacts | None, rewriting: Rewriting) -> None:
+    """Contract ``quantization``: the checked graph quantized and measured (stages/quantize.py),
+    the contract's metric run on it in the child process of the contract's code."""
     from npu_gate.stages import quantize
 
     if contract.quantization is not None and result.analysed and timeout.starts(settings.deadline, result,
                                                                                  "quantization"):
-        quantize.run(contract, settings, float_path, work, result, timings, keep)
+        quantize.run(contract, settings, float_path, work, result, timings, keep, rewriting.user)
 
 
 def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: GateResult,

@@ -14,6 +14,7 @@ from npu_gate.escape import md, md_code
 from npu_gate.render import mermaid, rewrites_md
 from npu_gate.render.cells import (
     MAX_ROWS,
+    metric_values,
     node_names,
     number,
     row_key,
@@ -342,6 +343,9 @@ def _quantization(result: GateResult) -> str:
     rows = [[md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
             for o in q["outputs"]]
     text += "\n\n" + table(["output", "max abs err", "cosine", "SQNR dB"], rows)
+    if "metric" in q:
+        text += (f"\n\nTask metric {md_code(q['metric']['callable'])} ({md(q['metric']['evidence'])}): "
+                 f"{metric_values(q['metric'], md)}.")
     if q["worst_layers"]:
         layers = []
         for layer in q["worst_layers"]:

@@ -106,7 +106,13 @@ class QuantSamplesInfo(TypedDict):
     synthetic: bool  # drawn from the inputs' ranges, not the contract's samples file
 
 
-class QuantizationResult(TypedDict):
+class QuantizationMetric(TypedDict, total=False):
+    """1.9: the contract's metric on the quantized model (only with a metric)."""
+
+    metric: dict[str, Any]  # rewrites.metric.evaluate's document with its evidence
+
+
+class QuantizationResult(QuantizationMetric):
     """``quantization`` (stages/quantize.py): how the graph was quantized, per output float vs
     quantized on the hold-out samples, the worst layers (onnxruntime's qdq_loss_debug)."""
 

@@ -20,15 +20,18 @@ from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_
 from npu_gate.stages.context import Artifacts, Settings, new_result
 
 if TYPE_CHECKING:
+    from npu_gate.model.worker import UserCode
     from npu_gate.probe.base import QuantRequest
     from npu_gate.result.probe import ProbeResult
 
 
 def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
-        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+        timings: dict[str, float], keep: Artifacts | None = None, user: UserCode | None = None) -> None:
     """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
     place the quantized graph against the profile (its units' ops that have no integer kernel
-    there are ``quantized-op-unsupported`` findings)."""
+    there are ``quantized-op-unsupported`` findings). With a contract ``metric`` and ``user`` (the
+    child process of the contract's code), the metric judges the quantized model against the float
+    one on the hold-out samples (``quantization.metric``; a miss is a ``task-metric`` error)."""
     spec = contract.quantization
     if spec is None:
         return
@@ -71,6 +74,8 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
         result.stages["quantization"] = {"status": "failed", "reason": message}
         result.findings.append(make_finding("quantization-failed", message, subject="quantization"))
         return
+    if contract.metric is not None and user is not None:
+        _metric(contract, user, float_path, quantized, samples.holdout, record, result)
     record["placement"] = _placement(quantized, settings, result)
     sources = {n.name: n.source for n in result.nodes if n.source is not None}
     record["worst_layers"] = [{**layer.to_dict(), "source": sources.get(layer.node or "")}
@@ -79,6 +84,30 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
     if keep is not None:
         keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+
+
+def _metric(contract: Contract, user: UserCode, float_path: Path, quantized: Path, holdout: list[Any],
+            record: QuantizationResult, result: GateResult) -> None:
+    """The contract's task metric, float model (reference) vs quantized model (candidate), on the
+    hold-out samples; recorded with its evidence, a miss or an error is a ``task-metric`` finding."""
+    from npu_gate.quantize import run as quant_run
+    from npu_gate.rewrites.metric import evaluate
+    from npu_gate.stages.rewrites import metric_message
+
+    assert contract.metric is not None
+    try:
+        reference = quant_run.model_outputs(float_path, holdout)
+        candidate = quant_run.model_outputs(quantized, holdout)
+    except quant_run.QuantizationFailed as exc:
+        task: dict[str, Any] = {"callable": contract.metric.callable, "values": {}, "checks": [], "passed": False,
+                                "error": f"onnxruntime: {exc}"}
+    else:
+        task = evaluate(contract.metric, user, reference, candidate, holdout)
+    record["metric"] = {**task, "evidence": f"the contract's metric, float (reference) vs {record['mode']} "
+                                            f"(candidate) on {len(holdout)} hold-out samples, onnxruntime CPU"}
+    if not task["passed"]:
+        result.findings.append(make_finding("task-metric", f"quantized model: {metric_message(task)}",
+                                            subject="quantization metric"))
 
 
 def _placement(quantized: Path, settings: Settings, result: GateResult) -> dict[str, int | str]:

@@ -295,3 +295,43 @@ def test_torch_contract_quantizes_its_export(tmp_path):
     assert result.quantization["calibration"] == {"samples": 8, "synthetic": True}
     assert [(g.name, g.passed) for g in result.gates[-1:]] == [("min_output_cosine", True)]
     assert result.quantization["outputs"][0]["cosine"] > 0.9
+
+
+METRIC = '''
+import numpy as np
+
+
+def agreement(reference, candidate, samples):
+    top = [int(np.argmax(r["logits"]) == np.argmax(c["logits"])) for r, c in zip(reference, candidate)]
+    return {"top1_agreement": sum(top) / len(top), "samples": float(len(samples))}
+'''
+
+
+def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path, write_contract):
+    """#21: the contract's metric runs on the quantized model too: float outputs as the reference,
+    int8 outputs as the candidate, on the hold-out samples."""
+    shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
+    (tmp_path / "quant_metric.py").write_text(METRIC, encoding="utf-8")
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
+           "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}],
+           "quantization": {"mode": "int8"},
+           "metric": {"callable": "quant_metric:agreement", "threshold": {"top1_agreement": {"min": 0.75}}}}
+    result = check_contract(load_contract(write_contract(doc)))
+    assert result.quantization is not None
+    metric = result.quantization["metric"]
+    assert (metric["callable"], metric["values"]["samples"], metric["passed"]) == ("quant_metric:agreement", 8.0, True)
+    assert metric["values"]["top1_agreement"] >= 0.75
+    assert metric["evidence"] == ("the contract's metric, float (reference) vs int8 (candidate) on 8 hold-out "
+                                  "samples, onnxruntime CPU")
+    assert "task-metric" not in {f.rule for f in result.findings}
+    validate_result(result.to_dict())
+    agreement = metric["values"]["top1_agreement"]
+    assert f"; metric float vs int8: top1_agreement {agreement:.4g}, samples 8 (passed)" in text.render(result)
+    assert ("Task metric <code>quant&#95;metric:agreement</code> (the contract's metric, float &#40;reference&#41; "
+            "vs int8") in markdown.render(result)
+    # a threshold the quantized model misses is a task-metric error, never a pass
+    doc["metric"]["threshold"] = {"top1_agreement": {"min": 1.5}}
+    failed = check_contract(load_contract(write_contract(doc)))
+    assert failed.verdict == "fail"
+    [finding] = [f for f in failed.findings if f.rule == "task-metric"]
+    assert finding.message.startswith("quantized model: task metric: top1_agreement ")
