@@ -110,6 +110,7 @@ class QuantizationMetric(TypedDict, total=False):
     """1.9: the contract's metric on the quantized model (only with a metric)."""
 
     metric: dict[str, Any]  # rewrites.metric.evaluate's document with its evidence
+    graph: str  # which float graph was quantized: the folded one (what was replaced) or the checked one
 
 
 class QuantizationResult(QuantizationMetric):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +27,16 @@ if TYPE_CHECKING:
 
 
 def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
-        timings: dict[str, float], keep: Artifacts | None = None, user: UserCode | None = None) -> None:
+        timings: dict[str, float], keep: Artifacts | None = None, user: UserCode | None = None,
+        folded: Collection[int] = ()) -> None:
     """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
     place the quantized graph against the profile (its units' ops that have no integer kernel
     there are ``quantized-op-unsupported`` findings). With a contract ``metric`` and ``user`` (the
     child process of the contract's code), the metric judges the quantized model against the float
-    one on the hold-out samples (``quantization.metric``; a miss is a ``task-metric`` error)."""
+    one on the hold-out samples (``quantization.metric``; a miss is a ``task-metric`` error).
+    ``folded``: the nodes the analysis folds (top-level indices), replaced by their values before
+    quantizing, as the compiler sees the graph (``quantization.graph`` says what was done); the
+    accuracy compares the quantized graph with ``float_path`` itself."""
     spec = contract.quantization
     if spec is None:
         return
@@ -62,8 +67,9 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     }
     result.quantization = record
     quantized = work / "quantized.onnx"
+    source, record["graph"] = _folded_float(float_path, folded, work, settings)
     try:
-        quant.quantize(float_path, quantized, samples.calibration, spec)
+        quant.quantize(source, quantized, samples.calibration, spec)
         timings["quantization_s"] = time.perf_counter() - start
         record["outputs"] = [o.to_dict() for o in quant.output_accuracy(float_path, quantized, samples.holdout)]
         folder = work / "quantization-debug"
@@ -84,6 +90,27 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
     if keep is not None:
         keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+
+
+def _folded_float(float_path: Path, folded: Collection[int], work: Path, settings: Settings) -> tuple[Path, str]:
+    """The float graph to quantize: ``float_path`` with its folded nodes replaced by initializers
+    (``graph.edit.folded_model``, within the run's fold budget), and a note saying so; the graph
+    as it is when nothing folds or the values cannot be computed (the note says why)."""
+    if not folded:
+        return float_path, "the checked graph (no node folds)"
+    import onnx
+
+    from npu_gate.graph.edit import folded_model
+    from npu_gate.graph.fold_budget import FoldBudget
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(float_path)))
+    deadline = settings.deadline.at if settings.deadline is not None else None
+    replaced, note = folded_model(model, set(folded), FoldBudget(deadline=deadline))
+    if replaced is model:
+        return float_path, f"the checked graph ({note})"
+    path = work / "folded-float.onnx"
+    onnx.save(replaced, str(path))
+    return path, f"the folded graph: {note}"
 
 
 def _metric(contract: Contract, user: UserCode, float_path: Path, quantized: Path, holdout: list[Any],

@@ -31,6 +31,7 @@ def _summary(result):
 def test_mobilenet_example_quantizes_and_passes(run_cli):
     result = check_contract(load_contract(EXAMPLE / "npu-gate.json"))
     assert result.verdict == "pass"
+    assert result.quantization is not None and result.quantization["graph"] == "the checked graph (no node folds)"
     assert result.stages["quantization"] == {"status": "ok", "samples": 8}
     q = result.quantization
     assert q is not None
@@ -239,6 +240,11 @@ def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path, write_
         "npu_nodes": 4, "cpu_nodes": 0, "qdq_nodes": 8, "npu_partitions": 1,
         "evidence": "predicted by profile rknn-rk3588 (measured)"}
     assert _summary(result) == []
+    # the folded float graph is quantized (its four Constants as initializers), as the compiler sees it
+    assert result.quantization["graph"] == "the folded graph: 4 folded nodes replaced by 4 initializers"
+    [output] = result.quantization["outputs"]
+    assert (output["output"], round(output["sqnr_db"], 2)) == ("out", 42.94)
+    validate_result(result.to_dict())
 
 
 def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
