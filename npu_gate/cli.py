@@ -203,6 +203,7 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "probe", help="build the model with a real compiler and compare its placement with the prediction",
         usage="npu-gate probe MODEL.onnx --compiler NAME --target T [--venv VENV] [--inputs NAME:DIMS ...] "
               "[--soc-model N]\n"
+              "                      [--quantize int8|int16|fp16|none [--calibration S.npz] [--holdout S.npz]]\n"
               "       npu-gate probe --factory MODULE:FUNCTION --compiler ethos-u --target T --inputs NAME:DIMS ...\n"
               "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
         epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")

@@ -181,7 +181,7 @@ def test_an_ill_shaped_samples_file_is_one_line(run_cli, save_model, tmp_path: P
     assert run.code == 2
     assert run.err.strip().splitlines() == [
         f"npu-gate: error: {bad}: --holdout: array images: shape [4, 3, 8, 8], expected [N, 1, 3, 16, 16] "
-        "(contract inputs[0].shape [1, 3, 16, 16], sample k in row k)"]
+        "(model input images shape [1, 3, 16, 16], sample k in row k)"]
 
 
 def test_one_file_gives_calibration_rows_then_holdout_rows(tmp_path: Path) -> None:
