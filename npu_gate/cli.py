@@ -21,6 +21,7 @@ from npu_gate.commands.common import print_problems, write_log
 from npu_gate.errors import EXIT_ERROR, GateError
 
 DEFAULT_INSPECT_PROFILE = "demo"
+QUANT_MODES = ("int8", "int16", "fp16", "none")  # probe --quantize: npu_gate.probe.base.QUANT_MODES
 DEFAULT_TIMEOUT = 1800.0  # --timeout's default: npu_gate.stages.timeout.DEFAULT_SECONDS (a test keeps them equal)
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 EXIT_SIGINT = 130  # 128 + SIGINT (2), as for SIGPIPE
@@ -172,9 +173,10 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     cal.add_argument("--out", required=True, metavar="PROFILE.json",
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
-    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard", "ethos-u"],
-                     help="which sweep (default: standard; tiny: 7 points, for quick checks; ethos-u: 17 torch "
-                          "points for --compiler ethos-u, which lowers PyTorch modules)")
+    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard", "standard-int8", "ethos-u"],
+                     help="which sweep (default: standard; tiny: 7 points, for quick checks; standard-int8: "
+                          "standard plus int8 builds; ethos-u: 17 torch points for --compiler ethos-u, which "
+                          "lowers PyTorch modules)")
     cal.add_argument("--name", help="profile name (default: the file name)")
     cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "
                                        "the rest stays its claim")
@@ -203,6 +205,7 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "probe", help="build the model with a real compiler and compare its placement with the prediction",
         usage="npu-gate probe MODEL.onnx --compiler NAME --target T [--venv VENV] [--inputs NAME:DIMS ...] "
               "[--soc-model N]\n"
+              "                      [--quantize int8|int16|fp16|none [--calibration S.npz] [--holdout S.npz]]\n"
               "       npu-gate probe --factory MODULE:FUNCTION --compiler ethos-u --target T --inputs NAME:DIMS ...\n"
               "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
         epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")
@@ -216,6 +219,15 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help="qnn: QNN's id of the Snapdragon SoC to prepare for (default: 57, Snapdragon 8 Gen 3)")
     probe.add_argument("--factory", metavar="MODULE:FUNCTION",
                        help="a torch factory instead of MODEL.onnx (compilers on the PyTorch module: ethos-u)")
+    probe.add_argument("--quantize", choices=QUANT_MODES, metavar="MODE",
+                       help="build quantized: int8 | int16 | fp16 | none (default: the compiler's default build); "
+                            "int8/int16 calibrate on --calibration (or samples drawn from [0, 1]) and measure the "
+                            "compiler's accuracy on --holdout")
+    probe.add_argument("--calibration", metavar="SAMPLES.npz",
+                       help="calibration samples for --quantize int8/int16: one array per input, sample k in row k "
+                            "(without --holdout its last 8 rows are the hold-out samples)")
+    probe.add_argument("--holdout", metavar="SAMPLES.npz",
+                       help="hold-out samples the quantized build's accuracy is measured on (never calibration rows)")
     probe.add_argument("--inputs", nargs="+", metavar="NAME:DIMS", default=[],
                        help="static input shapes for the compiler, e.g. images:1,3,224,224")
     probe.add_argument("--profile", default=DEFAULT_INSPECT_PROFILE,

@@ -27,7 +27,7 @@ from npu_gate.stages.rewrites import Rewriting
 from npu_gate.target.profile import Profile
 
 if TYPE_CHECKING:
-    from npu_gate.probe.base import Compiler
+    from npu_gate.probe.base import Compiler, QuantRequest
     from npu_gate.result.probe import ProbeResult
 
 __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_model", "replay_model"]
@@ -114,8 +114,9 @@ def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: R
         keep.model_path = copy_model(path, keep.folder)
     model = rewriting.prepare(model, result)
     with tempfile.TemporaryDirectory(prefix="npu-gate-probe-") as work:
-        outcome = _analyse(contract, model, settings, result, timings, keep, rewriting, path, Path(work))
-        _quantize(contract, rewriting.compiled_path(path, Path(work)), Path(work), settings, result, timings, keep)
+        outcome, folded = _analyse(contract, model, settings, result, timings, keep, rewriting, path, Path(work))
+        _quantize(contract, rewriting.compiled_path(path, Path(work)), Path(work), settings, result, timings, keep,
+                  rewriting, folded)
     if outcome is not None:
         probe_stage.record(outcome, contract, result)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
@@ -140,7 +141,8 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
         if keep is not None:
             keep.model_path = copy_model(exported.onnx_path, keep.folder)
         model = rewriting.prepare(exported.model, result)
-        outcome = _analyse(contract, model, settings, result, timings, keep, rewriting, exported.onnx_path, work)
+        outcome, folded = _analyse(contract, model, settings, result, timings, keep, rewriting, exported.onnx_path,
+                                   work)
         if spec.compare_exporters and timeout.starts(settings.deadline, result, "exporter_comparison"):
             result.exporter_comparison = exporters.compare(contract, user, settings, work, result, timings)
         if outcome is not None:
@@ -148,27 +150,31 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
         compared = rewriting.numerics_path(exported.onnx_path, work)
         if timeout.starts(settings.deadline, result, "numerics"):
             numerics.run(contract, user, compared, work, result, timings, keep)
-        _quantize(contract, rewriting.compiled_path(exported.onnx_path, work), work, settings, result, timings, keep)
+        _quantize(contract, rewriting.compiled_path(exported.onnx_path, work), work, settings, result, timings, keep,
+                  rewriting, folded)
     return result
 
 
 def _quantize(contract: Contract, float_path: Path, work: Path, settings: Settings, result: GateResult,
-              timings: dict[str, float], keep: Artifacts | None) -> None:
-    """Contract ``quantization``: the checked graph quantized and measured (stages/quantize.py)."""
+              timings: dict[str, float], keep: Artifacts | None, rewriting: Rewriting, folded: set[int]) -> None:
+    """Contract ``quantization``: the checked graph, its ``folded`` nodes replaced by their values,
+    quantized and measured (stages/quantize.py), the contract's metric run on it in the child
+    process of the contract's code."""
     from npu_gate.stages import quantize
 
     if contract.quantization is not None and result.analysed and timeout.starts(settings.deadline, result,
                                                                                  "quantization"):
-        quantize.run(contract, settings, float_path, work, result, timings, keep)
+        quantize.run(contract, settings, float_path, work, result, timings, keep, rewriting.user, folded)
 
 
 def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: GateResult,
              timings: dict[str, float], keep: Artifacts | None, rewriting: Rewriting, source: Path,
-             work: Path) -> probe_stage.ProbeOutcome | None:
+             work: Path) -> tuple[probe_stage.ProbeOutcome | None, set[int]]:
     """The analysis, then the probe of the same graph against the analysis' own placement,
-    then the analysis' findings, judged by the compiler's placement when it decides."""
+    then the analysis' findings, judged by the compiler's placement when it decides; with the
+    nodes the analysis folds."""
     if not timeout.starts(settings.deadline, result, "analysis", ("analysis", "probe") if contract.probe else None):
-        return None
+        return None, set()
     analysis = analyse.analyse(model, settings, result, keep)
     rewriting.load_weights(source.resolve().parent, result)  # while an export's temporary folder exists
     outcome = None
@@ -176,17 +182,26 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
         outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
                                   settings.deadline)
     result.findings.extend(analyse.findings(analysis, outcome.measured if outcome else None))
-    return outcome
+    return outcome, analysis.folded
 
 
 def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, profile: Profile | None = None,
-                inputs: dict[str, list[int]] | None = None, **options: Any) -> ProbeResult:
+                inputs: dict[str, list[int]] | None = None, quantization: QuantRequest | None = None,
+                **options: Any) -> ProbeResult:
     """``npu-gate probe``: the gate's prediction under ``profile`` (None: none), then the probe
-    comparing the compiler with it (``options``: ``probe.runner.probe``'s)."""
+    comparing the compiler with it (``options``: ``probe.runner.probe``'s); ``quantization``: a
+    quantized build (``--quantize``) with its calibration and hold-out samples."""
     from npu_gate.probe.runner import probe
 
     prediction = _predict(model, profile, inputs)
-    return probe(model, compiler, target, python, inputs=inputs, prediction=prediction, **options)
+    result = probe(model, compiler, target, python, inputs=inputs, prediction=prediction,
+                   quantization=quantization, **options)
+    if quantization is not None and quantization.integer:
+        from npu_gate.stages import quantize as quantize_stage
+
+        with tempfile.TemporaryDirectory(prefix="npu-gate-quantize-") as tmp:
+            quantize_stage.beside_probe(model, quantization, result, Path(tmp))
+    return result
 
 
 def replay_model(model: Path, compiler: Compiler, target: str, work: Path,

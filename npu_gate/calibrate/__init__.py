@@ -24,8 +24,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import (ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SWEEPS, TORCH_X, Family, Point,
-                                      export_torch_point)
+from npu_gate.calibrate.sweeps import (
+    ADAPTER,
+    ELIMINATE,
+    LOWER,
+    OP,
+    PATTERN,
+    SWEEPS,
+    TORCH_X,
+    Family,
+    Point,
+    export_torch_point,
+    quant_request,
+)
 
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
@@ -44,6 +55,8 @@ def measured_point(family: Family, point: Point, result: ProbeResult) -> dict[st
     """What the record keeps of one probe result."""
     nodes = {n.name: [n.actual, n.runs_on, n.became] for n in result.nodes}
     out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
+    if point.quantize:
+        out["quantize"] = point.quantize
     if family.kind == OP:
         actual, runs_on, became = nodes.get(family.node_of(point), [None, None, None])
         out["device"] = runs_on or actual
@@ -92,7 +105,8 @@ def measure(compiler: Compiler, target: str, python: Path, families: list[Family
                 else:
                     path.write_bytes(point.build().SerializeToString())
                 result = probe_model(path, compiler, target, python, profile=reference, options=point_options,
-                                     inputs=inputs, timeout=timeout, keep=work / "points" / point.id, child=child)
+                                     inputs=inputs, timeout=timeout, keep=work / "points" / point.id, child=child,
+                                     quantization=quant_request(path, point.quantize) if point.quantize else None)
                 info = result.compiler
                 points.append(measured_point(family, point, result))
                 if progress is not None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, ELIMINATE, LOWER, OP, PATTERN, Family, Point
+from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, ELIMINATE, LOWER, OP, PATTERN, Family, Point, quant_request
 
 if TYPE_CHECKING:
     from npu_gate.result.types import GateResult
@@ -82,12 +82,27 @@ class _Checker:
         model_path = self.root / f"{point.id}.onnx"
         if not model_path.exists():
             model_path.write_bytes(point.build().SerializeToString())
+            if point.quantize:
+                quantize_point(model_path, point.quantize)
         return inspect_model(model_path, load_profile(str(profile_path)))
 
     def failed(self, point: Point, op: str, node: str, constraints: list[dict[str, Any]]) -> set[str]:
         """Ids of ``constraints`` that fail on ``node`` of the point."""
         result = self.inspect(point, {"ops": {op: {"constraints": constraints}}})
         return {f.constraint for f in result.findings if f.node == node and f.constraint}
+
+
+def quantize_point(path: Path, mode: str) -> None:
+    """A quantized point as npu_gate places it: the float model at ``path`` replaced by its QDQ form
+    (onnxruntime's quantize_static with the contract defaults, on the rows the compiler calibrated on)."""
+    from npu_gate.contract.spec import QUANT_DTYPES, Quantization
+    from npu_gate.quantize.run import quantize
+
+    activations, weights = QUANT_DTYPES[mode]
+    float_path = path.with_suffix(".float.onnx")
+    path.rename(float_path)
+    quantize(float_path, path, quant_request(float_path, mode).calibration,
+             Quantization(mode=mode, activations=activations, weights=weights))
 
 
 def derive(record: dict[str, Any], families: list[Family], base: Profile | None = None) -> Derived:

@@ -28,11 +28,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+if TYPE_CHECKING:
+    from npu_gate.probe.base import QuantRequest
 
 OP, PATTERN, ADAPTER, ELIMINATE, LOWER = "op", "pattern", "adapter", "eliminate", "lower"
 X = [1, 16, 32, 32]
@@ -47,6 +50,27 @@ class Point:
     build: Callable[[], onnx.ModelProto]
     node: str | None = None  # the measured node (op families); None: the op's name in lower case
     factory: str | None = None  # a torch point: ``torch_points:NAME`` (build() exports it), for Ethos-U
+    # a quantized build (#21): the compiler builds the float model with its own quantization
+    # (``probe --quantize``), and npu_gate places the model's QDQ form (onnxruntime's quantize_static)
+    quantize: str | None = None
+
+
+CALIBRATION_SAMPLES = 4  # rows a quantized point is calibrated on (seeded, drawn from [0, 1])
+
+
+def quant_request(model: Path, mode: str) -> QuantRequest:
+    """A quantized point's build request: a few seeded calibration rows, no hold-out (its accuracy
+    is not what calibration measures)."""
+    from npu_gate.model.samples import make_samples
+    from npu_gate.probe.base import QuantRequest
+    from npu_gate.quantize.samples import model_input_specs
+
+    return QuantRequest(mode, make_samples(model_input_specs(model, {}), CALIBRATION_SAMPLES, 0), [])
+
+
+def quantized(point: Point, mode: str = "int8") -> Point:
+    """``point`` built quantized: its id gains ``-quantized-MODE``."""
+    return Point(f"{point.id}-quantized-{mode}", point.build, point.node, quantize=mode)
 
 
 @dataclass(frozen=True)
@@ -816,6 +840,31 @@ def tiny() -> list[Family]:
     ]
 
 
+def add_dtypes_int8() -> Family:
+    """``add-dtypes`` with the int8 builds of a float Add. uint8 is the activation type of
+    onnxruntime's QDQ form, measured only so: a float Add the compiler quantizes itself, placed
+    as its QDQ unit."""
+    dtypes = [{"id": "add-input-dtype", "input": 0, "dtype": ["float32", "float16", "int8", "int32", "uint8"],
+               "message": "uint8 was measured only as a quantized (QDQ) Add, in the compiler's int8 build"}]
+    return Family("add-dtypes", "Add", [_binary("Add", "tensor", d) for d in ("float16", "int8", "int32", "int64")]
+                  + [quantized(_binary("Add", kind)) for kind in ("tensor", "scalar")],
+                  dtypes, note="input dtypes; the int8 build of a float Add (its QDQ unit reads uint8)")
+
+
+def quantized_families() -> list[Family]:
+    """Ops of the lesson's net (Conv + HardSwish as Add, Clip, Mul, Div) and a Relu in the compiler's
+    int8 build (``quantized``); the quantized Add points are in ``add_dtypes_int8``."""
+    return [
+        Family("conv-int8", "Conv", [quantized(_conv("conv-k3"))], note="int8 build"),
+        Family("clip-int8", "Clip", [quantized(single("clip-0-6", "Clip", None,
+                                                      {"lo": np.float32(0), "hi": np.float32(6)}, ["lo", "hi"]))],
+               note="int8 build"),
+        Family("mul-int8", "Mul", [quantized(_binary("Mul", "tensor"))], note="int8 build"),
+        Family("div-int8", "Div", [quantized(_binary("Div", "scalar"))], note="int8 build"),
+        Family("relu-int8", "Relu", [quantized(single(f"relu-{_dims(X)}", "Relu"))], note="int8 build"),
+    ]
+
+
 def standard() -> list[Family]:
     """The sweep behind the built-in rknn-rk3588 profile."""
     return [*conv_families(), convtranspose_family(), *resize_families(), *pool_families(), *reshape_families(),
@@ -824,4 +873,12 @@ def standard() -> list[Family]:
             *adapter_families(), *cleanup_families()]
 
 
-SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard, "ethos-u": ethos_u}
+def standard_int8() -> list[Family]:
+    """The standard sweep with int8 builds (#21): the built-in rknn-rk3588 profile's. Adds the
+    quantized points of ``quantized_families`` and ``add_dtypes_int8`` (for a compiler whose plug-in
+    builds int8: ``probe --quantize int8``)."""
+    return [add_dtypes_int8() if f.id == "add-dtypes" else f for f in standard()] + quantized_families()
+
+
+SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard, "standard-int8": standard_int8,
+                                                 "ethos-u": ethos_u}

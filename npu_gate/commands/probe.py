@@ -14,7 +14,7 @@ from npu_gate.commands.common import profile_inputs, refuse_overwriting_inputs, 
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 
 if TYPE_CHECKING:
-    from npu_gate.probe.base import Compiler
+    from npu_gate.probe.base import Compiler, QuantRequest
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,12 +53,14 @@ def run(args: argparse.Namespace) -> int:
             model = Path(args.model)
         if args.soc_model is not None:
             options["soc_model"] = args.soc_model
+        quantization = _quant_request(args, compiler, model, inputs)
         refuse_overwriting_inputs(
             [("the model this run reads", str(model)), *profile_inputs(profile)],
             [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
         result = probe_model(model, compiler, args.target or compiler.default_target, compiler.python(venv),
                              inputs=inputs, profile=profile, timeout=args.timeout, options=options or None,
-                             keep=Path(args.keep_work).resolve() if args.keep_work else None)
+                             keep=Path(args.keep_work).resolve() if args.keep_work else None,
+                             quantization=quantization)
     if args.json:
         write_output(args.json, json.dumps(result.to_dict(), indent=2) + "\n")
     if args.markdown:
@@ -81,6 +83,31 @@ def _probe_setup(compiler: Compiler, venv: Path, args: argparse.Namespace) -> in
         print(f"npu-gate probe setup: {venv}: {doc['product']} {version}, torch {doc['torch']}, "
               f"{doc['size_bytes'] / 1e6:.0f} MB, {how}")
     return EXIT_PASS
+
+
+def _quant_request(args: argparse.Namespace, compiler: Compiler, model: Path,
+                   inputs: dict[str, list[int]]) -> QuantRequest | None:
+    """``--quantize MODE`` with its samples (``--calibration``, ``--holdout``); None: the default build."""
+    from npu_gate.probe.base import INTEGER_MODES, QuantRequest
+
+    if args.quantize is not None:
+        compiler.check_quant_mode(args.quantize)
+    if args.quantize not in INTEGER_MODES:
+        for flag, given in (("--calibration", args.calibration), ("--holdout", args.holdout)):
+            if given is not None:
+                raise GateError(f"{flag} {given}: samples are for --quantize int8 or int16 "
+                                f"(given: {'--quantize ' + args.quantize if args.quantize else 'no --quantize'})")
+        return QuantRequest(args.quantize, calibration_synthetic=False, holdout_synthetic=False) \
+            if args.quantize else None
+    if not model.is_file():
+        raise GateError(f"{model}: no such model file")
+    from npu_gate.quantize.samples import model_input_specs, request_sets
+
+    specs = model_input_specs(model, inputs)
+    samples = request_sets(specs, Path(args.calibration) if args.calibration else None,
+                           Path(args.holdout) if args.holdout else None)
+    return QuantRequest(args.quantize, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
 
 
 def _input_shapes(specs: list[str]) -> dict[str, list[int]]:

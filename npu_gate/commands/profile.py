@@ -124,6 +124,8 @@ def _profile_calibrate(args: argparse.Namespace) -> int:
         candidates = calibrate.candidates_from(
             load_profile(args.patterns_from, Path.cwd(), where="--patterns-from") if args.patterns_from else None)
         families = calibrate.SWEEPS[args.sweep]()
+        for mode in sorted({p.quantize for f in families for p in f.points if p.quantize}):
+            compiler.check_quant_mode(mode, f"--sweep {args.sweep}: its points build with --quantize")
 
         def progress(point: dict[str, object]) -> None:
             if point["status"] != "ok":

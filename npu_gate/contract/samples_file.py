@@ -24,9 +24,10 @@ NPY_MAGIC = b"\x93NUMPY"
 
 
 def read_samples(path: Path, inputs: list[InputSpec], key: str = "numerics.samples_file",
-                 ) -> list[dict[str, np.ndarray]]:
+                 contract: bool = True) -> list[dict[str, np.ndarray]]:
     """The rows of a bundle-layout .npz (one array per input, sample k in row k), checked against
-    the contract's inputs: every problem is one line naming the file and the array."""
+    the contract's inputs: every problem is one line naming the file and the array. ``contract``
+    False: the inputs are the model's own (``probe --quantize``), named so in the problems."""
     import numpy as np
 
     where = f"{path}: {key}"
@@ -51,7 +52,8 @@ def read_samples(path: Path, inputs: list[InputSpec], key: str = "numerics.sampl
     problems = [f"{where}: no array for input(s) {', '.join(missing)}"] if missing else []
     for index, spec in enumerate(inputs):
         if spec.name in arrays:
-            problems += _array_problems(f"{where}: array {spec.name}", arrays[spec.name], spec, index)
+            problems += _array_problems(f"{where}: array {spec.name}", arrays[spec.name], spec,
+                                        f"inputs[{index}]" if contract else f"model input {spec.name}")
     if problems:
         raise ContractError(*problems)
     counts = {i.name: arrays[i.name].shape[0] for i in inputs}
@@ -62,16 +64,18 @@ def read_samples(path: Path, inputs: list[InputSpec], key: str = "numerics.sampl
     return [{i.name: np.ascontiguousarray(arrays[i.name][k], dtype=i.dtype) for i in inputs} for k in range(n)]
 
 
-def _array_problems(where: str, array: Any, spec: InputSpec, index: int) -> list[str]:
-    """What keeps ``array`` from being samples of ``spec`` (contract ``inputs[index]``)."""
+def _array_problems(where: str, array: Any, spec: InputSpec, label: str) -> list[str]:
+    """What keeps ``array`` from being samples of ``spec`` (``label``: contract ``inputs[i]``, or a
+    model input)."""
     import numpy as np
 
     if not isinstance(array, np.ndarray):  # a zip member that is not a .npy file: numpy gives its bytes
         return [f"{where}: not a .npy array"]
     problems = []
     if not np.can_cast(array.dtype, spec.dtype, casting="same_kind"):
-        problems.append(f"{where}: dtype {array.dtype} cannot be cast to the contract's {spec.dtype} "
-                        f"(inputs[{index}].dtype)")
+        owner = f"the contract's {spec.dtype} ({label}.dtype)" if label.startswith("inputs[") else \
+            f"the {label}'s {spec.dtype}"
+        problems.append(f"{where}: dtype {array.dtype} cannot be cast to {owner}")
     elif np.issubdtype(np.dtype(spec.dtype), np.floating):
         # NaN or infinity (also a float64 value beyond float16's range) would make every
         # comparison on that sample meaningless: refuse them rather than report "error 0".
@@ -83,7 +87,8 @@ def _array_problems(where: str, array: Any, spec: InputSpec, index: int) -> list
             problems.append(f"{where}: {bad} of {values.size} values are not finite as {spec.dtype} "
                             f"({nan} NaN, {bad - nan} infinite); samples must be finite")
     shape, expected = list(array.shape), list(spec.shape)
-    contract_shape = f"contract inputs[{index}].shape {expected}"
+    contract_shape = f"contract {label}.shape {expected}" if label.startswith("inputs[") else \
+        f"{label} shape {expected}"
     stacked = "[" + ", ".join(["N", *map(str, expected)]) + "]"  # N samples, sample k in row k
     if len(shape) == len(expected) + 1 and shape[1:] != expected:
         problems.append(f"{where}: per-sample shape {shape[1:]}, {contract_shape} (sample k in row k)")

@@ -14,9 +14,58 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from npu_gate.errors import GateError
 from npu_gate.result.probe import OpRow, Rewrite
+
+if TYPE_CHECKING:
+    import numpy as np
+
+QUANT_MODES = ("int8", "int16", "fp16", "none")  # --quantize and the contract's quantization.mode
+INTEGER_MODES = ("int8", "int16")  # modes that calibrate (need samples)
+
+
+@dataclass
+class QuantRequest:
+    """A quantized build: the mode and the samples to calibrate with and to measure on.
+
+    ``calibration`` and ``holdout`` are rows (one array per model input, keyed by input name),
+    the same rows the quantization stage uses (``quantize/samples.py``); ``*_synthetic`` says
+    they were drawn from the inputs' ranges rather than read from a samples file."""
+
+    mode: str  # one of QUANT_MODES
+    calibration: list[dict[str, np.ndarray]] = field(default_factory=list)
+    holdout: list[dict[str, np.ndarray]] = field(default_factory=list)
+    calibration_synthetic: bool = True
+    holdout_synthetic: bool = True
+
+    @property
+    def integer(self) -> bool:
+        return self.mode in INTEGER_MODES
+
+    def describe(self) -> dict[str, Any]:
+        """The request as the probe result records it (``quantization`` minus the compiler's figures)."""
+        return {"mode": self.mode,
+                "calibration": {"samples": len(self.calibration), "synthetic": self.calibration_synthetic},
+                "holdout": {"samples": len(self.holdout), "synthetic": self.holdout_synthetic}}
+
+
+def save_rows(rows: list[dict[str, np.ndarray]], folder: Path, prefix: str) -> list[list[Path]]:
+    """Each row's arrays as ``.npy`` files in ``folder`` (``PREFIX-K-NAME.npy``, one per input in the
+    row's order); per row, its files."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for k, row in enumerate(rows):
+        paths = []
+        for i, (_, array) in enumerate(row.items()):
+            path = folder / f"{prefix}-{k}-{i}.npy"
+            np.save(path, array, allow_pickle=False)
+            paths.append(path.resolve())
+        out.append(paths)
+    return out
 
 
 @dataclass
@@ -52,6 +101,10 @@ class CompilerOutput:
     node_reasons: dict[str, str] = field(default_factory=dict)  # original node -> the compiler's words (Ethos-U)
     estimates: dict[str, Any] | None = None  # the compiler's own memory/performance estimates, with their evidence
     core: str | None = None  # which compiler core produced the result, when it has several
+    # a quantized build's accuracy as the compiler measured it (RKNN's accuracy_analysis): the
+    # layers of its table, each {layer, op_type, tensor, entire: {cos, euc}, single: {cos, euc}},
+    # worst over the hold-out samples, with the evidence and the samples it ran on
+    accuracy: dict[str, Any] | None = None
 
 
 @dataclass
@@ -104,6 +157,19 @@ class Compiler(ABC):
         dist = re.sub(r"[-_.]+", "_", self.product).lower()
         found = sorted(venv.glob(f"lib/python*/site-packages/{dist}-*.dist-info"))
         return found[-1].name[len(dist) + 1:-len(".dist-info")] if found else None
+
+    # --quantize modes the plug-in builds (QUANT_MODES); "none" is the compiler's default build.
+    quant_modes: tuple[str, ...] = ("none",)
+
+    def check_quant_mode(self, mode: str, where: str = "--quantize") -> None:
+        """Refuse a quantization mode this plug-in does not build (exit 2, before anything runs)."""
+        if mode not in self.quant_modes:
+            raise GateError(f"{where} {mode}: the {self.name} plug-in builds {' or '.join(self.quant_modes)} only")
+
+    def quantization_options(self, quant: QuantRequest, work: Path) -> dict[str, Any]:
+        """The driver options for a quantized build (a mode ``check_quant_mode`` let through),
+        writing what the driver reads (samples) into ``work``. Default: nothing to add."""
+        return {}
 
     def request(self, model: Path, target: str, inputs: dict[str, list[int]],
                 options: dict[str, Any]) -> dict[str, Any]:

@@ -346,3 +346,36 @@ def cause(node: ProbeNode, edge_rows: set[int] | frozenset[int] = frozenset()) -
     if node.actual == FUSED or node.via or node.became:
         return "fusion/lowering"
     return "op support, shape or attribute rule"
+
+
+# Suffixes the compiler gives the integer copy of a tensor it converts (RKNN: ``out_int8``).
+_DTYPE_SUFFIXES = ("_int8", "_uint8", "_int16", "_uint16", "_fp16", "_float16")
+ADAPTER_LAYERS = ("Input", "exDataConvert")  # RKNN's graph input and its float <-> integer conversions
+
+
+def accuracy_layers(layers: Sequence[dict[str, Any]], originals: Sequence[str], output: CompilerOutput,
+                    tensors: dict[str, tuple[list[str], list[str]]] | None) -> list[dict[str, Any]]:
+    """The compiler's per-layer accuracy rows (``CompilerOutput.accuracy``) with the original ONNX
+    nodes each layer's tensor comes from: the producer of that tensor (or of the tensor it is the
+    integer copy of) in the compiler's last graph, traced back through the rewrite log; else its
+    producer in the original graph. Graph-input and conversion layers are adapters (no node)."""
+    alive, _ = lineage(originals, output)
+    position = {name: i for i, name in enumerate(originals)}
+    final = {t: node for node, (_, outs) in (output.final_tensors or {}).items() for t in outs}
+    original = {t: node for node, (_, outs) in (tensors or {}).items() for t in outs}
+    out = []
+    for layer in layers:
+        tensor = layer["tensor"]
+        names = [tensor] + [tensor[:-len(s)] for s in _DTYPE_SUFFIXES if tensor.endswith(s) and len(tensor) > len(s)]
+        nodes: list[str] = []
+        adapter = layer["op_type"] in ADAPTER_LAYERS
+        if not adapter:
+            for name in names:
+                if name in final:
+                    nodes = sorted(alive.get(final[name], set()), key=lambda n: position.get(n, len(position)))
+                elif name in original:
+                    nodes = [original[name]]
+                if nodes:
+                    break
+        out.append({**layer, "nodes": nodes, "adapter": adapter})
+    return out

@@ -8,6 +8,11 @@ Facts this module relies on (measured with rknn-toolkit2 2.5.0, see docs/rknn.md
 - the toolkit dumps ``checkN_<pass>.onnx`` into its working folder; the highest N is the
   graph handed to the compiler;
 - when a rewrite rule raises, the log says ``You can add disable_rules=['rule']``;
+- a quantized build (``build(do_quantization=True, dataset=TXT)``, TXT listing one sample per
+  line, its inputs' ``.npy`` files space-separated) is followed here by ``accuracy_analysis``
+  on each hold-out sample, which runs the toolkit's simulator (no board) and writes
+  ``error_analysis.txt``: one row per layer, ``[OpType] tensor`` then the ``entire`` and
+  ``single`` cosine | euclidean figures (a row without figures: a layer fused into the next);
 - after its memory plan (``Feature Tensor Information Table`` with each tensor's
   ``[Start End) Size``), the build prints ``Total Internal Memory Size: 25.5KB`` and
   ``Total Weight Memory Size: 2.625KB``; KB is 1024 bytes (25.5KB is the plan's end, 0x6600).
@@ -20,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, QuantRequest, save_rows
 from npu_gate.result.probe import CPU, NPU, OpRow, Rewrite
 
 # Pins from the toolkit's own metadata limits (numpy<=1.26.4, onnx<=1.18.0, protobuf<=4.25.4);
@@ -47,6 +52,10 @@ _MEMORY_KEYS = {"Internal": "internal_bytes", "Weight": "weight_bytes"}
 TABLE_TITLE = "Network Layer Information Table"
 IO_OPS = ("InputOperator", "OutputOperator")
 _TARGETS = {"NPU": NPU, "CPU": CPU}
+ACCURACY_FILE = "error_analysis.txt"
+_LAYER = re.compile(r"^\[(?P<op>[^\]]+)\]\s+(?P<rest>.*)$")
+_PAIR = re.compile(r"(?P<cos>\S+)\s*\|\s*(?P<euc>\S+)")
+_ACCURACY_DIR = re.compile(r"^accuracy-(\d+)$")
 
 
 class RknnCompiler(Compiler):
@@ -69,12 +78,28 @@ class RknnCompiler(Compiler):
     def stub_torch(self, *, torch: bool) -> bool:
         return not torch
 
+    quant_modes = ("int8", "fp16", "none")  # fp16 and none: the toolkit's default (float16) build
+
+    def quantization_options(self, quant: QuantRequest, work: Path) -> dict[str, Any]:
+        """int8: the calibration rows as ``.npy`` files listed in ``dataset.txt`` (one sample a line,
+        its inputs space-separated, as ``build(dataset=...)`` reads it) and the hold-out rows'
+        files for ``accuracy_analysis``."""
+        if quant.mode != "int8":
+            return {}
+        calibration = save_rows(quant.calibration, work, "calibration")
+        dataset = work / "dataset.txt"
+        dataset.write_text("".join(" ".join(str(p) for p in row) + "\n" for row in calibration), encoding="utf-8")
+        holdout = save_rows(quant.holdout, work, "holdout")
+        return {"quantization": {"mode": "int8", "dataset": str(dataset.resolve()),
+                                 "holdout": [[str(p) for p in row] for row in holdout]}}
+
     def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
         out = parse_log(run.log)
         out.version = run.response.get("version") or out.version
         if run.response.get("error"):
             out.error = run.response["error"]
         out.final_graph, out.final_consumers, out.final_ops, out.final_io, out.final_tensors = final_graph(work)
+        out.accuracy = accuracy(work, out.version, run.response.get("accuracy_error"))
         return out
 
     def graph_name(self, name: str, original_name: str | None, outputs: list[str]) -> str:
@@ -202,3 +227,60 @@ def final_graph(work: Path) -> tuple[Edges | None, Edges | None, dict[str, str] 
             io[n.name] = at
     tensors = {n.name: ([i for i in n.input if i and i not in weights], list(n.output)) for n in graph.node}
     return producers, consumers, {n.name: n.op_type for n in graph.node}, io, tensors
+
+
+def accuracy(work: Path, version: str | None, error: str | None = None) -> dict[str, Any] | None:
+    """The ``accuracy_analysis`` tables of one run (``accuracy-K/error_analysis.txt``), merged over
+    the hold-out samples: per layer the worst cosine (lowest) and euclidean distance (highest).
+    None when the run made none (a float build)."""
+    tables = []
+    for folder in sorted((p for p in work.glob("accuracy-*") if _ACCURACY_DIR.match(p.name)),
+                         key=lambda p: int(p.name.split("-")[1])):
+        path = folder / ACCURACY_FILE
+        if path.is_file():
+            tables.append(parse_accuracy(path.read_text(encoding="utf-8", errors="replace").splitlines()))
+    if not tables and error is None:
+        return None
+    layers: list[dict[str, Any]] = []
+    for table in tables:
+        for i, row in enumerate(table):
+            if i == len(layers):
+                layers.append({**row, "entire": dict(row["entire"]), "single": dict(row["single"])})
+            elif (layers[i]["op_type"], layers[i]["tensor"]) == (row["op_type"], row["tensor"]):
+                for part in ("entire", "single"):
+                    layers[i][part] = _worst(layers[i][part], row[part])
+    return {"evidence": f"measured by rknn-toolkit2 {version or 'unknown version'} simulator "
+                        f"(accuracy_analysis, float vs int8, worst of {len(tables)} hold-out samples)",
+            "samples": len(tables), "error": error, "layers": layers}
+
+
+def parse_accuracy(lines: list[str]) -> list[dict[str, Any]]:
+    """The rows of one ``error_analysis.txt``: ``[OpType] tensor`` then ``cos | euc`` pairs, entire
+    first and single second; figures None on a row without them (a layer fused into the next)."""
+    rows = []
+    for line in lines:
+        m = _LAYER.match(line.strip())
+        if m is None:
+            continue
+        rest = m.group("rest")
+        pairs = list(_PAIR.finditer(rest))
+        tensor = (rest[:pairs[0].start()] if pairs else rest).strip()
+        figures = [{"cos": _figure(p.group("cos")), "euc": _figure(p.group("euc"))} for p in pairs[:2]]
+        while len(figures) < 2:
+            figures.append({"cos": None, "euc": None})
+        rows.append({"op_type": m.group("op"), "tensor": tensor, "entire": figures[0], "single": figures[1]})
+    return rows
+
+
+def _figure(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value else None  # NaN: not a figure
+
+
+def _worst(a: dict[str, float | None], b: dict[str, float | None]) -> dict[str, float | None]:
+    cos = [v for v in (a["cos"], b["cos"]) if v is not None]
+    euc = [v for v in (a["euc"], b["euc"]) if v is not None]
+    return {"cos": min(cos) if cos else None, "euc": max(euc) if euc else None}

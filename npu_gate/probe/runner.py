@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate.errors import GateError
 from npu_gate.placement.adapters import partitions_with_adapters
-from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, clean_log
-from npu_gate.probe.mapping import agreement, compare_adapters, edge_ops, io_adapter_ops, map_nodes, note_compiler
+from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, QuantRequest, clean_log
+from npu_gate.probe.mapping import (
+    accuracy_layers,
+    agreement,
+    compare_adapters,
+    edge_ops,
+    io_adapter_ops,
+    map_nodes,
+    note_compiler,
+)
 from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import GateResult, InputEntry
 
@@ -131,6 +139,7 @@ def probe(
     child: BatchChild | None = None,
     venv_key: str | None = None,
     target_key: str | None = None,
+    quantization: QuantRequest | None = None,
 ) -> ProbeResult:
     """Probe ``model`` with ``compiler`` for ``target``; ``keep`` keeps the work folder there.
 
@@ -141,9 +150,12 @@ def probe(
     ``venv_key``: where a contract named the venv (file and key), for the error when it is missing;
     without it the error speaks of ``--venv``. ``target_key``: the same for the target (a
     contract's ``target.probe.target``); without it the error speaks of ``--target``.
+    ``quantization``: a quantized build (``--quantize``); the compiler refuses a mode it cannot build.
     """
     if not model.is_file():
         raise GateError(f"{model}: no such model file")
+    if quantization is not None:
+        compiler.check_quant_mode(quantization.mode)
     if not python.exists() and venv_key is not None:
         raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
                         f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
@@ -163,15 +175,18 @@ def probe(
     options = dict(options or {})
     runs: list[tuple[ChildRun, CompilerOutput, Attempt]] = []
     try:
+        # the samples a quantized build reads, written once for every attempt (not in Attempt.options)
+        quant_options = compiler.quantization_options(quantization, work / "samples") if quantization else {}
         while True:
             attempt_dir = work / f"attempt-{len(runs) + 1}"
-            request = compiler.request(model.resolve(), target, inputs or {}, options)
+            request = compiler.request(model.resolve(), target, inputs or {}, {**options, **quant_options})
             if child is not None:
                 run = child.run(request, attempt_dir)
             else:
                 run = run_child(compiler, python, request, attempt_dir, timeout or compiler.timeout_s)
             _write_json(attempt_dir / "exit.json", {"returncode": run.returncode, "timed_out": run.timed_out,
-                                                    "seconds": run.seconds, "options": options})
+                                                    "seconds": run.seconds, "options": options,
+                                                    "quantization": quantization.describe() if quantization else None})
             runs.append(_judge(compiler, run, attempt_dir, options))
             output, attempt = runs[-1][1], runs[-1][2]
             if attempt.status == FAILED and run.response.get("stage") == "config":
@@ -185,7 +200,8 @@ def probe(
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    result = assemble(model.name, compiler, target, prediction, runs)
+    result = assemble(model.name, compiler, target, prediction, runs,
+                      quantization.describe() if quantization else None)
     if result.compiler["version"] is None:  # it stopped before saying: the venv's installed one
         result.compiler["version"] = compiler.installed_version(python.parent.parent)
     result.timings = {"predict_s": round(prediction.timings.get("total_s", 0.0), 3) if prediction else 0.0,
@@ -209,7 +225,9 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path,
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    return assemble(model.name, compiler, target, prediction, runs)
+    # the quantized build's request (no such key: recorded before probe-1.4, a default build)
+    request = json.loads((work / "attempt-1" / "exit.json").read_text(encoding="utf-8")).get("quantization")
+    return assemble(model.name, compiler, target, prediction, runs, request)
 
 
 def requested_inputs(work: Path) -> dict[str, list[int]]:
@@ -275,8 +293,10 @@ def _judge(compiler: Compiler, run: ChildRun, work: Path,
 
 
 def assemble(model_name: str, compiler: Compiler, target: str, predicted_result: GateResult | None,
-             runs: list[tuple[ChildRun, CompilerOutput, Attempt]]) -> ProbeResult:
-    """The probe result from the last run, compared with npu_gate's own prediction."""
+             runs: list[tuple[ChildRun, CompilerOutput, Attempt]],
+             quantization: dict[str, Any] | None = None) -> ProbeResult:
+    """The probe result from the last run, compared with npu_gate's own prediction;
+    ``quantization``: the quantized build's request (``QuantRequest.describe``), None for the default build."""
     run, output, last = runs[-1]
     attempts = [a for _, _, a in runs]
     result = ProbeResult(
@@ -296,8 +316,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         graph_names = compiler_graph_names(compiler, predicted_result)
-        tensors = {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
-                   for n in predicted_result.nodes} if predicted_result else None
+        tensors = _node_tensors(predicted_result)
         result.nodes, result.segments = map_nodes(originals, predicted, output, graph_names, tensors)
         note_compiler(result.nodes, output)
         for node in result.nodes:
@@ -322,13 +341,37 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
         if predicted_result:
             result.summary = agreement(result.nodes, [], counts, 0, None, failed=True)
         result.findings.append({"rule": "compiler-failed", "severity": "error", "message": _failure_message(result)})
+    if quantization is not None or output.accuracy is not None:
+        result.quantization = _quantization(quantization or {}, output, originals, predicted_result, last.status)
     result.memory = _memory(result, output, predicted_result)
     result.estimates = output.estimates if last.status == OK else None
     if output.core is not None:
         result.compiler["core"] = output.core
-    if isinstance(run.response.get("build_s"), (int, float)):
-        result.timings["build_s"] = round(run.response["build_s"], 3)
+    for key in ("build_s", "accuracy_s"):  # accuracy_s: a quantized build's accuracy analysis
+        if isinstance(run.response.get(key), (int, float)):
+            result.timings[key] = round(run.response[key], 3)
     return result
+
+
+def _quantization(request: dict[str, Any], output: CompilerOutput, originals: list[tuple[str, str]],
+                  predicted_result: GateResult | None, status: str) -> dict[str, Any]:
+    """The quantized build's request with the compiler's per-layer accuracy, each layer tied to
+    the ONNX nodes it comes from (``mapping.accuracy_layers``)."""
+    accuracy = None
+    if output.accuracy is not None and status == OK:
+        layers = accuracy_layers(output.accuracy["layers"], [name for name, _ in originals], output,
+                                 _node_tensors(predicted_result))
+        accuracy = {**output.accuracy, "layers": layers}
+    return {"mode": request.get("mode"), "calibration": request.get("calibration"),
+            "holdout": request.get("holdout"), "accuracy": accuracy}
+
+
+def _node_tensors(predicted_result: GateResult | None) -> dict[str, tuple[list[str], list[str]]] | None:
+    """Per predicted node its (input, output) tensor names; None without a prediction."""
+    if not predicted_result:
+        return None
+    return {n.name: ([i["name"] for i in n.inputs if i["name"]], [o["name"] for o in n.outputs if o["name"]])
+            for n in predicted_result.nodes}
 
 
 def _memory(result: ProbeResult, output: CompilerOutput, predicted_result: GateResult | None) -> dict[str, Any]:

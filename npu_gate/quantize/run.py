@@ -122,6 +122,16 @@ def _session(path: Path) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def model_outputs(path: Path, rows: Rows) -> Rows:
+    """Per row, every output of the model at ``path`` by name (onnxruntime CPU); raises QuantizationFailed."""
+    try:
+        session = _session(path)
+        names = [o.name for o in session.get_outputs()]
+        return [dict(zip(names, session.run(names, row), strict=True)) for row in rows]
+    except Exception as exc:
+        raise QuantizationFailed(one_line(exc)) from None
+
+
 def output_accuracy(float_path: Path, quant_path: Path, holdout: Rows) -> list[OutputAccuracy]:
     """Per output, float vs quantized on every hold-out sample together (onnxruntime CPU)."""
     try:

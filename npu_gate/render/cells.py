@@ -5,7 +5,7 @@ a value in one short line."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from tabulate import tabulate
@@ -109,3 +109,11 @@ def short(value: Any) -> str:
     """A value in one line of at most 60 characters; lists and dicts (a Constant's value) as JSON."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def metric_values(metric: dict[str, Any], esc: Callable[[str], str]) -> str:
+    """A task metric's values in a few words (or its error)."""
+    if "error" in metric:
+        return f"error: {esc(metric['error'])}"
+    values = ", ".join(f"{esc(k)} {v:.4g}" for k, v in metric["values"].items())
+    return f"{values} ({'passed' if metric['passed'] else 'FAILED'})"

@@ -14,6 +14,7 @@ from npu_gate.escape import md, md_code
 from npu_gate.render import mermaid, rewrites_md
 from npu_gate.render.cells import (
     MAX_ROWS,
+    metric_values,
     node_names,
     number,
     row_key,
@@ -344,6 +345,9 @@ def _quantization(result: GateResult) -> str:
     rows = [[md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
             for o in q["outputs"]]
     text += "\n\n" + table(["output", "max abs err", "cosine", "SQNR dB"], rows)
+    if "metric" in q:
+        text += (f"\n\nTask metric {md_code(q['metric']['callable'])} ({md(q['metric']['evidence'])}): "
+                 f"{metric_values(q['metric'], md)}.")
     if q["worst_layers"]:
         layers = []
         for layer in q["worst_layers"]:
@@ -559,7 +563,22 @@ def _probe(result: GateResult) -> str:
         text += ("\n\n#### Compiler memory and estimates\n\nThe compiler's own figures (estimates where "
                  "it says so, not device measurements) beside npu_gate's static estimate.\n\n"
                  + table(["", "figure", "evidence"], figures))
+    if info.get("quantization"):
+        text += "\n\n" + _probe_quantization(info["quantization"], result)
     return text
+
+
+def _probe_quantization(probe_q: dict[str, Any], result: GateResult) -> str:
+    """The compiler's quantized build beside the quantization stage's figures: its worst layers
+    (the stage keeps those only) matched to the compiler's layers by ONNX node."""
+    from npu_gate.render.probe import quantization_markdown
+
+    q = result.quantization
+    ort = None
+    if q is not None:
+        ort = {"evidence": f"{q['evidence']}, the stage's {len(q['worst_layers'])} worst layers", "error": None,
+               "outputs": [], "layers": q["worst_layers"]}
+    return quantization_markdown({**probe_q, "onnxruntime": ort}, heading="####")
 
 
 def _fusions(result: GateResult) -> str:

@@ -35,6 +35,8 @@ def text(result: ProbeResult) -> str:
         lines.append(f"  {memory_line}")
     if result.estimates:
         lines.append(f"  {term(estimates_text(result.estimates))}")  # Vela's config names: compiler text
+    if result.quantization:
+        lines.extend(f"  {line}" for line in quantization_text(result.quantization, term))
     for n in result.nodes:
         if n.reason or n.unmapped:
             lines.append(f"  {term(n.name)} ({term(n.op_type)}): "
@@ -158,6 +160,8 @@ def markdown(result: ProbeResult) -> str:
         if result.estimates:
             parts.append("### Compiler estimates\n\n" + md(estimates_text(result.estimates)) + ".\n\n"
                          + table(["", "figure", "evidence"], memory_rows(result.memory, result.estimates)))
+        if result.quantization:
+            parts.append(quantization_markdown(result.quantization))
         reasons = [[md_code(n.name), md(n.op_type), "unmapped" if n.unmapped else (n.actual or ""), md(n.reason or "")]
                    for n in result.nodes if n.reason or n.unmapped]
         if reasons:
@@ -228,3 +232,90 @@ def adapters_text(s: dict[str, Any], esc: Callable[[str], str]) -> str | None:
     actual = "not known (no last graph from the compiler)" if a["actual"] is None else listed(a["actual"])
     verdict = {True: "agree", False: "disagree", None: "not compared"}[a["agree"]]
     return f"rank adapters: {predicted}; compiler added {actual}: {verdict}"
+
+
+def _samples(part: dict[str, Any] | None, what: str) -> str:
+    if not part:
+        return f"no {what} samples"
+    return f"{part['samples']} {'synthetic ' if part['synthetic'] else ''}{what} sample" + \
+        ("" if part["samples"] == 1 else "s") + (" (drawn from the input ranges)" if part["synthetic"] else "")
+
+
+def _num(value: float | None, digits: int = 5) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _db(value: float | None) -> str:
+    return "no noise" if value is None else f"{value:.1f} dB"
+
+
+def layer_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compiler's per-layer figures with onnxruntime's SQNR beside each: the SQNR of the last of
+    the layer's ONNX nodes that onnxruntime matched (``onnxruntime.layers`` keyed by node)."""
+    accuracy = q.get("accuracy") or {}
+    ort = {layer["node"]: layer for layer in (q.get("onnxruntime") or {}).get("layers", []) if layer.get("node")}
+    rows = []
+    for layer in accuracy.get("layers", []):
+        match = next((ort[n] for n in reversed(layer["nodes"]) if n in ort), None)
+        rows.append({**layer, "ort_node": match["node"] if match else None,
+                     "ort_sqnr_db": match["sqnr_db"] if match else None, "ort_matched": match is not None})
+    return rows
+
+
+def quantization_text(q: dict[str, Any], esc: Callable[[str], str]) -> list[str]:
+    """The quantized build in a few terminal lines: samples, the compiler's and onnxruntime's output figures."""
+    lines = [f"quantized {q['mode']}: {_samples(q.get('calibration'), 'calibration')}, "
+             f"{_samples(q.get('holdout'), 'hold-out')}"]
+    accuracy = q.get("accuracy")
+    if accuracy:
+        outputs = [r for r in accuracy["layers"] if r["entire"]["cos"] is not None]
+        worst = min((r for r in accuracy["layers"] if not r["adapter"] and r["single"]["cos"] is not None),
+                    key=lambda r: r["single"]["cos"], default=None)
+        line = f"{esc(accuracy['evidence'])}: output {esc(outputs[-1]['tensor'])} cosine " \
+               f"{_num(outputs[-1]['entire']['cos'])}" if outputs else f"{esc(accuracy['evidence'])}: no figures"
+        if worst is not None:
+            line += f"; lowest single-layer cosine {_num(worst['single']['cos'])} at {esc(worst['op_type'])} " \
+                    f"{esc(worst['tensor'])} ({esc(', '.join(worst['nodes']) or 'no ONNX node')})"
+        lines.append(line)
+        if accuracy.get("error"):
+            lines.append(f"accuracy_analysis stopped: {esc(accuracy['error'])}")
+    ort = q.get("onnxruntime")
+    if ort:
+        if ort.get("error"):
+            lines.append(f"onnxruntime: {esc(ort['error'])}")
+        for o in ort.get("outputs", []):
+            lines.append(f"{esc(ort['evidence'])}: output {esc(o['output'])} SQNR {_db(o['sqnr_db'])}, "
+                         f"cosine {_num(o['cosine'])}")
+    return lines
+
+
+def quantization_markdown(q: dict[str, Any], heading: str = "###") -> str:
+    """The quantized build: samples, then per layer the compiler's cosine/euclidean (entire and single)
+    beside onnxruntime's SQNR, each column labelled with its evidence."""
+    parts = [f"{heading} Quantized build ({md(q['mode'])})",
+             f"Calibrated on {_samples(q.get('calibration'), 'calibration')}; measured on "
+             f"{_samples(q.get('holdout'), 'hold-out')}."]
+    accuracy, ort = q.get("accuracy"), q.get("onnxruntime")
+    if ort:
+        for o in ort.get("outputs", []):
+            parts.append(f"Output {md_code(o['output'])}: SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}, "
+                         f"max abs error {o['max_abs_err']:.4g} ({md(ort['evidence'])}).")
+        if ort.get("error"):
+            parts.append(f"onnxruntime: {md(ort['error'])}.")
+    if accuracy:
+        rows = [[md(r["op_type"]), md_code(r["tensor"]),
+                 "graph edge" if r["adapter"] else md(", ".join(r["nodes"])) or "(unknown)",
+                 _num(r["entire"]["cos"]), _num(r["entire"]["euc"]), _num(r["single"]["cos"]), _num(r["single"]["euc"]),
+                 (_db(r["ort_sqnr_db"]) + (f" ({md_code(r['ort_node'])})" if r["ort_node"] != r["nodes"][-1] else ""))
+                 if r["ort_matched"] else ""]
+                for r in layer_rows(q)]
+        parts.append("Per layer: **A** " + md(accuracy["evidence"]) + "; **B** "
+                     + (md(ort["evidence"]) if ort else "not measured") + ". A's `entire` is the error accumulated "
+                     "layer by layer from the input, its `single` the layer's own error (the toolkit's terms); a "
+                     "layer without figures was fused into the next. B is the SQNR of the last of the layer's "
+                     "ONNX nodes onnxruntime matched (named when it is not the layer's last node).")
+        parts.append(table(["layer", "tensor", "ONNX nodes", "A entire cos", "A entire euc", "A single cos",
+                            "A single euc", "B SQNR"], rows))
+        if accuracy.get("error"):
+            parts.append(f"accuracy_analysis stopped: {md(accuracy['error'])}.")
+    return "\n\n".join(parts)

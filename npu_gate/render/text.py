@@ -8,7 +8,7 @@ from typing import Any
 
 from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
-from npu_gate.render.cells import number, row_key, row_message, sources
+from npu_gate.render.cells import metric_values, number, row_key, row_message, sources
 from npu_gate.result.types import Finding, GateResult, Summary
 
 MAX_REASONS = 5
@@ -74,6 +74,10 @@ def render(result: GateResult, headline_note: str = "") -> str:
             lines.append(f"    ... and {len(cpu_reasons) - MAX_REASON_LINES} more CPU nodes with the compiler's reason")
         if probe.get("estimates"):  # 1.9: the compiler's own estimates (Vela's), with their source
             lines.append(f"    {term(estimates_text(probe['estimates']))}")
+        if probe.get("quantization"):
+            from npu_gate.render.probe import quantization_text
+
+            lines.extend(f"    {line}" for line in quantization_text(probe["quantization"], term))
     for c in result.numerics:
         status = "ok" if c["passed"] else "MISMATCH"
         note = f"; {term(c['problem'])}" if c["passed"] and c.get("problem") else ""  # failures: a finding
@@ -123,7 +127,10 @@ def _quantization_line(result: GateResult) -> str:
         return line + ": not measured"
     worst = min(q["outputs"], key=lambda o: math.inf if o["sqnr_db"] is None else o["sqnr_db"])
     db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.1f} dB"
-    return line + f": output {term(worst['output'])} {db}, cosine {worst['cosine']:.4f}"
+    line += f": output {term(worst['output'])} {db}, cosine {worst['cosine']:.4f}"
+    if "metric" in q:
+        line += f"; metric float vs {q['mode']}: {metric_values(q['metric'], term)}"
+    return line
 
 
 def _memory_line(s: Summary) -> str:

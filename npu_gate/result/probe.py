@@ -142,6 +142,10 @@ class ProbeResult:
     # probe-1.3: the compiler's own memory/performance estimates with their evidence ("estimated by
     # Vela 5.2.0 for ..."), None when the compiler gives none
     estimates: dict[str, Any] | None = None
+    # probe-1.4: a quantized build (--quantize, the contract's quantization): the mode, the samples it
+    # was calibrated and measured with (synthetic or not), and the compiler's own per-layer accuracy
+    # with its evidence; None for the default build
+    quantization: dict[str, Any] | None = None
 
     @property
     def built(self) -> bool:
@@ -175,6 +179,7 @@ class ProbeResult:
             "attempts": [a.to_dict() for a in self.attempts],
             "memory": self.memory,
             "estimates": self.estimates,
+            "quantization": self.quantization,
             "timings": self.timings,
             "log": self.log,
         }
@@ -184,4 +189,4 @@ class ProbeResult:
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
 #      disagreement cause "eliminated in prediction"
-PROBE_SCHEMA_VERSION = "probe-1.3"
+PROBE_SCHEMA_VERSION = "probe-1.4"

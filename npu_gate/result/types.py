@@ -29,6 +29,8 @@ from npu_gate.rules import RULES
 # 1.9: stages.probe.estimates (the compiler's own estimates, Vela's) and stages.probe.memory (its
 #      memory figures beside the static estimate), as in a probe result; gates max_sram_bytes and
 #      max_estimated_ms (limit and actual may be fractional ms)
+#      and stages.probe.quantization (a contract quantization built by the real compiler: its
+#      request and the compiler's per-layer accuracy, as in a probe-1.4 result)
 SCHEMA_VERSION = "1.9"
 PASS = "pass"
 FAIL = "fail"
@@ -107,7 +109,14 @@ class QuantSamplesInfo(TypedDict):
     synthetic: bool  # drawn from the inputs' ranges, not the contract's samples file
 
 
-class QuantizationResult(TypedDict):
+class QuantizationMetric(TypedDict, total=False):
+    """1.9: the contract's metric on the quantized model (only with a metric)."""
+
+    metric: dict[str, Any]  # rewrites.metric.evaluate's document with its evidence
+    graph: str  # which float graph was quantized: the folded one (what was replaced) or the checked one
+
+
+class QuantizationResult(QuantizationMetric):
     """``quantization`` (stages/quantize.py): how the graph was quantized, per output float vs
     quantized on the hold-out samples, the worst layers (onnxruntime's qdq_loss_debug)."""
 

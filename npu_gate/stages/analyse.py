@@ -93,6 +93,7 @@ class Analysis:
     memory: list[memlib.PartitionMemory] = field(default_factory=list)  # NPU partitions' estimates
     memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
     refusals: list[Refusal] = field(default_factory=list)  # the profile's ``refuses`` that match
+    folded: set[int] = field(default_factory=set)  # indices of the nodes that fold (the quantization stage's)
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -243,6 +244,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
         memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses, folded),
+        folded=set(folded),
     )
 
 

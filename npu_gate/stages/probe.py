@@ -7,7 +7,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.spec import Contract
 from npu_gate.result.probe import ProbeResult
@@ -16,6 +16,9 @@ from npu_gate.stages.analyse import Measured
 from npu_gate.stages.timeout import Deadline
 
 FACTORY_CALIBRATION_ROWS = 4  # without a quantization section: as `npu-gate probe --factory`
+
+if TYPE_CHECKING:
+    from npu_gate.probe.base import QuantRequest
 
 
 @dataclass
@@ -45,13 +48,18 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     options: dict[str, Any] = {"soc_model": spec.soc_model} if spec.soc_model is not None else {}
     with tempfile.TemporaryDirectory(prefix="npu-gate-calibration-") as folder:
-        calibration = None
-        if compiler.needs_factory:  # the compiler lowers the PyTorch module itself, in its own venv
+        calibration, quantization = None, None
+        if compiler.needs_factory:  # the compiler lowers and quantizes the PyTorch module itself, in its own venv
             options, calibration = factory_options(contract, Path(folder))
+        else:
+            quantization = quant_request(contract)
+            if quantization is not None:
+                compiler.check_quant_mode(quantization.mode, f"{contract.path}: quantization.mode")
         measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
                          inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                          options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}",
-                         target_key=f"{contract.path}: target.probe.target {spec.target}")
+                         target_key=f"{contract.path}: target.probe.target {spec.target}",
+                         quantization=quantization)
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
@@ -86,6 +94,24 @@ def factory_options(contract: Contract, folder: Path) -> tuple[dict[str, Any], s
             "samples_file": str(samples), "ranges": {i.name: list(i.range) for i in contract.inputs}}, words
 
 
+def quant_request(contract: Contract) -> QuantRequest | None:
+    """The contract's ``quantization`` as the compiler's build request: an integer mode with the
+    calibration and hold-out rows the quantization stage uses (``quantize/samples.py``); fp16 and
+    none without samples; None without a ``quantization`` key (the compiler's default build)."""
+    q = contract.quantization
+    if q is None:
+        return None
+    from npu_gate.probe.base import QuantRequest
+
+    if not q.quantizes:
+        return QuantRequest(q.mode, calibration_synthetic=False, holdout_synthetic=False)
+    from npu_gate.quantize.samples import sample_sets
+
+    samples = sample_sets(contract)
+    return QuantRequest(q.mode, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
+
+
 def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
     """The probe's stage row, log and findings into ``result``; with the measurement deciding,
     the measured CPU nodes and partitions the gates judge (``summary.measured``)."""
@@ -99,6 +125,7 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
         "compiler": measured.compiler, "summary": measured.summary,
         "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
         "estimates": measured.estimates, "memory": measured.memory,
+        "quantization": measured.quantization,
     }
     if outcome.calibration is not None:
         result.stages["probe"]["calibration"] = outcome.calibration

@@ -12,18 +12,31 @@ from __future__ import annotations
 import math
 import shutil
 import time
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from npu_gate.contract.spec import Contract, Gates
+from npu_gate.contract.spec import QUANT_DTYPES, Contract, Gates, Quantization
 from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
 from npu_gate.stages.context import Artifacts, Settings, new_result
 
+if TYPE_CHECKING:
+    from npu_gate.model.worker import UserCode
+    from npu_gate.probe.base import QuantRequest
+    from npu_gate.result.probe import ProbeResult
+
 
 def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
-        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+        timings: dict[str, float], keep: Artifacts | None = None, user: UserCode | None = None,
+        folded: Collection[int] = ()) -> None:
     """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
     place the quantized graph against the profile (its units' ops that have no integer kernel
-    there are ``quantized-op-unsupported`` findings)."""
+    there are ``quantized-op-unsupported`` findings). With a contract ``metric`` and ``user`` (the
+    child process of the contract's code), the metric judges the quantized model against the float
+    one on the hold-out samples (``quantization.metric``; a miss is a ``task-metric`` error).
+    ``folded``: the nodes the analysis folds (top-level indices), replaced by their values before
+    quantizing, as the compiler sees the graph (``quantization.graph`` says what was done); the
+    accuracy compares the quantized graph with ``float_path`` itself."""
     spec = contract.quantization
     if spec is None:
         return
@@ -54,8 +67,9 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     }
     result.quantization = record
     quantized = work / "quantized.onnx"
+    source, record["graph"] = _folded_float(float_path, folded, work, settings)
     try:
-        quant.quantize(float_path, quantized, samples.calibration, spec)
+        quant.quantize(source, quantized, samples.calibration, spec)
         timings["quantization_s"] = time.perf_counter() - start
         record["outputs"] = [o.to_dict() for o in quant.output_accuracy(float_path, quantized, samples.holdout)]
         folder = work / "quantization-debug"
@@ -66,6 +80,8 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
         result.stages["quantization"] = {"status": "failed", "reason": message}
         result.findings.append(make_finding("quantization-failed", message, subject="quantization"))
         return
+    if contract.metric is not None and user is not None:
+        _metric(contract, user, float_path, quantized, samples.holdout, record, result)
     record["placement"] = _placement(quantized, settings, result)
     sources = {n.name: n.source for n in result.nodes if n.source is not None}
     record["worst_layers"] = [{**layer.to_dict(), "source": sources.get(layer.node or "")}
@@ -74,6 +90,51 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
     if keep is not None:
         keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+
+
+def _folded_float(float_path: Path, folded: Collection[int], work: Path, settings: Settings) -> tuple[Path, str]:
+    """The float graph to quantize: ``float_path`` with its folded nodes replaced by initializers
+    (``graph.edit.folded_model``, within the run's fold budget), and a note saying so; the graph
+    as it is when nothing folds or the values cannot be computed (the note says why)."""
+    if not folded:
+        return float_path, "the checked graph (no node folds)"
+    import onnx
+
+    from npu_gate.graph.edit import folded_model
+    from npu_gate.graph.fold_budget import FoldBudget
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(float_path)))
+    deadline = settings.deadline.at if settings.deadline is not None else None
+    replaced, note = folded_model(model, set(folded), FoldBudget(deadline=deadline))
+    if replaced is model:
+        return float_path, f"the checked graph ({note})"
+    path = work / "folded-float.onnx"
+    onnx.save(replaced, str(path))
+    return path, f"the folded graph: {note}"
+
+
+def _metric(contract: Contract, user: UserCode, float_path: Path, quantized: Path, holdout: list[Any],
+            record: QuantizationResult, result: GateResult) -> None:
+    """The contract's task metric, float model (reference) vs quantized model (candidate), on the
+    hold-out samples; recorded with its evidence, a miss or an error is a ``task-metric`` finding."""
+    from npu_gate.quantize import run as quant_run
+    from npu_gate.rewrites.metric import evaluate
+    from npu_gate.stages.rewrites import metric_message
+
+    assert contract.metric is not None
+    try:
+        reference = quant_run.model_outputs(float_path, holdout)
+        candidate = quant_run.model_outputs(quantized, holdout)
+    except quant_run.QuantizationFailed as exc:
+        task: dict[str, Any] = {"callable": contract.metric.callable, "values": {}, "checks": [], "passed": False,
+                                "error": f"onnxruntime: {exc}"}
+    else:
+        task = evaluate(contract.metric, user, reference, candidate, holdout)
+    record["metric"] = {**task, "evidence": f"the contract's metric, float (reference) vs {record['mode']} "
+                                            f"(candidate) on {len(holdout)} hold-out samples, onnxruntime CPU"}
+    if not task["passed"]:
+        result.findings.append(make_finding("task-metric", f"quantized model: {metric_message(task)}",
+                                            subject="quantization metric"))
 
 
 def _placement(quantized: Path, settings: Settings, result: GateResult) -> dict[str, int | str]:
@@ -138,3 +199,31 @@ def _error_finding(record: QuantizationResult, gate: str, limit: float, figure: 
         message += f"; worst layer: {where}{line}, {db}"
     return make_finding("quantization-error", message, subject=f"output {output}", node=node,
                         constraint=gate, actual=figure, allowed=limit)
+
+
+def beside_probe(model: Path, quant: QuantRequest, probe: ProbeResult, work: Path) -> None:
+    """npu_gate's own float-vs-quantized figures for a probe's quantized build, from the same
+    calibration and hold-out rows (onnxruntime ``quantize_static``, QDQ, the contract defaults:
+    activations/weights of the mode, per channel, minmax), put beside the compiler's in
+    ``probe.quantization["onnxruntime"]``: per output and every matched layer, lowest SQNR first."""
+    if probe.quantization is None or not quant.integer or not quant.holdout or not model.is_file():
+        return
+    from npu_gate.quantize import run as quant_run
+    from npu_gate.versions import tool_versions
+
+    activations, weights = QUANT_DTYPES[quant.mode]
+    spec = Quantization(mode=quant.mode, activations=activations, weights=weights)
+    record: dict[str, Any] = {
+        "evidence": f"measured by onnxruntime {tool_versions().get('onnxruntime')} (CPU): quantize_static QDQ "
+                    f"{activations} activations, {weights} weights per channel, minmax; float vs quantized",
+        "error": None, "outputs": [], "layers": []}
+    start = time.perf_counter()
+    quantized = work / "quantized.onnx"
+    try:
+        quant_run.quantize(model, quantized, quant.calibration, spec)
+        record["outputs"] = [o.to_dict() for o in quant_run.output_accuracy(model, quantized, quant.holdout)]
+        record["layers"] = [layer.to_dict() for layer in quant_run.layer_errors(model, quantized, quant.holdout, work)]
+    except quant_run.QuantizationFailed as exc:
+        record["error"] = f"onnxruntime quantize_static: {exc}"
+    probe.quantization["onnxruntime"] = record
+    probe.timings["onnxruntime_quantization_s"] = round(time.perf_counter() - start, 3)

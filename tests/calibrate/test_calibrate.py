@@ -57,6 +57,7 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes() -> None:
                 assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 379
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -299,7 +300,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 335
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 342
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Reshape", "Transpose"]
@@ -898,7 +899,7 @@ def test_from_record_refuses_a_record_of_another_sweep_unreadable_or_missing(run
     args = ["profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "p.json", "--from-record"]
     run = run_cli(*args, path)
     assert (run.code, run.err) == (2, f"npu-gate: error: {path}: points: no measurement for 2 point(s) of the "
-                                      f"standard sweep, e.g. conv-k1: the record was made with another sweep\n")
+                                      f"standard-int8 sweep, e.g. conv-k1: the record was made with another sweep\n")
     path.write_text("{", encoding="utf-8")
     run = run_cli(*args, path)
     assert (run.code, run.err) == (2, f"npu-gate: error: {path}:1:2: invalid JSON: Expecting property name "
@@ -1061,3 +1062,45 @@ def test_a_broken_record_beside_a_profile_is_no_record(run_cli, tmp_path: Path, 
     run = run_cli("profile", "diff", "demo", profile)
     assert (run.code, run.err) == (1, "")
     assert run.out.startswith("profile diff: demo (5 ops) -> m (1 ops)\n")
+
+
+# --- int8 builds (#21): the standard-int8 sweep behind rknn-rk3588 ---------------------------
+
+def test_int8_sweep_refused_for_a_plugin_that_builds_no_int8(run_cli, tmp_path: Path) -> None:
+    run = run_cli("profile", "calibrate", "--compiler", "fake", "--target", "fake1", "--sweep", "standard-int8",
+                  "--out", tmp_path / "x.json")
+    assert run.code == 2
+    assert run.err.strip().splitlines() == [
+        "npu-gate: error: --sweep standard-int8: its points build with --quantize int8: the fake plug-in builds "
+        "none only"]
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_builtin_record_measured_the_lessons_ops_in_int8_on_the_npu() -> None:
+    record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+    assert record["sweep"] == "standard-int8"
+    quantized = {p["point"]: (p["family"], p["device"], p.get("became")) for p in record["points"] if "quantize" in p}
+    assert quantized == {
+        "add-tensor-quantized-int8": ("add-dtypes", "npu", None),
+        "add-scalar-quantized-int8": ("add-dtypes", "npu", None),
+        "conv-k3-quantized-int8": ("conv-int8", "npu", None), "clip-0-6-quantized-int8": ("clip-int8", "npu", None),
+        "mul-tensor-quantized-int8": ("mul-int8", "npu", None), "div-scalar-quantized-int8": ("div-int8", "npu", "Mul"),
+        "relu-1x16x32x32-quantized-int8": ("relu-int8", "npu", None)}
+    # the standard sweep itself is unchanged: qnn-htp-fp16's record still derives
+    assert json.loads((profile_dir() / "qnn-htp-fp16.calibration.json").read_text(encoding="utf-8"))["sweep"] == \
+        "standard"
+
+
+def test_a_quantized_point_is_placed_in_its_qdq_form() -> None:
+    """A quantized point is placed as onnxruntime's QDQ model, whose Add unit reads uint8: a
+    hypothesis without uint8 predicts CPU where the int8 build ran on the NPU (unexplained), one
+    with uint8 predicts every point (constrained)."""
+    from npu_gate.calibrate.sweeps import quantized
+
+    add = single("add-tensor", "Add", {"x": ("float32", X), "x2": ("float32", X)}, None, ["x2"])
+    int64 = single("add-tensor-int64", "Add", {"x": ("int64", X), "x2": ("int64", X)}, None, ["x2"])
+    devices = {"add-tensor-quantized-int8": "npu", "add-tensor-int64": "cpu"}
+    float_only = {"id": "add-input-dtype", "input": 0, "dtype": ["float32", "float16", "int8", "int32"]}
+    for dtypes, verdict in ((float_only["dtype"], "unexplained"), ([*float_only["dtype"], "uint8"], "constrained")):
+        family = Family("add-dtypes", "Add", [quantized(add), int64], [{**float_only, "dtype": dtypes}])
+        assert derive(_record([family], devices), [family]).verdicts["Add"]["verdict"] == verdict

@@ -150,3 +150,90 @@ def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_mo
     assert run.code == 1 and doc["status"] in ("failed", "crashed")
     assert REFUSED[name] in doc["error"]
     assert doc["summary"]["partitions_agree"] is None
+
+
+# --- int8 (#21): probe --quantize int8 and a contract's quantization through target.probe ---
+
+HARDSWISH = ["/Add", "/Clip", "/Mul", "/Div"]
+
+
+def _int8_layers(q: dict) -> list[tuple]:
+    return [(r["op_type"], r["tensor"], r["entire"], r["single"], r["nodes"]) for r in q["accuracy"]["layers"]]
+
+
+LESSON_INT8_LAYERS = [  # 32 calibration + 8 hold-out samples drawn with seed 0 from [0, 1]
+    ("Input", "images", {"cos": 1.0, "euc": 0.0}, {"cos": 1.0, "euc": 0.0}, []),
+    ("exDataConvert", "images_int8", {"cos": 1.0, "euc": 0.03244}, {"cos": 1.0, "euc": 0.03244}, []),
+    ("Conv", "/conv/Conv_output_0", {"cos": None, "euc": None}, {"cos": None, "euc": None}, ["/conv/Conv"]),
+    ("HardSwish", "out_int8", {"cos": 0.99999, "euc": 0.57497}, {"cos": 0.99999, "euc": 0.57497}, HARDSWISH),
+    ("exDataConvert", "out", {"cos": 0.99999, "euc": 0.57497}, {"cos": 0.99999, "euc": 0.35573}, []),
+]
+
+
+def test_lesson_net_in_int8_is_one_npu_convhardswish_with_the_simulators_accuracy(
+        run_cli, save_model, tmp_path, venv) -> None:
+    model = save_model(probe_models.MODELS["seed_hardswish"](), "seed_hardswish.onnx")
+    out = tmp_path / "int8.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--venv", venv, "--quantize", "int8",
+                  "--profile", "rknn-rk3588", "--json", out)
+    assert run.code == 0, run.err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert [(s["device"], s["ops"]) for s in doc["segments"]] == [("npu", ["ConvHardSwish"])]
+    assert {r["data_type"] for r in doc["ops"]} == {"INT8"}
+    # int8 halves the float16 build's 25.5KB plan: 8.75KB internal, 2.8125KB weights (int32 bias)
+    assert doc["memory"]["compiler"] == {"internal_bytes": 8960, "weight_bytes": 2880,
+                                         "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
+    q = doc["quantization"]
+    assert (q["mode"], q["calibration"], q["holdout"]) == (
+        "int8", {"samples": 32, "synthetic": True}, {"samples": 8, "synthetic": True})
+    assert _int8_layers(q) == LESSON_INT8_LAYERS
+    [output] = q["onnxruntime"]["outputs"]
+    assert (output["output"], round(output["sqnr_db"], 2), round(output["cosine"], 5)) == ("out", 42.94, 0.99998)
+    assert "quantized int8: 32 synthetic calibration samples" in run.out
+
+
+def test_contract_quantization_builds_int8_with_the_stages_samples(write_contract, tmp_path, venv) -> None:
+    from npu_gate.contract.spec import load_contract
+    from npu_gate.pipeline import check_contract
+
+    model = tmp_path / "model.onnx"
+    model.write_bytes(probe_models.MODELS["seed_hardswish"]().SerializeToString())
+    path = write_contract({
+        "name": "seed-int8", "model": {"onnx": "model.onnx"},
+        "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32", "range": [0, 1]}],
+        "target": {"profile": "rknn-rk3588", "probe": {"compiler": "rknn", "target": "rk3588", "venv": str(venv)}},
+        "quantization": {"mode": "int8"}})
+    result = check_contract(load_contract(path))
+    probe = result.stages["probe"]
+    assert probe["status"] == "ok"
+    assert [(s["device"], s["ops"]) for s in probe["segments"]] == [("npu", ["ConvHardSwish"])]
+    # the same seeded rows as the command's: the same figures
+    assert _int8_layers(probe["quantization"]) == LESSON_INT8_LAYERS
+    assert result.quantization is not None and result.quantization["calibration"] == {"samples": 32,
+                                                                                      "synthetic": True}
+    from npu_gate.render import markdown, text
+
+    report = markdown.render(result)  # the compiler's layers beside the quantization stage's worst ones
+    assert "#### Quantized build (int8)" in report
+    assert "| HardSwish     | <code>out&#95;int8</code>                | /Add, /Clip, /Mul, /Div | 0.99999 " in report
+    # 4 worst layers: the stage quantizes the folded graph, whose Constants are no layers
+    assert "42.9 dB (<code>/Mul</code>) |" in report and "the stage's 4 worst layers" in report
+    assert "    quantized int8: 32 synthetic calibration samples" in text.render(result)
+
+
+def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli, save_model, tmp_path, venv) -> None:
+    import numpy as np
+
+    model = save_model(probe_models.MODELS["seed_hardswish"](), "seed_hardswish.onnx")
+    rows = np.random.default_rng(1).uniform(0, 1, (20, 1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "samples.npz", images=rows)
+    out = tmp_path / "int8.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--venv", venv, "--quantize", "int8",
+                  "--calibration", tmp_path / "samples.npz", "--json", out)
+    assert run.code == 0, run.err
+    q = json.loads(out.read_text(encoding="utf-8"))["quantization"]
+    # one file: its first 12 rows calibrate, its last 8 are the hold-out samples
+    assert (q["calibration"], q["holdout"], q["accuracy"]["samples"]) == (
+        {"samples": 12, "synthetic": False}, {"samples": 8, "synthetic": False}, 8)
+    assert [r["op_type"] for r in q["accuracy"]["layers"]] == [
+        "Input", "exDataConvert", "Conv", "HardSwish", "exDataConvert"]

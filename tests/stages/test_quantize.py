@@ -31,6 +31,7 @@ def _summary(result):
 def test_mobilenet_example_quantizes_and_passes(run_cli):
     result = check_contract(load_contract(EXAMPLE / "npu-gate.json"))
     assert result.verdict == "pass"
+    assert result.quantization is not None and result.quantization["graph"] == "the checked graph (no node folds)"
     assert result.stages["quantization"] == {"status": "ok", "samples": 8}
     q = result.quantization
     assert q is not None
@@ -208,16 +209,42 @@ def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
     assert _summary(result) == []
 
 
-def test_uint8_add_has_no_kernel_on_rknn(mobilenet_contract):
-    """The calibrated rknn-rk3588 Add takes int8, not uint8: the residual Adds' units fall back."""
+def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract):
+    """onnxruntime's default QDQ activations are uint8: rknn-rk3588 claims uint8 Add units from the
+    calibration's quantized Add points (RKNN-Toolkit2's int8 build of a float Add ran on the NPU)."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
-    assert _summary(result) == [("quantized-op-unsupported", "block1.residual", None),
-                                ("quantized-op-unsupported", "block3.residual", None)]
-    finding = result.findings[0]
-    assert finding.message.startswith("Add has no uint8 kernel on the target (add-input-dtype: input 0 dtype "
-                                      "uint8 not in [float32, float16, int8, int32]")
-    assert (finding.constraint, finding.actual) == ("add-input-dtype", "uint8")
-    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 2
+    assert _summary(result) == []
+    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 0
+    from npu_gate.target.profile import load_profile
+
+    [constraint] = load_profile("rknn-rk3588").ops["Add"]["constraints"]
+    assert constraint["dtype"] == ["float32", "float16", "int8", "int32", "uint8"]
+    assert constraint["message"].endswith("uint8 was measured only as a quantized (QDQ) Add, in the compiler's "
+                                          "int8 build")
+
+
+def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path, write_contract):
+    """#21: RKNN-Toolkit2 2.5.0 builds the lesson's net in int8 as one NPU ConvHardSwish
+    (tests/fixtures/rknn/seed_hardswish_int8); the calibrated profile predicts its QDQ form with
+    no CPU node and one NPU partition."""
+    from tests.helpers import probe_models
+
+    (tmp_path / "model.onnx").write_bytes(probe_models.MODELS["seed_hardswish"]().SerializeToString())
+    path = write_contract({"name": "seed-int8", "model": {"onnx": "model.onnx"},
+                           "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32",
+                                       "range": [0, 1]}],
+                           "target": {"profile": "rknn-rk3588"}, "quantization": {"mode": "int8"}})
+    result = check_contract(load_contract(path))
+    assert result.quantization is not None
+    assert result.quantization["placement"] == {
+        "npu_nodes": 4, "cpu_nodes": 0, "qdq_nodes": 8, "npu_partitions": 1,
+        "evidence": "predicted by profile rknn-rk3588 (measured)"}
+    assert _summary(result) == []
+    # the folded float graph is quantized (its four Constants as initializers), as the compiler sees it
+    assert result.quantization["graph"] == "the folded graph: 4 folded nodes replaced by 4 initializers"
+    [output] = result.quantization["outputs"]
+    assert (output["output"], round(output["sqnr_db"], 2)) == ("out", 42.94)
+    validate_result(result.to_dict())
 
 
 def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
@@ -274,3 +301,43 @@ def test_torch_contract_quantizes_its_export(tmp_path):
     assert result.quantization["calibration"] == {"samples": 8, "synthetic": True}
     assert [(g.name, g.passed) for g in result.gates[-1:]] == [("min_output_cosine", True)]
     assert result.quantization["outputs"][0]["cosine"] > 0.9
+
+
+METRIC = '''
+import numpy as np
+
+
+def agreement(reference, candidate, samples):
+    top = [int(np.argmax(r["logits"]) == np.argmax(c["logits"])) for r, c in zip(reference, candidate)]
+    return {"top1_agreement": sum(top) / len(top), "samples": float(len(samples))}
+'''
+
+
+def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path, write_contract):
+    """#21: the contract's metric runs on the quantized model too: float outputs as the reference,
+    int8 outputs as the candidate, on the hold-out samples."""
+    shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
+    (tmp_path / "quant_metric.py").write_text(METRIC, encoding="utf-8")
+    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
+           "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}],
+           "quantization": {"mode": "int8"},
+           "metric": {"callable": "quant_metric:agreement", "threshold": {"top1_agreement": {"min": 0.75}}}}
+    result = check_contract(load_contract(write_contract(doc)))
+    assert result.quantization is not None
+    metric = result.quantization["metric"]
+    assert (metric["callable"], metric["values"]["samples"], metric["passed"]) == ("quant_metric:agreement", 8.0, True)
+    assert metric["values"]["top1_agreement"] >= 0.75
+    assert metric["evidence"] == ("the contract's metric, float (reference) vs int8 (candidate) on 8 hold-out "
+                                  "samples, onnxruntime CPU")
+    assert "task-metric" not in {f.rule for f in result.findings}
+    validate_result(result.to_dict())
+    agreement = metric["values"]["top1_agreement"]
+    assert f"; metric float vs int8: top1_agreement {agreement:.4g}, samples 8 (passed)" in text.render(result)
+    assert ("Task metric <code>quant&#95;metric:agreement</code> (the contract's metric, float &#40;reference&#41; "
+            "vs int8") in markdown.render(result)
+    # a threshold the quantized model misses is a task-metric error, never a pass
+    doc["metric"]["threshold"] = {"top1_agreement": {"min": 1.5}}
+    failed = check_contract(load_contract(write_contract(doc)))
+    assert failed.verdict == "fail"
+    [finding] = [f for f in failed.findings if f.rule == "task-metric"]
+    assert finding.message.startswith("quantized model: task metric: top1_agreement ")

@@ -424,13 +424,14 @@ def test_docs_outside_the_repository_name_the_record_without_a_broken_link(
         assert broken_links(page, tmp_path) == [], page.name
         assert all(re.match(r"https?://", target) for target in links(page)), page.name
     text = (tmp_path / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
-    assert ("(1 of 12 points off the NPU; rknn-rk3588.calibration.json#Add)” "
-            "(`npu_gate/profiles/rknn-rk3588.calibration.json#Add`)<br>") in text
+    assert ("(1 of 14 points off the NPU; rknn-rk3588.calibration.json#Add); uint8 was measured only as a "
+            "quantized (QDQ) Add, in the compiler's int8 build” (`npu_gate/profiles/rknn-rk3588.calibration.json#Add`)"
+            "<br>") in text
     assert run_cli("profile", "docs", "--check").code == 0
     # in the repository the same reference is a link to the record
     repo_page = (REPO / "docs" / "profiles" / "rknn-rk3588.md").read_text(encoding="utf-8")
-    assert ("; rknn-rk3588.calibration.json#Add)” "
-            "([doc](../../npu_gate/profiles/rknn-rk3588.calibration.json))") in repo_page
+    assert ("; rknn-rk3588.calibration.json#Add); uint8 was measured only as a quantized (QDQ) Add, in the "
+            "compiler's int8 build” ([doc](../../npu_gate/profiles/rknn-rk3588.calibration.json))") in repo_page
 
 
 @pytest.mark.parametrize("name", builtin_profile_names())

@@ -10,12 +10,13 @@ log file. RESPONSE.json is rewritten before each stage, so a crash still says wh
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _protocol import Save, main
+from _protocol import Save, error_line, main
 
 
 def build(request: dict, save: Save) -> None:
@@ -38,11 +39,31 @@ def build(request: dict, save: Save) -> None:
             load["input_size_list"] = [list(i["shape"]) for i in request["inputs"]]
         _call(rknn.load_onnx, **load)
         save(stage="build")
+        quant = request.get("quantization") or {}
         t0 = time.perf_counter()
-        _call(rknn.build, do_quantization=False)
-        save(stage="done", status="ok", build_s=time.perf_counter() - t0)
+        if quant.get("mode") == "int8":
+            _call(rknn.build, do_quantization=True, dataset=quant["dataset"])
+        else:
+            _call(rknn.build, do_quantization=False)
+        build_s = time.perf_counter() - t0
+        if quant.get("holdout"):
+            save(stage="accuracy", build_s=build_s)
+            _accuracy(rknn, quant["holdout"], save)
+        save(stage="done", status="ok", build_s=build_s)
     finally:
         rknn.release()
+
+
+def _accuracy(rknn: Any, holdout: list[list[str]], save: Save) -> None:
+    """The toolkit's accuracy_analysis (its simulator, no board) on each hold-out sample, into
+    ``accuracy-K/`` of the work folder; a failure here is recorded, the build still stands."""
+    t0 = time.perf_counter()
+    try:
+        for k, paths in enumerate(holdout):
+            _call(rknn.accuracy_analysis, inputs=list(paths), output_dir=os.path.abspath(f"accuracy-{k}"))
+    except Exception as exc:  # the build is measured; only its accuracy is missing
+        save(accuracy_error=error_line(exc))
+    save(accuracy_s=time.perf_counter() - t0)
 
 
 def _call(fn: Callable[..., Any], **kwargs: Any) -> None:
