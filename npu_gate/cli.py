@@ -213,6 +213,12 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     probe.add_argument("--venv", metavar="VENV", help="the compiler's venv (default: .venv-COMPILER)")
     probe.add_argument("--soc-model", type=int, metavar="N",
                        help="qnn: QNN's id of the Snapdragon SoC to prepare for (default: 57, Snapdragon 8 Gen 3)")
+    probe.add_argument("--quantize", choices=["int8", "int16", "fp16", "none"], metavar="MODE",
+                       help="qnn: quantize a float model to QDQ for the HTP first (int8, int16), or build it in "
+                            "fp16 (fp16, none: the default); a QDQ model is built as it is")
+    probe.add_argument("--calibration", metavar="SAMPLES.npz",
+                       help="--quantize int8/int16: calibration rows (one array per input, sample k in row k); "
+                            "default: 32 seeded samples in [0, 1]")
     probe.add_argument("--factory", metavar="MODULE:FUNCTION",
                        help="a torch factory instead of MODEL.onnx (compilers on the PyTorch module: ethos-u)")
     probe.add_argument("--inputs", nargs="+", metavar="NAME:DIMS", default=[],

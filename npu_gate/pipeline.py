@@ -174,19 +174,28 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
     outcome = None
     if contract.probe is not None and timeout.starts(settings.deadline, result, "probe"):
         outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
-                                  settings.deadline)
+                                  settings.deadline, settings=settings, work=work / "probe-preparation", keep=keep)
     result.findings.extend(analyse.findings(analysis, outcome.measured if outcome else None))
     return outcome
 
 
 def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, profile: Profile | None = None,
-                inputs: dict[str, list[int]] | None = None, **options: Any) -> ProbeResult:
-    """``npu-gate probe``: the gate's prediction under ``profile`` (None: none), then the probe
-    comparing the compiler with it (``options``: ``probe.runner.probe``'s)."""
+                inputs: dict[str, list[int]] | None = None, quantize: str | None = None,
+                calibration: Path | None = None, **options: Any) -> ProbeResult:
+    """``npu-gate probe``: the model prepared for the compiler (QNN: ``quantize`` int8/int16
+    quantizes a float model for the HTP, with ``calibration``'s rows), the gate's prediction of
+    what the compiler builds under ``profile`` (None: none), then the probe comparing the compiler
+    with it (``options``: ``probe.runner.probe``'s)."""
     from npu_gate.probe.runner import probe
 
-    prediction = _predict(model, profile, inputs)
-    return probe(model, compiler, target, python, inputs=inputs, prediction=prediction, **options)
+    with tempfile.TemporaryDirectory(prefix="npu-gate-prepare-") as tmp:
+        keep = options.get("keep")
+        built, preparation = probe_stage.cli_preparation(compiler.name, model, quantize, calibration, inputs or {},
+                                                         keep if keep is not None else Path(tmp))
+        prediction = _predict(built, profile, inputs)
+        result = probe(built, compiler, target, python, inputs=inputs, prediction=prediction, **options)
+    result.preparation = preparation
+    return result
 
 
 def replay_model(model: Path, compiler: Compiler, target: str, work: Path,

@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
         raise GateError(f"--soc-model: only the qnn compiler takes a SoC model (--compiler {compiler.name})")
     if args.soc_model is not None and args.soc_model < 1:
         raise GateError(f"--soc-model {args.soc_model}: expected a positive QNN SoC id, e.g. 57")
+    if args.quantize is not None and compiler.name != "qnn":
+        raise GateError(f"--quantize: only the qnn compiler quantizes here (--compiler {compiler.name})")
+    if args.calibration is not None and args.quantize not in ("int8", "int16"):
+        raise GateError("--calibration: calibration samples are for --quantize int8 or int16")
     venv = Path(args.venv or f".venv-{compiler.name}")
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     if (args.model is None) == (args.factory is None):
@@ -54,10 +58,12 @@ def run(args: argparse.Namespace) -> int:
         if args.soc_model is not None:
             options["soc_model"] = args.soc_model
         refuse_overwriting_inputs(
-            [("the model this run reads", str(model)), *profile_inputs(profile)],
+            [("the model this run reads", str(model)), *profile_inputs(profile),
+             *([("--calibration", args.calibration)] if args.calibration else [])],
             [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
         result = probe_model(model, compiler, args.target or compiler.default_target, compiler.python(venv),
                              inputs=inputs, profile=profile, timeout=args.timeout, options=options or None,
+                             quantize=args.quantize, calibration=Path(args.calibration) if args.calibration else None,
                              keep=Path(args.keep_work).resolve() if args.keep_work else None)
     if args.json:
         write_output(args.json, json.dumps(result.to_dict(), indent=2) + "\n")

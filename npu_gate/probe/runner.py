@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # batch imports this module
     from npu_gate.probe.batch import BatchChild
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
+PREPARATION = "preparation.json"  # how the model was prepared for the compiler, in a kept work folder
 # Environment that would make the compiler's Python pick up our packages instead of its own.
 _SCRUB = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
@@ -206,7 +207,10 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path,
         runs.append(_judge(compiler, run, attempt_dir, exit_info["options"]))
     if not runs:
         raise GateError(f"{work}: no attempt-N folders to replay")
-    return assemble(model.name, compiler, target, prediction, runs)
+    result = assemble(model.name, compiler, target, prediction, runs)
+    if (work / PREPARATION).is_file():
+        result.preparation = json.loads((work / PREPARATION).read_text(encoding="utf-8"))
+    return result
 
 
 def requested_inputs(work: Path) -> dict[str, list[int]]:

@@ -141,6 +141,9 @@ class ProbeResult:
     # probe-1.3: the compiler's own memory/performance estimates with their evidence ("estimated by
     # Vela 5.2.0 for ..."), None when the compiler gives none
     estimates: dict[str, Any] | None = None
+    # probe-1.4: how the model the compiler built was prepared (QNN: "qnn-qdq" quantized by npu-gate
+    # for the HTP, "as-is" a QDQ model, "fp16"), None when the plug-in prepares nothing
+    preparation: dict[str, Any] | None = None
 
     @property
     def built(self) -> bool:
@@ -174,6 +177,7 @@ class ProbeResult:
             "attempts": [a.to_dict() for a in self.attempts],
             "memory": self.memory,
             "estimates": self.estimates,
+            "preparation": self.preparation,
             "timings": self.timings,
             "log": self.log,
         }
@@ -182,5 +186,5 @@ class ProbeResult:
 # 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
-#      disagreement cause "eliminated in prediction"
-PROBE_SCHEMA_VERSION = "probe-1.3"
+#      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation)
+PROBE_SCHEMA_VERSION = "probe-1.4"

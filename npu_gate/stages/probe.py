@@ -4,15 +4,24 @@ compiler's placement decides: the analysis stage's findings and the gates read `
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npu_gate.contract.spec import Contract
+from npu_gate.contract.spec import Contract, InputSpec, Quantization
+from npu_gate.errors import GateError
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
+from npu_gate.stages.context import Artifacts, Settings, new_result
 from npu_gate.stages.timeout import Deadline
+
+if TYPE_CHECKING:
+    import numpy as np
+
+QDQ_MODEL = "qnn-qdq.onnx"  # the QDQ model the QNN probe built, in its work folder and the bundle
 
 
 @dataclass
@@ -22,11 +31,14 @@ class ProbeOutcome:
 
 
 def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float],
-        deadline: Deadline | None = None) -> ProbeOutcome | None:
+        deadline: Deadline | None = None, *, settings: Settings | None = None, work: Path | None = None,
+        keep: Artifacts | None = None) -> ProbeOutcome | None:
     """Probe ``onnx_path`` (the graph the gate analysed into ``result``) with the contract's
-    compiler; the comparison is with ``result``'s placement, never with one recomputed here.
-    The compiler's timeout (``target.probe.timeout``, else the plug-in's) is at most the time
-    left before the run's ``deadline``."""
+    compiler; the comparison is with ``result``'s placement, never with one recomputed here,
+    except when the compiler builds another graph: QNN with the contract's ``quantization`` mode
+    int8/int16 builds the QDQ model ``prepare`` makes, compared with that model's own placement
+    (QDQ units, ``settings``' profile). The compiler's timeout (``target.probe.timeout``, else the
+    plug-in's) is at most the time left before the run's ``deadline``."""
     spec = contract.probe
     if spec is None or not result.analysed:
         return None
@@ -39,14 +51,119 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     if deadline is not None:
         limit = max(min(limit, deadline.left()), 0.1)
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
-    measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
+    model, preparation, prediction = onnx_path, None, result
+    if compiler.name == "qnn" and work is not None:
+        from npu_gate.quantize.samples import sample_sets
+
+        q = contract.quantization
+        samples = sample_sets(contract) if q is not None and q.quantizes else None
+        model, preparation = prepare(compiler.name, onnx_path, q, samples.calibration if samples else None,
+                                     bool(samples and samples.calibration_synthetic), work)
+        if model != onnx_path and settings is not None:
+            prediction = _placed(model, settings, result)
+        if keep is not None and model != onnx_path:
+            shutil.copyfile(model, keep.folder / QDQ_MODEL)
+    measured = probe(model, compiler, spec.target, compiler.python(venv), prediction=prediction,
                      inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                      options={"soc_model": spec.soc_model} if spec.soc_model is not None else None,
                      venv_key=f"{contract.path}: target.probe.venv: {given}")
+    measured.preparation = preparation
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
                         else None)
+
+
+def prepare(compiler: str, model: Path, quantization: Quantization | None,
+            calibration: list[dict[str, np.ndarray]] | None, synthetic: bool,
+            folder: Path) -> tuple[Path, dict[str, Any] | None]:
+    """The model ``compiler`` builds and how it was prepared (the probe result's ``preparation``).
+
+    QNN: a model holding Q/DQ (or QOperator) ops is built as it is; a float one with
+    ``quantization`` mode int8/int16 is quantized first for the HTP (``quantize/qnn.py``, the
+    ``calibration`` rows) into ``folder``/qnn-qdq.onnx; else it is built in fp16. Other compilers:
+    the model as it is, no preparation said. A quantizer that raises is a GateError (exit 2)."""
+    if compiler != "qnn":
+        return model, None
+    import onnx
+
+    from npu_gate.probe.runner import PREPARATION
+    from npu_gate.quantize import qnn
+    from npu_gate.quantize.run import QuantizationFailed, quantized_ops
+
+    already = quantized_ops(onnx.load(str(model), load_external_data=False))
+    folder.mkdir(parents=True, exist_ok=True)
+    out, info = model, None
+    if already:
+        info = {"method": "as-is", "reason": f"the model is quantized already ({', '.join(already)})"}
+    elif quantization is None or not quantization.quantizes or calibration is None:
+        mode = quantization.mode if quantization is not None else "none"
+        info = {"method": "fp16", "reason": f"a float model, quantization mode {mode}: enable_htp_fp16_precision"}
+    else:
+        out = folder / QDQ_MODEL
+        try:
+            info = qnn.prepare(model, out, calibration, quantization)
+        except QuantizationFailed as exc:
+            raise GateError(f"{model.name}: QNN QDQ preparation failed: {exc}") from None
+        info["calibration"] = {"samples": len(calibration), "synthetic": synthetic}
+    (folder / PREPARATION).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return out, info
+
+
+def cli_preparation(compiler: str, model: Path, mode: str | None, samples_file: Path | None,
+                    shapes: dict[str, list[int]], folder: Path) -> tuple[Path, dict[str, Any] | None]:
+    """``npu-gate probe --quantize MODE [--calibration NPZ]``: ``prepare`` with the mode's default
+    dtypes (``contract.spec.QUANT_DTYPES``) and the file's rows, else seeded samples drawn in [0, 1]
+    (other dtypes [0, 10]) with the model's input shapes (``shapes`` override them)."""
+    from npu_gate.contract.spec import CALIBRATION_COUNT, QUANT_DTYPES
+
+    if compiler != "qnn":
+        return model, None
+    spec = Quantization(mode=mode or "none", activations=QUANT_DTYPES.get(mode or "", ("uint8", "int8"))[0],
+                        weights=QUANT_DTYPES.get(mode or "", ("uint8", "int8"))[1])
+    rows = None
+    if spec.quantizes:
+        from npu_gate.contract.samples_file import read_samples
+        from npu_gate.model.samples import make_samples
+
+        inputs = _input_specs(model, shapes)
+        rows = read_samples(samples_file, inputs, key="--calibration") if samples_file is not None \
+            else make_samples(inputs, CALIBRATION_COUNT, 0)
+    return prepare(compiler, model, spec, rows, samples_file is None, folder)
+
+
+def _input_specs(model: Path, shapes: dict[str, list[int]]) -> list[InputSpec]:
+    """The model's inputs as contract inputs (calibration samples are drawn for them)."""
+    import onnx
+    from onnx import helper
+
+    graph = onnx.load(str(model), load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}
+    specs = []
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        shape = shapes.get(value.name) or dims
+        if any(d is None for d in shape):
+            raise GateError(f"{model.name}: input {value.name} has a dynamic shape: give a static one with "
+                            f"--inputs {value.name}:DIMS to draw calibration samples")
+        dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        specs.append(InputSpec(value.name, [int(d) for d in shape], dtype, None,
+                               (0.0, 1.0) if dtype.startswith("float") or dtype == "bool" else (0.0, 10.0)))
+    return specs
+
+
+def _placed(model: Path, settings: Settings, result: GateResult) -> GateResult:
+    """``model`` (the QDQ graph the compiler builds) placed by ``settings``' profile, in QDQ units."""
+    from npu_gate.graph.model_file import load_onnx
+    from npu_gate.stages import analyse
+
+    loaded, _ = load_onnx(model, weights=False)
+    scratch = new_result(result.name, settings.profile, {"source": "onnx", "path": model.name, "sha256": None})
+    analyse.analyse(loaded, settings, scratch)
+    return scratch
 
 
 def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
@@ -59,7 +176,7 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
     result.stages["probe"] = {
         "status": "ok" if measured.built else "failed", "probe_status": measured.status,
         "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
-        "compiler": measured.compiler, "summary": measured.summary,
+        "compiler": measured.compiler, "preparation": measured.preparation, "summary": measured.summary,
         "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
     }
     result.findings += [make_finding(f["rule"], f["message"], severity=f["severity"]) for f in measured.findings]
