@@ -203,6 +203,8 @@ def replay_model(model: Path, compiler: Compiler, target: str, work: Path,
     """A kept probe (``--keep-work``) replayed and compared with the prediction under ``profile``."""
     from npu_gate.probe.runner import replay, requested_inputs
 
+    built = work / probe_stage.QDQ_MODEL  # the QDQ model a QNN probe quantized the given one to
+    model = built if probe_stage.prepared(work) and built.is_file() else model
     return replay(model, compiler, target, work, _predict(model, profile, requested_inputs(work)))
 
 

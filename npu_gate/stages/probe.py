@@ -93,7 +93,7 @@ def prepare(compiler: str, model: Path, quantization: Quantization | None,
 
     already = quantized_ops(onnx.load(str(model), load_external_data=False))
     folder.mkdir(parents=True, exist_ok=True)
-    out, info = model, None
+    out, info = model, dict[str, Any]()
     if already:
         info = {"method": "as-is", "reason": f"the model is quantized already ({', '.join(already)})"}
     elif quantization is None or not quantization.quantizes or calibration is None:
@@ -132,6 +132,16 @@ def cli_preparation(compiler: str, model: Path, mode: str | None, samples_file: 
     return prepare(compiler, model, spec, rows, samples_file is None, folder)
 
 
+def prepared(work: Path) -> bool:
+    """Whether a kept probe folder holds a model the probe quantized (``preparation.json`` says qnn-qdq)."""
+    from npu_gate.probe.runner import PREPARATION
+
+    try:
+        return json.loads((work / PREPARATION).read_text(encoding="utf-8")).get("method") == "qnn-qdq"
+    except (OSError, ValueError):
+        return False
+
+
 def _input_specs(model: Path, shapes: dict[str, list[int]]) -> list[InputSpec]:
     """The model's inputs as contract inputs (calibration samples are drawn for them)."""
     import onnx
@@ -150,7 +160,7 @@ def _input_specs(model: Path, shapes: dict[str, list[int]]) -> list[InputSpec]:
             raise GateError(f"{model.name}: input {value.name} has a dynamic shape: give a static one with "
                             f"--inputs {value.name}:DIMS to draw calibration samples")
         dtype = str(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-        specs.append(InputSpec(value.name, [int(d) for d in shape], dtype, None,
+        specs.append(InputSpec(value.name, [int(d or 0) for d in shape], dtype, None,
                                (0.0, 1.0) if dtype.startswith("float") or dtype == "bool" else (0.0, 10.0)))
     return specs
 
