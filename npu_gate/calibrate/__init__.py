@@ -24,7 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, SWEEPS, Family, Point
+from npu_gate.calibrate import sweeps
+from npu_gate.calibrate.qdq_sweeps import qdq
+from npu_gate.calibrate.sweeps import ADAPTER, OP, PATTERN, Family, Point
 
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ADAPTER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure", "measured_point"]
 
+SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
 RECORD_VERSION = "calibration-1.0"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 

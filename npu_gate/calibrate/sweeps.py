@@ -595,4 +595,4 @@ def standard() -> list[Family]:
             *rank_families(), *matmul_families(), *recurrent_families(), *pattern_families(), *adapter_families()]
 
 
-SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard}
+SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard}  # + qdq: calibrate/__init__
