@@ -205,6 +205,37 @@ def test_soc_model_is_for_qnn_only(run_cli, save_model) -> None:
                                       "(--compiler rknn)\n")
 
 
+def test_quantize_flags_are_refused_where_they_mean_nothing(run_cli, save_model, tmp_path) -> None:
+    model = save_model(qnn_models.det(), "det.onnx")
+    run = run_cli("probe", model, "--compiler", "rknn", "--quantize", "int8")
+    assert (run.code, run.err) == (2, "npu-gate: error: --quantize: only the qnn compiler quantizes here "
+                                      "(--compiler rknn)\n")
+    run = run_cli("probe", model, "--compiler", "qnn", "--calibration", tmp_path / "c.npz")
+    assert (run.code, run.err) == (2, "npu-gate: error: --calibration: calibration samples are for --quantize "
+                                      "int8 or int16\n")
+
+
+def test_cli_preparation_reads_the_calibration_file_or_draws_samples(tmp_path: Path) -> None:
+    import numpy as np
+
+    from npu_gate.errors import GateError
+    from npu_gate.stages.probe import cli_preparation
+
+    model = tmp_path / "m.onnx"
+    onnx.save(qnn_models.MODELS["erf_between"](), str(model))
+    np.savez(tmp_path / "c.npz", x=np.random.default_rng(0).uniform(size=(3, 1, 8, 16, 16)).astype(np.float32))
+    built, prep = cli_preparation("qnn", model, "int8", tmp_path / "c.npz", {}, tmp_path / "work")
+    assert built == tmp_path / "work" / "qnn-qdq.onnx" and built.is_file()
+    assert (prep or {})["calibration"] == {"samples": 3, "synthetic": False}
+    assert json.loads((tmp_path / "work" / "preparation.json").read_text(encoding="utf-8")) == prep
+    np.savez(tmp_path / "bad.npz", y=np.zeros((2, 1, 8, 16, 16), np.float32))
+    with pytest.raises(GateError, match=r"bad.npz: --calibration: no array for input\(s\) x"):
+        cli_preparation("qnn", model, "int8", tmp_path / "bad.npz", {}, tmp_path / "work")
+    assert cli_preparation("rknn", model, "int8", None, {}, tmp_path / "w2") == (model, None)
+    assert cli_preparation("qnn", model, None, None, {}, tmp_path / "w3")[1] == {
+        "method": "fp16", "reason": "a float model, quantization mode none: enable_htp_fp16_precision"}
+
+
 def test_markdown_lists_the_compilers_reasons_escaped_and_marks_io_adapters() -> None:
     from npu_gate.render.probe import markdown
 
@@ -257,6 +288,15 @@ def test_int8_preparation_is_recorded_and_the_qdq_model_is_kept() -> None:
     types = {n.name: n for n in qdq.graph.node}
     assert types["x_QuantizeLinear"].op_type == "QuantizeLinear"
     assert qdq.graph.initializer and doc["model"]["path"] == "qnn-qdq.onnx"
+    from npu_gate.escape import md
+    from npu_gate.render.probe import markdown, text
+
+    folder = FIXTURES / "int8_erf_between"
+    result = replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile("demo"))
+    line = ("prepared: qnn-qdq int8: activations uint8, weights int8 per channel, minmax on 32 synthetic samples "
+            "(onnxruntime 1.32.0: qnn_preprocess_model, get_qnn_qdq_config, quantize (QDQ))")
+    assert text(result).splitlines()[1] == f"  {line}"
+    assert f"Prepared: {md(line[len('prepared: '):])}." in markdown(result)  # our words, escaped all the same
     assert _replay("erf_between")["preparation"]["method"] == "fp16"
     assert _replay("qdq_erf_between")["preparation"] == {
         "method": "as-is", "reason": "the model is quantized already (DequantizeLinear, QuantizeLinear)"}
