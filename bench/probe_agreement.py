@@ -4,6 +4,7 @@
     python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
     python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv .venv-rknn] [--profile rknn-rk3588]
+    python bench/probe_agreement.py --onnx DIR --compiler qnn --quantize int8 [--venv .venv-qnn] [--profile qnn-htp]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
@@ -23,7 +24,12 @@ environment, which npu_gate itself never does: `pip install --no-deps torchvisio
 
 `--compiler qnn` (issue 22) probes the same nets with onnxruntime-qnn 2.7.0 (target htp, fp16 for
 these float nets; `npu-gate probe setup qnn .venv-qnn`); `--torchvision` then compares with the
-`qnn-htp` profile, and `--profile` defaults to it.
+`qnn-htp` profile, and `--profile` defaults to it. With `--onnx DIR`, `--quantize int8|int16`
+quantizes each float model for the HTP first, as `npu-gate probe --quantize` does (QNN's QDQ
+preparation, 32 synthetic calibration samples) and compares the QDQ build with its QDQ placement;
+the table gains each model's seconds (quantization, prediction and build). Without torchvision
+here, export the `--torchvision` nets with another environment's torch and torchvision (the
+torchvision_nets() and export() of this file) into DIR and use `--onnx DIR` (docs/qnn.md).
 
 `--memory` (issue 24) builds the same nets under profile rknn-rk3588 (float16) and prints
 the static memory estimate beside the compiler's own totals (`Total Internal Memory Size`,
