@@ -26,7 +26,8 @@ from npu_gate.rules import RULES
 #      quantization: float vs quantized on hold-out samples), summary.qdq_nodes
 # 1.8: placement "eliminated" (the profile's compiler clean-up, ``eliminates``) and, under
 #      such a profile, summary.eliminated_nodes; rule compiler-will-refuse
-SCHEMA_VERSION = "1.8"
+# 1.9: stages.probe.preparation (how the model the compiler built was prepared: QNN's QDQ preparation)
+SCHEMA_VERSION = "1.9"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of
