@@ -32,6 +32,10 @@ EP = "QNNExecutionProvider"
 DEFAULT_SOC_MODEL = 57  # QNN's SoC id of the Snapdragon 8 Gen 3 (SM8650)
 QUANTIZED = ("QuantizeLinear", "DequantizeLinear")
 _TOKEN = re.compile(r"_token_\d+$")
+# onnxruntime's EnsureUniqueDQForNodeUnit gives each reader of a shared DequantizeLinear its own copy,
+# named ``<dq>/duplicated`` (``_token_N`` after the layout pass): the same DQ, not a fusion
+DUPLICATED = "duplicated"
+UNIQUE_DQ = "EnsureUniqueDQForNodeUnit"
 
 
 VALIDATION = re.compile(r"Validation (?P<verdict>PASSED|FAILED) for \d+ nodes? in (?:OrtNodeUnit|node unit)")
@@ -196,7 +200,7 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
     blocks: list[tuple[float, int, str, list[dict[str, Any]]]] = []
     for index, sub in enumerate(subgraphs):
         target = NPU if sub.get("ep") == EP else CPU
-        nodes = [n for n in sub["nodes"] if target != NPU or original_name(n["name"]) not in (weight_dq or ())]
+        nodes = [n for n in sub["nodes"] if target != NPU or dq_original(n["name"]) not in (weight_dq or ())]
         groups = [nodes] if target == NPU else [[n] for n in nodes]
         for nodes in groups:
             places = [position[original_name(n["name"])] for n in nodes if original_name(n["name"]) in position]
@@ -210,17 +214,27 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
     return rows
 
 
+def dq_original(name: str) -> str:
+    """The model's DequantizeLinear a (possibly copied, ``<dq>/duplicated``) assigned DQ is."""
+    base = original_name(name)
+    return base[:-len("/" + DUPLICATED)] if base.endswith("/" + DUPLICATED) else base
+
+
 def ort_fusions(rows: list[OpRow], order: list[str], readers: dict[str, list[str]]) -> list[Rewrite]:
     """onnxruntime's own graph fusions, run before the EP sees the graph: a fused node is named
     ``<first node>/<Fusion>`` (``/qkv/MatMul/MatMulAddFusion``, a Gemm). It stands for that node and
     for the nodes reading its output that are gone from the assignment (the Add), as a rewrite
-    ``Fusion`` (the log names the fusion pass, not the nodes)."""
+    ``Fusion`` (the log names the fusion pass, not the nodes). A ``<dq>/duplicated`` copy
+    (``EnsureUniqueDQForNodeUnit``) stands for that DQ alone."""
     known = set(order)
     assigned = {r.full_name for r in rows}
     found = []
     for row in rows:
         first, _, fusion = row.full_name.rpartition("/")
         if row.full_name in known or first not in known or not fusion:
+            continue
+        if original_name(fusion) == DUPLICATED:  # a copy of one DQ per reader, not a fusion: no partners
+            found.append(Rewrite(rule=UNIQUE_DQ, removed=[first], added=[row.full_name]))
             continue
         partners = [r for r in readers.get(first, []) if r not in assigned]
         found.append(Rewrite(rule=fusion, removed=[first, *partners], added=[row.full_name]))
@@ -276,34 +290,38 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
     """Tie the DequantizeLinear nodes the EP's layout pass re-creates under new names
     (``DequantizeLinear``, ``DequantizeLinear_token_19``) to the model's, where the log determines it.
 
-    An activation DQ of the model that is nowhere in the assignment was re-created: in the unit
-    (last pass) of the node reading it, a DQ with no name of the model's is its new form when that
-    unit has exactly one such DQ and the node exactly one such missing DQ input: a rewrite
-    ``QnnLayoutTransform`` (original -> new). When the reading node's unit holds re-created DQs
-    but not one for one, the missing DQs are ``unmapped`` (never guessed); a reader with no
-    re-created DQ in its unit leaves it folded. A re-created DQ refused with "not take DQ nodes
+    An activation DQ input of a node that is not in the node's unit (the EP's last pass) was
+    re-created for that unit: a DQ there with no name of the model's is its new form when the unit
+    has exactly one such DQ and the node exactly one such missing DQ input: a rewrite
+    ``QnnLayoutTransform`` (original -> new). When the unit holds re-created DQs but not one for
+    one, the missing DQs that are nowhere in the assignment are ``unmapped`` (never guessed); a
+    unit with no re-created DQ leaves them as they are (folded when nowhere). A shared DQ can so
+    stand for several assigned DQs (its ``/duplicated`` copy, a re-created one). A re-created DQ refused with "not take DQ nodes
     that generate a graph output" is the output's I/O adapter when the model has exactly one
     graph-output DQ that is not on CPU (the one it replaced).
     """
     known = set(order)
-    present = {original_name(r.full_name) for r in rows}
+    present = {dq_original(r.full_name) for r in rows}
     dq_inputs: dict[str, list[str]] = qdq.get("dq_inputs") or {}
     weight_dq = set(qdq.get("weight_dq") or [])
     unit_of = {original_name(name): unit for unit in units for _, name in unit.nodes}
     rewrites, unmapped = [], []
     claimed: set[str] = set()
     for node, dqs in dq_inputs.items():
-        missing = [d for d in dqs if d not in present and d not in weight_dq]
         unit = unit_of.get(node)
-        if not missing or unit is None:
+        if unit is None:
+            continue
+        in_unit = {dq_original(name) for _, name in unit.nodes}
+        missing = [d for d in dqs if d not in in_unit and d not in weight_dq]
+        if not missing:
             continue
         new = [name for op, name in unit.nodes
-               if op == "DequantizeLinear" and original_name(name) not in known and name not in claimed]
+               if op == "DequantizeLinear" and dq_original(name) not in known and name not in claimed]
         if len(new) == 1 and len(missing) == 1:
             rewrites.append(Rewrite(rule=LAYOUT_RULE, removed=missing, added=new))
             claimed.add(new[0])
         elif new:
-            unmapped += [d for d in missing if d not in unmapped]
+            unmapped += [d for d in missing if d not in present and d not in unmapped]
     on_cpu = {r.full_name for r in rows if r.target == CPU}
     outputs = [tensor for name, edges in graph_io.items() if name not in on_cpu
                for side, tensor in edges if side == "output"]
@@ -311,7 +329,7 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
     for unit in units:
         for op, name in unit.nodes:
             if (op == "DequantizeLinear" and not unit.passed and OUTPUT_DQ_REASON in (unit.reason or "")
-                    and original_name(name) not in known and len(outputs) == 1):
+                    and dq_original(name) not in known and len(outputs) == 1):
                 adapters[name] = [("output", outputs[0])]
     return DqMapping(rewrites, unmapped, adapters)
 

@@ -342,3 +342,19 @@ def test_parse_units_reads_the_last_capability_pass_only() -> None:
                         "conv1_token_1", "c1_QuantizeLinear"]),
     ]
     assert units[-1].reason == "QNN EP is configured to not take DQ nodes that generate a graph output."
+
+
+def test_a_duplicated_dq_is_the_same_dq_not_a_fusion_with_its_readers() -> None:
+    """onnxruntime's EnsureUniqueDQForNodeUnit copies a shared DQ per reader as ``<dq>/duplicated``;
+    the copy stands for that DQ alone (a reader missing from the assignment is not its partner),
+    and a copy of a weight's DQ in an HTP subgraph is folded like the weight's DQ."""
+    order = ["w_DequantizeLinear", "id_a", "conv"]
+    subgraphs = [{"ep": "QNNExecutionProvider", "nodes": [
+        {"name": "w_DequantizeLinear/duplicated_token_5", "op_type": "DequantizeLinear"},
+        {"name": "a_DequantizeLinear/duplicated", "op_type": "DequantizeLinear"},
+        {"name": "conv", "op_type": "Conv"}]}]
+    rows = assignment_rows(subgraphs, order + ["a_DequantizeLinear"], {}, {"w_DequantizeLinear"})
+    assert [r.full_name for r in rows] == ["a_DequantizeLinear/duplicated", "conv"]
+    found = ort_fusions(rows, order + ["a_DequantizeLinear"], {"a_DequantizeLinear": ["id_a", "conv"]})
+    assert found == [Rewrite(rule="EnsureUniqueDQForNodeUnit", removed=["a_DequantizeLinear"],
+                             added=["a_DequantizeLinear/duplicated"])]
