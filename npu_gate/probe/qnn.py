@@ -125,11 +125,15 @@ def model_facts(model: Path) -> dict[str, Any]:
 
 def qdq_facts(graph: Any, weights: set[str]) -> dict[str, Any]:
     """What tying a QDQ model's assignment back to its nodes needs: the weight DequantizeLinear
-    nodes (they read initializers only) and, per node, the activation DequantizeLinear nodes it
-    reads (npu_gate's names)."""
+    nodes (they read initializers, or tensors computed from them alone, only) and, per node, the
+    activation DequantizeLinear nodes it reads (npu_gate's names)."""
     nodes = [(display_name(n, i), n) for i, n in enumerate(graph.node)]
+    constant = set(weights)  # tensors computed from weights alone (an exporter's Identity of a weight)
+    for _, n in nodes:
+        if n.op_type != "DequantizeLinear" and all(not t or t in constant for t in n.input):
+            constant.update(n.output)
     weight_dq = [name for name, n in nodes
-                 if n.op_type == "DequantizeLinear" and all(not t or t in weights for t in n.input)]
+                 if n.op_type == "DequantizeLinear" and all(not t or t in constant for t in n.input)]
     dq_of = {n.output[0]: name for name, n in nodes
              if n.op_type == "DequantizeLinear" and n.output and name not in weight_dq}
     dq_inputs = {name: found for name, n in nodes
@@ -296,9 +300,9 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
     ``QnnLayoutTransform`` (original -> new). When the unit holds re-created DQs but not one for
     one, the missing DQs that are nowhere in the assignment are ``unmapped`` (never guessed); a
     unit with no re-created DQ leaves them as they are (folded when nowhere). A shared DQ can so
-    stand for several assigned DQs (its ``/duplicated`` copy, a re-created one). A re-created DQ refused with "not take DQ nodes
-    that generate a graph output" is the output's I/O adapter when the model has exactly one
-    graph-output DQ that is not on CPU (the one it replaced).
+    stand for several assigned DQs (its ``/duplicated`` copy, a re-created one). A re-created DQ
+    refused with "not take DQ nodes that generate a graph output" is the output's I/O adapter when
+    the model has exactly one graph-output DQ that is not on CPU (the one it replaced).
     """
     known = set(order)
     present = {dq_original(r.full_name) for r in rows}

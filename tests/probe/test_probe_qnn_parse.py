@@ -353,8 +353,29 @@ def test_a_duplicated_dq_is_the_same_dq_not_a_fusion_with_its_readers() -> None:
         {"name": "w_DequantizeLinear/duplicated_token_5", "op_type": "DequantizeLinear"},
         {"name": "a_DequantizeLinear/duplicated", "op_type": "DequantizeLinear"},
         {"name": "conv", "op_type": "Conv"}]}]
-    rows = assignment_rows(subgraphs, order + ["a_DequantizeLinear"], {}, {"w_DequantizeLinear"})
+    rows = assignment_rows(subgraphs, [*order, "a_DequantizeLinear"], {}, {"w_DequantizeLinear"})
     assert [r.full_name for r in rows] == ["a_DequantizeLinear/duplicated", "conv"]
-    found = ort_fusions(rows, order + ["a_DequantizeLinear"], {"a_DequantizeLinear": ["id_a", "conv"]})
+    found = ort_fusions(rows, [*order, "a_DequantizeLinear"], {"a_DequantizeLinear": ["id_a", "conv"]})
     assert found == [Rewrite(rule="EnsureUniqueDQForNodeUnit", removed=["a_DequantizeLinear"],
                              added=["a_DequantizeLinear/duplicated"])]
+
+
+def test_a_dq_of_an_identity_of_a_weight_is_a_weights_dq(tmp_path: Path) -> None:
+    """The torchscript exporter writes an Identity of a shared weight: the DQ reading it reads a
+    tensor computed from weights alone, a weight's DQ (folded in an HTP subgraph)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    nodes = [helper.make_node("Identity", ["w"], ["w2"], name="id_w"),
+             helper.make_node("DequantizeLinear", ["w2", "s", "z"], ["wd"], name="w_dq"),
+             helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="x_q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="x_dq"),
+             helper.make_node("Mul", ["xd", "wd"], ["y"], name="mul")]
+    inits = [numpy_helper.from_array(np.ones(4, np.uint8), "w"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.uint8), "z")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], initializer=inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert model_facts(path)["qdq"] == {"weight_dq": ["w_dq"], "dq_inputs": {"mul": ["x_dq"]}}
