@@ -4,6 +4,7 @@
     python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
     python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv .venv-rknn] [--profile rknn-rk3588]
+    python bench/probe_agreement.py --onnx DIR --compiler qnn --quantize int8 [--venv .venv-qnn] [--profile qnn-htp]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
 Exports each net with the torchscript exporter (opset 17, default PyTorch init, eval mode),
@@ -23,7 +24,12 @@ environment, which npu_gate itself never does: `pip install --no-deps torchvisio
 
 `--compiler qnn` (issue 22) probes the same nets with onnxruntime-qnn 2.7.0 (target htp, fp16 for
 these float nets; `npu-gate probe setup qnn .venv-qnn`); `--torchvision` then compares with the
-`qnn-htp` profile, and `--profile` defaults to it.
+`qnn-htp` profile, and `--profile` defaults to it. With `--onnx DIR`, `--quantize int8|int16`
+quantizes each float model for the HTP first, as `npu-gate probe --quantize` does (QNN's QDQ
+preparation, 32 synthetic calibration samples) and compares the QDQ build with its QDQ placement;
+the table gains each model's seconds (quantization, prediction and build). Without torchvision
+here, export the `--torchvision` nets with another environment's torch and torchvision (the
+torchvision_nets() and export() of this file) into DIR and use `--onnx DIR` (docs/qnn.md).
 
 `--memory` (issue 24) builds the same nets under profile rknn-rk3588 (float16) and prints
 the static memory estimate beside the compiler's own totals (`Total Internal Memory Size`,
@@ -157,9 +163,13 @@ def main() -> None:
                         help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     parser.add_argument("--onnx", metavar="DIR", help="the agreement table for every *.onnx in DIR, with --profile")
+    parser.add_argument("--quantize", choices=["int8", "int16"],
+                        help="qnn: quantize each float net to QDQ for the HTP first (npu-gate probe --quantize)")
     args = parser.parse_args()
-    global COMPILER
-    COMPILER = args.compiler
+    global COMPILER, QUANTIZE
+    COMPILER, QUANTIZE = args.compiler, args.quantize
+    if QUANTIZE and (COMPILER != "qnn" or not args.onnx):
+        parser.error("--quantize: --compiler qnn with --onnx DIR only")
     venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
     profile = args.profile or COMPILERS[args.compiler][2]
     if args.onnx:
@@ -185,6 +195,7 @@ def main() -> None:
 
 
 COMPILER = "rknn"  # --compiler
+QUANTIZE: str | None = None  # --quantize
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
@@ -210,16 +221,18 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
     compiler = get_compiler(COMPILER)
     target = COMPILERS[COMPILER][0]
     profile = load_profile(profile_name)
-    print(f"{compiler.product}, {target}, profile `{profile_name}`")
+    print(f"{compiler.product}, {target}, profile `{profile_name}`"
+          + (f", quantized {QUANTIZE} QDQ by npu-gate (QNN preparation)" if QUANTIZE else ""))
     print("| net | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
           "predicted NPU / CPU partitions | NPU partitions = segments | node agreement (strict) | "
-          "refusal predicted |")
-    print("| --- | ---: | --- | --- | --- | --- | ---: | --- |")
+          "refusal predicted | s |")
+    print("| --- | ---: | --- | --- | --- | --- | ---: | --- | ---: |")
     built = agree_parts = agree = compared = refused = refusal_hits = false_refusals = 0
     for path in paths:
+        start = time.perf_counter()
         predicted = inspect_model(path, profile)
         refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
-        result = probe(path, compiler, target, compiler.python(venv), profile=profile)
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile, quantize=QUANTIZE)
         path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         s = result.summary or {}
         if result.status != "ok":
@@ -227,7 +240,7 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
             refusal_hits += refuses
             error = " ".join(str(result.error).split())[:120]
             print(f"| {path.stem} | {len(result.nodes)} | {result.status}: {error} | | | | | "
-                  f"{'yes' if refuses else 'no'} |")
+                  f"{'yes' if refuses else 'no'} | |")
             continue
         built += 1
         false_refusals += refuses
@@ -238,7 +251,7 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
         print(f"| {path.stem} | {s['nodes']} | {a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / "
               f"{a['folded']} | {s['npu_segments']} / {s['cpu_segments']} | {s['predicted_npu_partitions']} / "
               f"{s['predicted_cpu_partitions']} | {'yes' if s['partitions_agree'] else 'no'} | {rate} | "
-              f"{'yes (wrong)' if refuses else 'no'} |")
+              f"{'yes (wrong)' if refuses else 'no'} | {time.perf_counter() - start:.0f} |")
     share = f"{agree}/{compared} ({agree / compared:.1%})" if compared else "n/a"
     print(f"\nBuilt {built} of {len(paths)}: NPU partition count equal to the NPU segments on {agree_parts} of "
           f"{built}; nodes agreeing (strict) {share}; refused {refused}, predicted {refusal_hits} of {refused}; "

@@ -180,7 +180,7 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
     outcome = None
     if contract.probe is not None and timeout.starts(settings.deadline, result, "probe"):
         outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
-                                  settings.deadline)
+                                  settings.deadline, settings=settings, work=work / "probe-preparation", keep=keep)
     result.findings.extend(analyse.findings(analysis, outcome.measured if outcome else None))
     return outcome, analysis.folded
 
@@ -188,15 +188,22 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
 def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, profile: Profile | None = None,
                 inputs: dict[str, list[int]] | None = None, quantization: QuantRequest | None = None,
                 **options: Any) -> ProbeResult:
-    """``npu-gate probe``: the gate's prediction under ``profile`` (None: none), then the probe
-    comparing the compiler with it (``options``: ``probe.runner.probe``'s); ``quantization``: a
-    quantized build (``--quantize``) with its calibration and hold-out samples."""
+    """``npu-gate probe``: the model prepared for the compiler (QNN: ``quantization`` int8/int16
+    quantizes a float model for the HTP first, with its calibration rows), the gate's prediction of
+    what the compiler builds under ``profile`` (None: none), then the probe comparing the compiler
+    with it (``options``: ``probe.runner.probe``'s); ``quantization``: a quantized build
+    (``--quantize``) with its calibration and hold-out samples."""
     from npu_gate.probe.runner import probe
 
-    prediction = _predict(model, profile, inputs)
-    result = probe(model, compiler, target, python, inputs=inputs, prediction=prediction,
-                   quantization=quantization, **options)
-    if quantization is not None and quantization.integer:
+    with tempfile.TemporaryDirectory(prefix="npu-gate-prepare-") as tmp:
+        keep = options.get("keep")
+        built, preparation = probe_stage.cli_preparation(compiler.name, model, quantization,
+                                                         keep if keep is not None else Path(tmp))
+        prediction = _predict(built, profile, inputs)
+        result = probe(built, compiler, target, python, inputs=inputs, prediction=prediction,
+                       quantization=quantization, **options)
+    result.preparation = preparation
+    if quantization is not None and quantization.integer and preparation is None:
         from npu_gate.stages import quantize as quantize_stage
 
         with tempfile.TemporaryDirectory(prefix="npu-gate-quantize-") as tmp:
@@ -209,6 +216,8 @@ def replay_model(model: Path, compiler: Compiler, target: str, work: Path,
     """A kept probe (``--keep-work``) replayed and compared with the prediction under ``profile``."""
     from npu_gate.probe.runner import replay, requested_inputs
 
+    built = work / probe_stage.QDQ_MODEL  # the QDQ model a QNN probe quantized the given one to
+    model = built if probe_stage.prepared(work) and built.is_file() else model
     return replay(model, compiler, target, work, _predict(model, profile, requested_inputs(work)))
 
 

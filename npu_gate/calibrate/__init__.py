@@ -24,13 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from npu_gate.calibrate import sweeps
+from npu_gate.calibrate.qdq_sweeps import qdq
 from npu_gate.calibrate.sweeps import (
     ADAPTER,
     ELIMINATE,
     LOWER,
     OP,
     PATTERN,
-    SWEEPS,
     TORCH_X,
     Family,
     Point,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure",
            "measured_point"]
 
+SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
 RECORD_VERSION = "calibration-1.1"  # 1.1: eliminate and lower points and verdicts (issue 20)
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 

@@ -881,4 +881,4 @@ def standard_int8() -> list[Family]:
 
 
 SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard, "standard-int8": standard_int8,
-                                                 "ethos-u": ethos_u}
+                                                 "ethos-u": ethos_u}  # + qdq: calibrate/__init__

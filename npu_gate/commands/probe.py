@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
             options["soc_model"] = args.soc_model
         quantization = _quant_request(args, compiler, model, inputs)
         refuse_overwriting_inputs(
-            [("the model this run reads", str(model)), *profile_inputs(profile)],
+            [("the model this run reads", str(model)), *profile_inputs(profile),
+             *([("--calibration", args.calibration)] if args.calibration else [])],
             [("--json", args.json), ("--markdown", args.markdown), ("--log", args.log)], model=model)
         result = probe_model(model, compiler, args.target or compiler.default_target, compiler.python(venv),
                              inputs=inputs, profile=profile, timeout=args.timeout, options=options or None,

@@ -11,6 +11,7 @@ One folder per contract run (``check --out DIR``, or ``check --bundle`` for
     <contract file>               a copy of the contract
     inputs.npz                    the samples used for numerics, one array per input
     quantized.onnx                contract quantization: the quantized graph that was measured
+    qnn-qdq.onnx                  target.probe qnn with quantization int8/int16: the QDQ model the EP built
     minimal/                      the smallest model for each distinct failure
 
 Paths inside result.json and report.md are relative to the bundle or the contract, so
@@ -237,7 +238,7 @@ def write_any(
 
 
 _OWN = {"model.onnx", "folded.onnx", "result.json", "report.md", "conversion.log", MARKER,
-        "inputs.npz", "quantized.onnx"}
+        "inputs.npz", "quantized.onnx", "qnn-qdq.onnx"}
 
 
 def contract_copy_name(contract: Contract) -> str:

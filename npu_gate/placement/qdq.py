@@ -20,6 +20,8 @@ from npu_gate.graph.facts import GraphFacts, TensorInfo
 QUANTIZE = "QuantizeLinear"
 DEQUANTIZE = "DequantizeLinear"
 INTEGER_DTYPES = frozenset({"int8", "uint8", "int16", "uint16", "int32", "int4", "uint4"})
+# onnxruntime's quantizer writes 16-bit Q/DQ in its contrib domain before opset 21 (QNN's int16 config)
+QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")
 
 
 @dataclass
@@ -36,7 +38,7 @@ class QdqUnits:
 def node_units(facts: GraphFacts) -> QdqUnits | None:
     """The QDQ units of a graph (None: the graph has no Q/DQ node)."""
     nodes = facts.nodes
-    if not any(n.op_type in (QUANTIZE, DEQUANTIZE) and n.domain in ("", "ai.onnx") for n in nodes):
+    if not any(_is_qdq(n.op_type, n.domain) for n in nodes):
         return None
     producer = {o: n.index for n in nodes for o in n.outputs if o}
     consumers: dict[str, list[int]] = {}
@@ -51,6 +53,13 @@ def node_units(facts: GraphFacts) -> QdqUnits | None:
         info = facts.tensors.get(name)
         return info.dtype if info is not None else None
 
+    def quantized_dtype(qdq: int, name: str) -> str | None:
+        """The quantized side's dtype: the tensor's, else (a contrib-domain Q/DQ, which ONNX shape
+        inference does not type) its zero point's, which has the quantized type."""
+        own = dtype(name)
+        zero_point = nodes[qdq].inputs[2] if len(nodes[qdq].inputs) > 2 else ""
+        return own if own is not None or not zero_point else dtype(zero_point)
+
     for n in nodes:
         if _is_qdq(n.op_type, n.domain):
             continue
@@ -62,7 +71,7 @@ def node_units(facts: GraphFacts) -> QdqUnits | None:
             # A DQ read by several ops is in each one's unit (onnxruntime duplicates it,
             # EnsureUniqueDQForNodeUnit); it is placed with the first of them.
             units.member_of.setdefault(dq, n.index)
-            quantized = dtype(nodes[dq].inputs[0])
+            quantized = quantized_dtype(dq, nodes[dq].inputs[0])
             if quantized in INTEGER_DTYPES:
                 view[name] = quantized
         for name in n.outputs:
@@ -71,7 +80,7 @@ def node_units(facts: GraphFacts) -> QdqUnits | None:
                 continue
             for q in readers:
                 units.member_of[q] = n.index
-            quantized = dtype(nodes[readers[0]].outputs[0])
+            quantized = quantized_dtype(readers[0], nodes[readers[0]].outputs[0])
             if quantized in INTEGER_DTYPES:
                 view[name] = quantized
         if view:
@@ -87,7 +96,7 @@ def node_units(facts: GraphFacts) -> QdqUnits | None:
 
 
 def _is_qdq(op_type: str, domain: str) -> bool:
-    return op_type in (QUANTIZE, DEQUANTIZE) and domain in ("", "ai.onnx")
+    return op_type in (QUANTIZE, DEQUANTIZE) and domain in QDQ_DOMAINS
 
 
 def integer_tensors(tensors: Mapping[str, TensorInfo], dtypes: Mapping[str, str]) -> dict[str, TensorInfo]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,10 @@ EP = "QNNExecutionProvider"
 DEFAULT_SOC_MODEL = 57  # QNN's SoC id of the Snapdragon 8 Gen 3 (SM8650)
 QUANTIZED = ("QuantizeLinear", "DequantizeLinear")
 _TOKEN = re.compile(r"_token_\d+$")
+# onnxruntime's EnsureUniqueDQForNodeUnit gives each reader of a shared DequantizeLinear its own copy,
+# named ``<dq>/duplicated`` (``_token_N`` after the layout pass): the same DQ, not a fusion
+DUPLICATED = "duplicated"
+UNIQUE_DQ = "EnsureUniqueDQForNodeUnit"
 
 
 VALIDATION = re.compile(r"Validation (?P<verdict>PASSED|FAILED) for \d+ nodes? in (?:OrtNodeUnit|node unit)")
@@ -49,6 +54,9 @@ class QnnCompiler(Compiler):
     batch = True
     # onnxruntime-qnn 2.7.0 has wheels for cp311, cp312 and cp313 (Requires-Python >=3.11)
     pythons = ((3, 11), (3, 12), (3, 13))
+    # int8/int16: the float model is quantized to QDQ for the HTP before the build
+    # (stages/probe.py ``prepare``); fp16 and none: enable_htp_fp16_precision
+    quant_modes = ("int8", "int16", "fp16", "none")
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         return [[PACKAGE]]
@@ -59,15 +67,11 @@ class QnnCompiler(Compiler):
         the precision, the nodes in the model's (topological) order, and the graph-edge
         QuantizeLinear / DequantizeLinear nodes that the EP keeps on CPU as I/O adapters."""
         facts = model_facts(model)
-        # Hook for the quantization stage: a float model will be quantized before this point
-        # (``qnn_preprocess_model``, then ``quantize`` with ``get_qnn_qdq_config`` and the
-        # contract's calibration data) and the QDQ model handed here instead. Until then a float
-        # model is prepared in fp16 (``enable_htp_fp16_precision``); a QDQ model is used as is.
-        precision = "qdq" if facts["quantized"] else "fp16"
+        precision = "qdq" if facts["quantized"] else "fp16"  # a float model quantized first: stages/probe.py
         return {**super().request(model, target, inputs, options), "precision": precision,
                 "soc_model": int(options.get("soc_model") or DEFAULT_SOC_MODEL),
                 "order": facts["order"], "unnamed": facts["unnamed"], "readers": facts["readers"],
-                "graph_io": facts["graph_io"]}
+                "graph_io": facts["graph_io"], "qdq": facts["qdq"]}
 
     def parse(self, run: ChildRun, work: Path) -> CompilerOutput:
         out = parse_log(run.log)
@@ -80,12 +84,19 @@ class QnnCompiler(Compiler):
             subgraphs = json.loads((work / "assignment.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return out
-        out.rows = assignment_rows(subgraphs, response.get("order") or [], response.get("unnamed") or {})
+        qdq = response.get("qdq") or {}
+        out.rows = assignment_rows(subgraphs, response.get("order") or [], response.get("unnamed") or {},
+                                   set(qdq.get("weight_dq") or []))
         out.rewrites = ort_fusions(out.rows, response.get("order") or [], response.get("readers") or {})
-        out.final_graph = {r.full_name: [] for r in out.rows}  # what is left; what is not was folded
         graph_io = response.get("graph_io") or {}
         out.io_adapters = {r.full_name: [(side, tensor) for side, tensor in graph_io[r.full_name]]
                            for r in out.rows if r.target == CPU and r.full_name in graph_io}
+        if qdq:
+            mapped = map_recreated_dq(parse_units(run.log), out.rows, response.get("order") or [], qdq, graph_io)
+            out.rewrites += mapped.rewrites
+            out.unmapped = mapped.unmapped
+            out.io_adapters.update(mapped.adapters)
+        out.final_graph = {r.full_name: [] for r in out.rows}  # what is left; what is not was folded
         return out
 
 
@@ -110,8 +121,27 @@ def model_facts(model: Path) -> dict[str, Any]:
             reader_of.setdefault(tensor, []).append(display_name(n, i))
     readers = {display_name(n, i): found for i, n in enumerate(graph.node)
                if (found := [r for o in n.output for r in reader_of.get(o, [])])}
+    quantized = any(n.op_type in QUANTIZED for n in graph.node)
     return {"order": execution_order(graph), "unnamed": unnamed, "readers": readers, "graph_io": graph_io,
-            "quantized": any(n.op_type in QUANTIZED for n in graph.node)}
+            "quantized": quantized, "qdq": qdq_facts(graph, weights) if quantized else {}}
+
+
+def qdq_facts(graph: Any, weights: set[str]) -> dict[str, Any]:
+    """What tying a QDQ model's assignment back to its nodes needs: the weight DequantizeLinear
+    nodes (they read initializers, or tensors computed from them alone, only) and, per node, the
+    activation DequantizeLinear nodes it reads (npu_gate's names)."""
+    nodes = [(display_name(n, i), n) for i, n in enumerate(graph.node)]
+    constant = set(weights)  # tensors computed from weights alone (an exporter's Identity of a weight)
+    for _, n in nodes:
+        if n.op_type != "DequantizeLinear" and all(not t or t in constant for t in n.input):
+            constant.update(n.output)
+    weight_dq = [name for name, n in nodes
+                 if n.op_type == "DequantizeLinear" and all(not t or t in constant for t in n.input)]
+    dq_of = {n.output[0]: name for name, n in nodes
+             if n.op_type == "DequantizeLinear" and n.output and name not in weight_dq}
+    dq_inputs = {name: found for name, n in nodes
+                 if (found := list(dict.fromkeys(dq_of[t] for t in n.input if t in dq_of)))}
+    return {"weight_dq": weight_dq, "dq_inputs": dq_inputs}
 
 
 def display_name(node: Any, index: int) -> str:
@@ -152,7 +182,7 @@ def original_name(name: str) -> str:
 
 
 def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
-                    unnamed: dict[str, str] | None = None) -> list[OpRow]:
+                    unnamed: dict[str, str] | None = None, weight_dq: set[str] | None = None) -> list[OpRow]:
     """One op row per assigned node, in execution order.
 
     The session lists the QNN subgraphs first and the CPU nodes last; a QNN subgraph runs as one
@@ -161,6 +191,9 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
     transposes, ``Transpose``, ``Transpose_token_4``) keeps its name and its block's place. An
     unnamed original node (``unnamed``: npu_gate's name -> op type) comes back named "" (or
     ``_token_N``): it takes the next unnamed original of its op type, in the model's order.
+    A weight's DequantizeLinear (``weight_dq``) in a QNN subgraph gets no row: the EP makes no QNN
+    op of it but a static quantized tensor of the op reading it (the log's ``<weight>_quantized``
+    ``QNN_TENSOR_TYPE_STATIC``), so it is folded, as the QDQ placement predicts.
     """
     position = {name: i for i, name in enumerate(order)}
     pool: dict[str, list[str]] = {}
@@ -174,7 +207,8 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
     blocks: list[tuple[float, int, str, list[dict[str, Any]]]] = []
     for index, sub in enumerate(subgraphs):
         target = NPU if sub.get("ep") == EP else CPU
-        groups = [sub["nodes"]] if target == NPU else [[n] for n in sub["nodes"]]
+        nodes = [n for n in sub["nodes"] if target != NPU or dq_original(n["name"]) not in (weight_dq or ())]
+        groups = [nodes] if target == NPU else [[n] for n in nodes]
         for nodes in groups:
             places = [position[original_name(n["name"])] for n in nodes if original_name(n["name"]) in position]
             blocks.append((min(places, default=float(len(order))), index, target, nodes))
@@ -187,11 +221,18 @@ def assignment_rows(subgraphs: list[dict[str, Any]], order: list[str],
     return rows
 
 
+def dq_original(name: str) -> str:
+    """The model's DequantizeLinear a (possibly copied, ``<dq>/duplicated``) assigned DQ is."""
+    base = original_name(name)
+    return base[:-len("/" + DUPLICATED)] if base.endswith("/" + DUPLICATED) else base
+
+
 def ort_fusions(rows: list[OpRow], order: list[str], readers: dict[str, list[str]]) -> list[Rewrite]:
     """onnxruntime's own graph fusions, run before the EP sees the graph: a fused node is named
     ``<first node>/<Fusion>`` (``/qkv/MatMul/MatMulAddFusion``, a Gemm). It stands for that node and
     for the nodes reading its output that are gone from the assignment (the Add), as a rewrite
-    ``Fusion`` (the log names the fusion pass, not the nodes)."""
+    ``Fusion`` (the log names the fusion pass, not the nodes). A ``<dq>/duplicated`` copy
+    (``EnsureUniqueDQForNodeUnit``) stands for that DQ alone."""
     known = set(order)
     assigned = {r.full_name for r in rows}
     found = []
@@ -199,9 +240,105 @@ def ort_fusions(rows: list[OpRow], order: list[str], readers: dict[str, list[str
         first, _, fusion = row.full_name.rpartition("/")
         if row.full_name in known or first not in known or not fusion:
             continue
+        if original_name(fusion) == DUPLICATED:  # a copy of one DQ per reader, not a fusion: no partners
+            found.append(Rewrite(rule=UNIQUE_DQ, removed=[first], added=[row.full_name]))
+            continue
         partners = [r for r in readers.get(first, []) if r not in assigned]
         found.append(Rewrite(rule=fusion, removed=[first, *partners], added=[row.full_name]))
     return found
+
+
+@dataclass
+class Unit:
+    """One node unit the EP validated: its op (the header's), PASSED or not, its nodes (op, name)."""
+
+    op_type: str
+    passed: bool
+    nodes: list[tuple[str, str]]
+    reason: str | None = None
+
+
+@dataclass
+class DqMapping:
+    rewrites: list[Rewrite]
+    unmapped: list[str]
+    adapters: dict[str, list[tuple[str, str]]]
+
+
+_UNIT = re.compile(r"Validation (?P<verdict>PASSED|FAILED) for \d+ nodes? in (?:OrtNodeUnit|node unit) "
+                   r"\((?P<op>[^)]*)\)")
+_PASS_2 = "GetCapability pass 2"
+OUTPUT_DQ_REASON = "not take DQ nodes that generate a graph output"
+LAYOUT_RULE = "QnnLayoutTransform"  # the EP's layout pass, which re-creates DequantizeLinear nodes
+
+
+def parse_units(lines: list[str]) -> list[Unit]:
+    """The node units of the EP's last capability pass (after its layout transform, the one that
+    decides; every unit when the log names no pass), in log order."""
+    start = max((i for i, line in enumerate(lines) if _PASS_2 in line), default=-1) + 1
+    units: list[Unit] = []
+    reading = False
+    for line in lines[start:]:
+        if m := _UNIT.search(line):
+            units.append(Unit(m.group("op"), m.group("verdict") == "PASSED", []))
+            reading = True
+        elif reading and (m := _NODE.search(line)):
+            units[-1].nodes.append((m.group("op"), m.group("name").strip()))
+        elif reading and (m := _REASON.match(line)):
+            units[-1].reason = m.group("reason")
+            reading = False
+        elif reading and not line.strip():
+            reading = False
+    return units
+
+
+def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq: dict[str, Any],
+                     graph_io: dict[str, list[list[str]]]) -> DqMapping:
+    """Tie the DequantizeLinear nodes the EP's layout pass re-creates under new names
+    (``DequantizeLinear``, ``DequantizeLinear_token_19``) to the model's, where the log determines it.
+
+    An activation DQ input of a node that is not in the node's unit (the EP's last pass) was
+    re-created for that unit: a DQ there with no name of the model's is its new form when the unit
+    has exactly one such DQ and the node exactly one such missing DQ input: a rewrite
+    ``QnnLayoutTransform`` (original -> new). When the unit holds re-created DQs but not one for
+    one, the missing DQs that are nowhere in the assignment are ``unmapped`` (never guessed); a
+    unit with no re-created DQ leaves them as they are (folded when nowhere). A shared DQ can so
+    stand for several assigned DQs (its ``/duplicated`` copy, a re-created one). A re-created DQ
+    refused with "not take DQ nodes that generate a graph output" is the output's I/O adapter when
+    the model has exactly one graph-output DQ that is not on CPU (the one it replaced).
+    """
+    known = set(order)
+    present = {dq_original(r.full_name) for r in rows}
+    dq_inputs: dict[str, list[str]] = qdq.get("dq_inputs") or {}
+    weight_dq = set(qdq.get("weight_dq") or [])
+    unit_of = {original_name(name): unit for unit in units for _, name in unit.nodes}
+    rewrites, unmapped = [], []
+    claimed: set[str] = set()
+    for node, dqs in dq_inputs.items():
+        unit = unit_of.get(node)
+        if unit is None:
+            continue
+        in_unit = {dq_original(name) for _, name in unit.nodes}
+        missing = [d for d in dqs if d not in in_unit and d not in weight_dq]
+        if not missing:
+            continue
+        new = [name for op, name in unit.nodes
+               if op == "DequantizeLinear" and dq_original(name) not in known and name not in claimed]
+        if len(new) == 1 and len(missing) == 1:
+            rewrites.append(Rewrite(rule=LAYOUT_RULE, removed=missing, added=new))
+            claimed.add(new[0])
+        elif new:
+            unmapped += [d for d in missing if d not in present and d not in unmapped]
+    on_cpu = {r.full_name for r in rows if r.target == CPU}
+    outputs = [tensor for name, edges in graph_io.items() if name not in on_cpu
+               for side, tensor in edges if side == "output"]
+    adapters: dict[str, list[tuple[str, str]]] = {}
+    for unit in units:
+        for op, name in unit.nodes:
+            if (op == "DequantizeLinear" and not unit.passed and OUTPUT_DQ_REASON in (unit.reason or "")
+                    and dq_original(name) not in known and len(outputs) == 1):
+                adapters[name] = [("output", outputs[0])]
+    return DqMapping(rewrites, unmapped, adapters)
 
 
 def parse_log(lines: list[str]) -> CompilerOutput:

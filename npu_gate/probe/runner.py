@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # batch imports this module
     from npu_gate.probe.batch import BatchChild
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
+PREPARATION = "preparation.json"  # how the model was prepared for the compiler, in a kept work folder
 # Environment that would make the compiler's Python pick up our packages instead of its own.
 _SCRUB = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
@@ -227,7 +228,10 @@ def replay(model: Path, compiler: Compiler, target: str, work: Path,
         raise GateError(f"{work}: no attempt-N folders to replay")
     # the quantized build's request (no such key: recorded before probe-1.4, a default build)
     request = json.loads((work / "attempt-1" / "exit.json").read_text(encoding="utf-8")).get("quantization")
-    return assemble(model.name, compiler, target, prediction, runs, request)
+    result = assemble(model.name, compiler, target, prediction, runs, request)
+    if (work / PREPARATION).is_file():
+        result.preparation = json.loads((work / PREPARATION).read_text(encoding="utf-8"))
+    return result
 
 
 def requested_inputs(work: Path) -> dict[str, list[int]]:

@@ -95,23 +95,35 @@ def quantize(float_path: Path, out_path: Path, calibration: Rows, spec: Quantiza
     """``float_path`` quantized statically (QDQ) into ``out_path``; raises QuantizationFailed."""
     import logging
 
-    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import QuantFormat, quantize_static
 
-    types = {"uint8": QuantType.QUInt8, "int8": QuantType.QInt8, "uint16": QuantType.QUInt16,
-             "int16": QuantType.QInt16}
-    methods = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
-               "percentile": CalibrationMethod.Percentile}
     quiet = logging.getLogger().level
     logging.getLogger().setLevel(logging.ERROR)  # onnxruntime logs advice on the root logger
     try:
         quantize_static(str(float_path), str(out_path), reader(calibration), quant_format=QuantFormat.QDQ,
-                        activation_type=types[spec.activations], weight_type=types[spec.weights],
-                        per_channel=spec.per_channel, calibrate_method=methods[spec.method],
+                        activation_type=quant_type(spec.activations), weight_type=quant_type(spec.weights),
+                        per_channel=spec.per_channel, calibrate_method=calibration_method(spec.method),
                         extra_options={"CalibTensorRangeSymmetric": False})
     except Exception as exc:
         raise QuantizationFailed(one_line(exc)) from None
     finally:
         logging.getLogger().setLevel(quiet)
+
+
+def quant_type(name: str) -> Any:
+    """onnxruntime's ``QuantType`` for a contract dtype name (uint8, int8, uint16, int16)."""
+    from onnxruntime.quantization import QuantType
+
+    return {"uint8": QuantType.QUInt8, "int8": QuantType.QInt8, "uint16": QuantType.QUInt16,
+            "int16": QuantType.QInt16}[name]
+
+
+def calibration_method(name: str) -> Any:
+    """onnxruntime's ``CalibrationMethod`` for a contract method name."""
+    from onnxruntime.quantization import CalibrationMethod
+
+    return {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+            "percentile": CalibrationMethod.Percentile}[name]
 
 
 def _session(path: Path) -> Any:

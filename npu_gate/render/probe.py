@@ -18,6 +18,8 @@ def text(result: ProbeResult) -> str:
              f"{term(c['target'])}: {result.status.upper()}"]
     if result.error:
         lines.append(f"  error compiler-failed: {term(result.error)}")
+    if result.preparation:
+        lines.append(f"  prepared: {preparation_text(result.preparation)}")
     s = result.summary
     if s:
         a = s["actual"]
@@ -46,6 +48,19 @@ def text(result: ProbeResult) -> str:
             lines.append(f"  warning {f['rule']}: {term(f['message'])}")
     lines.append(f"  {result.evidence} (compiler placement, not device latency)")
     return "\n".join(lines) + "\n"
+
+
+def preparation_text(preparation: dict[str, Any]) -> str:
+    """How the model the compiler built was prepared, in one line (our words and figures only)."""
+    p = preparation
+    if p["method"] != "qnn-qdq":
+        return f"{p['method']}: {p.get('reason', '')}"
+    calibration = p.get("calibration") or {}
+    data = "synthetic samples" if calibration.get("synthetic") else "samples from the file"
+    return (f"qnn-qdq {p['mode']}: activations {p['activations']}, weights {p['weights']}"
+            f"{' per channel' if p['per_channel'] else ''}, {p['calibration_method']} on "
+            f"{calibration.get('samples', '?')} {data}{', QNN preprocessing applied' if p['preprocessed'] else ''} "
+            f"({p['evidence']})")
 
 
 def _bytes(value: int | None) -> str:
@@ -129,6 +144,8 @@ def markdown(result: ProbeResult) -> str:
         "(which ops it built for the NPU and which it left on CPU); it is not a device latency or "
         "accuracy result.",
     ]
+    if result.preparation:
+        parts.append(f"Prepared: {md(preparation_text(result.preparation))}.")
     for f in result.findings:
         parts.append(f"**{f['severity']} `{f['rule']}`**: {md(f['message'])}")
     s = result.summary

@@ -146,6 +146,9 @@ class ProbeResult:
     # was calibrated and measured with (synthetic or not), and the compiler's own per-layer accuracy
     # with its evidence; None for the default build
     quantization: dict[str, Any] | None = None
+    # probe-1.4: how the model the compiler built was prepared (QNN: "qnn-qdq" quantized by npu-gate
+    # for the HTP, "as-is" a QDQ model, "fp16"), None when the plug-in prepares nothing
+    preparation: dict[str, Any] | None = None
 
     @property
     def built(self) -> bool:
@@ -180,6 +183,7 @@ class ProbeResult:
             "memory": self.memory,
             "estimates": self.estimates,
             "quantization": self.quantization,
+            "preparation": self.preparation,
             "timings": self.timings,
             "log": self.log,
         }
@@ -188,5 +192,5 @@ class ProbeResult:
 # 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
-#      disagreement cause "eliminated in prediction"
+#      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation)
 PROBE_SCHEMA_VERSION = "probe-1.4"

@@ -31,6 +31,7 @@ from npu_gate.rules import RULES
 #      max_estimated_ms (limit and actual may be fractional ms)
 #      and stages.probe.quantization (a contract quantization built by the real compiler: its
 #      request and the compiler's per-layer accuracy, as in a probe-1.4 result)
+#      and stages.probe.preparation (how the model the compiler built was prepared: QNN's QDQ preparation)
 SCHEMA_VERSION = "1.9"
 PASS = "pass"
 FAIL = "fail"

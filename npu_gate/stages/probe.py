@@ -4,20 +4,27 @@ compiler's placement decides: the analysis stage's findings and the gates read `
 
 from __future__ import annotations
 
+import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.contract.spec import Contract
+from npu_gate.contract.spec import Contract, Quantization
+from npu_gate.errors import GateError
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
+from npu_gate.stages.context import Artifacts, Settings, new_result
 from npu_gate.stages.timeout import Deadline
 
 FACTORY_CALIBRATION_ROWS = 4  # without a quantization section: as `npu-gate probe --factory`
+QDQ_MODEL = "qnn-qdq.onnx"  # the QDQ model the QNN probe built, in its work folder and the bundle
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from npu_gate.probe.base import QuantRequest
 
 
@@ -29,11 +36,14 @@ class ProbeOutcome:
 
 
 def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float],
-        deadline: Deadline | None = None) -> ProbeOutcome | None:
+        deadline: Deadline | None = None, *, settings: Settings | None = None, work: Path | None = None,
+        keep: Artifacts | None = None) -> ProbeOutcome | None:
     """Probe ``onnx_path`` (the graph the gate analysed into ``result``) with the contract's
-    compiler; the comparison is with ``result``'s placement, never with one recomputed here.
-    The compiler's timeout (``target.probe.timeout``, else the plug-in's) is at most the time
-    left before the run's ``deadline``."""
+    compiler; the comparison is with ``result``'s placement, never with one recomputed here,
+    except when the compiler builds another graph: QNN with the contract's ``quantization`` mode
+    int8/int16 builds the QDQ model ``prepare`` makes, compared with that model's own placement
+    (QDQ units, ``settings``' profile). The compiler's timeout (``target.probe.timeout``, else the
+    plug-in's) is at most the time left before the run's ``deadline``."""
     spec = contract.probe
     if spec is None or not result.analysed:
         return None
@@ -47,6 +57,7 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
         limit = max(min(limit, deadline.left()), 0.1)
     given = f"{venv}" if spec.venv is not None else f"not given, so .venv-{compiler.name} in the current folder"
     options: dict[str, Any] = {"soc_model": spec.soc_model} if spec.soc_model is not None else {}
+    model, preparation, prediction = onnx_path, None, result
     with tempfile.TemporaryDirectory(prefix="npu-gate-calibration-") as folder:
         calibration, quantization = None, None
         if compiler.needs_factory:  # the compiler lowers and quantizes the PyTorch module itself, in its own venv
@@ -55,11 +66,20 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
             quantization = quant_request(contract)
             if quantization is not None:
                 compiler.check_quant_mode(quantization.mode, f"{contract.path}: quantization.mode")
-        measured = probe(onnx_path, compiler, spec.target, compiler.python(venv), prediction=result,
+        if compiler.name == "qnn" and work is not None:  # a float model is quantized for the HTP first
+            rows = quantization.calibration if quantization is not None and quantization.integer else None
+            model, preparation = prepare(compiler.name, onnx_path, contract.quantization, rows,
+                                         bool(quantization is not None and quantization.calibration_synthetic), work)
+            if model != onnx_path and settings is not None:
+                prediction = _placed(model, settings, result)
+            if keep is not None and model != onnx_path:
+                shutil.copyfile(model, keep.folder / QDQ_MODEL)
+        measured = probe(model, compiler, spec.target, compiler.python(venv), prediction=prediction,
                          inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
                          options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}",
                          target_key=f"{contract.path}: target.probe.target {spec.target}",
                          quantization=quantization)
+    measured.preparation = preparation
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
@@ -112,6 +132,80 @@ def quant_request(contract: Contract) -> QuantRequest | None:
                         samples.holdout_synthetic)
 
 
+def prepare(compiler: str, model: Path, quantization: Quantization | None,
+            calibration: list[dict[str, np.ndarray]] | None, synthetic: bool,
+            folder: Path) -> tuple[Path, dict[str, Any] | None]:
+    """The model ``compiler`` builds and how it was prepared (the probe result's ``preparation``).
+
+    QNN: a model holding Q/DQ (or QOperator) ops is built as it is; a float one with
+    ``quantization`` mode int8/int16 is quantized first for the HTP (``quantize/qnn.py``, the
+    ``calibration`` rows) into ``folder``/qnn-qdq.onnx; else it is built in fp16. Other compilers:
+    the model as it is, no preparation said. A quantizer that raises is a GateError (exit 2)."""
+    if compiler != "qnn":
+        return model, None
+    import onnx
+
+    from npu_gate.probe.runner import PREPARATION
+    from npu_gate.quantize import qnn
+    from npu_gate.quantize.run import QuantizationFailed, quantized_ops
+
+    already = quantized_ops(onnx.load(str(model), load_external_data=False))
+    folder.mkdir(parents=True, exist_ok=True)
+    out, info = model, dict[str, Any]()
+    if already:
+        info = {"method": "as-is", "reason": f"the model is quantized already ({', '.join(already)})"}
+    elif quantization is None or not quantization.quantizes or calibration is None:
+        mode = quantization.mode if quantization is not None else "none"
+        info = {"method": "fp16", "reason": f"a float model, quantization mode {mode}: enable_htp_fp16_precision"}
+    else:
+        out = folder / QDQ_MODEL
+        try:
+            info = qnn.prepare(model, out, calibration, quantization)
+        except QuantizationFailed as exc:
+            raise GateError(f"{model.name}: QNN QDQ preparation failed: {exc}") from None
+        info["calibration"] = {"samples": len(calibration), "synthetic": synthetic}
+    (folder / PREPARATION).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return out, info
+
+
+def cli_preparation(compiler: str, model: Path, quantization: QuantRequest | None,
+                    folder: Path) -> tuple[Path, dict[str, Any] | None]:
+    """``npu-gate probe --quantize MODE [--calibration NPZ]``: ``prepare`` with the mode's default
+    dtypes (``contract.spec.QUANT_DTYPES``) and the request's calibration rows (the file's, else
+    seeded samples drawn in [0, 1] with the model's input shapes: ``commands/probe.py``)."""
+    from npu_gate.contract.spec import QUANT_DTYPES
+
+    if compiler != "qnn":
+        return model, None
+    mode = quantization.mode if quantization is not None else "none"
+    activations, weights = QUANT_DTYPES.get(mode, ("uint8", "int8"))
+    spec = Quantization(mode=mode, activations=activations, weights=weights)
+    rows = quantization.calibration if quantization is not None and spec.quantizes else None
+    synthetic = bool(quantization is not None and quantization.calibration_synthetic)
+    return prepare(compiler, model, spec, rows, synthetic, folder)
+
+
+def prepared(work: Path) -> bool:
+    """Whether a kept probe folder holds a model the probe quantized (``preparation.json`` says qnn-qdq)."""
+    from npu_gate.probe.runner import PREPARATION
+
+    try:
+        return json.loads((work / PREPARATION).read_text(encoding="utf-8")).get("method") == "qnn-qdq"
+    except (OSError, ValueError):
+        return False
+
+
+def _placed(model: Path, settings: Settings, result: GateResult) -> GateResult:
+    """``model`` (the QDQ graph the compiler builds) placed by ``settings``' profile, in QDQ units."""
+    from npu_gate.graph.model_file import load_onnx
+    from npu_gate.stages import analyse
+
+    loaded, _ = load_onnx(model, weights=False)
+    scratch = new_result(result.name, settings.profile, {"source": "onnx", "path": model.name, "sha256": None})
+    analyse.analyse(loaded, settings, scratch)
+    return scratch
+
+
 def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> None:
     """The probe's stage row, log and findings into ``result``; with the measurement deciding,
     the measured CPU nodes and partitions the gates judge (``summary.measured``)."""
@@ -122,7 +216,7 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
     result.stages["probe"] = {
         "status": "ok" if measured.built else "failed", "probe_status": measured.status,
         "reason": measured.error, "evidence": measured.evidence, "decide": spec.decide,
-        "compiler": measured.compiler, "summary": measured.summary,
+        "compiler": measured.compiler, "preparation": measured.preparation, "summary": measured.summary,
         "nodes": [n.to_dict() for n in measured.nodes], "segments": [g.to_dict() for g in measured.segments],
         "estimates": measured.estimates, "memory": measured.memory,
         "quantization": measured.quantization,

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
 
 from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_document, record_json
@@ -1104,3 +1105,40 @@ def test_a_quantized_point_is_placed_in_its_qdq_form() -> None:
     for dtypes, verdict in ((float_only["dtype"], "unexplained"), ([*float_only["dtype"], "uint8"], "constrained")):
         family = Family("add-dtypes", "Add", [quantized(add), int64], [{**float_only, "dtype": dtypes}])
         assert derive(_record([family], devices), [family]).verdicts["Add"]["verdict"] == verdict
+
+
+# --- the QDQ sweep and qnn-htp-qdq ----------------------------------------------------------
+
+def test_the_qdq_sweep_quantizes_each_op_for_the_htp_in_8_and_16_bit() -> None:
+    families = {f.id: f for f in SWEEPS["qdq"]()}
+    assert sum(len(f.points) for f in families.values()) == 111
+    low, high = families["qdq-reducelogsumexp-8bit"], families["qdq-reducelogsumexp-16bit"]
+    assert [p.id for p in low.points + high.points] == [
+        "reducelogsumexp-axes-2-3-float", "reducelogsumexp-axes-2-3-qdq-uint8", "reducelogsumexp-axes-2-3-qdq-uint16"]
+    zero_points = {}
+    for point in (low.points[1], high.points[0]):
+        m = point.build()
+        ops = [(n.op_type, n.domain) for n in m.graph.node if n.op_type != "Constant"]
+        assert ("ReduceLogSumExp", "") in ops and sum(op == "QuantizeLinear" for op, _ in ops) == 2
+        zero_points[point.id] = {t.data_type for t in m.graph.initializer if t.name.endswith("zero_point")}
+    assert zero_points == {"reducelogsumexp-axes-2-3-qdq-uint8": {onnx.TensorProto.UINT8},
+                           "reducelogsumexp-axes-2-3-qdq-uint16": {onnx.TensorProto.UINT16}}
+
+
+def test_the_builtin_qnn_htp_qdq_profile_is_what_its_record_derives() -> None:
+    record = json.loads((profile_dir() / "qnn-htp-qdq.calibration.json").read_text(encoding="utf-8"))
+    profile = json.loads((profile_dir() / "qnn-htp-qdq.json").read_text(encoding="utf-8"))
+    doc, derived = derive_profile(record)
+    assert doc == profile, "regenerate: the command in the profile's source"
+    assert derived.verdicts == record["verdicts"]
+    assert record["compiler"] == {"name": "onnxruntime-qnn", "version": "2.7.0", "target": "htp"}
+    verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
+    assert {k: v for k, v in verdicts.items() if v != "npu"} == {
+        "Erf": "cpu", "InstanceNormalization": "constrained", "LayerNormalization": "constrained",
+        "ReduceL1": "cpu", "ReduceLogSum": "cpu", "ReduceLogSumExp": "constrained", "ReduceProd": "cpu",
+        "ReduceSumSquare": "cpu"}
+    assert record["verdicts"]["ReduceLogSumExp"]["constraints"] == ["reducelogsumexp-not-16-bit",
+                                                                    "reducelogsumexp-not-8-bit"]
+    assert record["verdicts"]["LayerNormalization"]["constraints"] == ["layernormalization-not-8-bit"]
+    failed = [p["point"] for p in record["points"] if p["status"] != "ok"]
+    assert failed == ["instancenormalization-qdq-uint16"]

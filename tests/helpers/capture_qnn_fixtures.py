@@ -7,9 +7,10 @@ from the repository root (``tests`` imports as a package from there). VENV defau
 
 Every fixture is what ``npu-gate probe --compiler qnn --keep-work`` left behind: the EP's raw
 verbose log, the driver's response and exit status, and the session's graph assignment
-(``assignment.json``). Nothing here is written by hand. Each model folder also gets the model
-and the probe's JSON result, which tests/probe/test_probe_qnn_parse.py rebuilds from the kept
-files alone.
+(``assignment.json``), and for the ``qnn_models.QUANTIZED`` models (probed with ``--quantize``) the
+QDQ model npu-gate prepared and its ``preparation.json``. Nothing here is written by hand. Each
+model folder also gets the model and the probe's JSON result, which
+tests/probe/test_probe_qnn_parse.py rebuilds from the kept files alone.
 """
 
 from __future__ import annotations
@@ -36,16 +37,18 @@ def capture(venv: str, names: list[str] | None = None) -> None:
         folder.mkdir(parents=True)
         model = folder / "model.onnx"
         model.write_bytes(build().SerializeToString())
+        quantize = ["--quantize", qnn_models.QUANTIZED[name][1]] if name in qnn_models.QUANTIZED else []
         code = main(["probe", str(model), "--compiler", "qnn", "--target", "htp", "--venv", venv,
                      "--profile", "demo", "--keep-work", str(folder / "work"), "--json", str(folder / "probe.json"),
-                     "-q"])
+                     "-q", *quantize])
         _prune(folder / "work")
         doc = json.loads((folder / "probe.json").read_text(encoding="utf-8"))
         print(f"{name}: exit {code}, {doc['status']}, {doc['error'] or ''}")
 
 
 def _prune(work: Path) -> None:
-    """Keep what parsing needs: logs, responses, exit files and the assignment per attempt."""
+    """Keep what parsing needs: logs, responses, exit files and the assignment per attempt (and the
+    prepared QDQ model, which the replay predicts on)."""
     for attempt in work.glob("attempt-*"):
         shutil.rmtree(attempt / "tmp", ignore_errors=True)
         (attempt / "request.json").unlink(missing_ok=True)  # holds absolute paths of this machine

@@ -85,3 +85,10 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "det": det,
     "qdq_erf_between": qdq_erf_between,
 }
+# float models probed with ``--quantize MODE``: npu-gate's QNN QDQ preparation (the kept work folder
+# holds qnn-qdq.onnx, what the EP built); name -> (float model, mode)
+QUANTIZED = {"int8_erf_between": ("erf_between", "int8"), "int16_erf_between": ("erf_between", "int16"),
+             "int8_residual_block": ("residual_block", "int8"), "int8_gelu_head": ("gelu_head", "int8"),
+             "int8_attention": ("attention", "int8"), "int8_einsum_unsupported": ("einsum_unsupported", "int8")}
+for _name, (_float, _mode) in QUANTIZED.items():
+    MODELS[_name] = MODELS[_float]

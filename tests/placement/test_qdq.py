@@ -50,3 +50,28 @@ def test_units_adapters_and_a_shared_dq():
 def test_a_float_graph_has_no_units():
     facts = _facts([helper.make_node("Relu", ["x"], ["y"], name="relu")], ["y"])
     assert node_units(facts) is None
+
+
+def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype():
+    """QNN's int16 config writes com.microsoft Q/DQ (uint16 before opset 21); ONNX shape inference
+    does not type their outputs, so the unit's dtype is the zero point's."""
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.uint16), "z")]
+    ms = "com.microsoft"
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in", domain=ms),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq_x", domain=ms),
+             helper.make_node("Sigmoid", ["xd"], ["y"], name="sig"),
+             helper.make_node("QuantizeLinear", ["y", "s", "z"], ["yq"], name="q_y", domain=ms),
+             helper.make_node("DequantizeLinear", ["yq", "s", "z"], ["out"], name="dq_out", domain=ms)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 4])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)],
+                              ir_version=8)
+    inferred, _, _ = graphlib.infer_shapes(model)
+    facts = graphlib.collect(inferred, [], None, frozenset())
+    units = node_units(facts)
+    assert units is not None
+    names = [n.name for n in facts.nodes]
+    assert {names[k]: names[v] for k, v in units.member_of.items()} == {"dq_x": "sig", "q_y": "sig"}
+    assert {names[k]: v for k, v in units.adapters.items()} == {"q_in": "input", "dq_out": "output"}
+    assert {names[k]: v for k, v in units.dtypes.items()} == {"sig": {"xd": "uint16", "y": "uint16"}}

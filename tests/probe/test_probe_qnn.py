@@ -68,7 +68,9 @@ def test_qdq_model_is_used_as_is_with_its_input_quantize_an_io_adapter(run_cli, 
     assert code == 0
     q = next(n for n in doc["nodes"] if n["name"] == "x_QuantizeLinear")
     assert (q["actual"], q["adapter"], q["agrees"]) == ("cpu", True, None)
-    assert [a["tensor"] for a in doc["summary"]["adapters"]["actual"]] == ["x"]
+    # the graph-output DQ the layout pass re-creates after its Transpose stays on CPU: the output's adapter
+    assert [a["tensor"] for a in doc["summary"]["adapters"]["actual"]] == ["x", "y"]
+    assert doc["preparation"]["method"] == "as-is"
     response = json.loads((tmp_path / "work" / "attempt-1" / "response.json").read_text(encoding="utf-8"))
     assert response["precision"] == "qdq"
 
@@ -98,3 +100,43 @@ def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_c
     clip = next(f for f in result["findings"] if f["rule"] == "unsupported-op")
     assert clip["severity"] == "info"
     assert clip["message"].endswith(f"(measured on the NPU: {EVIDENCE})"), clip["message"]
+
+
+QDQ_ERF = [  # erf_between quantized for the HTP: every node as the EP placed it
+    ("conv1.b_DequantizeLinear", "folded"), ("conv1.w_DequantizeLinear", "folded"),
+    ("conv2.b_DequantizeLinear", "folded"), ("conv2.w_DequantizeLinear", "folded"),
+    ("x_QuantizeLinear", "cpu"), ("x_DequantizeLinear", "npu"), ("conv1", "npu"), ("c1_QuantizeLinear", "npu"),
+    ("c1_DequantizeLinear", "cpu"), ("erf", "cpu"), ("e_QuantizeLinear", "cpu"), ("e_DequantizeLinear", "npu"),
+    ("conv2", "npu"), ("y_QuantizeLinear", "npu"), ("y_DequantizeLinear", "npu"),
+]
+
+
+def test_quantize_int8_prepares_a_qdq_model_and_maps_every_node(run_cli, save_model, tmp_path, venv) -> None:
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between", "--quantize", "int8", "--profile", "qnn-htp")
+    assert code == 0
+    assert [(n["name"], n["actual"]) for n in doc["nodes"]] == QDQ_ERF
+    assert (doc["summary"]["agree"], doc["summary"]["compared"]) == (14, 14)
+    assert (doc["preparation"]["method"], doc["preparation"]["activations"]) == ("qnn-qdq", "uint8")
+    assert (tmp_path / "work" / "qnn-qdq.onnx").is_file()
+    response = json.loads((tmp_path / "work" / "attempt-1" / "response.json").read_text(encoding="utf-8"))
+    assert response["precision"] == "qdq"
+
+
+def test_contract_quantization_int16_probes_the_qnn_qdq_model(run_cli, save_model, write_contract, tmp_path,
+                                                              venv) -> None:
+    save_model(qnn_models.MODELS["erf_between"]())
+    doc = {"model": {"onnx": "model.onnx"},
+           "inputs": [{"name": "x", "shape": [1, 8, 16, 16], "dtype": "float32", "range": [-1, 1]}],
+           "quantization": {"mode": "int16", "calibration": {"count": 4}, "holdout": {"count": 2}},
+           "target": {"profile": "qnn-htp", "probe": {"compiler": "qnn", "target": "htp",
+                                                      "venv": str(venv.resolve())}}}
+    run = run_cli("check", write_contract(doc), "--json", tmp_path / "result.json", "--out", tmp_path / "bundle")
+    assert run.code in (0, 1), run.out + run.err
+    probe = json.loads((tmp_path / "result.json").read_text(encoding="utf-8"))["stages"]["probe"]
+    assert probe["status"] == "ok"
+    prep = probe["preparation"]
+    assert (prep["method"], prep["mode"], prep["activations"], prep["weights"]) == (
+        "qnn-qdq", "int16", "uint16", "int16")
+    assert prep["calibration"] == {"samples": 4, "synthetic": True}
+    assert [(n["name"], n["actual"]) for n in probe["nodes"]] == QDQ_ERF
+    assert (tmp_path / "bundle" / "qnn-qdq.onnx").is_file()

@@ -34,7 +34,7 @@ def build(request: dict, save: Save) -> None:
          onnxruntime=ort.__version__, import_s=time.perf_counter() - start,
          precision=request.get("precision"), soc_model=request.get("soc_model"), graph_io=request.get("graph_io"),
          order=request.get("order"), unnamed=request.get("unnamed"),
-         readers=request.get("readers"))
+         readers=request.get("readers"), qdq=request.get("qdq"))
     if request["target"] != "htp":
         raise ValueError(f"unknown target {request['target']!r} (onnxruntime-qnn offline: htp)")
     if not _registered:
