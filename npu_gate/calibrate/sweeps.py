@@ -762,13 +762,25 @@ def export_torch_point(factory: str, folder: Path, out: Path) -> Path:
     copy = folder / f"{TORCH_POINTS}.py"
     if not copy.exists():
         shutil.copyfile(Path(__file__).with_name(f"{TORCH_POINTS}.py"), copy)
-    return export_factory(factory, {"x": TORCH_X}, folder, out)
+    with tempfile.TemporaryDirectory(dir=folder, prefix="export-") as tmp:  # the child writes a model.onnx
+        exported = export_factory(factory, {"x": TORCH_X}, folder, Path(tmp) / "model.onnx")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(onnx.load(str(exported)), str(out))  # its weights inline: one small file at ``out``
+    return out
+
+
+# point name -> its serialized export: a point's module and the exporter are fixed, and each export
+# starts a child process with torch (seconds), so one process exports each point once
+_EXPORTED: dict[str, bytes] = {}
 
 
 def _torch(name: str, node: str) -> Point:
     def build() -> onnx.ModelProto:
-        with tempfile.TemporaryDirectory(prefix="npu-gate-torch-point-") as tmp:
-            return onnx.load(str(export_torch_point(f"{TORCH_POINTS}:{name}", Path(tmp), Path(tmp) / "m.onnx")))
+        if name not in _EXPORTED:
+            with tempfile.TemporaryDirectory(prefix="npu-gate-torch-point-") as tmp:
+                out = export_torch_point(f"{TORCH_POINTS}:{name}", Path(tmp), Path(tmp) / "m.onnx")
+                _EXPORTED[name] = out.read_bytes()
+        return onnx.load_from_string(_EXPORTED[name])
     return Point(name.replace("_", "-"), build, node=node, factory=f"{TORCH_POINTS}:{name}")
 
 

@@ -217,32 +217,30 @@ def test_soc_model_is_for_qnn_only(run_cli, save_model) -> None:
 
 def test_quantize_flags_are_refused_where_they_mean_nothing(run_cli, save_model, tmp_path) -> None:
     model = save_model(qnn_models.det(), "det.onnx")
-    run = run_cli("probe", model, "--compiler", "rknn", "--quantize", "int8")
-    assert (run.code, run.err) == (2, "npu-gate: error: --quantize: only the qnn compiler quantizes here "
-                                      "(--compiler rknn)\n")
+    run = run_cli("probe", model, "--compiler", "rknn", "--quantize", "int16")
+    assert (run.code, run.err) == (2, "npu-gate: error: --quantize int16: the rknn plug-in builds int8 or fp16 or "
+                                      "none only\n")
     run = run_cli("probe", model, "--compiler", "qnn", "--calibration", tmp_path / "c.npz")
-    assert (run.code, run.err) == (2, "npu-gate: error: --calibration: calibration samples are for --quantize "
-                                      "int8 or int16\n")
+    assert (run.code, run.err) == (2, f"npu-gate: error: --calibration {tmp_path / 'c.npz'}: samples are for "
+                                      "--quantize int8 or int16 (given: no --quantize)\n")
 
 
-def test_cli_preparation_reads_the_calibration_file_or_draws_samples(tmp_path: Path) -> None:
+def test_cli_preparation_quantizes_with_the_requests_rows(tmp_path: Path) -> None:
     import numpy as np
 
-    from npu_gate.errors import GateError
+    from npu_gate.probe.base import QuantRequest
     from npu_gate.stages.probe import cli_preparation
 
     model = tmp_path / "m.onnx"
     onnx.save(qnn_models.MODELS["erf_between"](), str(model))
-    np.savez(tmp_path / "c.npz", x=np.random.default_rng(0).uniform(size=(3, 1, 8, 16, 16)).astype(np.float32))
-    built, prep = cli_preparation("qnn", model, "int8", tmp_path / "c.npz", {}, tmp_path / "work")
+    rows = [{"x": r} for r in np.random.default_rng(0).uniform(size=(3, 1, 8, 16, 16)).astype(np.float32)]
+    request = QuantRequest("int8", rows, [], calibration_synthetic=False)
+    built, prep = cli_preparation("qnn", model, request, tmp_path / "work")
     assert built == tmp_path / "work" / "qnn-qdq.onnx" and built.is_file()
     assert (prep or {})["calibration"] == {"samples": 3, "synthetic": False}
     assert json.loads((tmp_path / "work" / "preparation.json").read_text(encoding="utf-8")) == prep
-    np.savez(tmp_path / "bad.npz", y=np.zeros((2, 1, 8, 16, 16), np.float32))
-    with pytest.raises(GateError, match=r"bad.npz: --calibration: no array for input\(s\) x"):
-        cli_preparation("qnn", model, "int8", tmp_path / "bad.npz", {}, tmp_path / "work")
-    assert cli_preparation("rknn", model, "int8", None, {}, tmp_path / "w2") == (model, None)
-    assert cli_preparation("qnn", model, None, None, {}, tmp_path / "w3")[1] == {
+    assert cli_preparation("rknn", model, request, tmp_path / "w2") == (model, None)
+    assert cli_preparation("qnn", model, None, tmp_path / "w3")[1] == {
         "method": "fp16", "reason": "a float model, quantization mode none: enable_htp_fp16_precision"}
 
 
