@@ -911,7 +911,8 @@ def test_from_record_refuses_a_record_of_another_sweep_unreadable_or_missing(run
 
 # --- on the real compiler -------------------------------------------------------------------
 
-RKNN_VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn"))
+# absolute: a contract resolves a relative venv from its own folder
+RKNN_VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn")).absolute()
 
 
 @pytest.mark.rknn

@@ -24,7 +24,8 @@ from tests.helpers import probe_models
 from tests.helpers.common import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "ethos_u"
-VENV = Path(os.environ.get("NPU_GATE_ETHOS_U_VENV", REPO / ".venv-ethos-u"))
+# absolute: a contract resolves a relative venv from its own folder
+VENV = Path(os.environ.get("NPU_GATE_ETHOS_U_VENV", REPO / ".venv-ethos-u")).absolute()
 U55_STRIDE = ("Unsupported stride of (3, 3) for Ethos-U55. You can use stride of (1,1) or (2,2), stride (1,2) for "
               "IFM height kernel height of 1 and stride(2,1) for IFM width and kernel width of 1")
 

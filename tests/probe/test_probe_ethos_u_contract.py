@@ -21,7 +21,8 @@ from npu_gate.stages.probe import factory_options
 from tests.helpers.common import REPO, validate_result
 from tests.helpers.gate_models import seed_onnx
 
-VENV = Path(os.environ.get("NPU_GATE_ETHOS_U_VENV", REPO / ".venv-ethos-u"))
+# absolute: a contract resolves a relative venv from its own folder
+VENV = Path(os.environ.get("NPU_GATE_ETHOS_U_VENV", REPO / ".venv-ethos-u")).absolute()
 TODAY = dt.date(2026, 12, 3)
 INPUTS = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32", "range": [-1, 1]}]
 NET = '''import os

@@ -18,7 +18,8 @@ from tests.helpers.common import REPO
 
 pytestmark = pytest.mark.qnn
 
-VENV = Path(os.environ.get("NPU_GATE_QNN_VENV", REPO / ".venv-qnn"))
+# absolute: a contract resolves a relative venv from its own folder
+VENV = Path(os.environ.get("NPU_GATE_QNN_VENV", REPO / ".venv-qnn")).absolute()
 EVIDENCE = "measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp"
 
 

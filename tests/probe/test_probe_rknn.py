@@ -17,7 +17,8 @@ from tests.helpers.common import REPO
 
 pytestmark = pytest.mark.rknn
 
-VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn"))
+# absolute: a contract resolves a relative venv from its own folder
+VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn")).absolute()
 
 
 @pytest.fixture(scope="module")
