@@ -19,7 +19,7 @@ def text(result: ProbeResult) -> str:
     if result.error:
         lines.append(f"  error compiler-failed: {term(result.error)}")
     if result.preparation:
-        lines.append(f"  prepared: {preparation_text(result.preparation)}")
+        lines.append(f"  prepared: {term(preparation_text(result.preparation))}")
     s = result.summary
     if s:
         a = s["actual"]
@@ -110,7 +110,9 @@ def memory_rows(memory: dict[str, Any], estimates: dict[str, Any] | None) -> lis
         rows.append(["compiler: time", f"{when} ({_bytes(estimates.get('cycles'))} cycles)", evidence])
     if static and (compiler or estimates):
         dtype = f", float tensors in {md(static['runtime_dtype'])}" if static.get("runtime_dtype") else ""
-        words = f"estimated upper bound on unpadded tensor bytes{dtype} (docs/memory.md)"
+        # which bound (placement/memory.py's evidence, up to its colon): unpadded, or in the profile's layout
+        kind = str(static.get("evidence") or "estimated upper bound on unpadded tensor bytes").split(":")[0]
+        words = f"{md(kind)}{dtype} (docs/memory.md)"
         rows.append(["static estimate: peak activations", _b(peak), words])
         rows.append(["static estimate: weights", _b(weights), words])
     return rows

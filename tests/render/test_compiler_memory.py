@@ -33,6 +33,22 @@ def test_rknn_totals_and_unknown_figures() -> None:
         ["static estimate: weights", "236 B", words]]
 
 
+def test_an_estimate_in_the_profiles_layout_says_so() -> None:
+    from npu_gate.result.types import ESTIMATE_LAID_OUT
+
+    rknn = {"internal_bytes": 26112, "weight_bytes": 2688, "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
+    estimate = {"peak_activation_bytes": 24576, "weight_bytes": 2944, "runtime_dtype": "float16",
+                "evidence": ESTIMATE_LAID_OUT}
+    rows = memory_rows({"compiler": rknn, "estimate": estimate}, None)
+    assert rows[2:] == [
+        ["static estimate: peak activations", "24,576 B",
+         "estimated upper bound on tensor bytes in the profile's memory layout &#40;padded channels, aligned buffers&#41;, "
+         "float tensors in float16 (docs/memory.md)"],
+        ["static estimate: weights", "2,944 B",
+         "estimated upper bound on tensor bytes in the profile's memory layout &#40;padded channels, aligned buffers&#41;, "
+         "float tensors in float16 (docs/memory.md)"]]
+
+
 def test_nothing_from_the_compiler_means_no_rows() -> None:
     assert memory_rows({"compiler": None, "estimate": ESTIMATE}, None) == []
     assert memory_rows({}, None) == []
