@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.factory is None):
         raise GateError("probe: give one model: MODEL.onnx or --factory MODULE:FUNCTION")
     inputs = _input_shapes(args.inputs)
+    if args.quantize is not None:  # before any model is exported or read
+        compiler.check_quant_mode(args.quantize)
     with tempfile.TemporaryDirectory(prefix="npu-gate-factory-") as tmp:
         options: dict[str, Any] = {}
         if args.factory is not None:

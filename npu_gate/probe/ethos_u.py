@@ -55,6 +55,12 @@ class EthosUCompiler(Compiler):
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
         return [[TORCH], PACKAGES]  # the flow is PyTorch's own: real torch whatever --torch says
 
+    def check_quant_mode(self, mode: str, where: str = "--quantize") -> None:
+        """Arm's flow always quantizes int8 itself (EthosUQuantizer): no mode to choose."""
+        raise GateError(f"{where} {mode}: the ethos-u plug-in always builds int8 with Arm's own quantizer "
+                        "(EthosUQuantizer), calibrated on 4 seeded rows (probe --factory) or a torch contract's "
+                        "quantization samples; leave out --quantize")
+
     def request(self, model: Path, target: str, inputs: dict[str, list[int]],
                 options: dict[str, Any]) -> dict[str, Any]:
         if not options.get("factory"):

@@ -196,6 +196,17 @@ def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_pat
                                "converter as much as on Vela)")
 
 
+def test_quantize_is_refused_before_the_factory_runs(run_cli, tmp_path: Path) -> None:
+    """Arm's flow always builds int8 with its own quantizer: --quantize is refused up front, before the
+    factory is imported (a missing module would give another error)."""
+    run = run_cli("probe", "--factory", "no_such_module:net", "--compiler", "ethos-u", "--quantize", "int8",
+                  "--inputs", "x:1,3,8,8", "--venv", tmp_path / "venv")
+    assert run.code == 2
+    assert run.err.strip() == ("npu-gate: error: --quantize int8: the ethos-u plug-in always builds int8 with Arm's "
+                               "own quantizer (EthosUQuantizer), calibrated on 4 seeded rows (probe --factory) or a "
+                               "torch contract's quantization samples; leave out --quantize")
+
+
 def test_a_replay_without_the_gate_export_fails_with_the_reason(tmp_path: Path) -> None:
     (tmp_path / "request.json").write_text(json.dumps({"model": str(tmp_path / "gone.onnx")}), encoding="utf-8")
     run = ChildRun(returncode=0, log=_log("u55_constraint.log"), response=_response(), seconds=1.0)
