@@ -63,3 +63,19 @@ def validate_diff(doc: dict[str, Any]) -> None:
 
     errors = list(Draft202012Validator(load_schema("diff")).iter_errors(doc))
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+def probe_venv(venv: Path, compiler: str, what: str) -> Path:
+    """``venv`` when it is a complete ``npu-gate probe setup COMPILER`` venv, else the test SKIPS with
+    the reason (tests that need a real compiler never pass without it)."""
+    import json
+
+    import pytest
+
+    manifest = venv / "npu-gate-probe.json"
+    if not manifest.exists():
+        pytest.skip(f"no {what} venv at {venv}: create it with `npu-gate probe setup {compiler} {venv}`")
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    if not doc.get("complete") or doc.get("compiler") != compiler:
+        pytest.skip(f"{venv} is not a complete {compiler} probe venv (setup failed?): {doc}")
+    return venv

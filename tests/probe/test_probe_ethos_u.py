@@ -21,7 +21,7 @@ import pytest
 from npu_gate.probe.base import ChildRun
 from npu_gate.probe.ethos_u import LEGACY, EthosUCompiler, estimates, parse_rejected, parse_vela, rows_for
 from tests.helpers import probe_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, probe_venv
 
 FIXTURES = REPO / "tests" / "fixtures" / "ethos_u"
 # absolute: a contract resolves a relative venv from its own folder
@@ -133,13 +133,7 @@ def test_no_legacy_core_retry_on_the_pytorch_route(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def venv() -> Path:
     pytest.importorskip("torch")  # probe --factory exports the module in the gate's own process
-    manifest = VENV / "npu-gate-probe.json"
-    if not manifest.exists():
-        pytest.skip(f"no Ethos-U venv at {VENV}: create it with `npu-gate probe setup ethos-u {VENV}`")
-    doc = json.loads(manifest.read_text(encoding="utf-8"))
-    if not doc.get("complete") or doc.get("compiler") != "ethos-u":
-        pytest.skip(f"{VENV} is not a complete ethos-u probe venv (setup failed?): {doc}")
-    return VENV.resolve()  # the probe runs from the fixtures folder (--factory imports from it)
+    return probe_venv(VENV, "ethos-u", "Ethos-U")  # the probe runs from the fixtures folder (--factory imports from it)
 
 
 def _probe(run_cli, monkeypatch, tmp_path: Path, venv: Path, target: str) -> dict:

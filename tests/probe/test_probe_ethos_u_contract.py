@@ -18,7 +18,7 @@ import pytest
 from npu_gate.contract.spec import load_contract
 from npu_gate.errors import GateError
 from npu_gate.stages.probe import factory_options
-from tests.helpers.common import REPO, validate_result
+from tests.helpers.common import REPO, probe_venv, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 # absolute: a contract resolves a relative venv from its own folder
@@ -113,13 +113,7 @@ def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path, monk
 @pytest.fixture(scope="module")
 def venv() -> Path:
     pytest.importorskip("torch")
-    manifest = VENV / "npu-gate-probe.json"
-    if not manifest.exists():
-        pytest.skip(f"no Ethos-U venv at {VENV}: create it with `npu-gate probe setup ethos-u {VENV}`")
-    doc = json.loads(manifest.read_text(encoding="utf-8"))
-    if not doc.get("complete") or doc.get("compiler") != "ethos-u":
-        pytest.skip(f"{VENV} is not a complete ethos-u probe venv (setup failed?): {doc}")
-    return VENV.resolve()
+    return probe_venv(VENV, "ethos-u", "Ethos-U")
 
 
 def _example(name: str, tmp_path: Path, venv: Path) -> Path:

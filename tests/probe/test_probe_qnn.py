@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import qnn_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, probe_venv
 
 pytestmark = pytest.mark.qnn
 
@@ -25,13 +25,7 @@ EVIDENCE = "measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp"
 
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    manifest = VENV / "npu-gate-probe.json"
-    if not manifest.exists():
-        pytest.skip(f"no onnxruntime-qnn venv at {VENV}: create it with `npu-gate probe setup qnn {VENV}`")
-    doc = json.loads(manifest.read_text(encoding="utf-8"))
-    if not doc.get("complete") or doc.get("compiler") != "qnn":
-        pytest.skip(f"{VENV} is not a complete qnn probe venv (setup failed?): {doc}")
-    return VENV
+    return probe_venv(VENV, "qnn", "onnxruntime-qnn")
 
 
 def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str, *extra: str) -> tuple[int, dict]:

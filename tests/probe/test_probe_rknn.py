@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import probe_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, probe_venv
 
 pytestmark = pytest.mark.rknn
 
@@ -23,13 +23,7 @@ VENV = Path(os.environ.get("NPU_GATE_RKNN_VENV", REPO / ".venv-rknn")).absolute(
 
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    manifest = VENV / "npu-gate-probe.json"
-    if not manifest.exists():
-        pytest.skip(f"no RKNN-Toolkit2 venv at {VENV}: create it with `npu-gate probe setup rknn {VENV}`")
-    doc = json.loads(manifest.read_text(encoding="utf-8"))
-    if not doc.get("complete") or doc.get("compiler") != "rknn":
-        pytest.skip(f"{VENV} is not a complete rknn probe venv (setup failed?): {doc}")
-    return VENV
+    return probe_venv(VENV, "rknn", "RKNN-Toolkit2")
 
 
 def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict]:

@@ -40,13 +40,11 @@ def test_an_estimate_in_the_profiles_layout_says_so() -> None:
     estimate = {"peak_activation_bytes": 24576, "weight_bytes": 2944, "runtime_dtype": "float16",
                 "evidence": ESTIMATE_LAID_OUT}
     rows = memory_rows({"compiler": rknn, "estimate": estimate}, None)
+    words = ("estimated upper bound on tensor bytes in the profile's memory layout &#40;padded channels, aligned "
+             "buffers&#41;, float tensors in float16 (docs/memory.md)")
     assert rows[2:] == [
-        ["static estimate: peak activations", "24,576 B",
-         "estimated upper bound on tensor bytes in the profile's memory layout &#40;padded channels, aligned buffers&#41;, "
-         "float tensors in float16 (docs/memory.md)"],
-        ["static estimate: weights", "2,944 B",
-         "estimated upper bound on tensor bytes in the profile's memory layout &#40;padded channels, aligned buffers&#41;, "
-         "float tensors in float16 (docs/memory.md)"]]
+        ["static estimate: peak activations", "24,576 B", words],
+        ["static estimate: weights", "2,944 B", words]]
 
 
 def test_nothing_from_the_compiler_means_no_rows() -> None:
