@@ -180,6 +180,31 @@ RULES: dict[str, Rule] = {
             "the opset) or choose another target.",
         ),
         Rule(
+            "eliminated-changes-numerics",
+            WARNING,
+            "The target's compiler removes a node that is not an exact no-op for this model: the "
+            "build computes other numbers than the ONNX model.",
+            "The profile's `eliminates` (docs/target-profiles.md#eliminates) says the compiler drops "
+            "the node before it places anything, and the node is eliminated, but its output is not "
+            "exactly its input. A BatchNormalization whose scale, bias, mean and variance are 1, 0, 0 "
+            "and 1 (random-init torchvision nets have them) is removed as an identity whatever its "
+            "epsilon, yet it computes y = x / sqrt(1 + epsilon): with epsilon 0.1 the ONNX model's "
+            "output is 4.65 % below the build's. Measured with RKNN-Toolkit2 2.5.0 (rk3588, fp16, its "
+            "simulator against onnxruntime, docs/rknn.md): Relu -> BatchNormalization(1/0/0/1, "
+            "epsilon 0.1) -> Relu gave the onnxruntime output times 1.0488 (= sqrt(1.1)); a "
+            "BatchNormalization a Conv's output feeds alone is folded into the Conv with its epsilon "
+            "(`into-conv`, exact: no finding). The finding is given when the relative change "
+            "1 - 1/sqrt(1 + epsilon) is above 1e-3 (epsilon above about 2e-3; PyTorch's default 1e-5 "
+            "changes 5e-6): the targets compute in float16, whose rounding (2^-11 = 4.9e-4) hides "
+            "less than that. Fields: `node`, `op_type`, `constraint` `relative-change`, `actual` "
+            "{`epsilon`, `relative_change`}, `allowed` {`relative_change`: 0.001}, `evidence` the "
+            "profile's label, the message quoting the `eliminates` entry's own evidence, `doc` its "
+            "calibration record. Fix in PyTorch: keep "
+            "nn.BatchNorm2d's default eps=1e-5 (or below 2e-3), or fold the BatchNorm away before "
+            "export (into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval, "
+            "torch.ao.quantization.fuse_modules), or export trained weights.",
+        ),
+        Rule(
             "unchecked-condition",
             INFO,
             "Predicted on the NPU, but the profile's source states a condition npu_gate "

@@ -34,7 +34,7 @@ from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
 from npu_gate.placement import memory as memlib
 from npu_gate.placement.adapters import graph_adapters
-from npu_gate.placement.eliminate import eliminate
+from npu_gate.placement.eliminate import NUMERICS_THRESHOLD, NumericChange, eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.placement.refusals import Refusal, refusals
@@ -94,6 +94,7 @@ class Analysis:
     memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
     refusals: list[Refusal] = field(default_factory=list)  # the profile's ``refuses`` that match
     folded: set[int] = field(default_factory=set)  # indices of the nodes that fold (the quantization stage's)
+    numeric_changes: list[NumericChange] = field(default_factory=list)  # eliminated, not exact no-ops
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -170,7 +171,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
-    eliminate(facts, settings.profile.eliminates, placements, inferred)  # partitions are counted after it
+    changes: list[NumericChange] = []
+    eliminate(facts, settings.profile.eliminates, placements, inferred, changes)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
@@ -244,7 +246,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
         memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses, folded),
-        folded=set(folded),
+        folded=set(folded), numeric_changes=changes,
     )
 
 
@@ -269,6 +271,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
     out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
                          constraint=r.id, evidence=r.evidence) for r in a.refusals]
+    out += [_numeric_change_finding(c, a.evidence) for c in a.numeric_changes]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
@@ -280,6 +283,21 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
     return out
+
+
+def _numeric_change_finding(c: NumericChange, evidence: str) -> Finding:
+    """``eliminated-changes-numerics``: the compiler removes ``c.node`` though it is no exact no-op;
+    ``evidence``: the profile's label (the entry's own evidence is in the message, its record in ``doc``)."""
+    message = (f"the compiler removes this BatchNormalization as an identity (scale 1, bias 0, mean 0, variance 1, "
+               f"profile eliminates {c.when}), but its epsilon {c.epsilon:g} makes it y = x / sqrt(1 + {c.epsilon:g}): "
+               f"the ONNX model's output is {100 * c.relative_change:.3g} % below the build's "
+               f"(relative change above {NUMERICS_THRESHOLD:g}); the elimination: {c.evidence}")
+    fix = ("keep nn.BatchNorm2d's default eps=1e-5 (any eps below 2e-3), or fold the BatchNorm away before export "
+           "(into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval), or export trained weights")
+    return make_finding("eliminated-changes-numerics", message, node=c.node, op_type=c.op_type,
+                        constraint="relative-change",
+                        actual={"epsilon": c.epsilon, "relative_change": round(c.relative_change, 6)},
+                        allowed={"relative_change": NUMERICS_THRESHOLD}, evidence=evidence, doc=c.doc, fix=fix)
 
 
 def _opset_refused(a: Analysis) -> bool:
