@@ -208,7 +208,8 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
               "                      [--quantize int8|int16|fp16|none [--calibration S.npz] [--holdout S.npz]]\n"
               "       npu-gate probe --factory MODULE:FUNCTION --compiler ethos-u --target T --inputs NAME:DIMS ...\n"
               "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
-        epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")
+        epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed (or quantization-failed: "
+               "the QNN QDQ preparation raised on the model), 2 the probe could not run.")
     probe.add_argument("model", metavar="MODEL.onnx", nargs="?",
                        help="the model, or `setup` to create a compiler venv")
     probe.add_argument("setup_args", nargs="*", metavar="COMPILER VENV", help=argparse.SUPPRESS)

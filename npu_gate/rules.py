@@ -265,7 +265,13 @@ RULES: dict[str, Rule] = {
             "onnxruntime's static quantization (`quantize_static`, QDQ format) of the checked graph, "
             "or a run of the float or quantized model on the hold-out samples, raised; the message "
             "is the error in one line. The quantization gates (`min_output_sqnr_db`, "
-            "`min_output_cosine`) are then not measured and fail too. See docs/quantization.md.",
+            "`min_output_cosine`) are then not measured and fail too. See docs/quantization.md. "
+            "The QNN probe too (`npu-gate probe --compiler qnn --quantize int8|int16`, or a contract's "
+            "`target.probe` with `quantization`): when its QDQ preparation for the HTP "
+            "(`qnn_preprocess_model`, `get_qnn_qdq_config`, `quantize`) raises on the model, the "
+            "probe's status is failed with the quantizer's error line, the compiler is not run and "
+            "nothing of the quantized build is checked; `npu-gate probe` exits 1 (as for "
+            "`compiler-failed`), a contract's gate fails (docs/qnn.md).",
         ),
         Rule(
             "quantization-error",

@@ -16,8 +16,9 @@ def text(result: ProbeResult) -> str:
     c = result.compiler
     lines = [f"npu-gate probe: {term(result.model['path'])}: {c['name']} {term(c.get('version') or '?')} "
              f"{term(c['target'])}: {result.status.upper()}"]
-    if result.error:
-        lines.append(f"  error compiler-failed: {term(result.error)}")
+    if result.error:  # the failure's rule: compiler-failed, or quantization-failed (the compiler did not run)
+        rule = next((f["rule"] for f in result.findings if f["severity"] == "error"), "compiler-failed")
+        lines.append(f"  error {rule}: {term(result.error)}")
     if result.preparation:
         lines.append(f"  prepared: {term(preparation_text(result.preparation))}")
     s = result.summary
@@ -53,6 +54,8 @@ def text(result: ProbeResult) -> str:
 def preparation_text(preparation: dict[str, Any]) -> str:
     """How the model the compiler built was prepared, in one line (our words and figures only)."""
     p = preparation
+    if p.get("error"):  # the quantizer raised: nothing was prepared
+        return f"{p['method']} {p.get('mode', '')}: failed: {p['error']}"
     if p["method"] != "qnn-qdq":
         return f"{p['method']}: {p.get('reason', '')}"
     calibration = p.get("calibration") or {}

@@ -192,5 +192,6 @@ class ProbeResult:
 # 1.1: summary.adapters, predicted_*_partitions_with_adapters; 1.2: memory (compiler totals, estimate);
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
-#      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation)
-PROBE_SCHEMA_VERSION = "probe-1.4"
+#      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation);
+# 1.5: findings[].rule quantization-failed and preparation.error (the preparation raised: no compiler run)
+PROBE_SCHEMA_VERSION = "probe-1.5"
