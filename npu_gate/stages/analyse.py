@@ -53,6 +53,7 @@ from npu_gate.result.types import (
     PartitionResult,
     RankAdapter,
     TensorEntry,
+    evidence_label,
     make_finding,
 )
 from npu_gate.rules import ERROR, INFO, WARNING
@@ -270,7 +271,8 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     if a.opset_limit is not None and not _opset_refused(a):
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
     out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
-                         constraint=r.id, evidence=r.evidence) for r in a.refusals]
+                         constraint=r.id, evidence=evidence_label(r.evidence, a.evidence),
+                         evidence_detail=r.evidence) for r in a.refusals]
     out += [_numeric_change_finding(c, a.evidence) for c in a.numeric_changes]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
@@ -297,7 +299,8 @@ def _numeric_change_finding(c: NumericChange, evidence: str) -> Finding:
     return make_finding("eliminated-changes-numerics", message, node=c.node, op_type=c.op_type,
                         constraint="relative-change",
                         actual={"epsilon": c.epsilon, "relative_change": round(c.relative_change, 6)},
-                        allowed={"relative_change": NUMERICS_THRESHOLD}, evidence=evidence, doc=c.doc, fix=fix)
+                        allowed={"relative_change": NUMERICS_THRESHOLD}, evidence=evidence_label(c.evidence, evidence),
+                        evidence_detail=c.evidence, doc=c.doc, fix=fix)
 
 
 def _opset_refused(a: Analysis) -> bool:

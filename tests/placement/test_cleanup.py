@@ -102,6 +102,7 @@ def test_an_identity_batchnorm_removed_whatever_its_epsilon_changes_the_numbers(
         "node": "bn1", "op_type": "BatchNormalization", "constraint": "relative-change",
         "actual": {"epsilon": 0.1, "relative_change": 0.046537}, "allowed": {"relative_change": 0.001},
         "doc": "rknn-rk3588.calibration.json#eliminate-batchnormalization-identity", "evidence": "measured",
+        "evidence_detail": BN_IDENTITY_EVIDENCE,
         "fix": "keep nn.BatchNorm2d's default eps=1e-5 (any eps below 2e-3), or fold the BatchNorm away before "
                "export (into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval), or export trained weights",
         "waived": False}]
@@ -286,7 +287,9 @@ def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]
     found = [f for f in result.findings if f.rule == "compiler-will-refuse"]
     assert [{"node": f.node, "subject": f.subject, "constraint": f.constraint, "message": f.message}
             for f in found] == expected
-    assert all(f.severity == "error" and f.evidence.startswith(RKNN) for f in found)
+    assert all(f.severity == "error" and f.evidence == "measured" and f.evidence_detail.startswith(RKNN)
+               for f in found)
+    validate_result(result.to_dict())
 
 
 def test_an_opset_above_the_compilers_maximum_is_one_finding(tmp_path: Path) -> None:
