@@ -306,8 +306,9 @@ def quantization_text(q: dict[str, Any], esc: Callable[[str], str]) -> list[str]
         if ort.get("error"):
             lines.append(f"onnxruntime: {esc(ort['error'])}")
         for o in ort.get("outputs", []):
-            lines.append(f"{esc(ort['evidence'])}: output {esc(o['output'])} SQNR {_db(o['sqnr_db'])}, "
-                         f"cosine {_num(o['cosine'])}")
+            figures = "holds NaN (no figure)" if o.get("nan") else \
+                f"SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}"
+            lines.append(f"{esc(ort['evidence'])}: output {esc(o['output'])} {figures}")
     return lines
 
 
@@ -320,8 +321,9 @@ def quantization_markdown(q: dict[str, Any], heading: str = "###") -> str:
     accuracy, ort = q.get("accuracy"), q.get("onnxruntime")
     if ort:
         for o in ort.get("outputs", []):
-            parts.append(f"Output {md_code(o['output'])}: SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}, "
-                         f"max abs error {o['max_abs_err']:.4g} ({md(ort['evidence'])}).")
+            figures = "holds NaN, no figure" if o.get("nan") else \
+                f"SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}, max abs error {o['max_abs_err']:.4g}"
+            parts.append(f"Output {md_code(o['output'])}: {figures} ({md(ort['evidence'])}).")
         if ort.get("error"):
             parts.append(f"onnxruntime: {md(ort['error'])}.")
     if accuracy:
