@@ -37,7 +37,42 @@ class Partition:
 def build_partitions(
     facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
 ) -> list[Partition]:
-    return partition_devices([p.device for p in placements], deps)
+    parts = partition_devices([p.device for p in placements], deps)
+    unit_sources = {i for i, p in enumerate(placements) if p.qdq == "unit" and p.device == CPU and not deps[i]}
+    return with_unit_sources(parts, unit_sources, deps) if unit_sources else parts
+
+
+def with_unit_sources(parts: list[Partition], sources: set[int], deps: list[list[int]]) -> list[Partition]:
+    """``parts`` with each partition made only of QDQ-unit nodes that read no node (a CPU unit's weight
+    DequantizeLinear: placement/qdq.py) joined to the partition of the nodes reading them, when those
+    are all in one partition of the same device: the walk takes such a source with the first CPU
+    segment, but it runs with its unit, where it is read."""
+    where = {i: part.id for part in parts for i in part.nodes}
+    readers: dict[int, set[int]] = {}
+    for i, d in enumerate(deps):
+        for p in d:
+            if p in sources and i in where:
+                readers.setdefault(p, set()).add(where[i])
+    moved: dict[int, int] = {}  # partition id -> the partition it joins
+    for part in parts:
+        if not part.nodes or not all(i in sources for i in part.nodes):
+            continue
+        targets = set().union(*(readers.get(i, set()) for i in part.nodes)) - {part.id}
+        if len(targets) == 1 and parts[next(iter(targets))].device == part.device:
+            moved[part.id] = next(iter(targets))
+    if not moved:
+        return parts
+    order = {i: k for k, i in enumerate(sorted(where))}  # model order stands in for execution order
+    out: list[Partition] = []
+    for part in parts:
+        if part.id in moved:
+            continue
+        nodes = list(part.nodes)
+        extra = [i for q, t in moved.items() if t == part.id for i in parts[q].nodes]
+        if extra:
+            nodes = sorted(extra, key=order.__getitem__) + nodes
+        out.append(Partition(len(out), part.device, nodes))
+    return out
 
 
 def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partition]:
