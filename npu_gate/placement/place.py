@@ -38,7 +38,7 @@ class Placement:
     qdq: str | None = None
     # A unit's op that the profile runs in float but not in the unit's integer dtypes (those dtypes).
     quantized: str | None = None
-    # A Q/DQ node in no QDQ unit placed by the profile's ``standalone_qdq`` entry: {id, why, message?}
+    # A Q/DQ node in no QDQ unit placed by the profile's ``standalone_qdq`` entry: {id, why, message, evidence}
     standalone: dict[str, Any] | None = None
 
 
@@ -124,7 +124,8 @@ def place_all(
             why = f"no QDQ unit: {alone.why}"
             reason = f"{why}: {entry['message']}" if entry.get("message") else why
             out[index] = Placement(entry["device"], [reason],
-                                   standalone={"id": entry["id"], "why": why, "message": entry.get("message")})
+                                   standalone={"id": entry["id"], "why": why, "message": entry.get("message"),
+                                               "evidence": entry["evidence"]})
     return out
 
 

@@ -142,6 +142,8 @@ def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so():
     found = [(f.rule, f.severity, f.node, f.constraint) for f in result.findings if f.rule == "standalone-qdq"]
     assert found == [("standalone-qdq", "error", f"conv{i}.w_DequantizeLinear", "standalone-per-channel-dq")
                      for i in (1, 2)]
+    evidence = {f.evidence for f in result.findings if f.rule == "standalone-qdq"}
+    assert len(evidence) == 1 and evidence.pop().startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
 
 
 def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before():
