@@ -142,6 +142,9 @@ def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so():
     found = [(f.rule, f.severity, f.node, f.constraint) for f in result.findings if f.rule == "standalone-qdq"]
     assert found == [("standalone-qdq", "error", f"conv{i}.w_DequantizeLinear", "standalone-per-channel-dq")
                      for i in (1, 2)]
+    # the CPU DQs run first, as sources: they do not cut the NPU work reading them (the EP's one subgraph)
+    assert [(p["device"], p["nodes"][0]) for p in result.to_dict()["partitions"]] == [
+        ("cpu", "conv1.w_DequantizeLinear"), ("cpu", "conv2.w_DequantizeLinear"), ("npu", "shared.b_DequantizeLinear")]
     evidence = {f.evidence for f in result.findings if f.rule == "standalone-qdq"}
     assert len(evidence) == 1 and evidence.pop().startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
 

@@ -403,6 +403,8 @@ def test_standalone_per_channel_dqs_replayed_against_qnn_htp_qdq() -> None:
                                     "QNN EP does not support a standalone DQ op with per-channel quantization")
     assert (doc["summary"]["agree"], doc["summary"]["compared"]) == (16, 16)
     assert [n["name"] for n in doc["nodes"] if n["agrees"] is False] == []
+    assert (doc["summary"]["predicted_npu_partitions"], doc["summary"]["npu_segments"]) == (1, 1)
+    assert doc["summary"]["partitions_agree"] is True
     # demo knows nothing of standalone DQs: it folds the weight DQs the EP ran or refused
     demo = _replay("qdq_shared_bias", "demo")
     assert {n["name"] for n in demo["nodes"] if n["agrees"] is False} >= {
