@@ -246,6 +246,21 @@ RULES: dict[str, Rule] = {
             "raised. The message says which.",
         ),
         Rule(
+            "standalone-qdq",
+            ERROR,
+            "A Q/DQ node onnxruntime puts in no QDQ unit, which the target runs on CPU: CPU fallback.",
+            "onnxruntime groups each op of a QDQ graph with its DequantizeLinear inputs and QuantizeLinear "
+            "outputs into one node unit, but its Conv and Gemm selectors form none when the bias "
+            "DequantizeLinear is not int32 (a bias quantized like an activation, e.g. through an exporter's "
+            "Identity of a shared initializer). The op then runs in float and each Q/DQ is a node of its own; "
+            "the profile's `standalone_qdq` entry (`constraint` is its id) says the target runs this one on "
+            "CPU, in the compiler's words when known (QNN's HTP: \"QNN EP does not support a standalone DQ "
+            "op with per-channel quantization\"). Give the op an int32 bias (quantize the float model with "
+            "its own bias initializers: npu-gate's QNN preparation folds Identity nodes of initializers "
+            "first), or quantize the weight per tensor.",
+            placement=True,
+        ),
+        Rule(
             "quantized-op-unsupported",
             ERROR,
             "A quantized unit's op runs in float on the target but not in its integer dtypes: CPU fallback.",

@@ -494,6 +494,11 @@ def _placement_findings(
                                         f"the target ({why}){note}", first, evidence, severity=severity,
                                         node=name, op_type=key))
             continue
+        if placement.standalone is not None:  # a Q/DQ node in no unit the profile puts on CPU
+            alone = placement.standalone
+            out.append(make_finding("standalone-qdq", "; ".join(placement.reasons) + note, severity=severity,
+                                    node=name, op_type=key, constraint=alone["id"], evidence=alone["evidence"]))
+            continue
         if placement.qdq is not None:
             continue  # a Q/DQ node is judged with its unit's op
         if not placement.op_supported:

@@ -438,7 +438,8 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
 
 
 def render_compiler_passes(profile: Profile) -> list[str]:
-    """The ``eliminates``, ``lowers`` and ``refuses`` sections (docs/target-profiles.md); none when unset."""
+    """The ``eliminates``, ``lowers``, ``refuses`` and ``standalone_qdq`` sections (docs/target-profiles.md);
+    none when unset."""
     lines: list[str] = []
     if profile.eliminates:
         lines += ["", f"## Eliminated by the compiler ({len(profile.eliminates)})", "",
@@ -456,7 +457,24 @@ def render_compiler_passes(profile: Profile) -> list[str]:
         for r in profile.refuses:
             lines.append(f"| `{r['id']}` | {_cell(describe_refusal(r))} | {_cell(r.get('message') or 'not known')} "
                          f"| {_cell(r['evidence'])} |")
+    if profile.standalone_qdq:
+        lines += ["", f"## Q/DQ nodes in no QDQ unit ({len(profile.standalone_qdq)})", "",
+                  "A Q/DQ node onnxruntime puts in no unit (a Conv or Gemm whose bias DQ is not int32) is placed by "
+                  "the first entry it matches; on CPU it is a `standalone-qdq` error (docs/target-profiles.md).", "",
+                  "| id | matches | device | the compiler says | evidence |", "| --- | --- | --- | --- | --- |"]
+        for e in profile.standalone_qdq:
+            lines.append(f"| `{e['id']}` | {_cell(describe_standalone(e))} | {e['device']} "
+                         f"| {_cell(e.get('message') or 'not known')} | {_cell(e['evidence'])} |")
     return lines
+
+
+def describe_standalone(e: dict[str, Any]) -> str:
+    parts = [e.get("op", "DequantizeLinear")]
+    if "weight" in e:
+        parts.append("of a weight" if e["weight"] else "of an activation")
+    if "per_channel" in e:
+        parts.append("per channel" if e["per_channel"] else "per tensor")
+    return ", ".join(parts)
 
 
 def describe_refusal(r: dict[str, Any]) -> str:

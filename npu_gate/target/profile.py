@@ -19,7 +19,8 @@ from npu_gate.errors import ProfileError
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
-COMPILER_PASSES = ("eliminates", "lowers", "refuses")  # lists a profile inherits whole unless it sets them
+# lists a profile inherits whole unless it sets them
+COMPILER_PASSES = ("eliminates", "lowers", "refuses", "standalone_qdq")
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
 
 
@@ -47,6 +48,9 @@ class Profile:
     eliminates: list[dict[str, Any]] | None = None
     lowers: list[dict[str, Any]] | None = None
     refuses: list[dict[str, Any]] | None = None
+    # What the target does with a Q/DQ node onnxruntime puts in no QDQ unit (placement/qdq.py,
+    # docs/quantization.md#units-onnxruntime-does-not-form): None when the profile states nothing.
+    standalone_qdq: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -221,6 +225,7 @@ def _load_file(
         eliminates=passes["eliminates"],
         lowers=passes["lowers"],
         refuses=passes["refuses"],
+        standalone_qdq=passes["standalone_qdq"],
     )
 
 
