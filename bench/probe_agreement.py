@@ -80,7 +80,8 @@ def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
 PROFILES = ("rknn-toolkit2-v2.1", "rknn-rk3588-fused", "rknn-rk3588")
 # per compiler: its target, the profiles --torchvision compares with, the default --profile
 COMPILERS = {"rknn": ("rk3588", PROFILES, "demo"), "qnn": ("htp", ("qnn-htp",), "qnn-htp"),
-             "ethos-u": ("ethos-u55-128", (), "rknn-rk3588")}
+             "ethos-u": ("ethos-u55-128", (), "rknn-rk3588"),
+             "fake": ("fake1", (), "demo")}  # npu_gate's test compiler: the bench's own tests
 
 
 class SegmentationOut(nn.Module):
@@ -173,7 +174,7 @@ def main() -> None:
     venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
     profile = args.profile or COMPILERS[args.compiler][2]
     if args.onnx:
-        run_onnx(venv, profile, Path(args.onnx))
+        run_onnx(venv, profile, Path(args.onnx), Path(args.out) if args.out else None)
         return
     bench = run_torchvision if args.torchvision else run
     if args.memory:
@@ -208,16 +209,37 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
     agreement_table(venv, profile_name, paths)
 
 
-def run_onnx(venv: Path, profile_name: str, folder: Path) -> None:
-    """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages)."""
-    agreement_table(venv, profile_name, sorted(folder.glob("*.onnx")))
+def run_onnx(venv: Path, profile_name: str, folder: Path, out: Path | None = None) -> None:
+    """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages); each
+    probe's JSON goes to ``out`` (``--out``) as ``<model>.probe.json``, else beside the model."""
+    if not folder.is_dir():
+        sys.exit(f"probe_agreement.py: --onnx {folder}: no such folder")
+    paths = sorted(folder.glob("*.onnx"))
+    if not paths:
+        sys.exit(f"probe_agreement.py: --onnx {folder}: no *.onnx in it")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    agreement_table(venv, profile_name, paths, out)
 
 
-def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
+def _quant_request(path: Path) -> Any:
+    """``--quantize``: the request `npu-gate probe --quantize MODE` makes (synthetic samples)."""
+    if QUANTIZE is None:
+        return None
+    from npu_gate.probe.base import QuantRequest
+    from npu_gate.quantize.samples import model_input_specs, request_sets
+
+    samples = request_sets(model_input_specs(path, {}), None, None)
+    return QuantRequest(QUANTIZE, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
+
+
+def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path | None = None) -> None:
     """One row per model, then the totals: node agreement under the strict rule (a node the
     compiler removed but the profile placed on a device disagrees), whether the predicted NPU
     partitions equal the compiler's NPU segments, and, for the builds the compiler refuses,
-    whether the profile predicted it (a compiler-will-refuse finding)."""
+    whether the profile predicted it (a compiler-will-refuse finding). Each probe's JSON is
+    written to ``out`` (None: beside its model) as ``<model>.probe.json``."""
     compiler = get_compiler(COMPILER)
     target = COMPILERS[COMPILER][0]
     profile = load_profile(profile_name)
@@ -232,8 +254,10 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
         start = time.perf_counter()
         predicted = inspect_model(path, profile)
         refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
-        result = probe(path, compiler, target, compiler.python(venv), profile=profile, quantize=QUANTIZE)
-        path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile,
+                       quantization=_quant_request(path))
+        kept = (out / path.name if out is not None else path).with_suffix(".probe.json")
+        kept.write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         s = result.summary or {}
         if result.status != "ok":
             refused += 1
