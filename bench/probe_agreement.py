@@ -212,11 +212,11 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
 def run_onnx(venv: Path, profile_name: str, folder: Path, out: Path | None = None) -> None:
     """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages); each
     probe's JSON goes to ``out`` (``--out``) as ``<model>.probe.json``, else beside the model."""
-    if not folder.is_dir():
-        sys.exit(f"probe_agreement.py: --onnx {folder}: no such folder")
-    paths = sorted(folder.glob("*.onnx"))
+    paths = sorted(folder.glob("*.onnx")) if folder.is_dir() else []
     if not paths:
-        sys.exit(f"probe_agreement.py: --onnx {folder}: no *.onnx in it")
+        print(f"probe_agreement.py: --onnx {folder}: "
+              f"{'no *.onnx in it' if folder.is_dir() else 'no such folder'}", file=sys.stderr)
+        sys.exit(2)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     agreement_table(venv, profile_name, paths, out)
