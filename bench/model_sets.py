@@ -392,11 +392,13 @@ def public_set(out: Path, cache: Path, only: list[str]) -> list[Path]:
 
 
 def list_public() -> None:
-    print("| package | version | licence | models, inputs | note |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| package | version | licence | inputs (per file; `*`: any other) | models | in `public` |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for p in PUBLIC:
-        shapes = "; ".join(f"{f}: {s}" for f, s in p.shapes.items())
-        print(f"| {p.name} | {p.version} | {p.licence} | {shapes} | {p.note} |")
+        shapes = "; ".join(f"{f}: " + (", ".join(f"{k} {v}" for k, v in s.items()) or "as shipped")
+                           for f, s in p.shapes.items())
+        print(f"| {p.name} | {p.version} | {p.licence} | {shapes} | {p.note} | "
+              f"{'yes' if p.default else 'only with --only'} |")
 
 
 def main(argv: list[str] | None = None) -> None:
