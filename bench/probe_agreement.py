@@ -3,7 +3,7 @@
 
     python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
-    python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv .venv-rknn] [--profile rknn-rk3588]
+    python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv VENV] [--profile rknn-rk3588] [--out X]
     python bench/probe_agreement.py --onnx DIR --compiler qnn --quantize int8 [--venv .venv-qnn] [--profile qnn-htp]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
@@ -14,7 +14,9 @@ nodes where prediction and compiler agree under the strict rule (a node the comp
 but the profile placed on a device disagrees), whether the predicted NPU partitions equal the
 compiler's NPU segments, and, for a model the compiler refuses, whether the profile predicted
 that (a `compiler-will-refuse` finding); totals last. `--onnx DIR` does the same for every
-`*.onnx` in DIR (models exported elsewhere). Needs torch here and `npu-gate probe setup rknn`.
+`*.onnx` in DIR (models exported elsewhere: `bench/model_sets.py` rebuilds the sets of
+docs/rknn.md), each probe's JSON kept in `--out X` as `<model>.probe.json` (beside the model
+without `--out`). Needs torch here and `npu-gate probe setup rknn`.
 
 `--torchvision` does the same for real torchvision architectures (random init, `weights=None`:
 nothing is downloaded) at small input sizes, builds each once and compares the build with all
