@@ -68,6 +68,8 @@ from npu_gate.pipeline import inspect_model  # noqa: E402
 from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
+from npu_gate.probe.base import QuantRequest  # noqa: E402
+from npu_gate.quantize.samples import model_input_specs, request_sets  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
 
 
@@ -163,11 +165,14 @@ def main() -> None:
                         help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     parser.add_argument("--onnx", metavar="DIR", help="the agreement table for every *.onnx in DIR, with --profile")
+    parser.add_argument("--keep-work", metavar="DIR",
+                        help="with --onnx: keep each probe's work folder (log, assignment, QDQ model) in DIR/<model>")
     parser.add_argument("--quantize", choices=["int8", "int16"],
                         help="qnn: quantize each float net to QDQ for the HTP first (npu-gate probe --quantize)")
     args = parser.parse_args()
-    global COMPILER, QUANTIZE
+    global COMPILER, QUANTIZE, KEEP_WORK
     COMPILER, QUANTIZE = args.compiler, args.quantize
+    KEEP_WORK = Path(args.keep_work) if args.keep_work else None
     if QUANTIZE and (COMPILER != "qnn" or not args.onnx):
         parser.error("--quantize: --compiler qnn with --onnx DIR only")
     venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
@@ -196,6 +201,7 @@ def main() -> None:
 
 COMPILER = "rknn"  # --compiler
 QUANTIZE: str | None = None  # --quantize
+KEEP_WORK: Path | None = None  # --keep-work: each probe's work folder under it, by model name
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
@@ -211,6 +217,16 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
 def run_onnx(venv: Path, profile_name: str, folder: Path) -> None:
     """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages)."""
     agreement_table(venv, profile_name, sorted(folder.glob("*.onnx")))
+
+
+def quant_request(path: Path) -> QuantRequest | None:
+    """``--quantize``'s request as ``npu-gate probe --quantize MODE`` makes it without sample files:
+    seeded synthetic calibration and hold-out rows in the model's input shapes."""
+    if QUANTIZE is None:
+        return None
+    samples = request_sets(model_input_specs(path, {}), None, None)
+    return QuantRequest(QUANTIZE, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
 
 
 def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
@@ -232,7 +248,9 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
         start = time.perf_counter()
         predicted = inspect_model(path, profile)
         refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
-        result = probe(path, compiler, target, compiler.python(venv), profile=profile, quantize=QUANTIZE)
+        keep = {"keep": KEEP_WORK / path.stem} if KEEP_WORK is not None else {}
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile,
+                       quantization=quant_request(path), **keep)
         path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         s = result.summary or {}
         if result.status != "ok":
