@@ -111,6 +111,8 @@ def _value_words(c: dict[str, Any]) -> list[str]:
         parts.append(f"{each}≤ {_value(c['max'])}")
     if c.get("all_equal"):
         parts.append("all elements equal")
+    if "matches" in c:
+        parts.append("without spaces, matches one of " + ", ".join(f"`{p}`" for p in c["matches"]))
     return parts
 
 
