@@ -163,7 +163,12 @@ def describe_limit(key: str, value: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    """Text for a Markdown table cell: pipes escaped, and angle brackets outside code spans (a code
+    span shows an entity literally: `->` would read `-&gt;`; inside one, < and > are text)."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code span to keep
+        parts = ["`".join(parts)]
+    return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
 
 
 @dataclass(frozen=True)

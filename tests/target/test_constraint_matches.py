@@ -82,3 +82,14 @@ def test_an_empty_matches_is_a_schema_error(tmp_path: Path, run_cli: Run) -> Non
 def test_profile_check_accepts_the_forms(tmp_path: Path, run_cli: Run) -> None:
     r = run_cli("profile", "check", _write(tmp_path, [FORMS]))
     assert r.code == 0, r.err
+
+
+def test_the_page_keeps_arrows_in_code_and_escapes_angle_brackets_outside(tmp_path: Path, run_cli: Run) -> None:
+    """A code span shows an entity literally, so `->` stays `->` there; outside code < and > are escaped."""
+    path = _write(tmp_path, [{**FORMS, "message": "<b>bold</b> `a->b` a->b", "fix": "`x <i>"}])
+    r = run_cli("profile", "show", str(path), "--format", "markdown")
+    assert r.code == 0, r.err
+    [row] = [line for line in r.out.splitlines() if line.startswith("| `Einsum` |")]
+    assert f"`{MATMUL}`" in row
+    assert "“&lt;b&gt;bold&lt;/b&gt; `a->b` a-&gt;b”" in row
+    assert "`x &lt;i&gt;" in row  # an unpaired backtick opens no code span: everything escaped
