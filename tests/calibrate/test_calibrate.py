@@ -1270,3 +1270,25 @@ def test_quantized_einsum_under_qnn_htp_qdq(tmp_path: Path, equation: str, shape
     results = {name: inspect_model(path, load_profile(name)) for name in ("qnn-htp-qdq", "qnn-htp-fp16")}
     assert tuple({n.name: n.placement for n in r.nodes}["einsum"] for r in results.values()) == placements
     assert [(f.rule, f.constraint) for f in results["qnn-htp-qdq"].findings if f.node == "einsum"] == failed
+
+
+QNN_VENV = Path(os.environ.get("NPU_GATE_QNN_VENV", REPO / ".venv-qnn")).absolute()
+
+
+@pytest.mark.qnn
+@NEEDS_QNN_QUANTIZER
+def test_the_einsum_points_measured_again_give_the_records_placements() -> None:
+    """The 22 equations in fp16 and their 66 QDQ points, measured again with onnxruntime-qnn (#22)."""
+    from npu_gate.calibrate.qdq_sweeps import einsum_families
+    from npu_gate.calibrate.sweeps import einsum_family
+    from npu_gate.probe import get_compiler
+    from tests.helpers.common import probe_venv
+
+    compiler = get_compiler("qnn")
+    python = compiler.python(probe_venv(QNN_VENV, "qnn", "onnxruntime-qnn"))
+    for record_name, families in (("qnn-htp-fp16", [einsum_family()]), ("qnn-htp-qdq", einsum_families())):
+        checked_in = {p["point"]: p for p in json.loads(
+            (profile_dir() / f"{record_name}.calibration.json").read_text(encoding="utf-8"))["points"]}
+        measured = measure(compiler, "htp", python, families)
+        assert {p["point"]: (p["status"], p["device"]) for p in measured["points"]} == \
+            {p.id: (checked_in[p.id]["status"], checked_in[p.id]["device"]) for f in families for p in f.points}
