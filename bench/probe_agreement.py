@@ -172,9 +172,14 @@ def main() -> None:
                         help="with --onnx: keep each probe's work folder (log, assignment, QDQ model) in DIR/<model>")
     parser.add_argument("--quantize", choices=["int8", "int16"],
                         help="qnn: quantize each float net to QDQ for the HTP first (npu-gate probe --quantize)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="kill a compiler build after this long (default: the plug-in's, 600 s; as npu-gate "
+                             "probe --timeout)")
     args = parser.parse_args()
-    global COMPILER, QUANTIZE, KEEP_WORK
-    COMPILER, QUANTIZE = args.compiler, args.quantize
+    global COMPILER, QUANTIZE, KEEP_WORK, TIMEOUT
+    COMPILER, QUANTIZE, TIMEOUT = args.compiler, args.quantize, args.timeout
+    if TIMEOUT is not None and not TIMEOUT > 0:
+        parser.error(f"--timeout: {args.timeout}: a positive number of seconds")
     KEEP_WORK = Path(args.keep_work) if args.keep_work else None
     if QUANTIZE and (COMPILER != "qnn" or not args.onnx):
         parser.error("--quantize: --compiler qnn with --onnx DIR only")
@@ -205,6 +210,7 @@ def main() -> None:
 COMPILER = "rknn"  # --compiler
 QUANTIZE: str | None = None  # --quantize
 KEEP_WORK: Path | None = None  # --keep-work: each probe's work folder under it, by model name
+TIMEOUT: float | None = None  # --timeout (None: the plug-in's)
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
@@ -260,7 +266,9 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path 
         start = time.perf_counter()
         predicted = inspect_model(path, profile)
         refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
-        keep = {"keep": KEEP_WORK / path.stem} if KEEP_WORK is not None else {}
+        keep: dict[str, Any] = {"keep": KEEP_WORK / path.stem} if KEEP_WORK is not None else {}
+        if TIMEOUT is not None:
+            keep["timeout"] = TIMEOUT
         result = probe(path, compiler, target, compiler.python(venv), profile=profile,
                        quantization=quant_request(path), **keep)
         kept = (out / path.name if out is not None else path).with_suffix(".probe.json")

@@ -111,6 +111,8 @@ def _value_words(c: dict[str, Any]) -> list[str]:
         parts.append(f"{each}≤ {_value(c['max'])}")
     if c.get("all_equal"):
         parts.append("all elements equal")
+    if "matches" in c:
+        parts.append("without spaces, matches one of " + ", ".join(f"`{p}`" for p in c["matches"]))
     return parts
 
 
@@ -161,7 +163,12 @@ def describe_limit(key: str, value: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    """Text for a Markdown table cell: pipes escaped, and angle brackets outside code spans (a code
+    span shows an entity literally: `->` would read `-&gt;`; inside one, < and > are text)."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code span to keep
+        parts = ["`".join(parts)]
+    return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
 
 
 @dataclass(frozen=True)

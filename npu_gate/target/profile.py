@@ -333,6 +333,21 @@ def _repeated_id(where: str, c: dict[str, Any], seen: set[str]) -> list[str]:
     return [f"{where}.id: duplicate constraint id {c['id']!r}"] if repeated else []
 
 
+def _pattern_problems(where: str, c: dict[str, Any]) -> list[str]:
+    """``matches``: regular expressions that compile, on a string attribute."""
+    import re
+
+    if "attribute" not in c:
+        return [f"{where}: matches tests a string attribute (an Einsum equation); it needs attribute"]
+    problems = []
+    for i, pattern in enumerate(c["matches"] if isinstance(c["matches"], list) else []):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as e:
+            problems.append(f"{where}[{i}]: not a regular expression: {e}")
+    return problems
+
+
 def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
     """Exactly one subject (or any_of alone), at least one test, well-formed references."""
     problems = []
@@ -356,6 +371,8 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
         )
     if not any(t in c for t in tests):
         problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    if "matches" in c:
+        problems.extend(_pattern_problems(f"{where}.matches", c))
     if "value" in c and "attribute" in c:
         problems.append(f"{where}.value: a value test is on an input or output tensor; "
                         f"test attribute {c['attribute']} with in/not_in/min/max")
