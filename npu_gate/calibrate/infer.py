@@ -202,7 +202,8 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
     dropped = [c["id"] for c in base_constraints if c not in kept]
     families_text = ", ".join(f.id for f in families)
     if gone:
-        families_text += f"; {len(gone)} more eliminated by the clean-up, as the compiler folded them: {', '.join(gone)}"
+        families_text += f"; {len(gone)} more eliminated by the clean-up, as the compiler folded them: " \
+                         f"{', '.join(gone)}"
     doc = f"{record_name}#{op}"
     if all(npu):
         verdict["verdict"] = NPU

@@ -441,7 +441,8 @@ RESHAPE_PLACEMENTS = [
 
 
 @pytest.mark.parametrize(("shape", "to", "placement", "failed"), RESHAPE_PLACEMENTS,
-                         ids=[f"{'x'.join(map(str, a))}-to-{'x'.join(map(str, b))}" for a, b, _, _ in RESHAPE_PLACEMENTS])
+                         ids=[f"{'x'.join(map(str, a))}-to-{'x'.join(map(str, b))}"
+                              for a, b, _, _ in RESHAPE_PLACEMENTS])
 def test_reshape_placements_under_rknn_rk3588(tmp_path: Path, shape: list[int], to: list[int], placement: str,
                                                failed: str | None) -> None:
     """Relu -> Reshape -> Relu, placed by the built-in profile (no compiler): the Reshape where the
