@@ -332,27 +332,33 @@ def shuffle_point(w: int, measured: str) -> Point:
 # [16,1,1,100] CPU). The three Reshapes of issue 20's real models (nudenet (1,82,10,10) -> (82,1,1,100), ddddocr
 # common_det's (1,6,26,26) -> (1,6,1,676) and (1,6,13,13) -> (1,6,1,169)) are points here. The channel-shuffle
 # triplet's Reshapes are folded by the compiler: the profile's `eliminates` Reshape around-transpose says so (infer.py
-# leaves a point its derived clean-up eliminates, and the compiler folded, out of the op's test).
+# leaves a point its derived clean-up eliminates, and the compiler folded, out of the op's test). Inputs of
+# other ranks were not measured: each constraint passes them (the vendor's claim stands there).
 # the output-rank alternatives come last: a finding is worded by the first of the closest (closeness)
 _OUT_RANK4 = {"output": 0, "rank": {"min": 4, "max": 4}}
 _PLANE_8 = {"input": 0, "dim": {"axes": [-2, -1], "multiple_of": 8}}
+# measured from 4-D inputs (and 5-D ones to 4-D): other input ranks pass, the vendor's claim for them stands
+_IN_NOT_4D: list[dict[str, Any]] = [{"input": 0, "rank": {"max": 3}}, {"input": 0, "rank": {"min": 5}}]
 RESHAPE_HYPOTHESIS: list[dict[str, Any]] = [
     {"id": "reshape-input-plane-multiple-of-8",
-     "any_of": [_PLANE_8, {"input": 0, "dim": {"axes": [-2, -1], "max": 1}}, _OUT_RANK4],
-     "message": "to an output rank other than 4, the NPU ran it only where the input's last two dims multiply to a "
-                "multiple of 8 or to 1; measured from 4-D inputs to ranks 1, 2, 3 and 5",
+     "any_of": [_PLANE_8, {"input": 0, "dim": {"axes": [-2, -1], "max": 1}}, _OUT_RANK4, *_IN_NOT_4D],
+     "message": "from a 4-D input to an output rank other than 4, the NPU ran it only where the input's last two "
+                "dims multiply to a multiple of 8 or to 1; measured to ranks 1, 2, 3 and 5, other input ranks were not "
+                "measured and pass",
      "fix": "keep H x W a multiple of 8 before flattening it (pad or crop the feature map), or reshape to 4-D"},
     {"id": "reshape-unit-plane-channels-multiple-of-8",
-     "any_of": [_PLANE_8, {"input": 0, "dim": {"axis": 1, "multiple_of": 8}}, _OUT_RANK4],
-     "message": "from [1,C,1,1] to an output rank other than 4, the NPU ran it only where C is a multiple of 8",
+     "any_of": [_PLANE_8, {"input": 0, "dim": {"axis": 1, "multiple_of": 8}}, _OUT_RANK4, *_IN_NOT_4D],
+     "message": "from [1,C,1,1] to an output rank other than 4, the NPU ran it only where C is a multiple of 8; "
+                "other input ranks were not measured and pass",
      "fix": "use a channel count that is a multiple of 8 before the flatten"},
     {"id": "reshape-rank4-keeps-last-dim-or-channels",
      "any_of": [_PLANE_8, {"output": 0, "dim": {"axis": -1, "in": [{"ref": {"input": 0, "axis": -1}}]}},
                 {"output": 0, "dim": {"axis": 1, "multiple_of": 8, "in": [{"ref": {"input": 0, "axis": 1}}]}},
-                {"output": 0, "rank": {"max": 3}}, {"output": 0, "rank": {"min": 5}}],
+                {"output": 0, "rank": {"max": 3}}, {"output": 0, "rank": {"min": 5}}, _IN_NOT_4D[0]],
      "message": "to a 4-D output, the NPU ran it only where the input's last two dims multiply to a multiple of 8, "
                 "the output keeps the input's last dim, or it keeps input dim 1 and that is a multiple of 8 "
-                "(measured with 4-D and 5-D inputs, batch 1 or moved)",
+                "(measured with 4-D and 5-D inputs, batch 1 or moved; inputs of rank 3 or less were not measured "
+                "and pass)",
      "fix": "flatten H x W only when it is a multiple of 8, keep the last dim, or keep a channel count that is a "
             "multiple of 8 in dim 1"}]
 

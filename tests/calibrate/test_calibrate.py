@@ -437,6 +437,8 @@ RESHAPE_PLACEMENTS = [
     ([1, 32, 1, 1], [1, 32], "npu", None),
     ([1, 16, 26, 26], [1, 16, 1, 676], "npu", None),
     ([1, 16, 8, 8], [16, 1, 1, 64], "npu", None),
+    ([1, 1, 1], [1], "npu", None),  # inputs of rank 3 or less were not measured: the vendor's claim stands
+    ([1, 82, 100], [1, 82, 10, 10], "npu", None),
 ]
 
 

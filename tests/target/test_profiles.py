@@ -616,7 +616,7 @@ def test_reshape_constraints_in_words(run_cli: Run) -> None:
     assert words == ("one of: (input 0: dims -2 × -1 multiplied a multiple of 8) | "
                      "(output 0: dim -1 in {input 0 dim -1}) | "
                      "(output 0: dim 1 a multiple of 8 and in {input 0 dim 1}) | "
-                     "(output 0: rank ≤ 3) | (output 0: rank ≥ 5).")
+                     "(output 0: rank ≤ 3) | (output 0: rank ≥ 5) | (input 0: rank ≤ 3).")
 
 
 def test_a_misspelt_profile_key_suggests_the_nearest_valid_one(run_cli: Run, tmp_path: Path) -> None:
