@@ -73,7 +73,7 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
                 assert family.node_of(point) in nodes, point.id
             assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
-    assert sum(len(f.points) for f in standard) == 412
+    assert sum(len(f.points) for f in standard) == 372
     assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 419
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
