@@ -49,7 +49,8 @@ __all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SWEEPS", "Family",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
-RECORD_VERSION = "calibration-1.1"  # 1.1: eliminate and lower points and verdicts (issue 20)
+RECORD_VERSION = "calibration-1.2"  # 1.1: eliminate and lower points and verdicts (issue 20); 1.2: an op
+# verdict's eliminated points (folded by the compiler, eliminated by the derived clean-up)
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 
