@@ -32,6 +32,7 @@ from npu_gate.calibrate.sweeps import (
     LOWER,
     OP,
     PATTERN,
+    SPLIT,
     TORCH_X,
     Family,
     Point,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from npu_gate.result.probe import ProbeResult
     from npu_gate.target.profile import Profile
 
-__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure",
+__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS", "Family", "Point", "load_record", "measure",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
@@ -59,11 +60,15 @@ def measured_point(family: Family, point: Point, result: ProbeResult) -> dict[st
     out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
     if point.quantize:
         out["quantize"] = point.quantize
-    if family.kind == OP:
+    if family.kind in (OP, SPLIT):
         actual, runs_on, became = nodes.get(family.node_of(point), [None, None, None])
         out["device"] = runs_on or actual
         if became:
             out["became"] = became
+        if family.kind == SPLIT:  # the measured node's compiler ops in table order: [op type, device]
+            rows = next((n.rows for n in result.nodes if n.name == family.node_of(point)), None) or []
+            by_id = {r.id: r for r in result.ops}
+            out["pieces"] = [[by_id[r].op_type, by_id[r].target] for r in rows if r in by_id]
     else:  # pattern and adapter points: every node, and (patterns) the compiler ops holding each
         out["nodes"] = nodes
     if family.kind == PATTERN:

@@ -37,7 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 if TYPE_CHECKING:
     from npu_gate.probe.base import QuantRequest
 
-OP, PATTERN, ADAPTER, ELIMINATE, LOWER = "op", "pattern", "adapter", "eliminate", "lower"
+OP, PATTERN, ADAPTER, ELIMINATE, LOWER, SPLIT = "op", "pattern", "adapter", "eliminate", "lower", "split"
 X = [1, 16, 32, 32]
 _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "int8": TensorProto.INT8,
            "int32": TensorProto.INT32, "int64": TensorProto.INT64, "bool": TensorProto.BOOL}
@@ -747,6 +747,56 @@ def cleanup_families() -> list[Family]:
                                                   Point("sum-two-inputs", sum2, "sum")],
                       kind=LOWER, rule={"op": "Sum", "to": "Add"}))
     return out
+# --- splits: one node the compiler runs as several ops on several devices --------------------
+
+SPLIT_N = (4096, 8191, 8192, 8193, 8210, 16384, 18385)  # output features around the 8192 Transpose limit
+
+
+def _matmul_head(t: int, c: int, n: int, last: bool = False) -> Point:
+    """Relu -> MatMul [1, T, C] x [C, N] (a constant weight: nn.Linear without bias) -> Relu (or the
+    graph output when ``last``, as a recogniser's CTC head): RKNN makes the MatMul a Conv on
+    [1, C, 1, T] and transposes its [1, N, 1, T] output back."""
+    def build() -> onnx.ModelProto:
+        tail = [] if last else [node("Relu", ["t"], ["y"], name="after")]
+        return model([node("Relu", ["x"], ["a"], name="before"),
+                      node("MatMul", ["a", "w"], ["y" if last else "t"], name="matmul"), *tail],
+                     {"x": ("float32", [1, t, c])}, {"w": f32(c, n)})
+    return Point(f"matmul-1x{t}x{c}-by-{c}x{n}" + ("-last" if last else ""), build, "matmul")
+
+
+def _gemm_head(t: int, c: int, n: int) -> Point:
+    """Relu -> Gemm [T, C] x [N, C]^T + bias (nn.Linear) -> Relu."""
+    def build() -> onnx.ModelProto:
+        return model([node("Relu", ["x"], ["a"], name="before"),
+                      node("Gemm", ["a", "w", "b"], ["t"], name="gemm", transB=1),
+                      node("Relu", ["t"], ["y"], name="after")],
+                     {"x": ("float32", [t, c])}, {"w": f32(n, c), "b": f32(n)})
+    return Point(f"gemm-{t}x{c}-by-{c}x{n}", build, "gemm")
+
+
+def split_families() -> list[Family]:
+    """MatMul and Gemm with a constant weight at N output features around 8192 (T and C varied),
+    and the Transpose RKNN adds after them alone at the same shapes: which heads the compiler
+    splits into an NPU Conv and a CPU Transpose (issue 20's recognisers: N = 6625 and 6906 stay
+    whole, 8210 and 18385 are split)."""
+    matmul = [_matmul_head(40, 120, n) for n in SPLIT_N]
+    matmul += [_matmul_head(t, c, n) for t, c in ((1, 120), (8, 120), (80, 120), (40, 32), (40, 512))
+               for n in (8192, 8193)]
+    matmul += [_matmul_head(40, 120, n, last=True) for n in (8192, 8193, 18385)]
+    gemm = [_gemm_head(32, 64, n) for n in SPLIT_N] + [_gemm_head(t, c, n) for t, c in ((1, 64), (32, 1024))
+                                                        for n in (8192, 8193)]
+    transpose = [between(f"transpose-1x{n}x1x{t}-perm0321", "Transpose", [1, n, 1, t], perm=[0, 3, 2, 1])
+                 for t in (1, 8, 40) for n in (8192, 8193)]
+    transpose += [between(f"transpose-1x{n}x1x40-perm0321", "Transpose", [1, n, 1, 40], perm=[0, 3, 2, 1])
+                  for n in (4096, 16384, 18385)]
+    return [Family("matmul-const-weight-wide-n", "MatMul", matmul, kind=SPLIT,
+                   note="[1, T, C] x [C, N] at N around 8192, T and C varied; the last three as the graph output"),
+            Family("gemm-const-weight-wide-n", "Gemm", gemm, kind=SPLIT,
+                   note="[T, C] x [N, C]^T + bias at N around 8192"),
+            Family("transpose-wide-dim1-to-last", "Transpose", transpose, kind=SPLIT,
+                   note="the Transpose the compiler adds after a wide head, [1, N, 1, T] -> [1, T, 1, N], alone")]
+
+
 # --- torch points (the ethos-u sweep) -----------------------------------------------------
 
 TORCH_POINTS = "torch_points"  # npu_gate/calibrate/torch_points.py, copied beside the models it builds
@@ -893,4 +943,4 @@ def standard_int8() -> list[Family]:
 
 
 SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard, "standard-int8": standard_int8,
-                                                 "ethos-u": ethos_u}  # + qdq: calibrate/__init__
+                                                 "ethos-u": ethos_u, "splits": split_families}  # + qdq: calibrate/__init__
