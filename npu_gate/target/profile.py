@@ -19,7 +19,7 @@ from npu_gate.errors import ProfileError
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
-COMPILER_PASSES = ("eliminates", "lowers", "refuses")  # lists a profile inherits whole unless it sets them
+COMPILER_PASSES = ("eliminates", "lowers", "refuses", "splits")  # lists a profile inherits whole unless it sets them
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
 
 
@@ -47,6 +47,9 @@ class Profile:
     eliminates: list[dict[str, Any]] | None = None
     lowers: list[dict[str, Any]] | None = None
     refuses: list[dict[str, Any]] | None = None
+    # Nodes the compiler runs as several ops on several devices (docs/target-profiles.md#splits):
+    # a MatMul head RKNN makes an NPU Conv, a CPU Transpose and an NPU Reshape.
+    splits: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -221,6 +224,7 @@ def _load_file(
         eliminates=passes["eliminates"],
         lowers=passes["lowers"],
         refuses=passes["refuses"],
+        splits=passes["splits"],
     )
 
 

@@ -157,7 +157,7 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     # for a build that failed (every placed node disagrees by "compiler failure") and the cause
     # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
     recorded_version = recorded.pop("schema_version")
-    assert replayed.pop("schema_version") == "probe-1.4"
+    assert replayed.pop("schema_version") == "probe-1.5"
     assert replayed.pop("preparation") is None  # probe-1.4: RKNN's plug-in prepares nothing
     replayed.pop("memory")  # probe-1.2: tested by test_probe_memory_*
     assert replayed.pop("estimates") is None  # probe-1.3: RKNN prints no estimates
