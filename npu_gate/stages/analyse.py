@@ -273,7 +273,8 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
-    out += [_split_finding(a.facts.nodes[i], p) for i, p in enumerate(a.placements) if p.split is not None]
+    out += [_split_finding(a.facts.nodes[i], p, a.evidence) for i, p in enumerate(a.placements)
+            if p.split is not None]
     out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
     out += _dynamic_shape_findings(a, a.dynamic_severity)
     out += memory_findings(a.memory, a.memory_budget)
@@ -283,8 +284,9 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     return out
 
 
-def _split_finding(node: graphlib.NodeFacts, placement: Placement) -> Finding:
-    """``npu-node-split``: a node on the NPU the profile's ``splits`` says the compiler runs as pieces."""
+def _split_finding(node: graphlib.NodeFacts, placement: Placement, evidence: str) -> Finding:
+    """``npu-node-split``: a node on the NPU the profile's ``splits`` says the compiler runs as pieces;
+    ``evidence``: the profile's (the entry's own is in the node's ``split``, its record in ``doc``)."""
     split = placement.split
     assert split is not None
     pieces = " -> ".join(f"{p['op']} ({p['device'].upper()})" for p in split["pieces"])
@@ -293,7 +295,7 @@ def _split_finding(node: graphlib.NodeFacts, placement: Placement) -> Finding:
                f"{cpu} CPU piece(s) inside one node, its output crossing between devices")
     return make_finding("npu-node-split", message, node=node.name, op_type=node.key, constraint=split["id"],
                         actual=[p["device"] for p in split["pieces"]], allowed="one device",
-                        evidence=split["evidence"], doc=split.get("doc"), fix=split.get("fix"))
+                        evidence=evidence, doc=split.get("doc"), fix=split.get("fix"))
 
 
 def _opset_refused(a: Analysis) -> bool:
