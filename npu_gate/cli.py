@@ -173,11 +173,12 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     cal.add_argument("--out", required=True, metavar="PROFILE.json",
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
-    cal.add_argument("--sweep", default="standard", choices=["tiny", "standard", "standard-int8", "qdq", "ethos-u", "splits"],
+    cal.add_argument("--sweep", default="standard",
+                     choices=["tiny", "standard", "standard-int8", "qdq", "ethos-u", "splits"],
                      help="which sweep (default: standard; tiny: 7 points, for quick checks; standard-int8: "
                           "standard plus int8 builds; qdq: ops in float and quantized for QNN's HTP, uint8 and "
-                          "uint16; ethos-u: 17 torch points for --compiler ethos-u, which lowers PyTorch modules; splits: "
-                          "MatMul/Gemm heads and Transposes around 8192 that RKNN splits across NPU and CPU)")
+                          "uint16; ethos-u: 17 torch points for --compiler ethos-u, which lowers PyTorch modules; "
+                          "splits: MatMul/Gemm heads and Transposes around 8192 that RKNN splits across NPU and CPU)")
     cal.add_argument("--name", help="profile name (default: the file name)")
     cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "
                                        "the rest stays its claim")

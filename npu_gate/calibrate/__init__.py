@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from npu_gate.result.probe import ProbeResult
     from npu_gate.target.profile import Profile
 
-__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS", "Family", "Point", "load_record", "measure",
+__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS",
+           "Family", "Point", "load_record", "measure",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)

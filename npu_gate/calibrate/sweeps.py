@@ -943,4 +943,5 @@ def standard_int8() -> list[Family]:
 
 
 SWEEPS: dict[str, Callable[[], list[Family]]] = {"tiny": tiny, "standard": standard, "standard-int8": standard_int8,
-                                                 "ethos-u": ethos_u, "splits": split_families}  # + qdq: calibrate/__init__
+                                                 "ethos-u": ethos_u,
+                                                 "splits": split_families}  # + qdq: calibrate/__init__

@@ -24,6 +24,7 @@ linear in graph size up to the log factor of the heap.
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 
 from npu_gate.graph.components import components
@@ -64,13 +65,13 @@ def build_partitions(
     out = []
     for part in partition_devices(device, deps):
         nodes: dict[int, None] = {}
-        pieces: dict[int, list[int]] = {}
+        held: dict[int, list[int]] = {}
         for k in part.nodes:
             node, piece = owner[k]
             nodes[node] = None
             if node in split:
-                pieces.setdefault(node, []).append(piece)
-        out.append(Partition(part.id, part.device, list(nodes), pieces))
+                held.setdefault(node, []).append(piece)
+        out.append(Partition(part.id, part.device, list(nodes), held))
     return out
 
 
@@ -196,7 +197,7 @@ def boundaries(
     for i, order in piece_parts.items():
         order.sort()
         output = facts.tensors.get(nodes[i].outputs[0]) if nodes[i].outputs else None
-        for (k, source), (_, target) in zip(order, order[1:], strict=False):
+        for (k, source), (_, target) in itertools.pairwise(order):
             if source != target:
                 name = f"{nodes[i].outputs[0]}@{k}"
                 crossing[(name, target)] = source

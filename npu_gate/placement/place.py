@@ -83,11 +83,9 @@ def split_of(profile: Profile, node: NodeFacts, tensors: Mapping[str, TensorInfo
             continue
         if evaluate(entry.get("where", []), node, tensors, constants, layouts, values):
             continue
-        if not all(_static(tensors, names, i) for names, i in _subjects(entry["constraints"], node)):
-            continue  # a symbolic or unknown dim: whether the compiler splits it is not known
         failed = evaluate(entry["constraints"], node, tensors, constants, layouts, values)
-        if not failed:
-            continue
+        if not failed or any(_unknown(f.actual) for f in failed):
+            continue  # whole, or a failure on a value not known (a symbolic dim): no split is predicted
         note = f"; {entry['message']}" if entry.get("message") else ""
         out: dict[str, Any] = {"id": entry["id"], "pieces": [dict(p) for p in entry["pieces"]],
                                "reasons": [f.message + note for f in failed], "evidence": entry["evidence"]}
@@ -98,21 +96,11 @@ def split_of(profile: Profile, node: NodeFacts, tensors: Mapping[str, TensorInfo
     return None
 
 
-def _subjects(constraints: list[dict[str, Any]], node: NodeFacts) -> list[tuple[list[str], int]]:
-    """(the node's inputs or outputs, index) of every tensor the constraints (and their any_of) test."""
-    out = []
-    for c in constraints:
-        for test in (c, *c.get("any_of", [])):
-            if "input" in test:
-                out.append((node.inputs, test["input"]))
-            elif "output" in test:
-                out.append((node.outputs, test["output"]))
-    return out
-
-
-def _static(tensors: Mapping[str, TensorInfo], names: list[str], index: int) -> bool:
-    tensor = tensors.get(names[index]) if index < len(names) and names[index] else None
-    return tensor is not None and tensor.static
+def _unknown(actual: Any) -> bool:
+    """A failed test's value is not known: the marker, or a symbolic dim's name (a string)."""
+    if isinstance(actual, list):
+        return any(_unknown(a) for a in actual)
+    return actual is None or isinstance(actual, str)
 
 
 def lowered_to(profile: Profile, key: str) -> str | None:

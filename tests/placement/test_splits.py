@@ -73,7 +73,8 @@ def test_a_matmul_head_above_8192_outputs_is_split_into_npu_cpu_npu_partitions(t
         ("warning", "fc", "matmul-wide-output-transpose-on-cpu", ["npu", "cpu", "npu"])]
     assert found[0].message.startswith("fc (MatMul) runs as Conv (NPU) -> Transpose (CPU) -> Reshape (NPU): ")
     assert found[0].fix is not None and "out_features at or below 8192" in found[0].fix
-    assert (found[0].evidence, found[0].doc) == ("measured", "rknn-rk3588-splits.calibration.json#matmul-const-weight-wide-n")
+    assert (found[0].evidence, found[0].doc) == (
+        "measured", "rknn-rk3588-splits.calibration.json#matmul-const-weight-wide-n")
     assert fc.split["evidence"].startswith("measured by rknn-toolkit2 2.5.0 rk3588: sweep splits")
     doc = result.to_dict()
     validate_result(doc)
@@ -85,7 +86,7 @@ def test_a_matmul_head_above_8192_outputs_is_split_into_npu_cpu_npu_partitions(t
     pytest.param(lambda: _head(2, 8, 8192), id="n-8192"),
     pytest.param(lambda: _head(1, 8, 8193), id="t-1"),  # no Transpose at all: one Conv
     pytest.param(lambda: _head(2, 8, 8193, weight=False), id="runtime-weight"),
-    pytest.param(lambda: _head("T", 8, 8193), id="symbolic-t"),
+    pytest.param(lambda: _head("T", 8, 8193), id="symbolic-t"),  # T could be 1
 ])
 def test_a_head_the_compiler_keeps_whole_is_not_split(tmp_path: Path, model) -> None:
     result = _inspect(tmp_path, model())
@@ -93,6 +94,21 @@ def test_a_head_the_compiler_keeps_whole_is_not_split(tmp_path: Path, model) -> 
     assert fc.placement == "npu" and fc.split is None
     assert not [f for f in result.findings if f.rule == "npu-node-split"]
     assert result.summary["npu_partitions"] == 1 and result.summary["cpu_partitions"] == 0
+
+
+def test_a_symbolic_batch_dim_does_not_hide_a_split(tmp_path: Path) -> None:
+    """PP-OCRv6-small's head reads [unk__12, 40, 120]: the dims the condition tests are known."""
+    model = _head(2, 8, 8193)
+    for value in (*model.graph.input, *model.graph.value_info):
+        if value.name in ("x", "a", "m"):
+            value.type.tensor_type.shape.dim[0].dim_param = "B"
+    del model.graph.value_info[:]
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "B"
+    result = _inspect(tmp_path, onnx.shape_inference.infer_shapes(model))
+    fc = next(n for n in result.nodes if n.name == "fc")
+    assert fc.outputs[0]["shape"] == ["B", 2, 8193]
+    assert fc.split is not None and result.summary["npu_partitions"] == 2
+    assert result.summary["boundary_bytes"] is None  # the crossing tensor's size is not static
 
 
 def test_a_gemm_head_is_split_as_the_matmul(tmp_path: Path) -> None:

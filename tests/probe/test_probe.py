@@ -847,7 +847,7 @@ def test_probe_memory_totals_parsed_from_the_real_log() -> None:
 def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
     doc = _replay("seed_hardswish", "rknn-rk3588")
     _validate(doc)
-    assert doc["schema_version"] == "probe-1.4"
+    assert doc["schema_version"] == "probe-1.5"
     assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
                                          "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
     estimate = doc["memory"]["estimate"]
