@@ -286,6 +286,13 @@ def semantic_problems(
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
     problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+    for i, entry in enumerate(doc.get("splits") or []):
+        for part in ("where", "constraints"):
+            for j, c in enumerate(entry.get(part, [])):
+                where = f"{label}: splits[{i}].{part}[{j}]"
+                problems.extend(_shape_problems(where, c, tests))
+                for k, alternative in enumerate(c.get("any_of", [])):
+                    problems.extend(_shape_problems(f"{where}.any_of[{k}]", alternative, tests))
     problems.extend(
         f"{label}: unknown_ops.{key}: the op is also in ops; an op is either claimed or unknown"
         for key in doc.get("unknown_ops", {})

@@ -166,3 +166,23 @@ def test_the_splits_key_is_inherited_and_schema_checked(tmp_path: Path) -> None:
     none = {**bad, "splits": None}
     path.write_text(json.dumps(none), encoding="utf-8")
     assert load_profile(str(path)).splits is None
+
+
+def test_the_markdown_report_shows_the_pieces(tmp_path: Path) -> None:
+    from npu_gate.render.markdown import render
+
+    text = render(_inspect(tmp_path, _head(2, 8, 8193)))
+    assert "| npu (split: Conv npu → Transpose cpu → Reshape npu) |" in text
+    assert "npu-node-split" in text
+
+
+def test_a_split_condition_without_a_test_is_a_profile_error(tmp_path: Path) -> None:
+    from npu_gate.errors import ProfileError
+
+    doc = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative", "extends": "rknn-rk3588",
+           "ops": {}, "splits": [{"id": "x", "op": "MatMul", "constraints": [{"id": "no-test", "output": 0}],
+                                  "pieces": PIECES, "evidence": "e"}]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(ProfileError, match=r"splits\[0\]\.constraints\[0\]"):
+        load_profile(str(path))
