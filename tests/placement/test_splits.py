@@ -186,3 +186,10 @@ def test_a_split_condition_without_a_test_is_a_profile_error(tmp_path: Path) -> 
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ProfileError, match=r"splits\[0\]\.constraints\[0\]"):
         load_profile(str(path))
+
+
+def test_the_memory_estimate_counts_a_split_nodes_weights_once(tmp_path: Path) -> None:
+    result = _inspect(tmp_path, _head(2, 8, 8193))
+    weights = {p.id: p.weight_bytes for p in result.partitions if p.device == "npu"}
+    # the [8, 8193] weight in float16 padded to 64 bytes, plus the layout's 2048-byte overhead per partition
+    assert weights == {0: 131136 + 2048, 2: 2048}
