@@ -51,7 +51,9 @@ __all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
-RECORD_VERSION = "calibration-1.1"  # 1.1: eliminate and lower points and verdicts (issue 20)
+# 1.1: eliminate and lower points and verdicts (issue 20); 1.2: the splits sweep's points (``pieces``)
+# and ``splits OP ID`` verdicts
+RECORD_VERSION = "calibration-1.2"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 
@@ -225,6 +227,8 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
         measured_parts += ", the rank-adapter rule"
     if derived.eliminates is not None or derived.lowers is not None:
         measured_parts += ", the compiler's clean-up entries (eliminates, lowers) whose evidence cites the record"
+    if derived.splits:
+        measured_parts += ", the splits entries whose evidence cites the record"
     text = (f"Calibrated with npu-gate profile calibrate on {evidence}, {record['sweep']} sweep "
             f"({len(record['points'])} points, record {record['record_name']}): {measured_parts} are what the "
             f"compiler did at the sweep points, each citing its family in the record.")
@@ -243,7 +247,7 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
     if extends:
         doc["extends"] = extends
     doc |= placement_part(derived.ops, derived.patterns, derived.rank_adapters)
-    for key, entries in (("eliminates", derived.eliminates), ("lowers", derived.lowers)):
+    for key, entries in (("eliminates", derived.eliminates), ("lowers", derived.lowers), ("splits", derived.splits)):
         if entries is not None:
             doc[key] = entries  # replaces the base's list: its entries not measured are carried in it
     return doc

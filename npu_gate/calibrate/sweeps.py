@@ -15,7 +15,10 @@ keeps them only when they predict every point. Kinds:
   whether the family's ``rule`` (an ``eliminates`` entry: op and condition) eliminates it; the
   points include near misses, where the condition does not hold;
 - ``lower``: whether the compiler ran node ``Point.node`` on the NPU as the op the family's
-  ``rule`` (a ``lowers`` entry) names.
+  ``rule`` (a ``lowers`` entry) names;
+- ``split``: whether the compiler ran node ``Point.node`` as ops on several devices (``pieces``),
+  against whether the family's ``rule`` (a ``splits`` entry) splits it; a family without a rule
+  only records (the Transpose alone).
 
 Unless a point says otherwise its input is x: float32 [1, 16, 32, 32] and the models use
 opset 17, which RKNN-Toolkit2 accepts (it refuses opsets above 19).
@@ -82,7 +85,7 @@ class Family:
     kind: str = OP
     pattern: str | None = None  # pattern families: the candidate pattern rule's name
     note: str | None = None  # what the sweep varies, or why the vocabulary cannot say more
-    rule: dict[str, Any] | None = None  # eliminate / lower families: the candidate entry (no evidence)
+    rule: dict[str, Any] | None = None  # eliminate / lower / split families: the candidate entry (no evidence)
 
     def node_of(self, point: Point) -> str:
         return point.node or self.op.lower()
@@ -774,6 +777,21 @@ def _gemm_head(t: int, c: int, n: int) -> Point:
     return Point(f"gemm-{t}x{c}-by-{c}x{n}", build, "gemm")
 
 
+def _split_rule(op: str, where: list[dict[str, Any]]) -> dict[str, Any]:
+    """The candidate ``splits`` entry of a wide-head family (no evidence: infer.py adds it when confirmed)."""
+    name = op.lower()
+    return {"id": f"{name}-wide-output-transpose-on-cpu", "op": op, "where": where,
+            "constraints": [{"id": f"{name}-output-features-max-8192",
+                             "any_of": [{"output": 0, "dim": {"axis": -1, "max": 8192}},
+                                        {"output": 0, "dim": {"axis": -2, "max": 1}}],
+                             "message": "RKNN runs it as a Conv, then transposes the [1, N, 1, T] result back on "
+                                        "the CPU (a Transpose with a dim above 8192)"}],
+            "pieces": [{"op": "Conv", "device": "npu"}, {"op": "Transpose", "device": "cpu"},
+                       {"op": "Reshape", "device": "npu"}],
+            "fix": "keep the nn.Linear's out_features at or below 8192, or split it into Linears of at most 8192 "
+                   "outputs concatenated after them, or run the head on the CPU deliberately"}
+
+
 def split_families() -> list[Family]:
     """MatMul and Gemm with a constant weight at N output features around 8192 (T and C varied),
     and the Transpose RKNN adds after them alone at the same shapes: which heads the compiler
@@ -789,9 +807,12 @@ def split_families() -> list[Family]:
                  for t in (1, 8, 40) for n in (8192, 8193)]
     transpose += [between(f"transpose-1x{n}x1x40-perm0321", "Transpose", [1, n, 1, 40], perm=[0, 3, 2, 1])
                   for n in (4096, 16384, 18385)]
-    return [Family("matmul-const-weight-wide-n", "MatMul", matmul, kind=SPLIT,
+    return [Family("matmul-const-weight-wide-n", "MatMul", matmul, kind=SPLIT, rule=_split_rule(
+                "MatMul", [{"id": "matmul-constant-weight", "input": 1, "constant": True, "rank": {"min": 2, "max": 2}},
+                           {"id": "matmul-output-rank-2-or-3", "output": 0, "rank": {"min": 2, "max": 3}}]),
                    note="[1, T, C] x [C, N] at N around 8192, T and C varied; the last three as the graph output"),
-            Family("gemm-const-weight-wide-n", "Gemm", gemm, kind=SPLIT,
+            Family("gemm-const-weight-wide-n", "Gemm", gemm, kind=SPLIT, rule=_split_rule(
+                "Gemm", [{"id": "gemm-constant-weight", "input": 1, "constant": True}]),
                    note="[T, C] x [N, C]^T + bias at N around 8192"),
             Family("transpose-wide-dim1-to-last", "Transpose", transpose, kind=SPLIT,
                    note="the Transpose the compiler adds after a wide head, [1, N, 1, T] -> [1, T, 1, N], alone")]

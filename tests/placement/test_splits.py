@@ -75,7 +75,8 @@ def test_a_matmul_head_above_8192_outputs_is_split_into_npu_cpu_npu_partitions(t
     assert found[0].fix is not None and "out_features at or below 8192" in found[0].fix
     assert (found[0].evidence, found[0].doc) == (
         "measured", "rknn-rk3588-splits.calibration.json#matmul-const-weight-wide-n")
-    assert fc.split["evidence"].startswith("measured by rknn-toolkit2 2.5.0 rk3588: sweep splits")
+    assert fc.split["evidence"].startswith("measured by rknn-toolkit2 2.5.0 rk3588: calibration "
+                                           "rknn-rk3588-splits.calibration.json#matmul-const-weight-wide-n, split at ")
     doc = result.to_dict()
     validate_result(doc)
     assert doc["schema_version"] == "1.10"
@@ -193,3 +194,22 @@ def test_the_memory_estimate_counts_a_split_nodes_weights_once(tmp_path: Path) -
     weights = {p.id: p.weight_bytes for p in result.partitions if p.device == "npu"}
     # the [8, 8193] weight in float16 padded to 64 bytes, plus the layout's 2048-byte overhead per partition
     assert weights == {0: 131136 + 2048, 2: 2048}
+
+
+def test_the_rknn_splits_entries_are_what_their_record_derives() -> None:
+    """The base profile's entries are copied from ``profile calibrate --from-record`` on the checked-in
+    splits record (docs/records/): re-derived here without the compiler, they cannot drift apart."""
+    from npu_gate.calibrate import derive_profile, record_json
+    from tests.helpers.common import REPO
+
+    path = REPO / "docs" / "records" / "rknn-rk3588-splits.calibration.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    doc, derived = derive_profile(record)
+    base = json.loads((REPO / "npu_gate" / "profiles" / "rknn-toolkit2-v2.1.json").read_text(encoding="utf-8"))
+    assert doc["splits"] == derived.splits == base["splits"]
+    assert {k: v["verdict"] for k, v in derived.verdicts.items()} == {
+        "splits MatMul matmul-wide-output-transpose-on-cpu": "confirmed",
+        "splits Gemm gemm-wide-output-transpose-on-cpu": "confirmed"}
+    assert derived.verdicts == record["verdicts"] and record_json(record) == path.read_text(encoding="utf-8")
+    assert (record["sweep"], record["timings"]["points"], record["compiler"]) == (
+        "splits", 40, {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"})
