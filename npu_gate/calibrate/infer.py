@@ -38,7 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, ELIMINATE, LOWER, OP, PATTERN, SPLIT, Family, Point, quant_request
+from npu_gate.calibrate.sweeps import (
+    ADAPTER,
+    CONTEXT,
+    ELIMINATE,
+    LOWER,
+    OP,
+    PATTERN,
+    SPLIT,
+    Family,
+    Point,
+    quant_request,
+)
 
 if TYPE_CHECKING:
     from npu_gate.result.types import GateResult
