@@ -3,7 +3,7 @@
 
     python bench/probe_agreement.py [--compiler rknn|qnn] [--venv .venv-rknn] [--profile demo] [--out DIR]
     python bench/probe_agreement.py --torchvision [--compiler rknn|qnn] [--venv .venv-rknn] [--out DIR]
-    python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv .venv-rknn] [--profile rknn-rk3588]
+    python bench/probe_agreement.py --onnx DIR [--compiler rknn|qnn] [--venv VENV] [--profile rknn-rk3588] [--out X]
     python bench/probe_agreement.py --onnx DIR --compiler qnn --quantize int8 [--venv .venv-qnn] [--profile qnn-htp]
     python bench/probe_agreement.py --memory [--torchvision] [--venv .venv-rknn] [--out DIR]
 
@@ -14,7 +14,9 @@ nodes where prediction and compiler agree under the strict rule (a node the comp
 but the profile placed on a device disagrees), whether the predicted NPU partitions equal the
 compiler's NPU segments, and, for a model the compiler refuses, whether the profile predicted
 that (a `compiler-will-refuse` finding); totals last. `--onnx DIR` does the same for every
-`*.onnx` in DIR (models exported elsewhere). Needs torch here and `npu-gate probe setup rknn`.
+`*.onnx` in DIR (models exported elsewhere: `bench/model_sets.py` rebuilds the sets of
+docs/rknn.md), each probe's JSON kept in `--out X` as `<model>.probe.json` (beside the model
+without `--out`). Needs torch here and `npu-gate probe setup rknn`.
 
 `--torchvision` does the same for real torchvision architectures (random init, `weights=None`:
 nothing is downloaded) at small input sizes, builds each once and compares the build with all
@@ -68,6 +70,8 @@ from npu_gate.pipeline import inspect_model  # noqa: E402
 from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
+from npu_gate.probe.base import QuantRequest  # noqa: E402
+from npu_gate.quantize.samples import model_input_specs, request_sets  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
 
 
@@ -80,7 +84,8 @@ def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:
 PROFILES = ("rknn-toolkit2-v2.1", "rknn-rk3588-fused", "rknn-rk3588")
 # per compiler: its target, the profiles --torchvision compares with, the default --profile
 COMPILERS = {"rknn": ("rk3588", PROFILES, "demo"), "qnn": ("htp", ("qnn-htp",), "qnn-htp"),
-             "ethos-u": ("ethos-u55-128", (), "rknn-rk3588")}
+             "ethos-u": ("ethos-u55-128", (), "rknn-rk3588"),
+             "fake": ("fake1", (), "demo")}  # npu_gate's test compiler: the bench's own tests
 
 
 class SegmentationOut(nn.Module):
@@ -163,17 +168,25 @@ def main() -> None:
                         help="the static memory estimate (profile rknn-rk3588) against the compiler's totals")
     parser.add_argument("--out", help="keep the exported models and probe JSON here")
     parser.add_argument("--onnx", metavar="DIR", help="the agreement table for every *.onnx in DIR, with --profile")
+    parser.add_argument("--keep-work", metavar="DIR",
+                        help="with --onnx: keep each probe's work folder (log, assignment, QDQ model) in DIR/<model>")
     parser.add_argument("--quantize", choices=["int8", "int16"],
                         help="qnn: quantize each float net to QDQ for the HTP first (npu-gate probe --quantize)")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="kill a compiler build after this long (default: the plug-in's, 600 s; as npu-gate "
+                             "probe --timeout)")
     args = parser.parse_args()
-    global COMPILER, QUANTIZE
-    COMPILER, QUANTIZE = args.compiler, args.quantize
+    global COMPILER, QUANTIZE, KEEP_WORK, TIMEOUT
+    COMPILER, QUANTIZE, TIMEOUT = args.compiler, args.quantize, args.timeout
+    if TIMEOUT is not None and not TIMEOUT > 0:
+        parser.error(f"--timeout: {args.timeout}: a positive number of seconds")
+    KEEP_WORK = Path(args.keep_work) if args.keep_work else None
     if QUANTIZE and (COMPILER != "qnn" or not args.onnx):
         parser.error("--quantize: --compiler qnn with --onnx DIR only")
     venv = Path(args.venv or ROOT / f".venv-{args.compiler}")
     profile = args.profile or COMPILERS[args.compiler][2]
     if args.onnx:
-        run_onnx(venv, profile, Path(args.onnx))
+        run_onnx(venv, profile, Path(args.onnx), Path(args.out) if args.out else None)
         return
     bench = run_torchvision if args.torchvision else run
     if args.memory:
@@ -196,6 +209,8 @@ def main() -> None:
 
 COMPILER = "rknn"  # --compiler
 QUANTIZE: str | None = None  # --quantize
+KEEP_WORK: Path | None = None  # --keep-work: each probe's work folder under it, by model name
+TIMEOUT: float | None = None  # --timeout (None: the plug-in's)
 
 
 def run(venv: Path, profile_name: str, out: Path) -> None:
@@ -208,16 +223,35 @@ def run(venv: Path, profile_name: str, out: Path) -> None:
     agreement_table(venv, profile_name, paths)
 
 
-def run_onnx(venv: Path, profile_name: str, folder: Path) -> None:
-    """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages)."""
-    agreement_table(venv, profile_name, sorted(folder.glob("*.onnx")))
+def run_onnx(venv: Path, profile_name: str, folder: Path, out: Path | None = None) -> None:
+    """Every ``*.onnx`` in ``folder`` (exported elsewhere: torchvision, public packages); each
+    probe's JSON goes to ``out`` (``--out``) as ``<model>.probe.json``, else beside the model."""
+    paths = sorted(folder.glob("*.onnx")) if folder.is_dir() else []
+    if not paths:
+        print(f"probe_agreement.py: --onnx {folder}: "
+              f"{'no *.onnx in it' if folder.is_dir() else 'no such folder'}", file=sys.stderr)
+        sys.exit(2)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    agreement_table(venv, profile_name, paths, out)
 
 
-def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
+def quant_request(path: Path) -> QuantRequest | None:
+    """``--quantize``'s request as ``npu-gate probe --quantize MODE`` makes it without sample files:
+    seeded synthetic calibration and hold-out rows in the model's input shapes."""
+    if QUANTIZE is None:
+        return None
+    samples = request_sets(model_input_specs(path, {}), None, None)
+    return QuantRequest(QUANTIZE, samples.calibration, samples.holdout, samples.calibration_synthetic,
+                        samples.holdout_synthetic)
+
+
+def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path | None = None) -> None:
     """One row per model, then the totals: node agreement under the strict rule (a node the
     compiler removed but the profile placed on a device disagrees), whether the predicted NPU
     partitions equal the compiler's NPU segments, and, for the builds the compiler refuses,
-    whether the profile predicted it (a compiler-will-refuse finding)."""
+    whether the profile predicted it (a compiler-will-refuse finding). Each probe's JSON is
+    written to ``out`` (None: beside its model) as ``<model>.probe.json``."""
     compiler = get_compiler(COMPILER)
     target = COMPILERS[COMPILER][0]
     profile = load_profile(profile_name)
@@ -232,8 +266,13 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path]) -> None:
         start = time.perf_counter()
         predicted = inspect_model(path, profile)
         refuses = any(f.rule == "compiler-will-refuse" for f in predicted.findings)
-        result = probe(path, compiler, target, compiler.python(venv), profile=profile, quantize=QUANTIZE)
-        path.with_suffix(".probe.json").write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
+        keep: dict[str, Any] = {"keep": KEEP_WORK / path.stem} if KEEP_WORK is not None else {}
+        if TIMEOUT is not None:
+            keep["timeout"] = TIMEOUT
+        result = probe(path, compiler, target, compiler.python(venv), profile=profile,
+                       quantization=quant_request(path), **keep)
+        kept = (out / path.name if out is not None else path).with_suffix(".probe.json")
+        kept.write_text(json.dumps(result.to_dict(), indent=2), encoding="utf-8")
         s = result.summary or {}
         if result.status != "ok":
             refused += 1

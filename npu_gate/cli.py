@@ -174,11 +174,12 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
     cal.add_argument("--sweep", default="standard",
-                     choices=["tiny", "standard", "standard-int8", "qdq", "ethos-u", "splits"],
+                     choices=["tiny", "standard", "standard-int8", "standard-einsum", "qdq", "ethos-u", "splits"],
                      help="which sweep (default: standard; tiny: 7 points, for quick checks; standard-int8: "
-                          "standard plus int8 builds; qdq: ops in float and quantized for QNN's HTP, uint8 and "
-                          "uint16; ethos-u: 17 torch points for --compiler ethos-u, which lowers PyTorch modules; "
-                          "splits: MatMul/Gemm heads and Transposes around 8192 that RKNN splits across NPU and CPU)")
+                          "standard plus int8 builds; standard-einsum: standard plus 22 Einsum equations; qdq: ops "
+                          "in float and quantized for QNN's HTP, uint8 and uint16; ethos-u: 17 torch points for "
+                          "--compiler ethos-u, which lowers PyTorch modules; splits: MatMul/Gemm heads and "
+                          "Transposes around 8192 that RKNN splits across NPU and CPU)")
     cal.add_argument("--name", help="profile name (default: the file name)")
     cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "
                                        "the rest stays its claim")
@@ -210,7 +211,8 @@ def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
               "                      [--quantize int8|int16|fp16|none [--calibration S.npz] [--holdout S.npz]]\n"
               "       npu-gate probe --factory MODULE:FUNCTION --compiler ethos-u --target T --inputs NAME:DIMS ...\n"
               "       npu-gate probe setup COMPILER VENV [--torch] [--force]",
-        epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed, 2 the probe could not run.")
+        epilog="Exit codes: 0 the compiler built the model, 1 compiler-failed (or quantization-failed: "
+               "the QNN QDQ preparation raised on the model), 2 the probe could not run.")
     probe.add_argument("model", metavar="MODEL.onnx", nargs="?",
                        help="the model, or `setup` to create a compiler venv")
     probe.add_argument("setup_args", nargs="*", metavar="COMPILER VENV", help=argparse.SUPPRESS)

@@ -200,8 +200,12 @@ def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, p
         built, preparation = probe_stage.cli_preparation(compiler.name, model, quantization,
                                                          keep if keep is not None else Path(tmp))
         prediction = _predict(built, profile, inputs)
-        result = probe(built, compiler, target, python, inputs=inputs, prediction=prediction,
-                       quantization=quantization, **options)
+        if probe_stage.failed(preparation):  # the quantizer refused the model: a result, the compiler not run
+            assert preparation is not None
+            result = probe_stage.unprepared(model, compiler, target, python, preparation, prediction, quantization)
+        else:
+            result = probe(built, compiler, target, python, inputs=inputs, prediction=prediction,
+                           quantization=quantization, **options)
     result.preparation = preparation
     if quantization is not None and quantization.integer and preparation is None:
         from npu_gate.stages import quantize as quantize_stage

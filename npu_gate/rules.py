@@ -196,6 +196,31 @@ RULES: dict[str, Rule] = {
             "the opset) or choose another target.",
         ),
         Rule(
+            "eliminated-changes-numerics",
+            WARNING,
+            "The target's compiler removes a node that is not an exact no-op for this model: the "
+            "build computes other numbers than the ONNX model.",
+            "The profile's `eliminates` (docs/target-profiles.md#eliminates) says the compiler drops "
+            "the node before it places anything, and the node is eliminated, but its output is not "
+            "exactly its input. A BatchNormalization whose scale, bias, mean and variance are 1, 0, 0 "
+            "and 1 (random-init torchvision nets have them) is removed as an identity whatever its "
+            "epsilon, yet it computes y = x / sqrt(1 + epsilon): with epsilon 0.1 the ONNX model's "
+            "output is 4.65 % below the build's. Measured with RKNN-Toolkit2 2.5.0 (rk3588, fp16, its "
+            "simulator against onnxruntime, docs/rknn.md): Relu -> BatchNormalization(1/0/0/1, "
+            "epsilon 0.1) -> Relu gave the onnxruntime output times 1.0488 (= sqrt(1.1)); a "
+            "BatchNormalization a Conv's output feeds alone is folded into the Conv with its epsilon "
+            "(`into-conv`, exact: no finding). The finding is given when the relative change "
+            "1 - 1/sqrt(1 + epsilon) is above 1e-3 (epsilon above about 2e-3; PyTorch's default 1e-5 "
+            "changes 5e-6): the targets compute in float16, whose rounding (2^-11 = 4.9e-4) hides "
+            "less than that. Fields: `node`, `op_type`, `constraint` `relative-change`, `actual` "
+            "{`epsilon`, `relative_change`}, `allowed` {`relative_change`: 0.001}, `evidence` the "
+            "profile's label, the message quoting the `eliminates` entry's own evidence, `doc` its "
+            "calibration record. Fix in PyTorch: keep "
+            "nn.BatchNorm2d's default eps=1e-5 (or below 2e-3), or fold the BatchNorm away before "
+            "export (into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval, "
+            "torch.ao.quantization.fuse_modules), or export trained weights.",
+        ),
+        Rule(
             "unchecked-condition",
             INFO,
             "Predicted on the NPU, but the profile's source states a condition npu_gate "
@@ -237,6 +262,21 @@ RULES: dict[str, Rule] = {
             "raised. The message says which.",
         ),
         Rule(
+            "standalone-qdq",
+            ERROR,
+            "A Q/DQ node onnxruntime puts in no QDQ unit, which the target runs on CPU: CPU fallback.",
+            "onnxruntime groups each op of a QDQ graph with its DequantizeLinear inputs and QuantizeLinear "
+            "outputs into one node unit, but its Conv and Gemm selectors form none when the bias "
+            "DequantizeLinear is not int32 (a bias quantized like an activation, e.g. through an exporter's "
+            "Identity of a shared initializer). The op then runs in float and each Q/DQ is a node of its own; "
+            "the profile's `standalone_qdq` entry (`constraint` is its id) says the target runs this one on "
+            "CPU, in the compiler's words when known (QNN's HTP: \"QNN EP does not support a standalone DQ "
+            "op with per-channel quantization\"). Give the op an int32 bias (quantize the float model with "
+            "its own bias initializers: npu-gate's QNN preparation folds Identity nodes of initializers "
+            "first), or quantize the weight per tensor.",
+            placement=True,
+        ),
+        Rule(
             "quantized-op-unsupported",
             ERROR,
             "A quantized unit's op runs in float on the target but not in its integer dtypes: CPU fallback.",
@@ -256,7 +296,13 @@ RULES: dict[str, Rule] = {
             "onnxruntime's static quantization (`quantize_static`, QDQ format) of the checked graph, "
             "or a run of the float or quantized model on the hold-out samples, raised; the message "
             "is the error in one line. The quantization gates (`min_output_sqnr_db`, "
-            "`min_output_cosine`) are then not measured and fail too. See docs/quantization.md.",
+            "`min_output_cosine`) are then not measured and fail too. See docs/quantization.md. "
+            "The QNN probe too (`npu-gate probe --compiler qnn --quantize int8|int16`, or a contract's "
+            "`target.probe` with `quantization`): when its QDQ preparation for the HTP "
+            "(`qnn_preprocess_model`, `get_qnn_qdq_config`, `quantize`) raises on the model, the "
+            "probe's status is failed with the quantizer's error line, the compiler is not run and "
+            "nothing of the quantized build is checked; `npu-gate probe` exits 1 (as for "
+            "`compiler-failed`), a contract's gate fails (docs/qnn.md).",
         ),
         Rule(
             "quantization-error",

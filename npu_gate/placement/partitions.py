@@ -12,6 +12,9 @@ The algorithm (documented in docs/partitioning.md):
    leave it and come back. Each segment is split into its connected components, which
    stay convex; each component is a partition.
 
+QDQ graphs: a standalone weight DQ on CPU (``early``) runs before the walk; a CPU unit's weight
+DQ joins the partition of its readers (``with_unit_sources``).
+
 A node the profile ``splits`` (``Placement.split``) takes part as a chain of its pieces, each
 on its own device: its inputs feed the first piece, each piece reads the one before, its
 readers read the last. A partition holds the node when it holds one of its pieces
@@ -45,25 +48,31 @@ def build_partitions(
     facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
 ) -> list[Partition]:
     device = [p.device for p in placements]
+    early = {i for i, p in enumerate(placements) if p.standalone is not None and p.device == CPU and not deps[i]}
+    unit_sources = {i for i, p in enumerate(placements) if p.qdq == "unit" and p.device == CPU and not deps[i]}
     split = {i: p.split["pieces"] for i, p in enumerate(placements) if p.split is not None and p.device == NPU}
-    if not split:
-        return partition_devices(device, deps)
     n = len(device)
-    deps = [list(d) for d in deps]
     owner: list[tuple[int, int]] = [(i, 0) for i in range(n)]  # expanded index -> (node, piece)
-    last: dict[int, int] = {}
-    for i, pieces in split.items():
-        device[i] = pieces[0]["device"]
-        previous = i
-        for k, piece in enumerate(pieces[1:], 1):
-            device.append(piece["device"])
-            deps.append([previous])
-            owner.append((i, k))
-            previous = len(device) - 1
-        last[i] = previous
-    deps[:n] = [[last.get(p, p) for p in d] for d in deps[:n]]  # a split node's readers read its last piece
+    if split:
+        deps = [list(d) for d in deps]
+        last: dict[int, int] = {}
+        for i, pieces in split.items():
+            device[i] = pieces[0]["device"]
+            previous = i
+            for k, piece in enumerate(pieces[1:], 1):
+                device.append(piece["device"])
+                deps.append([previous])
+                owner.append((i, k))
+                previous = len(device) - 1
+            last[i] = previous
+        deps[:n] = [[last.get(p, p) for p in d] for d in deps[:n]]  # a split node's readers read its last piece
+    parts = partition_devices(device, deps, early)
+    if unit_sources:
+        parts = with_unit_sources(parts, unit_sources, deps)
+    if not split:
+        return parts
     out = []
-    for part in partition_devices(device, deps):
+    for part in parts:
         nodes: dict[int, None] = {}
         held: dict[int, list[int]] = {}
         for k in part.nodes:
@@ -75,8 +84,43 @@ def build_partitions(
     return out
 
 
-def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partition]:
-    """Partitions of nodes given only their devices (npu / cpu / folded / eliminated) and dependencies."""
+def with_unit_sources(parts: list[Partition], sources: set[int], deps: list[list[int]]) -> list[Partition]:
+    """``parts`` with each partition made only of QDQ-unit nodes that read no node (a CPU unit's weight
+    DequantizeLinear: placement/qdq.py) joined to the partition of the nodes reading them, when those
+    are all in one partition of the same device: the walk takes such a source with the first CPU
+    segment, but it runs with its unit, where it is read."""
+    where = {i: part.id for part in parts for i in part.nodes}
+    readers: dict[int, set[int]] = {}
+    for i, d in enumerate(deps):
+        for p in d:
+            if p in sources and i in where:
+                readers.setdefault(p, set()).add(where[i])
+    moved: dict[int, int] = {}  # partition id -> the partition it joins
+    for part in parts:
+        if not part.nodes or not all(i in sources for i in part.nodes):
+            continue
+        targets = set().union(*(readers.get(i, set()) for i in part.nodes)) - {part.id}
+        if len(targets) == 1 and parts[next(iter(targets))].device == part.device:
+            moved[part.id] = next(iter(targets))
+    if not moved:
+        return parts
+    order = {i: k for k, i in enumerate(sorted(where))}  # model order stands in for execution order
+    out: list[Partition] = []
+    for part in parts:
+        if part.id in moved:
+            continue
+        nodes = list(part.nodes)
+        extra = [i for q, t in moved.items() if t == part.id for i in parts[q].nodes]
+        if extra:
+            nodes = sorted(extra, key=order.__getitem__) + nodes
+        out.append(Partition(len(out), part.device, nodes))
+    return out
+
+
+def partition_devices(device: list[str], deps: list[list[int]], early: set[int] | None = None) -> list[Partition]:
+    """Partitions of nodes given only their devices (npu / cpu / folded / eliminated) and dependencies.
+    ``early``: CPU nodes reading no node that run before everything else (a standalone weight
+    DequantizeLinear: placement/qdq.py), so that they do not cut the NPU work reading them."""
     if ELIMINATED in device:
         deps = bridged(device, deps)
     active = [d not in (FOLDED, ELIMINATED) for d in device]
@@ -89,14 +133,22 @@ def partition_devices(device: list[str], deps: list[list[int]]) -> list[Partitio
             if active[p]:
                 indegree[i] += 1
                 consumers[p].append(i)
+    first = sorted(i for i in early or () if active[i] and indegree[i] == 0 and device[i] == CPU)
     ready: dict[str, list[int]] = {NPU: [], CPU: []}
     for i, is_active in enumerate(active):
-        if is_active and indegree[i] == 0:
+        if is_active and indegree[i] == 0 and i not in first:
             ready[device[i]].append(i)
+    segments: list[tuple[str, list[int]]] = []
+    if first:
+        segments.append((CPU, first))
+        for i in first:
+            for c in consumers[i]:
+                indegree[c] -= 1
+                if indegree[c] == 0:
+                    ready[device[c]].append(c)
     for heap in ready.values():
         heapq.heapify(heap)
 
-    segments: list[tuple[str, list[int]]] = []
     while ready[NPU] or ready[CPU]:
         current = NPU if ready[NPU] else CPU
         segment: list[int] = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
-from npu_gate.placement.qdq import adapter_unit, integer_tensors, node_units
+from npu_gate.placement.qdq import DEQUANTIZE, adapter_unit, integer_tensors, node_units, standalone_entry
 from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.target.constraints import Failure, ValueOf, evaluate, unchecked
 from npu_gate.target.limits import node_failures
@@ -43,6 +43,8 @@ class Placement:
     quantized: str | None = None
     # A profile ``splits`` entry matched: {id, pieces: [{op, device}], reasons, evidence, fix?, doc?}
     split: dict[str, Any] | None = None
+    # A Q/DQ node in no QDQ unit placed by the profile's ``standalone_qdq`` entry: {id, why, message, evidence}
+    standalone: dict[str, Any] | None = None
 
 
 def place_in_scope(
@@ -144,6 +146,24 @@ def place_all(
             reason = (f"quantization of {facts.nodes[op].name} ({facts.nodes[op].op_type}), placed with it"
                       if kind == "unit" else f"I/O {kind} of {facts.nodes[op].name}, placed with it")
             out[index] = Placement(out[op].device, [reason], qdq=kind)
+        for index in sorted(set(units.member_of) & folded):
+            # a weight's DQ folds into the static tensor of an op on the NPU; the DQ of an op on CPU
+            # runs there (onnxruntime does not fold DequantizeLinear nodes)
+            op = units.member_of[index]
+            if facts.nodes[index].op_type == DEQUANTIZE and out[op].device == CPU:
+                node = facts.nodes[op]
+                out[index] = Placement(CPU, [f"weight quantization of {node.name} ({node.op_type}), on CPU with it"],
+                                       qdq="unit")
+        for index, alone in units.standalone.items():
+            node = facts.nodes[index]
+            entry = standalone_entry(profile.standalone_qdq, alone, node.op_type, weight=index in folded)
+            if entry is None:
+                continue  # the profile says nothing: placed as a node of its own (a weight's DQ folds)
+            why = f"no QDQ unit: {alone.why}"
+            reason = f"{why}: {entry['message']}" if entry.get("message") else why
+            out[index] = Placement(entry["device"], [reason],
+                                   standalone={"id": entry["id"], "why": why, "message": entry.get("message"),
+                                               "evidence": entry["evidence"]})
     return out
 
 

@@ -85,14 +85,15 @@ class QnnCompiler(Compiler):
         except (OSError, ValueError):
             return out
         qdq = response.get("qdq") or {}
+        units = parse_units(run.log) if qdq else []
         out.rows = assignment_rows(subgraphs, response.get("order") or [], response.get("unnamed") or {},
-                                   set(qdq.get("weight_dq") or []))
+                                   set(qdq.get("weight_dq") or []) - standalone_dqs(units))
         out.rewrites = ort_fusions(out.rows, response.get("order") or [], response.get("readers") or {})
         graph_io = response.get("graph_io") or {}
         out.io_adapters = {r.full_name: [(side, tensor) for side, tensor in graph_io[r.full_name]]
                            for r in out.rows if r.target == CPU and r.full_name in graph_io}
         if qdq:
-            mapped = map_recreated_dq(parse_units(run.log), out.rows, response.get("order") or [], qdq, graph_io)
+            mapped = map_recreated_dq(units, out.rows, response.get("order") or [], qdq, graph_io)
             out.rewrites += mapped.rewrites
             out.unmapped = mapped.unmapped
             out.io_adapters.update(mapped.adapters)
@@ -131,9 +132,11 @@ def qdq_facts(graph: Any, weights: set[str]) -> dict[str, Any]:
     nodes (they read initializers, or tensors computed from them alone, only) and, per node, the
     activation DequantizeLinear nodes it reads (npu_gate's names)."""
     nodes = [(display_name(n, i), n) for i, n in enumerate(graph.node)]
-    constant = set(weights)  # tensors computed from weights alone (an exporter's Identity of a weight)
+    # tensors computed from weights alone (an exporter's Identity of a weight, and the DQ -> Identity -> Q
+    # the quantizer writes around it: onnxruntime folds those before the EP sees them)
+    constant = set(weights)
     for _, n in nodes:
-        if n.op_type != "DequantizeLinear" and all(not t or t in constant for t in n.input):
+        if all(not t or t in constant for t in n.input):
             constant.update(n.output)
     weight_dq = [name for name, n in nodes
                  if n.op_type == "DequantizeLinear" and all(not t or t in constant for t in n.input)]
@@ -292,6 +295,15 @@ def parse_units(lines: list[str]) -> list[Unit]:
     return units
 
 
+def standalone_dqs(units: list[Unit]) -> set[str]:
+    """The model's DequantizeLinear nodes the EP validated as a unit of their own (onnxruntime formed
+    no QDQ unit with their reader, e.g. a Conv whose bias is not int32). A weight's DQ alone is a
+    QNN ``Dequantize`` op of a static tensor on the HTP (or refused: "standalone DQ op with
+    per-channel quantization"), not a tensor folded into its reader."""
+    return {dq_original(name) for unit in units if unit.op_type == "DequantizeLinear" and len(unit.nodes) == 1
+            for op, name in unit.nodes if op == "DequantizeLinear"}
+
+
 def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq: dict[str, Any],
                      graph_io: dict[str, list[list[str]]]) -> DqMapping:
     """Tie the DequantizeLinear nodes the EP's layout pass re-creates under new names
@@ -301,8 +313,10 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
     re-created for that unit: a DQ there with no name of the model's is its new form when the unit
     has exactly one such DQ and the node exactly one such missing DQ input: a rewrite
     ``QnnLayoutTransform`` (original -> new). When the unit holds re-created DQs but not one for
-    one, the missing DQs that are nowhere in the assignment are ``unmapped`` (never guessed); a
-    unit with no re-created DQ leaves them as they are (folded when nowhere). A shared DQ can so
+    one, the missing DQs that are nowhere in the assignment are ``unmapped`` (never guessed), and
+    so are those of a node that is alone in its unit when the log holds re-created DQs alone in theirs
+    (onnxruntime formed no QDQ unit around the node); a unit with no re-created DQ leaves them as
+    they are (folded when nowhere). A shared DQ can so
     stand for several assigned DQs (its ``/duplicated`` copy, a re-created one). A re-created DQ
     refused with "not take DQ nodes that generate a graph output" is the output's I/O adapter when
     the model has exactly one graph-output DQ that is not on CPU (the one it replaced).
@@ -312,6 +326,8 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
     dq_inputs: dict[str, list[str]] = qdq.get("dq_inputs") or {}
     weight_dq = set(qdq.get("weight_dq") or [])
     unit_of = {original_name(name): unit for unit in units for _, name in unit.nodes}
+    recreated_alone = any(unit.op_type == "DequantizeLinear" and len(unit.nodes) == 1
+                          and dq_original(unit.nodes[0][1]) not in known for unit in units)
     rewrites, unmapped = [], []
     claimed: set[str] = set()
     for node, dqs in dq_inputs.items():
@@ -327,7 +343,9 @@ def map_recreated_dq(units: list[Unit], rows: list[OpRow], order: list[str], qdq
         if len(new) == 1 and len(missing) == 1:
             rewrites.append(Rewrite(rule=LAYOUT_RULE, removed=missing, added=new))
             claimed.add(new[0])
-        elif new:
+        elif new or (len(unit.nodes) == 1 and recreated_alone):
+            # no unit around the node (it is its unit's only node): the layout pass re-created its
+            # DQs as units of their own, which the log does not tie to it
             unmapped += [d for d in missing if d not in present and d not in unmapped]
     on_cpu = {r.full_name for r in rows if r.target == CPU}
     outputs = [tensor for name, edges in graph_io.items() if name not in on_cpu

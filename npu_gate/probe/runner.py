@@ -157,12 +157,7 @@ def probe(
         raise GateError(f"{model}: no such model file")
     if quantization is not None:
         compiler.check_quant_mode(quantization.mode)
-    if not python.exists() and venv_key is not None:
-        raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
-                        f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
-    if not python.exists():
-        raise GateError(f"{python}: no {compiler.product} environment there; create one with "
-                        f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
+    check_python(compiler, python, venv_key)
     start = time.perf_counter()
     if prediction is not None:
         _check_inputs(model, prediction.inputs, inputs or {})
@@ -208,6 +203,42 @@ def probe(
     result.timings = {"predict_s": round(prediction.timings.get("total_s", 0.0), 3) if prediction else 0.0,
                       "compiler_s": round(sum(a.seconds for _, _, a in runs), 3),
                       "total_s": round(time.perf_counter() - start, 3), **result.timings}
+    return result
+
+
+def check_python(compiler: Compiler, python: Path, venv_key: str | None = None) -> None:
+    """The compiler's venv Python must exist (exit 2 naming ``venv_key``, else ``--venv``)."""
+    if not python.exists() and venv_key is not None:
+        raise GateError(f"{venv_key}: no {compiler.product} environment there (no {python}); create it with "
+                        f"`npu-gate probe setup {compiler.name} {python.parent.parent}`")
+    if not python.exists():
+        raise GateError(f"{python}: no {compiler.product} environment there; create one with "
+                        f"`npu-gate probe setup {compiler.name} VENV` and pass --venv VENV")
+
+
+def not_built(model: Path, compiler: Compiler, target: str, python: Path, rule: str, error: str, message: str, *,
+              prediction: GateResult | None = None, quantization: QuantRequest | None = None,
+              venv_key: str | None = None) -> ProbeResult:
+    """A probe that stopped before the compiler ran, on the user's model (QNN: its QDQ preparation
+    raised): status failed with ``error``, one ``rule`` finding (an error) saying ``message``, the
+    prediction's nodes with no actual placement, an empty summary (nothing was compared) and no
+    attempt. The venv is checked as ``probe`` checks it (a missing one is exit 2, not a result)."""
+    check_python(compiler, python, venv_key)
+    result = ProbeResult(
+        model={"path": model.name, "sha256": prediction.model.get("sha256") if prediction else None},
+        compiler={"name": compiler.product, "version": compiler.installed_version(python.parent.parent),
+                  "target": target, "plugin": compiler.name},
+        status=FAILED, predicted_with=_predicted_with(prediction), error=error,
+        nodes=[ProbeNode(name=n.name, op_type=n.op_type, predicted=n.placement, actual=None)
+               for n in (prediction.nodes if prediction else [])],
+        findings=[{"rule": rule, "severity": "error", "message": message}],
+        log=[f"npu-gate: {message}"],
+    )
+    if quantization is not None:
+        result.quantization = {**quantization.describe(), "accuracy": None}
+    result.timings = {"predict_s": round(prediction.timings.get("total_s", 0.0), 3) if prediction else 0.0,
+                      "compiler_s": 0.0}
+    result.timings["total_s"] = result.timings["predict_s"]
     return result
 
 
@@ -316,7 +347,7 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     if output.backend:
         result.compiler["backend"] = output.backend
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
-    # a node the profile splits is predicted "split" (probe-1.5): it agrees with a compiler split
+    # a node the profile splits is predicted "split" (probe-1.6): it agrees with a compiler split
     predicted = {n.name: SPLIT if n.split is not None else n.placement
                  for n in predicted_result.nodes} if predicted_result else {}
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did

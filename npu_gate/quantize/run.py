@@ -38,8 +38,12 @@ class OutputAccuracy:
     max_abs_err: float
     cosine: float
     sqnr_db: float
+    # the float or the quantized output holds NaN on the hold-out rows: no figure is a number
+    nan: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        if self.nan:  # 1.10: written as null with "nan": true (the gates fail it; null sqnr_db alone means no noise)
+            return {"output": self.output, "max_abs_err": None, "cosine": None, "sqnr_db": None, "nan": True}
         return {"output": self.output, "max_abs_err": self.max_abs_err, "cosine": self.cosine,
                 "sqnr_db": json_db(self.sqnr_db)}
 
@@ -157,6 +161,9 @@ def output_accuracy(float_path: Path, quant_path: Path, holdout: Rows) -> list[O
     for k, name in enumerate(names):
         a = np.concatenate([np.asarray(r[k], dtype=np.float64).ravel() for r in ref])
         b = np.concatenate([np.asarray(g[k], dtype=np.float64).ravel() for g in got])
+        if np.isnan(a).any() or np.isnan(b).any():
+            out.append(OutputAccuracy(name, math.nan, math.nan, math.nan, nan=True))
+            continue
         out.append(OutputAccuracy(name, float(np.max(np.abs(a - b))) if a.size else 0.0, cosine(a, b), sqnr_db(a, b)))
     return out
 

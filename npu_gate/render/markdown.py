@@ -342,7 +342,8 @@ def _quantization(result: GateResult) -> str:
         text += (f"\n\nThe quantized graph, {placed['evidence']}: {placed['npu_nodes']} NPU and {placed['cpu_nodes']} "
                  f"CPU nodes in {placed['npu_partitions']} NPU partition(s); its {placed['qdq_nodes']} Q/DQ nodes are "
                  "placed with their ops (QDQ units), not counted as nodes.")
-    rows = [[md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
+    rows = [[md_code(o["output"]), "NaN", "NaN", "NaN (the output holds NaN)"] if o.get("nan") else
+            [md_code(o["output"]), number(o["max_abs_err"]), f"{o['cosine']:.6f}", _db(o["sqnr_db"])]
             for o in q["outputs"]]
     text += "\n\n" + table(["output", "max abs err", "cosine", "SQNR dB"], rows)
     if "metric" in q:

@@ -16,8 +16,9 @@ def text(result: ProbeResult) -> str:
     c = result.compiler
     lines = [f"npu-gate probe: {term(result.model['path'])}: {c['name']} {term(c.get('version') or '?')} "
              f"{term(c['target'])}: {result.status.upper()}"]
-    if result.error:
-        lines.append(f"  error compiler-failed: {term(result.error)}")
+    if result.error:  # the failure's rule: compiler-failed, or quantization-failed (the compiler did not run)
+        rule = next((f["rule"] for f in result.findings if f["severity"] == "error"), "compiler-failed")
+        lines.append(f"  error {rule}: {term(result.error)}")
     if result.preparation:
         lines.append(f"  prepared: {term(preparation_text(result.preparation))}")
     s = result.summary
@@ -53,6 +54,8 @@ def text(result: ProbeResult) -> str:
 def preparation_text(preparation: dict[str, Any]) -> str:
     """How the model the compiler built was prepared, in one line (our words and figures only)."""
     p = preparation
+    if p.get("error"):  # the quantizer raised: nothing was prepared
+        return f"{p['method']} {p.get('mode', '')}: failed: {p['error']}"
     if p["method"] != "qnn-qdq":
         return f"{p['method']}: {p.get('reason', '')}"
     calibration = p.get("calibration") or {}
@@ -303,8 +306,9 @@ def quantization_text(q: dict[str, Any], esc: Callable[[str], str]) -> list[str]
         if ort.get("error"):
             lines.append(f"onnxruntime: {esc(ort['error'])}")
         for o in ort.get("outputs", []):
-            lines.append(f"{esc(ort['evidence'])}: output {esc(o['output'])} SQNR {_db(o['sqnr_db'])}, "
-                         f"cosine {_num(o['cosine'])}")
+            figures = "holds NaN (no figure)" if o.get("nan") else \
+                f"SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}"
+            lines.append(f"{esc(ort['evidence'])}: output {esc(o['output'])} {figures}")
     return lines
 
 
@@ -317,8 +321,9 @@ def quantization_markdown(q: dict[str, Any], heading: str = "###") -> str:
     accuracy, ort = q.get("accuracy"), q.get("onnxruntime")
     if ort:
         for o in ort.get("outputs", []):
-            parts.append(f"Output {md_code(o['output'])}: SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}, "
-                         f"max abs error {o['max_abs_err']:.4g} ({md(ort['evidence'])}).")
+            figures = "holds NaN, no figure" if o.get("nan") else \
+                f"SQNR {_db(o['sqnr_db'])}, cosine {_num(o['cosine'])}, max abs error {o['max_abs_err']:.4g}"
+            parts.append(f"Output {md_code(o['output'])}: {figures} ({md(ort['evidence'])}).")
         if ort.get("error"):
             parts.append(f"onnxruntime: {md(ort['error'])}.")
     if accuracy:

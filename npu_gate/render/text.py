@@ -125,9 +125,13 @@ def _quantization_line(result: GateResult) -> str:
                  f"{placed['qdq_nodes']} Q/DQ with their ops")
     if not q["outputs"]:
         return line + ": not measured"
-    worst = min(q["outputs"], key=lambda o: math.inf if o["sqnr_db"] is None else o["sqnr_db"])
-    db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.1f} dB"
-    line += f": output {term(worst['output'])} {db}, cosine {worst['cosine']:.4f}"
+    worst = min(q["outputs"], key=lambda o: -math.inf if o.get("nan") else math.inf if o["sqnr_db"] is None
+                else o["sqnr_db"])
+    if worst.get("nan"):
+        line += f": output {term(worst['output'])} holds NaN (no figure)"
+    else:
+        db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.1f} dB"
+        line += f": output {term(worst['output'])} {db}, cosine {worst['cosine']:.4f}"
     if "metric" in q:
         line += f"; metric float vs {q['mode']}: {metric_values(q['metric'], term)}"
     return line

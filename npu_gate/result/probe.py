@@ -55,7 +55,7 @@ class Rewrite:
 class ProbeNode:
     name: str
     op_type: str
-    # npu | cpu | folded | eliminated | split (probe-1.5: a profile ``splits`` entry matched) from
+    # npu | cpu | folded | eliminated | split (probe-1.6: a profile ``splits`` entry matched) from
     # npu_gate's own analysis; None if it did not run
     predicted: str | None
     actual: str | None  # one of ACTUALS; None when the compiler did not build
@@ -195,6 +195,7 @@ class ProbeResult:
 # 1.3: nodes[].reason and nodes[].adapter, compiler.backend (QNN); estimates (the compiler's own),
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
 #      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation);
-# 1.5: predicted "split" (a profile ``splits`` entry: the node runs as pieces on NPU and CPU; it
+# 1.5: findings[].rule quantization-failed and preparation.error (the preparation raised: no compiler run)
+# 1.6: predicted "split" (a profile ``splits`` entry: the node runs as pieces on NPU and CPU; it
 #      agrees with a node the compiler split), the predicted partitions counted over the pieces
-PROBE_SCHEMA_VERSION = "probe-1.5"
+PROBE_SCHEMA_VERSION = "probe-1.6"

@@ -32,10 +32,10 @@ from npu_gate.rules import RULES
 #      and stages.probe.quantization (a contract quantization built by the real compiler: its
 #      request and the compiler's per-layer accuracy, as in a probe-1.4 result)
 #      and stages.probe.preparation (how the model the compiler built was prepared: QNN's QDQ preparation)
-# 1.10: optional nodes[].split (a profile ``splits`` entry matched: the node runs on the NPU as
+# 1.11: optional nodes[].split (a profile ``splits`` entry matched: the node runs on the NPU as
 #      pieces on several devices, partitions counted over them; docs/target-profiles.md#splits),
 #      boundaries[].tensor ``<output>@<k>`` between two of its pieces; rule npu-node-split
-SCHEMA_VERSION = "1.10"
+SCHEMA_VERSION = "1.11"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of
@@ -243,6 +243,9 @@ class Finding:
     cause: list[str] | None = None
 
     partition: int | None = None  # the partition it is about (memory-budget, memory gates)
+    # 1.10: a profile entry's own evidence in full (``measured: <compiler> <version> <target>, probe case ...``
+    # or a document with its URL and date) beside ``evidence``, the schema's label of it
+    evidence_detail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "severity": self.severity, "message": self.message}
@@ -252,13 +255,25 @@ class Finding:
         if self.constraint is not None:
             out["actual"] = self.actual
             out["allowed"] = self.allowed
-        for key in ("doc", "evidence", "fix"):
+        for key in ("doc", "evidence", "evidence_detail", "fix"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["waived"] = self.waived
         if self.waiver_reason is not None:
             out["waiver_reason"] = self.waiver_reason
         return out
+
+
+def evidence_label(text: str, default: str) -> str:
+    """The result schema's evidence label of a profile entry's own evidence text: ``measured`` for a
+    measurement (``measured: rknn-toolkit2 2.5.0 rk3588, ...``, ``measured by ...``),
+    ``vendor-documentation`` for a transcribed document, else ``default`` (the profile's label)."""
+    head = text.strip().lower()
+    if head.startswith("measured"):
+        return "measured"
+    if head.startswith(("vendor", "transcribed")):
+        return "vendor-documentation"
+    return default
 
 
 def make_finding(rule_id: str, message: str, *, severity: str | None = None, **where: Any) -> Finding:
@@ -285,7 +300,7 @@ class NodeResult:
     # where the node came from in the user's PyTorch code (graph.source.Source); None: unknown
     source: dict[str, Any] | None = None
     stable_key: str | None = None  # module_path/OpType#n: survives a re-export (graph.source)
-    # 1.10: {id, pieces: [{op, device}], reasons, evidence, fix?, doc?}: a profile ``splits`` entry
+    # 1.11: {id, pieces: [{op, device}], reasons, evidence, fix?, doc?}: a profile ``splits`` entry
     # matched; placement stays npu, the node's pieces run on the devices they name
     split: dict[str, Any] | None = None
 

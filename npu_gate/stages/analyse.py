@@ -34,7 +34,7 @@ from npu_gate.graph.symbols import input_symbols
 from npu_gate.placement import fusions as patterns
 from npu_gate.placement import memory as memlib
 from npu_gate.placement.adapters import graph_adapters
-from npu_gate.placement.eliminate import eliminate
+from npu_gate.placement.eliminate import NUMERICS_THRESHOLD, NumericChange, eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.placement.refusals import Refusal, refusals
@@ -53,6 +53,7 @@ from npu_gate.result.types import (
     PartitionResult,
     RankAdapter,
     TensorEntry,
+    evidence_label,
     make_finding,
 )
 from npu_gate.rules import ERROR, INFO, WARNING
@@ -94,6 +95,7 @@ class Analysis:
     memory_budget: dict[str, Any] | None = None  # the profile's ``memory``
     refusals: list[Refusal] = field(default_factory=list)  # the profile's ``refuses`` that match
     folded: set[int] = field(default_factory=set)  # indices of the nodes that fold (the quantization stage's)
+    numeric_changes: list[NumericChange] = field(default_factory=list)  # eliminated, not exact no-ops
 
 
 def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInfo]:
@@ -170,7 +172,8 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     values = shape_values.ConstantValues(inferred, facts.nodes, facts.tensors, folded, budget, facts.initializers)
     placements = place_all(facts, settings.profile, folded, constants, layouts, values)
     fusions = patterns.fuse(inferred, facts, settings.profile, placements, folded, constants, layouts)
-    eliminate(facts, settings.profile.eliminates, placements, inferred)  # partitions are counted after it
+    changes: list[NumericChange] = []
+    eliminate(facts, settings.profile.eliminates, placements, inferred, changes)  # partitions are counted after it
     scoped = collect_subgraph_nodes(inferred, facts, constants)
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
@@ -244,7 +247,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         dynamic_severity=WARNING if settings.gates.allow_dynamic_shapes else ERROR,
         evidence=settings.profile.evidence, fold_skips=budget.skips, order=order, memory=memory,
         memory_budget=settings.profile.memory, refusals=refusals(facts, settings.profile.refuses, folded),
-        folded=set(folded),
+        folded=set(folded), numeric_changes=changes,
     )
 
 
@@ -268,7 +271,9 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     if a.opset_limit is not None and not _opset_refused(a):
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
     out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
-                         constraint=r.id, evidence=r.evidence) for r in a.refusals]
+                         constraint=r.id, evidence=evidence_label(r.evidence, a.evidence),
+                         evidence_detail=r.evidence) for r in a.refusals]
+    out += [_numeric_change_finding(c, a.evidence) for c in a.numeric_changes]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
@@ -286,7 +291,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
 
 def _split_finding(node: graphlib.NodeFacts, placement: Placement, evidence: str) -> Finding:
     """``npu-node-split``: a node on the NPU the profile's ``splits`` says the compiler runs as pieces;
-    ``evidence``: the profile's (the entry's own is in the node's ``split``, its record in ``doc``)."""
+    ``evidence``: the profile's label (the entry's own in ``evidence_detail``, its record in ``doc``)."""
     split = placement.split
     assert split is not None
     pieces = " -> ".join(f"{p['op']} ({p['device'].upper()})" for p in split["pieces"])
@@ -295,7 +300,24 @@ def _split_finding(node: graphlib.NodeFacts, placement: Placement, evidence: str
                f"{cpu} CPU piece(s) inside one node, its output crossing between devices")
     return make_finding("npu-node-split", message, node=node.name, op_type=node.key, constraint=split["id"],
                         actual=[p["device"] for p in split["pieces"]], allowed="one device",
-                        evidence=evidence, doc=split.get("doc"), fix=split.get("fix"))
+                        evidence=evidence, evidence_detail=split["evidence"], doc=split.get("doc"),
+                        fix=split.get("fix"))
+
+
+def _numeric_change_finding(c: NumericChange, evidence: str) -> Finding:
+    """``eliminated-changes-numerics``: the compiler removes ``c.node`` though it is no exact no-op;
+    ``evidence``: the profile's label (the entry's own evidence is in the message, its record in ``doc``)."""
+    message = (f"the compiler removes this BatchNormalization as an identity (scale 1, bias 0, mean 0, variance 1, "
+               f"profile eliminates {c.when}), but its epsilon {c.epsilon:g} makes it y = x / sqrt(1 + {c.epsilon:g}): "
+               f"the ONNX model's output is {100 * c.relative_change:.3g} % below the build's "
+               f"(relative change above {NUMERICS_THRESHOLD:g}); the elimination: {c.evidence}")
+    fix = ("keep nn.BatchNorm2d's default eps=1e-5 (any eps below 2e-3), or fold the BatchNorm away before export "
+           "(into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval), or export trained weights")
+    return make_finding("eliminated-changes-numerics", message, node=c.node, op_type=c.op_type,
+                        constraint="relative-change",
+                        actual={"epsilon": c.epsilon, "relative_change": round(c.relative_change, 6)},
+                        allowed={"relative_change": NUMERICS_THRESHOLD}, evidence=evidence_label(c.evidence, evidence),
+                        evidence_detail=c.evidence, doc=c.doc, fix=fix)
 
 
 def _opset_refused(a: Analysis) -> bool:
@@ -488,6 +510,11 @@ def _placement_findings(
             out.append(_failure_finding("quantized-op-unsupported", f"{key} has no {placement.quantized} kernel on "
                                         f"the target ({why}){note}", first, evidence, severity=severity,
                                         node=name, op_type=key))
+            continue
+        if placement.standalone is not None:  # a Q/DQ node in no unit the profile puts on CPU
+            alone = placement.standalone
+            out.append(make_finding("standalone-qdq", "; ".join(placement.reasons) + note, severity=severity,
+                                    node=name, op_type=key, constraint=alone["id"], evidence=alone["evidence"]))
             continue
         if placement.qdq is not None:
             continue  # a Q/DQ node is judged with its unit's op

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.spec import Contract, Quantization
-from npu_gate.errors import GateError
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import Measured
@@ -25,7 +24,7 @@ QDQ_MODEL = "qnn-qdq.onnx"  # the QDQ model the QNN probe built, in its work fol
 if TYPE_CHECKING:
     import numpy as np
 
-    from npu_gate.probe.base import QuantRequest
+    from npu_gate.probe.base import Compiler, QuantRequest
 
 
 @dataclass
@@ -74,11 +73,17 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
                 prediction = _placed(model, settings, result)
             if keep is not None and model != onnx_path:
                 shutil.copyfile(model, keep.folder / QDQ_MODEL)
-        measured = probe(model, compiler, spec.target, compiler.python(venv), prediction=prediction,
-                         inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
-                         options=options or None, venv_key=f"{contract.path}: target.probe.venv: {given}",
-                         target_key=f"{contract.path}: target.probe.target {spec.target}",
-                         quantization=quantization)
+        venv_key = f"{contract.path}: target.probe.venv: {given}"
+        if failed(preparation):
+            assert preparation is not None
+            measured = unprepared(onnx_path, compiler, spec.target, compiler.python(venv), preparation, prediction,
+                                  quantization, venv_key)
+        else:
+            measured = probe(model, compiler, spec.target, compiler.python(venv), prediction=prediction,
+                             inputs={s.name: list(s.shape) for s in contract.inputs}, timeout=limit,
+                             options=options or None, venv_key=venv_key,
+                             target_key=f"{contract.path}: target.probe.target {spec.target}",
+                             quantization=quantization)
     measured.preparation = preparation
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
@@ -140,7 +145,9 @@ def prepare(compiler: str, model: Path, quantization: Quantization | None,
     QNN: a model holding Q/DQ (or QOperator) ops is built as it is; a float one with
     ``quantization`` mode int8/int16 is quantized first for the HTP (``quantize/qnn.py``, the
     ``calibration`` rows) into ``folder``/qnn-qdq.onnx; else it is built in fp16. Other compilers:
-    the model as it is, no preparation said. A quantizer that raises is a GateError (exit 2)."""
+    the model as it is, no preparation said. A quantizer that raises on the model is a result, not
+    an error: the model itself comes back with the preparation's ``error`` (``failed``), and the
+    probe reports it (``unprepared``) without running the compiler."""
     if compiler != "qnn":
         return model, None
     import onnx
@@ -162,7 +169,9 @@ def prepare(compiler: str, model: Path, quantization: Quantization | None,
         try:
             info = qnn.prepare(model, out, calibration, quantization)
         except QuantizationFailed as exc:
-            raise GateError(f"{model.name}: QNN QDQ preparation failed: {exc}") from None
+            out, info = model, {"method": "qnn-qdq", "mode": quantization.mode, "activations": quantization.activations,
+                                "weights": quantization.weights, "per_channel": quantization.per_channel,
+                                "calibration_method": quantization.method, "error": str(exc)}
         info["calibration"] = {"samples": len(calibration), "synthetic": synthetic}
     (folder / PREPARATION).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return out, info
@@ -183,6 +192,28 @@ def cli_preparation(compiler: str, model: Path, quantization: QuantRequest | Non
     rows = quantization.calibration if quantization is not None and spec.quantizes else None
     synthetic = bool(quantization is not None and quantization.calibration_synthetic)
     return prepare(compiler, model, spec, rows, synthetic, folder)
+
+
+def failed(preparation: dict[str, Any] | None) -> bool:
+    """Whether ``prepare`` could not make the model the compiler builds (its quantizer raised)."""
+    return preparation is not None and preparation.get("error") is not None
+
+
+def unprepared(model: Path, compiler: Compiler, target: str, python: Path, preparation: dict[str, Any],
+               prediction: GateResult | None, quantization: QuantRequest | None,
+               venv_key: str | None = None) -> ProbeResult:
+    """The probe of a model whose preparation failed (``failed``): a ``quantization-failed`` finding
+    with the quantizer's error line, status failed, the compiler not run (so nothing of the quantized
+    build is checked: the gate fails, never open)."""
+    from npu_gate.probe.runner import not_built
+
+    error = f"QNN QDQ preparation ({preparation['mode']}) failed: {preparation['error']}"
+    message = (f"{model.name}: {error}; the {compiler.product} build was not run, so the {preparation['mode']} "
+               "model's placement is not checked")
+    out = not_built(model, compiler, target, python, "quantization-failed", error, message, prediction=prediction,
+                    quantization=quantization, venv_key=venv_key)
+    out.preparation = preparation
+    return out
 
 
 def prepared(work: Path) -> bool:

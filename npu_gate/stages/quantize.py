@@ -168,7 +168,9 @@ def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | N
             result.findings.append(make_finding("gate-exceeded", f"{name}: not measured "
                                                 f"({_why_unmeasured(result)}), limit {limit:g}", subject=name))
             continue
-        figures = [(math.inf if o[key] is None else o[key], o["output"]) for o in outputs]
+        # a NaN output fails every gate (-inf); a null SQNR without it is no noise at all (inf)
+        figures = [(-math.inf if o.get("nan") else math.inf if o[key] is None else o[key], o["output"])
+                   for o in outputs]
         worst, _ = min(figures)
         checks.append((name, limit, None if math.isinf(worst) else worst, worst >= limit))
         for figure, output in figures:
@@ -187,7 +189,11 @@ def _why_unmeasured(result: GateResult) -> str:
 def _error_finding(record: QuantizationResult, gate: str, limit: float, figure: float, output: str) -> Finding:
     what = "SQNR" if gate == "min_output_sqnr_db" else "cosine similarity"
     unit = " dB" if gate == "min_output_sqnr_db" else ""
-    message = f"output {output}: {what} {figure:.4g}{unit} is below {gate} {limit:g}{unit} (hold-out samples)"
+    if figure == -math.inf:
+        message = (f"output {output}: {what} is not a number: the float or the quantized output holds NaN on the "
+                   f"hold-out samples, below {gate} {limit:g}{unit}")
+    else:
+        message = f"output {output}: {what} {figure:.4g}{unit} is below {gate} {limit:g}{unit} (hold-out samples)"
     worst = record["worst_layers"][0] if record["worst_layers"] else None
     node = None
     if worst is not None:

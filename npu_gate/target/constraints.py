@@ -7,6 +7,7 @@ not only the first, each with the value seen and the value allowed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # graph imports onnx: keep profile validation (and cache hits
     from npu_gate.graph.facts import NodeFacts, TensorInfo
 
 UNKNOWN = "unknown"
-VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent")
+VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent", "matches")
 TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout", "value")
 # A constant tensor's value: (rank, elements), or None when it is not known (see shape_values.ConstantValues).
 ValueOf = Callable[[str], "tuple[int, list[Any]] | None"]
@@ -316,11 +317,13 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
     if value is None:
         # Absent with no default (or not defined at this opset): it cannot be in an allowed
         # set or a range, and it is none of the forbidden values.
-        if any(k in c for k in ("in", "min", "max")):
+        if any(k in c for k in ("in", "min", "max", "matches")):
             return [(UNKNOWN, _allowed(c), "is absent and has no default")]
         return []
     if c.get("all_equal") and isinstance(value, list) and len(set(map(_hashable, value))) > 1:
         out.append((value, "all elements equal", f"{_show(value)} has unequal elements"))
+    if "matches" in c and not matches(c["matches"], value):
+        out.append((value, {"matches": c["matches"]}, f"{_show(value)} matches none of the forms allowed"))
     if c.get("each") and isinstance(value, list):
         for key, bad, limit in _each_failures(c, value):
             out.append(
@@ -331,6 +334,15 @@ def _value_tests(c: dict[str, Any], value: Any) -> list[tuple[Any, Any, str]]:
         if key in c and not _passes(key, c[key], value):
             out.append((value, _allowed_for(c, key), f"{_show(value)} {_explain(key, c)}"))
     return out
+
+
+def matches(patterns: list[str], value: Any) -> bool:
+    """Whether ``value``, a string with every whitespace character removed, fully matches one of
+    ``patterns`` (regular expressions; the profile loader checks that they compile)."""
+    if not isinstance(value, str):
+        return False
+    text = "".join(value.split())
+    return any(re.fullmatch(p, text) is not None for p in patterns)
 
 
 def _each_failures(c: dict[str, Any], values: list[Any]) -> list[tuple[str, Any, Any]]:
@@ -399,7 +411,7 @@ def _allowed_for(c: dict[str, Any], key: str, limit: Any = None) -> Any:
 
 
 def _allowed(c: dict[str, Any]) -> Any:
-    return {k: c[k] for k in ("in", "not_in", "min", "max") if k in c}
+    return {k: c[k] for k in ("in", "not_in", "min", "max", "matches") if k in c}
 
 
 def _tensor_tests(

@@ -111,6 +111,8 @@ def _value_words(c: dict[str, Any]) -> list[str]:
         parts.append(f"{each}≤ {_value(c['max'])}")
     if c.get("all_equal"):
         parts.append("all elements equal")
+    if "matches" in c:
+        parts.append("without spaces, matches one of " + ", ".join(f"`{p}`" for p in c["matches"]))
     return parts
 
 
@@ -161,7 +163,12 @@ def describe_limit(key: str, value: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    """Text for a Markdown table cell: pipes escaped, and angle brackets outside code spans (a code
+    span shows an entity literally: `->` would read `-&gt;`; inside one, < and > are text)."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code span to keep
+        parts = ["`".join(parts)]
+    return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
 
 
 @dataclass(frozen=True)
@@ -438,7 +445,8 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
 
 
 def render_compiler_passes(profile: Profile) -> list[str]:
-    """The ``eliminates``, ``lowers`` and ``refuses`` sections (docs/target-profiles.md); none when unset."""
+    """The ``eliminates``, ``lowers``, ``refuses`` and ``standalone_qdq`` sections (docs/target-profiles.md);
+    none when unset."""
     lines: list[str] = []
     if profile.eliminates:
         lines += ["", f"## Eliminated by the compiler ({len(profile.eliminates)})", "",
@@ -456,6 +464,14 @@ def render_compiler_passes(profile: Profile) -> list[str]:
         for r in profile.refuses:
             lines.append(f"| `{r['id']}` | {_cell(describe_refusal(r))} | {_cell(r.get('message') or 'not known')} "
                          f"| {_cell(r['evidence'])} |")
+    if profile.standalone_qdq:
+        lines += ["", f"## Q/DQ nodes in no QDQ unit ({len(profile.standalone_qdq)})", "",
+                  "A Q/DQ node onnxruntime puts in no unit (a Conv or Gemm whose bias DQ is not int32) is placed by "
+                  "the first entry it matches; on CPU it is a `standalone-qdq` error (docs/target-profiles.md).", "",
+                  "| id | matches | device | the compiler says | evidence |", "| --- | --- | --- | --- | --- |"]
+        for e in profile.standalone_qdq:
+            lines.append(f"| `{e['id']}` | {_cell(describe_standalone(e))} | {e['device']} "
+                         f"| {_cell(e.get('message') or 'not known')} | {_cell(e['evidence'])} |")
     if profile.splits:
         lines += ["", f"## Nodes the compiler splits across devices ({len(profile.splits)})", "",
                   "Placed on the NPU with `split` set; partitions are counted over the pieces, each a "
@@ -466,6 +482,15 @@ def render_compiler_passes(profile: Profile) -> list[str]:
             lines.append(f"| `{e['id']}` | `{e['op']}` | {_cell(describe_split(e))} | {_cell(pieces)} "
                          f"| {_cell(e['evidence'])} |")
     return lines
+
+
+def describe_standalone(e: dict[str, Any]) -> str:
+    parts = [e.get("op", "DequantizeLinear")]
+    if "weight" in e:
+        parts.append("of a weight" if e["weight"] else "of an activation")
+    if "per_channel" in e:
+        parts.append("per channel" if e["per_channel"] else "per tensor")
+    return ", ".join(parts)
 
 
 def describe_split(entry: dict[str, Any]) -> str:

@@ -19,7 +19,8 @@ from npu_gate.errors import ProfileError
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
-COMPILER_PASSES = ("eliminates", "lowers", "refuses", "splits")  # lists a profile inherits whole unless it sets them
+# lists a profile inherits whole unless it sets them
+COMPILER_PASSES = ("eliminates", "lowers", "refuses", "standalone_qdq", "splits")
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
 
 
@@ -47,6 +48,9 @@ class Profile:
     eliminates: list[dict[str, Any]] | None = None
     lowers: list[dict[str, Any]] | None = None
     refuses: list[dict[str, Any]] | None = None
+    # What the target does with a Q/DQ node onnxruntime puts in no QDQ unit (placement/qdq.py,
+    # docs/quantization.md#units-onnxruntime-does-not-form): None when the profile states nothing.
+    standalone_qdq: list[dict[str, Any]] | None = None
     # Nodes the compiler runs as several ops on several devices (docs/target-profiles.md#splits):
     # a MatMul head RKNN makes an NPU Conv, a CPU Transpose and an NPU Reshape.
     splits: list[dict[str, Any]] | None = None
@@ -224,6 +228,7 @@ def _load_file(
         eliminates=passes["eliminates"],
         lowers=passes["lowers"],
         refuses=passes["refuses"],
+        standalone_qdq=passes["standalone_qdq"],
         splits=passes["splits"],
     )
 
@@ -339,6 +344,21 @@ def _repeated_id(where: str, c: dict[str, Any], seen: set[str]) -> list[str]:
     return [f"{where}.id: duplicate constraint id {c['id']!r}"] if repeated else []
 
 
+def _pattern_problems(where: str, c: dict[str, Any]) -> list[str]:
+    """``matches``: regular expressions that compile, on a string attribute."""
+    import re
+
+    if "attribute" not in c:
+        return [f"{where}: matches tests a string attribute (an Einsum equation); it needs attribute"]
+    problems = []
+    for i, pattern in enumerate(c["matches"] if isinstance(c["matches"], list) else []):
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as e:
+            problems.append(f"{where}[{i}]: not a regular expression: {e}")
+    return problems
+
+
 def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
     """Exactly one subject (or any_of alone), at least one test, well-formed references."""
     problems = []
@@ -362,6 +382,8 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
         )
     if not any(t in c for t in tests):
         problems.append(f"{where}: no test (one of {', '.join(tests)})")
+    if "matches" in c:
+        problems.extend(_pattern_problems(f"{where}.matches", c))
     if "value" in c and "attribute" in c:
         problems.append(f"{where}.value: a value test is on an input or output tensor; "
                         f"test attribute {c['attribute']} with in/not_in/min/max")

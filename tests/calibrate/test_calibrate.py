@@ -1104,9 +1104,10 @@ def test_builtin_record_measured_the_lessons_ops_in_int8_on_the_npu() -> None:
         "conv-k3-quantized-int8": ("conv-int8", "npu", None), "clip-0-6-quantized-int8": ("clip-int8", "npu", None),
         "mul-tensor-quantized-int8": ("mul-int8", "npu", None), "div-scalar-quantized-int8": ("div-int8", "npu", "Mul"),
         "relu-1x16x32x32-quantized-int8": ("relu-int8", "npu", None)}
-    # the standard sweep itself is unchanged: qnn-htp-fp16's record still derives
+    # the standard sweep itself is unchanged; qnn-htp-fp16's record is the standard sweep's and the
+    # Einsum equations' (#22)
     assert json.loads((profile_dir() / "qnn-htp-fp16.calibration.json").read_text(encoding="utf-8"))["sweep"] == \
-        "standard"
+        "standard-einsum"
 
 
 def test_a_quantized_point_is_placed_in_its_qdq_form() -> None:
@@ -1128,7 +1129,7 @@ def test_a_quantized_point_is_placed_in_its_qdq_form() -> None:
 
 def test_the_qdq_sweep_quantizes_each_op_for_the_htp_in_8_and_16_bit() -> None:
     families = {f.id: f for f in SWEEPS["qdq"]()}
-    assert sum(len(f.points) for f in families.values()) == 111
+    assert sum(len(f.points) for f in families.values()) == 177  # 111 + 66 Einsum points (#22)
     low, high = families["qdq-reducelogsumexp-8bit"], families["qdq-reducelogsumexp-16bit"]
     assert [p.id for p in low.points + high.points] == [
         "reducelogsumexp-axes-2-3-float", "reducelogsumexp-axes-2-3-qdq-uint8", "reducelogsumexp-axes-2-3-qdq-uint16"]
@@ -1152,11 +1153,142 @@ def test_the_builtin_qnn_htp_qdq_profile_is_what_its_record_derives() -> None:
     assert record["compiler"] == {"name": "onnxruntime-qnn", "version": "2.7.0", "target": "htp"}
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert {k: v for k, v in verdicts.items() if v != "npu"} == {
-        "Erf": "cpu", "InstanceNormalization": "constrained", "LayerNormalization": "constrained",
-        "ReduceL1": "cpu", "ReduceLogSum": "cpu", "ReduceLogSumExp": "constrained", "ReduceProd": "cpu",
-        "ReduceSumSquare": "cpu"}
+        "Einsum": "constrained", "Erf": "cpu", "InstanceNormalization": "constrained",
+        "LayerNormalization": "constrained", "ReduceL1": "cpu", "ReduceLogSum": "cpu", "ReduceLogSumExp": "constrained",
+        "ReduceProd": "cpu", "ReduceSumSquare": "cpu"}
     assert record["verdicts"]["ReduceLogSumExp"]["constraints"] == ["reducelogsumexp-not-16-bit",
                                                                     "reducelogsumexp-not-8-bit"]
     assert record["verdicts"]["LayerNormalization"]["constraints"] == ["layernormalization-not-8-bit"]
     failed = [p["point"] for p in record["points"] if p["status"] != "ok"]
     assert failed == ["instancenormalization-qdq-uint16"]
+
+
+# --- Einsum equations (#22): standard-einsum behind qnn-htp-fp16, their QDQ points in qdq ----------
+
+# the equations the HTP took (onnxruntime-qnn 2.7.0, soc 57), per precision; the others went to CPU
+EINSUM_ON_HTP = {
+    "fp16": {"attention-scores", "attention-values", "attention-scores-spaced", "attention-scores-3d", "matmul",
+             "matmul-batched", "logits-transposed", "sam-rel-h", "sam-rel-w", "transpose-all"},
+    "uint8": {"attention-scores", "attention-values", "attention-scores-spaced", "attention-scores-3d", "matmul",
+              "matmul-batched", "logits-transposed", "sam-rel-h", "transpose-all"},
+    "uint16": set(),
+}
+
+
+def test_the_einsum_equations_are_a_sweep_of_their_own() -> None:
+    """standard is unchanged (rknn-rk3588's record derives); standard-einsum adds 22 equations."""
+    from npu_gate.calibrate.sweeps import EINSUM_POINTS
+
+    einsum = [f for f in SWEEPS["standard-einsum"]() if f.op == "Einsum"]
+    assert [f.id for f in einsum] == ["einsum-equations"]
+    assert sum(len(f.points) for f in SWEEPS["standard-einsum"]()) == 372 + 22
+    assert not any(f.op == "Einsum" for f in SWEEPS["standard"]())
+    assert len(EINSUM_POINTS) == 22 and len({e for _, e, _, _ in EINSUM_POINTS}) == 22
+    point = next(p for p in einsum[0].points if p.id == "einsum-linear-weight")
+    m = point.build()
+    assert [(n.op_type, list(n.input)) for n in m.graph.node] == [("Einsum", ["x", "w1"])]
+    assert [i.name for i in m.graph.input] == ["x"] and [t.name for t in m.graph.initializer] == ["w1"]
+
+
+def test_the_builtin_qnn_htp_fp16_profile_is_what_its_record_derives() -> None:
+    text = (profile_dir() / "qnn-htp-fp16.calibration.json").read_text(encoding="utf-8")
+    record = json.loads(text)
+    doc, derived = derive_profile(record)
+    assert doc == json.loads((profile_dir() / "qnn-htp-fp16.json").read_text(encoding="utf-8")), \
+        "regenerate: the command in the profile's source"
+    assert derived.verdicts == record["verdicts"]
+    assert record_json(record) == text
+    assert record["command"] in load_profile("qnn-htp-fp16").source
+    einsum = {p["point"].removeprefix("einsum-"): p["device"] for p in record["points"]
+              if p["family"] == "einsum-equations"}
+    assert {k for k, v in einsum.items() if v == "npu"} == EINSUM_ON_HTP["fp16"]
+    assert len(einsum) == 22 and set(einsum.values()) == {"npu", "cpu"}
+    assert record["verdicts"]["Einsum"]["verdict"] == "constrained"
+    assert record["verdicts"]["Einsum"]["constraints"] == ["einsum-equation-forms"]
+
+
+def test_the_qdq_record_measured_einsum_at_both_widths() -> None:
+    record = json.loads((profile_dir() / "qnn-htp-qdq.calibration.json").read_text(encoding="utf-8"))
+    on_htp: dict[str, set[str]] = {"fp16": set(), "uint8": set(), "uint16": set()}
+    for p in record["points"]:
+        if p["family"].startswith("qdq-einsum-") and p["device"] == "npu":
+            name, _, width = p["point"].removeprefix("einsum-").rpartition("-")
+            on_htp["fp16" if width == "float" else width].add(name.removesuffix("-qdq"))
+    assert on_htp == EINSUM_ON_HTP
+    assert record["verdicts"]["Einsum"]["constraints"] == ["einsum-equation-forms", "einsum-equation-forms-8-bit",
+                                                           "einsum-not-16-bit"]
+
+
+def _einsum_model(tmp_path: Path, equation: str, shapes: list[list[int]], mode: str | None = None) -> Path:
+    from npu_gate.calibrate.qdq_sweeps import quantized
+    from npu_gate.calibrate.sweeps import einsum_point
+
+    point = einsum_point("e", equation, shapes)
+    path = tmp_path / f"{len(list(tmp_path.iterdir()))}.onnx"
+    path.write_bytes((quantized(point.build, mode) if mode else point.build()).SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize(("equation", "shapes", "placement", "failed"), [
+    # letters and spacing the sweep did not use: the forms, not the strings, decide
+    ("bnid,bnjd->bnij", [[1, 2, 8, 16], [1, 2, 8, 16]], "npu", []),
+    ("  z y i d , z y d j -> z y i j ", [[1, 2, 8, 16], [1, 2, 16, 8]], "npu", []),
+    ("ab,bc->ac", [[8, 16], [16, 4]], "npu", []),
+    ("bhwc,wkc->bhwk", [[1, 4, 4, 16], [4, 4, 16]], "npu", []),
+    ("bnc,ck->bnk", [[1, 8, 16], [16, 4]], "cpu", ["einsum-equation-forms"]),
+    ("bhnd,bhne->bhde", [[1, 2, 8, 16], [1, 2, 8, 16]], "cpu", ["einsum-equation-forms"]),
+    ("...ij,...jk->...ik", [[2, 8, 16], [2, 16, 4]], "cpu", ["einsum-equation-forms"]),
+    ("i,j->ij", [[8], [4]], "cpu", ["einsum-equation-forms"]),
+])
+def test_einsum_under_qnn_htp_fp16(tmp_path: Path, equation: str, shapes: list[list[int]], placement: str,
+                                   failed: list[str]) -> None:
+    from npu_gate.pipeline import inspect_model
+
+    result = inspect_model(_einsum_model(tmp_path, equation, shapes), load_profile("qnn-htp-fp16"))
+    assert {n.name: n.placement for n in result.nodes}["einsum"] == placement
+    assert [f.constraint for f in result.findings if f.node == "einsum" and f.rule == "op-constraint"] == failed
+
+
+@NEEDS_QNN_QUANTIZER
+@pytest.mark.parametrize(("equation", "shapes", "mode", "placements", "failed"), [
+    ("bhqd,bhkd->bhqk", [[1, 2, 8, 16], [1, 2, 8, 16]], "int8", ("npu", "npu"), []),
+    ("bhwc,wkc->bhwk", [[1, 4, 4, 16], [4, 4, 16]], "int8", ("cpu", "npu"),
+     [("quantized-op-unsupported", "einsum-equation-forms-8-bit")]),
+    ("bhqd,bhkd->bhqk", [[1, 2, 8, 16], [1, 2, 8, 16]], "int16", ("cpu", "npu"),
+     [("quantized-op-unsupported", "einsum-not-16-bit")]),
+    # refused in float as well: plain constraint findings, not a quantized-only refusal
+    ("bqc,bchw->bqhw", [[1, 10, 16], [1, 16, 8, 8]], "int8", ("cpu", "cpu"),
+     [("op-constraint", "einsum-equation-forms"), ("op-constraint", "einsum-equation-forms-8-bit")]),
+])
+def test_quantized_einsum_under_qnn_htp_qdq(tmp_path: Path, equation: str, shapes: list[list[int]], mode: str,
+                                           placements: tuple[str, str], failed: list[tuple[str, str]]) -> None:
+    """The QDQ unit of an Einsum under qnn-htp-qdq (the qdq sweep's rule) and under qnn-htp-fp16 (the
+    float rule only: it knows nothing of the quantized refusals)."""
+    from npu_gate.pipeline import inspect_model
+
+    path = _einsum_model(tmp_path, equation, shapes, mode)
+    results = {name: inspect_model(path, load_profile(name)) for name in ("qnn-htp-qdq", "qnn-htp-fp16")}
+    assert tuple({n.name: n.placement for n in r.nodes}["einsum"] for r in results.values()) == placements
+    assert [(f.rule, f.constraint) for f in results["qnn-htp-qdq"].findings if f.node == "einsum"] == failed
+
+
+QNN_VENV = Path(os.environ.get("NPU_GATE_QNN_VENV", REPO / ".venv-qnn")).absolute()
+
+
+@pytest.mark.qnn
+@NEEDS_QNN_QUANTIZER
+def test_the_einsum_points_measured_again_give_the_records_placements() -> None:
+    """The 22 equations in fp16 and their 66 QDQ points, measured again with onnxruntime-qnn (#22)."""
+    from npu_gate.calibrate.qdq_sweeps import einsum_families
+    from npu_gate.calibrate.sweeps import einsum_family
+    from npu_gate.probe import get_compiler
+    from tests.helpers.common import probe_venv
+
+    compiler = get_compiler("qnn")
+    python = compiler.python(probe_venv(QNN_VENV, "qnn", "onnxruntime-qnn"))
+    for record_name, families in (("qnn-htp-fp16", [einsum_family()]), ("qnn-htp-qdq", einsum_families())):
+        checked_in = {p["point"]: p for p in json.loads(
+            (profile_dir() / f"{record_name}.calibration.json").read_text(encoding="utf-8"))["points"]}
+        measured = measure(compiler, "htp", python, families)
+        assert {p["point"]: (p["status"], p["device"]) for p in measured["points"]} == \
+            {p.id: (checked_in[p.id]["status"], checked_in[p.id]["device"]) for f in families for p in f.points}

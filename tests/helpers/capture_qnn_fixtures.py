@@ -52,6 +52,7 @@ def _prune(work: Path) -> None:
     for attempt in work.glob("attempt-*"):
         shutil.rmtree(attempt / "tmp", ignore_errors=True)
         (attempt / "request.json").unlink(missing_ok=True)  # holds absolute paths of this machine
+    (work / "qnn-identities-folded.onnx").unlink(missing_ok=True)  # the float model before quantizing
 
 
 if __name__ == "__main__":

@@ -163,6 +163,21 @@ def dense() -> onnx.ModelProto:
                   [w1, w2, *p1, *p2, *p3, _const("one", [1.0]), w3])
 
 
+def bn_eps(epsilon: float = 0.1) -> onnx.ModelProto:
+    """Relu -> identity BatchNormalization of ``epsilon`` (removed by RKNN as it is: not a no-op)
+    -> Conv -> identity BatchNormalization of ``epsilon`` (folded into the Conv: exact) -> Relu ->
+    identity BatchNormalization of the default epsilon 1e-5 -> Relu."""
+    c1, w1 = _conv("c1", "n1", "a")
+    node = helper.make_node
+    bn1, p1 = _bn("bn1", "r0", "n1", True)
+    bn2, p2 = _bn("bn2", "a", "n2", True)
+    bn3, p3 = _bn("bn3", "r2", "n3", True)
+    for bn in (bn1, bn2):
+        bn.attribute.append(helper.make_attribute("epsilon", epsilon))
+    return _model([node("Relu", ["x"], ["r0"], name="relu0"), bn1, c1, bn2, node("Relu", ["n2"], ["r2"], name="relu2"),
+                   bn3, node("Relu", ["n3"], ["r"], name="relu3")], [*p1, w1, *p2, *p3])
+
+
 def mulconv() -> onnx.ModelProto:
     """Conv -> Mul by a scalar (folded into the Conv) -> Relu; Conv -> Mul by a full tensor of random
     values (kept; a tensor of one repeated value is folded like a scalar) -> Relu."""
@@ -190,4 +205,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
     "if_runtime": if_runtime, "dense": dense, "mulconv": mulconv, "half": half,
+    "bn_eps": bn_eps,
 }

@@ -80,6 +80,59 @@ def test_identity_batchnorms_single_input_concats_and_a_mul_by_one_are_eliminate
     assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "relu1", "c2", "relu2", "cat2", "c3"])]
 
 
+BN_IDENTITY_EVIDENCE = ("measured by rknn-toolkit2 2.5.0 rk3588: calibration rknn-rk3588.calibration.json"
+                        "#eliminate-batchnormalization-identity, eliminated at batchnormalization-identity, "
+                        "batchnormalization-identity-epsilon-0.1; kept where the condition does not hold at "
+                        "batchnormalization-bias-0.1, batchnormalization-variance-2")
+
+
+def test_an_identity_batchnorm_removed_whatever_its_epsilon_changes_the_numbers(tmp_path: Path) -> None:
+    """RKNN removes a BatchNormalization of parameters 1/0/0/1 of epsilon 0.1, which is x / sqrt(1.1):
+    one warning for it; the one folded into a Conv (exact) and the one of epsilon 1e-5 none."""
+    result = _inspect(tmp_path, "bn_eps")
+    assert _placed(result) == {"relu0": "npu", "bn1": "eliminated", "c1": "npu", "bn2": "eliminated",
+                               "relu2": "npu", "bn3": "eliminated", "relu3": "npu"}
+    found = [f for f in result.findings if f.rule == "eliminated-changes-numerics"]
+    assert [f.to_dict() for f in found] == [{
+        "rule": "eliminated-changes-numerics", "severity": "warning",
+        "message": "the compiler removes this BatchNormalization as an identity (scale 1, bias 0, mean 0, variance 1, "
+                   "profile eliminates identity), but its epsilon 0.1 makes it y = x / sqrt(1 + 0.1): the ONNX "
+                   "model's output is 4.65 % below the build's (relative change above 0.001); the elimination: "
+                   + BN_IDENTITY_EVIDENCE,
+        "node": "bn1", "op_type": "BatchNormalization", "constraint": "relative-change",
+        "actual": {"epsilon": 0.1, "relative_change": 0.046537}, "allowed": {"relative_change": 0.001},
+        "doc": "rknn-rk3588.calibration.json#eliminate-batchnormalization-identity", "evidence": "measured",
+        "evidence_detail": BN_IDENTITY_EVIDENCE,
+        "fix": "keep nn.BatchNorm2d's default eps=1e-5 (any eps below 2e-3), or fold the BatchNorm away before "
+               "export (into the Conv before it: torch.nn.utils.fusion.fuse_conv_bn_eval), or export trained weights",
+        "waived": False}]
+    assert result.verdict == "pass"  # a warning: the gate still passes
+    validate_result(result.to_dict())
+
+
+@pytest.mark.parametrize(("epsilon", "nodes"), [(2.1e-3, ["bn1"]), (1.9e-3, []), (1e-5, []), (0.5, ["bn1"])])
+def test_the_numerics_finding_starts_at_a_relative_change_of_1e_3(tmp_path: Path, epsilon: float,
+                                                                  nodes: list[str]) -> None:
+    """1 - 1/sqrt(1 + epsilon): 1.048e-3 at 2.1e-3, 9.49e-4 at 1.9e-3."""
+    from tests.helpers.cleanup_models import bn_eps
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(bn_eps(epsilon).SerializeToString())
+    result = inspect_model(path, load_profile("rknn-rk3588"))
+    assert [f.node for f in result.findings if f.rule == "eliminated-changes-numerics"] == nodes
+
+
+def test_no_numerics_finding_without_the_identity_entry(tmp_path: Path) -> None:
+    """A profile without an eliminates entry for the identity BatchNormalization removes nothing, says nothing."""
+    path = tmp_path / "p.json"
+    entries = [e for e in load_profile("rknn-rk3588").eliminates or []
+               if (e["op"], e["when"]) != ("BatchNormalization", "identity")]
+    path.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588", "ops": {}, "eliminates": entries}))
+    result = _inspect(tmp_path, "bn_eps", path)
+    assert _placed(result)["bn1"] == "npu"
+    assert [f for f in result.findings if f.rule == "eliminated-changes-numerics"] == []
+
+
 def test_a_mul_by_a_scalar_after_a_conv_goes_into_it_and_one_by_a_tensor_stays(tmp_path: Path) -> None:
     result = _inspect(tmp_path, "mulconv")
     assert _placed(result) == {"c1": "npu", "mul_scalar": "eliminated", "relu1": "npu", "c2": "npu",
@@ -234,7 +287,9 @@ def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]
     found = [f for f in result.findings if f.rule == "compiler-will-refuse"]
     assert [{"node": f.node, "subject": f.subject, "constraint": f.constraint, "message": f.message}
             for f in found] == expected
-    assert all(f.severity == "error" and f.evidence.startswith(RKNN) for f in found)
+    assert all(f.severity == "error" and f.evidence == "measured" and f.evidence_detail.startswith(RKNN)
+               for f in found)
+    validate_result(result.to_dict())
 
 
 def test_an_opset_above_the_compilers_maximum_is_one_finding(tmp_path: Path) -> None:

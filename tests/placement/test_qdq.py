@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.graph import facts as graphlib
@@ -75,3 +76,94 @@ def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype
     assert {names[k]: names[v] for k, v in units.member_of.items()} == {"dq_x": "sig", "q_y": "sig"}
     assert {names[k]: v for k, v in units.adapters.items()} == {"q_in": "input", "dq_out": "output"}
     assert {names[k]: v for k, v in units.dtypes.items()} == {"sig": {"xd": "uint16", "y": "uint16"}}
+
+
+# onnxruntime forms no unit around a Conv whose bias DQ is not int32 (qnn_models.shared_bias)
+
+def _shared_bias_result(fixture: str, profile: str):
+    from npu_gate.pipeline import inspect_model
+    from npu_gate.target.profile import load_profile
+    from tests.helpers.common import REPO
+
+    folder = REPO / "tests" / "fixtures" / "qnn" / fixture
+    model = folder / "work" / "qnn-qdq.onnx" if (folder / "work" / "qnn-qdq.onnx").is_file() else folder / "model.onnx"
+    return inspect_model(model, load_profile(profile))
+
+
+PER_CHANNEL_REASON = ("no QDQ unit: the bias of {} (Conv) is uint8, not int32: "
+                      "QNN EP does not support a standalone DQ op with per-channel quantization")
+
+
+def test_a_conv_with_a_uint8_bias_has_no_unit_and_its_dqs_are_nodes_of_their_own():
+    """qdq_shared_bias: onnxruntime's quantizer made the shared bias uint8 (an activation's Q/DQ after
+    the Identity), so conv1 and conv2 form no unit: their Q/DQ are standalone, conv3's unit is whole."""
+    from tests.helpers.common import REPO
+
+    model = onnx.load(str(REPO / "tests" / "fixtures" / "qnn" / "qdq_shared_bias" / "model.onnx"))
+    inferred, _, error = graphlib.infer_shapes(model)
+    assert error is None
+    facts = graphlib.collect(inferred, [], None, frozenset())
+    units = node_units(facts)
+    assert units is not None
+    names = [n.name for n in facts.nodes]
+    alone = {names[k]: (names[v.op], v.why, v.per_channel) for k, v in units.standalone.items()}
+    uint8 = "the bias of {} (Conv) is uint8, not int32"
+    assert alone == {
+        "conv1.w_DequantizeLinear": ("conv1", uint8.format("conv1"), True),
+        "conv2.w_DequantizeLinear": ("conv2", uint8.format("conv2"), True),
+        "shared.b_DequantizeLinear": ("conv1", uint8.format("conv1"), False),
+        "x_DequantizeLinear": ("conv1", uint8.format("conv1"), False),
+        "r_QuantizeLinear": ("conv1", uint8.format("conv1"), False),
+        "r_DequantizeLinear": ("conv2", uint8.format("conv2"), False),
+        "conv2.b_DequantizeLinear": ("conv2", uint8.format("conv2"), False),
+        "c_QuantizeLinear": ("conv2", uint8.format("conv2"), False)}
+    assert {names[k]: names[v] for k, v in units.member_of.items()} == {
+        "c_DequantizeLinear": "conv3", "conv3.w_DequantizeLinear": "conv3", "conv3.b_DequantizeLinear": "conv3",
+        "y_QuantizeLinear": "conv3", "conv2.b_QuantizeLinear": "bias_identity"}
+    assert sorted(names[i] for i in units.dtypes) == ["bias_identity", "conv3"]  # conv1, conv2: float
+
+
+def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so():
+    """The prediction agrees with the EP (tests/fixtures/qnn/qdq_shared_bias): the per-channel weight
+    DQs of conv1 and conv2 on CPU with the EP's reason, the per-tensor bias DQs on the HTP, each a
+    standalone-qdq finding for the two CPU ones only."""
+    result = _shared_bias_result("qdq_shared_bias", "qnn-htp-qdq")
+    placed = {n.name: n.placement for n in result.nodes}
+    assert placed == {
+        "conv1.w_DequantizeLinear": "cpu", "conv2.w_DequantizeLinear": "cpu",
+        "conv3.b_DequantizeLinear": "folded", "conv3.w_DequantizeLinear": "folded",
+        "shared.b_DequantizeLinear": "npu", "x_QuantizeLinear": "npu", "bias_identity": "folded",
+        "x_DequantizeLinear": "npu", "conv2.b_QuantizeLinear": "folded", "conv1": "npu",
+        "conv2.b_DequantizeLinear": "npu", "r_QuantizeLinear": "npu", "r_DequantizeLinear": "npu", "conv2": "npu",
+        "c_QuantizeLinear": "npu", "c_DequantizeLinear": "npu", "conv3": "npu", "y_QuantizeLinear": "npu",
+        "y_DequantizeLinear": "npu"}
+    reasons = {n.name: n.reasons for n in result.nodes if n.placement == "cpu"}
+    assert reasons == {f"conv{i}.w_DequantizeLinear": [PER_CHANNEL_REASON.format(f"conv{i}")] for i in (1, 2)}
+    found = [(f.rule, f.severity, f.node, f.constraint) for f in result.findings if f.rule == "standalone-qdq"]
+    assert found == [("standalone-qdq", "error", f"conv{i}.w_DequantizeLinear", "standalone-per-channel-dq")
+                     for i in (1, 2)]
+    # the CPU DQs run first, as sources: they do not cut the NPU work reading them (the EP's one subgraph)
+    assert [(p["device"], p["nodes"][0]) for p in result.to_dict()["partitions"]] == [
+        ("cpu", "conv1.w_DequantizeLinear"), ("cpu", "conv2.w_DequantizeLinear"), ("npu", "shared.b_DequantizeLinear")]
+    evidence = {f.evidence for f in result.findings if f.rule == "standalone-qdq"}
+    assert len(evidence) == 1 and evidence.pop().startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
+
+
+def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before():
+    """demo states nothing about standalone Q/DQ: the weight DQs fold, no standalone-qdq finding."""
+    result = _shared_bias_result("qdq_shared_bias", "demo")
+    placed = {n.name: n.placement for n in result.nodes}
+    assert placed["conv1.w_DequantizeLinear"] == placed["conv2.w_DequantizeLinear"] == "folded"
+    assert placed["conv2.b_DequantizeLinear"] == "folded"
+    assert not [f for f in result.findings if f.rule == "standalone-qdq"]
+
+
+def test_npu_gates_qnn_preparation_gives_every_conv_its_unit():
+    """int8_shared_bias: the QDQ model npu-gate's --quantize int8 made (Identity folded first): every
+    Conv has an int32 bias and its unit; nothing is standalone, nothing on CPU."""
+    result = _shared_bias_result("int8_shared_bias", "qnn-htp-qdq")
+    assert not [n.name for n in result.nodes if n.placement == "cpu"]
+    assert [n.name for n in result.nodes if n.op_type == "Identity"] == []
+    assert sorted(n.name for n in result.nodes if n.placement == "npu" and n.op_type == "Conv") == \
+        ["conv1", "conv2", "conv3"]
+    assert not [f for f in result.findings if f.rule == "standalone-qdq"]

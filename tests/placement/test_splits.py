@@ -79,7 +79,7 @@ def test_a_matmul_head_above_8192_outputs_is_split_into_npu_cpu_npu_partitions(t
                                            "rknn-rk3588-splits.calibration.json#matmul-const-weight-wide-n, split at ")
     doc = result.to_dict()
     validate_result(doc)
-    assert doc["schema_version"] == "1.10"
+    assert doc["schema_version"] == "1.11"
     assert doc["nodes"][1]["split"]["pieces"] == PIECES and "split" not in doc["nodes"][0]
 
 

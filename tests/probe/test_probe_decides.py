@@ -22,7 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.result.probe import ProbeNode
-from npu_gate.result.types import CPU, NPU
+from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.rules import INFO, PLACEMENT_RULES, RULES
 from npu_gate.stages import analyse as analyse_stage
 from npu_gate.stages.context import Settings, new_result
@@ -146,10 +146,16 @@ def test_a_check_with_a_probe_analyses_the_model_once(contract, monkeypatch) -> 
 def three_ways() -> onnx.ModelProto:
     """x [2, 4] → Relu (relu0: not in the profile) → Add (add0: its fp16 constraint fails)
     → Mul by a [1, 1, 4] constant (mul0: a rank-3 output, above the profile's max_rank 2); and
-    x → Q → DQ → Abs (abs0: runs in float, not in its QDQ unit's uint8) → Q → DQ."""
+    x → Q → DQ → Abs (abs0: runs in float, not in its QDQ unit's uint8) → Q → DQ; and the same Q
+    → DQ → Gemm whose bias DQ is uint8 (onnxruntime forms no unit), so its per-channel weight DQ
+    (dqw) is a node of its own, which the profile's standalone_qdq entry puts on CPU."""
     c = numpy_helper.from_array(np.ones((1, 1, 4), np.float32), "c")
     scale = numpy_helper.from_array(np.array(0.1, np.float32), "s")
     zero = numpy_helper.from_array(np.array(0, np.uint8), "z")
+    gemm = [numpy_helper.from_array(np.ones((4, 4), np.int8), "wq"),
+            numpy_helper.from_array(np.full(4, 0.1, np.float32), "ws"),
+            numpy_helper.from_array(np.zeros(4, np.int8), "wz"),
+            numpy_helper.from_array(np.zeros(4, np.uint8), "gbq")]
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu0"),
              helper.make_node("Add", ["r", "r"], ["a"], name="add0"),
              helper.make_node("Mul", ["a", "c"], ["m"], name="mul0"),
@@ -157,11 +163,16 @@ def three_ways() -> onnx.ModelProto:
              helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
              helper.make_node("Abs", ["xd"], ["b"], name="abs0"),
              helper.make_node("QuantizeLinear", ["b", "s", "z"], ["bq"], name="q1"),
-             helper.make_node("DequantizeLinear", ["bq", "s", "z"], ["bd"], name="dq1")]
+             helper.make_node("DequantizeLinear", ["bq", "s", "z"], ["bd"], name="dq1"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd2"], name="dq2"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="dqw", axis=1),
+             helper.make_node("DequantizeLinear", ["gbq", "s", "z"], ["gb"], name="dqb"),
+             helper.make_node("Gemm", ["xd2", "w", "gb"], ["g"], name="gemm0")]
     graph = helper.make_graph(nodes, "three_ways", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
                               [helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 2, 4]),
-                               helper.make_tensor_value_info("bd", TensorProto.FLOAT, [2, 4])],
-                              initializer=[c, scale, zero])
+                               helper.make_tensor_value_info("bd", TensorProto.FLOAT, [2, 4]),
+                               helper.make_tensor_value_info("g", TensorProto.FLOAT, [2, 4])],
+                              initializer=[c, scale, zero, *gemm])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -171,7 +182,10 @@ def analysis(tmp_path: Path):
                "ops": {"Add": {"constraints": [{"id": "add-fp16", "input": 0, "dtype": ["float16"]}]},
                        "Mul": {"constraints": []},
                        "Abs": {"constraints": [{"id": "abs-float", "input": 0, "dtype": ["float32"]}]},
-                       "QuantizeLinear": {"constraints": []}, "DequantizeLinear": {"constraints": []}}}
+                       "Gemm": {"constraints": []},
+                       "QuantizeLinear": {"constraints": []}, "DequantizeLinear": {"constraints": []}},
+               "standalone_qdq": [{"id": "alone-per-channel", "weight": True, "per_channel": True, "device": "cpu",
+                                   "message": "no standalone per-channel DQ", "evidence": "illustrative"}]}
     (tmp_path / "p.json").write_text(json.dumps(profile), encoding="utf-8")
     settings = Settings(profile=load_profile(str(tmp_path / "p.json")))
     result = new_result("three_ways", settings.profile, {"source": "onnx"})
@@ -181,12 +195,15 @@ def analysis(tmp_path: Path):
 def test_the_cpu_fallback_findings_are_the_placement_rules(analysis) -> None:
     analysed, result = analysis
     assert {n.name: n.placement for n in result.nodes} == {
-        "relu0": CPU, "add0": CPU, "mul0": CPU, "q0": CPU, "dq0": CPU, "abs0": CPU, "q1": CPU, "dq1": CPU}
-    assert result.summary["cpu_nodes"] == 4 and result.summary["qdq_nodes"] == 4  # Q/DQ go with abs0
+        "relu0": CPU, "add0": CPU, "mul0": CPU, "q0": CPU, "dq0": CPU, "abs0": CPU, "q1": CPU, "dq1": CPU,
+        "dq2": NPU, "dqw": CPU, "dqb": FOLDED, "gemm0": NPU}
+    # Q/DQ go with abs0; the Gemm's are nodes of their own (dqw on CPU, dqb folds: no entry says otherwise)
+    assert result.summary["cpu_nodes"] == 5 and result.summary["qdq_nodes"] == 4
     findings = analyse_stage.findings(analysed)
-    on_cpu = {(f.rule, f.node) for f in findings if f.node in {"relu0", "add0", "mul0", "abs0", "q0", "dq1"}}
+    on_cpu = {(f.rule, f.node) for f in findings
+              if f.node in {"relu0", "add0", "mul0", "abs0", "q0", "dq1", "dqw", "dq2", "dqb", "gemm0"}}
     assert on_cpu == {("unsupported-op", "relu0"), ("op-constraint", "add0"), ("profile-limit", "mul0"),
-                      ("quantized-op-unsupported", "abs0")}
+                      ("quantized-op-unsupported", "abs0"), ("standalone-qdq", "dqw")}
     assert {rule for rule, _ in on_cpu} == PLACEMENT_RULES
     assert {r.id for r in RULES.values() if r.placement} == PLACEMENT_RULES
 
@@ -195,7 +212,8 @@ def test_a_measurement_downgrades_every_placement_rule(analysis) -> None:
     """What bug 1 broke: measured on the NPU, each of the registry's rules becomes info."""
     analysed, _ = analysis
     nodes = {name: ProbeNode(name, op, CPU, NPU, runs_on=NPU)
-             for name, op in (("relu0", "Relu"), ("add0", "Add"), ("mul0", "Mul"), ("abs0", "Abs"))}
+             for name, op in (("relu0", "Relu"), ("add0", "Add"), ("mul0", "Mul"), ("abs0", "Abs"),
+                              ("dqw", "DequantizeLinear"))}
     findings = analyse_stage.findings(analysed, analyse_stage.Measured(nodes, EVIDENCE))
     placed = [f for f in findings if f.rule in PLACEMENT_RULES]
     assert {f.rule for f in placed} == PLACEMENT_RULES
@@ -213,5 +231,5 @@ def test_minimal_models_and_the_review_read_the_registry(analysis) -> None:
     failures = distinct_failures(analyse_stage.findings(analysed), analysed.facts, three_ways())
     assert {(f.rule, f.node_name) for f in failures} == {
         ("unsupported-op", "relu0"), ("op-constraint", "add0"), ("profile-limit", "mul0"),
-        ("quantized-op-unsupported", "abs0")}
+        ("quantized-op-unsupported", "abs0"), ("standalone-qdq", "dqw")}
     assert rewrites.PLACEMENT_RULES is PLACEMENT_RULES

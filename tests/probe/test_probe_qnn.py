@@ -135,3 +135,40 @@ def test_contract_quantization_int16_probes_the_qnn_qdq_model(run_cli, save_mode
     assert prep["calibration"] == {"samples": 4, "synthetic": True}
     assert [(n["name"], n["actual"]) for n in probe["nodes"]] == QDQ_ERF
     assert (tmp_path / "bundle" / "qnn-qdq.onnx").is_file()
+
+
+SHARED_BIAS = [  # qdq_shared_bias (onnxruntime's QNN quantizer alone): conv1 and conv2 form no QDQ unit
+    ("conv1.w_DequantizeLinear", "cpu"), ("conv2.w_DequantizeLinear", "cpu"), ("conv3.b_DequantizeLinear", "folded"),
+    ("conv3.w_DequantizeLinear", "folded"), ("shared.b_DequantizeLinear", "npu"), ("x_QuantizeLinear", "cpu"),
+    ("bias_identity", "folded"), ("x_DequantizeLinear", None), ("conv2.b_QuantizeLinear", "folded"),
+    ("conv1", "npu"), ("conv2.b_DequantizeLinear", "npu"), ("r_QuantizeLinear", "npu"),
+    ("r_DequantizeLinear", None), ("conv2", "npu"), ("c_QuantizeLinear", "npu"), ("c_DequantizeLinear", "npu"),
+    ("conv3", "npu"), ("y_QuantizeLinear", "npu"), ("y_DequantizeLinear", "npu"),
+]
+STANDALONE = "QNN EP does not support a standalone DQ op with per-channel quantization"
+
+
+def test_standalone_per_channel_dqs_on_cpu_as_predicted(run_cli, save_model, tmp_path, venv) -> None:
+    """A Conv whose bias DQ is uint8 forms no QDQ unit: the EP refuses its per-channel weight DQ alone,
+    and qnn-htp-qdq's standalone_qdq entries predict it (the DQs the layout pass re-creates for the
+    unit-less Convs are unmapped, never guessed)."""
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "qdq_shared_bias", "--profile", "qnn-htp-qdq")
+    assert code == 0
+    assert [(n["name"], n["actual"]) for n in doc["nodes"]] == SHARED_BIAS
+    assert {n["name"]: n["reason"] for n in doc["nodes"] if n["actual"] == "cpu" and not n["adapter"]} == {
+        "conv1.w_DequantizeLinear": STANDALONE, "conv2.w_DequantizeLinear": STANDALONE}
+    assert [n["name"] for n in doc["nodes"] if n["unmapped"]] == ["x_DequantizeLinear", "r_DequantizeLinear"]
+    assert (doc["summary"]["agree"], doc["summary"]["compared"]) == (16, 16)
+    assert doc["preparation"]["method"] == "as-is"
+
+
+def test_quantize_int8_folds_the_identity_so_every_conv_has_its_unit(run_cli, save_model, tmp_path, venv) -> None:
+    """The same float model through npu-gate's --quantize int8: the Identity of the shared bias is
+    folded before quantizing, every Conv gets an int32 bias, nothing but the input adapter on CPU."""
+    code, doc = _probe(run_cli, save_model, tmp_path, venv, "shared_bias", "--quantize", "int8",
+                       "--profile", "qnn-htp-qdq")
+    assert code == 0
+    assert [n["name"] for n in doc["nodes"] if n["actual"] == "cpu"] == ["x_QuantizeLinear"]
+    assert not [n["name"] for n in doc["nodes"] if n["unmapped"]]
+    assert (doc["summary"]["agree"], doc["summary"]["compared"]) == (16, 16)
+    assert doc["preparation"]["reason"].startswith("npu-gate replaced 1 Identity node(s) of an initializer")

@@ -55,8 +55,8 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     # fields added after the recording (Ethos-U's, probe-1.3): what the QNN plug-in never sets
     recorded.setdefault("estimates", None)
     # probe-1.4 (#21): the quantized build's record, null for these default builds
-    assert recorded.pop("schema_version") in ("probe-1.3", "probe-1.4", "probe-1.5")
-    assert replayed.pop("schema_version") == "probe-1.5"
+    assert recorded.pop("schema_version") in ("probe-1.3", "probe-1.4", "probe-1.5", "probe-1.6")
+    assert replayed.pop("schema_version") == "probe-1.6"
     recorded.setdefault("quantization", None)
     for node in recorded["nodes"]:
         node.setdefault("unmapped", False)
@@ -387,3 +387,25 @@ def test_a_dq_of_an_identity_of_a_weight_is_a_weights_dq(tmp_path: Path) -> None
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     assert model_facts(path)["qdq"] == {"weight_dq": ["w_dq"], "dq_inputs": {"mul": ["x_dq"]}}
+
+
+def test_standalone_per_channel_dqs_replayed_against_qnn_htp_qdq() -> None:
+    """qdq_shared_bias: the EP's refused standalone per-channel DQs are on CPU with its reason, the
+    per-tensor bias DQs alone in their units are QNN Dequantize ops (npu, not folded), the DQs the
+    layout pass re-created for the unit-less Convs unmapped; qnn-htp-qdq agrees on every compared node."""
+    doc = _replay("qdq_shared_bias", "qnn-htp-qdq")
+    actual = {n["name"]: n["actual"] for n in doc["nodes"]}
+    assert (actual["conv1.w_DequantizeLinear"], actual["conv2.w_DequantizeLinear"]) == ("cpu", "cpu")
+    assert (actual["conv2.b_DequantizeLinear"], actual["shared.b_DequantizeLinear"]) == ("npu", "npu")
+    assert [n["name"] for n in doc["nodes"] if n["unmapped"]] == ["x_DequantizeLinear", "r_DequantizeLinear"]
+    reasons = {n["name"]: n["reason"] for n in doc["nodes"] if n["actual"] == "cpu" and not n["adapter"]}
+    assert reasons == dict.fromkeys(["conv1.w_DequantizeLinear", "conv2.w_DequantizeLinear"],
+                                    "QNN EP does not support a standalone DQ op with per-channel quantization")
+    assert (doc["summary"]["agree"], doc["summary"]["compared"]) == (16, 16)
+    assert [n["name"] for n in doc["nodes"] if n["agrees"] is False] == []
+    assert (doc["summary"]["predicted_npu_partitions"], doc["summary"]["npu_segments"]) == (1, 1)
+    assert doc["summary"]["partitions_agree"] is True
+    # demo knows nothing of standalone DQs: it folds the weight DQs the EP ran or refused
+    demo = _replay("qdq_shared_bias", "demo")
+    assert {n["name"] for n in demo["nodes"] if n["agrees"] is False} >= {
+        "conv1.w_DequantizeLinear", "conv2.w_DequantizeLinear", "conv2.b_DequantizeLinear"}

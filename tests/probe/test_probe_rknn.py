@@ -147,6 +147,36 @@ def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_mo
     assert doc["summary"]["partitions_agree"] is None
 
 
+def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(run_cli, save_model, tmp_path,
+                                                                                venv) -> None:
+    """bn_eps: the identity BatchNormalization of epsilon 0.1 after a Relu is removed (the gate predicts it
+    and warns eliminated-changes-numerics), the one after a Conv folded into it; the toolkit's simulator
+    gives onnxruntime's output times sqrt(1.1) (the removed one's 1/sqrt(1.1) is gone; the folded one is
+    exact); with epsilon 1e-5 the same model matches onnxruntime."""
+    import subprocess
+
+    from tests.helpers.cleanup_models import bn_eps
+
+    model = save_model(bn_eps(), "bn_eps.onnx")
+    out = tmp_path / "bn_eps.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"], doc["summary"]["partitions_agree"]) == (0, "ok", True)
+    assert {n["name"]: (n["predicted"], n["actual"]) for n in doc["nodes"] if n["op_type"] == "BatchNormalization"} \
+        == {"bn1": ("eliminated", "folded"), "bn2": ("eliminated", "fused"), "bn3": ("eliminated", "folded")}
+    ratios = {}
+    for epsilon in (0.1, 1e-5):
+        path = save_model(bn_eps(epsilon), f"bn_eps_{epsilon:g}.onnx")
+        done = subprocess.run([str(venv / "bin" / "python"), str(REPO / "tests" / "helpers" / "rknn_simulate.py"),
+                               str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")})
+        assert done.returncode == 0, done.stderr[-2000:]
+        ratios[epsilon] = json.loads(done.stdout.strip().splitlines()[-1])["ratio"]
+    assert ratios[0.1] == pytest.approx(1.1 ** 0.5, rel=1e-3)
+    assert ratios[1e-5] == pytest.approx(1.0, abs=1e-3)
+
+
 # --- int8 (#21): probe --quantize int8 and a contract's quantization through target.probe ---
 
 HARDSWISH = ["/Add", "/Clip", "/Mul", "/Div"]

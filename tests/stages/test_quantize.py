@@ -253,8 +253,11 @@ def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
     run = run_cli("inspect", tmp_path / "int8.onnx", "--profile", "demo", "--json", tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
     s = doc["summary"]
-    assert (s["node_count"], s["npu_nodes"], s["cpu_nodes"], s["folded_nodes"], s["qdq_nodes"]) == (119, 18, 11, 30, 60)
+    # the weight and bias DQs of the Gemm head (fc) demo puts on CPU run there with it (not folded)
+    assert (s["node_count"], s["npu_nodes"], s["cpu_nodes"], s["folded_nodes"], s["qdq_nodes"]) == (119, 18, 11, 28, 62)
     qdq = [n for n in doc["nodes"] if n["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
+    assert sorted(n["name"] for n in qdq if n["reasons"] and n["reasons"][0].startswith("weight quantization")) == \
+        ["fc.b_DequantizeLinear", "fc.w_DequantizeLinear"]
     assert {f["rule"] for f in doc["findings"]} == {"unsupported-op"}
     assert not [f for f in doc["findings"] if f["op_type"] in ("QuantizeLinear", "DequantizeLinear")]
     first = next(n for n in qdq if n["name"] == "images_QuantizeLinear")
@@ -341,3 +344,38 @@ def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path, write
     assert failed.verdict == "fail"
     [finding] = [f for f in failed.findings if f.rule == "task-metric"]
     assert finding.message.startswith("quantized model: task metric: top1_agreement ")
+
+
+def test_a_nan_output_fails_the_quantization_gates_and_renders(tmp_path, write_contract):
+    """sqrt(x - 2) is NaN on every hold-out row in [0, 1]: no figure is a number, so both gates fail
+    with a finding each (a NaN compares false with any limit: it must not pass them), the result
+    stays valid (null figures with "nan": true) and the reports say NaN, not "no noise"."""
+    nodes = [helper.make_node("Sub", ["x", "two"], ["d"], name="sub"),
+             helper.make_node("Sqrt", ["d"], ["y"], name="root")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "model.onnx")
+    path = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+                           "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [0, 1]}],
+                           "quantization": {"calibration": {"count": 4}, "holdout": {"count": 2}},
+                           "gates": {"min_output_sqnr_db": 10, "min_output_cosine": 0.9}})
+    result = check_contract(load_contract(path))
+    if result.stages["quantization"]["status"] == "failed":
+        pytest.skip(f"the quantizer refused the model here: {result.stages['quantization'].get('reason')}")
+    assert result.quantization["outputs"] == [
+        {"output": "y", "max_abs_err": None, "cosine": None, "sqnr_db": None, "nan": True}]
+    assert [(g.name, g.actual, g.passed) for g in result.gates if g.name.startswith("min_output")] == [
+        ("min_output_sqnr_db", None, False), ("min_output_cosine", None, False)]
+    found = [(f.rule, f.message.split(";")[0]) for f in result.findings if f.rule == "quantization-error"]
+    assert found == [
+        ("quantization-error", "output y: SQNR is not a number: the float or the quantized output holds NaN on the "
+                               "hold-out samples, below min_output_sqnr_db 10 dB"),
+        ("quantization-error", "output y: cosine similarity is not a number: the float or the quantized output holds "
+                               "NaN on the hold-out samples, below min_output_cosine 0.9")]
+    assert result.verdict == "fail"
+    validate_result(result.to_dict())
+    assert "| <code>y</code> | NaN           | NaN      | NaN (the output holds NaN) |" in markdown.render(result)
+    assert "output y holds NaN (no figure)" in text.render(result)

@@ -184,10 +184,10 @@ def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
     where = f"npu-gate: error: {path}: ops.Conv.constraints"
     assert r.err.splitlines() == [
         f"{where}[0]: needs exactly one subject (attribute, input or output), has attribute, input",
-        f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, rank, dim, "
+        f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, matches, dtype, rank, dim, "
         "constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
         f"{where}[2].in[0].ref: a tensor reference needs an axis",
-        f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, dtype, "
+        f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, matches, dtype, "
         "rank, dim, constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
         f"{where}[4].id: duplicate constraint id 'd'",
         f"{where}[5]: an unchecked condition has no subject or test; remove attribute",
