@@ -51,9 +51,10 @@ __all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
-# 1.1: eliminate and lower points and verdicts (issue 20); 1.2: the splits sweep's points (``pieces``)
-# and ``splits OP ID`` verdicts
-RECORD_VERSION = "calibration-1.2"
+# 1.1: eliminate and lower points and verdicts (issue 20); 1.2: an op verdict's eliminated points (folded by
+# the compiler, eliminated by the derived clean-up); 1.3: the splits sweep's points (``pieces``) and
+# ``splits OP ID`` verdicts
+RECORD_VERSION = "calibration-1.3"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 

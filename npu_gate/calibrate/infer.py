@@ -132,8 +132,12 @@ def derive(record: dict[str, Any], families: list[Family], base: Profile | None 
             if family.kind == OP:
                 by_op.setdefault(family.op, []).append(family)
         base_ops = base.ops if base is not None else {}
+        # the clean-up first: an op point the derived entries eliminate, and the compiler folded, is no placement
+        cleanup = Derived()
+        _derive_cleanup(cleanup, families, measured, checker, record, base)
         for op in sorted(by_op):
-            entry, verdict = _derive_op(op, by_op[op], measured, base_ops, checker, record.get("record_name", ""))
+            entry, verdict = _derive_op(op, by_op[op], measured, base_ops, checker, record.get("record_name", ""),
+                                        cleanup.eliminates or [])
             out.verdicts[op] = verdict
             if entry is not None or (verdict["verdict"] in ("cpu", "not built") and op in base_ops):
                 out.ops[op] = entry
@@ -150,7 +154,8 @@ def derive(record: dict[str, Any], families: list[Family], base: Profile | None 
                                              record.get("record_name", ""))
             out.verdicts["rank_adapters"] = verdict
             out.rank_adapters = rule
-        _derive_cleanup(out, families, measured, checker, record, base)
+        out.verdicts.update(cleanup.verdicts)
+        out.eliminates, out.lowers = cleanup.eliminates, cleanup.lowers
         _derive_splits(out, families, measured, checker, record)
     finally:
         checker.close()
@@ -175,12 +180,27 @@ def _cite(points: list[tuple[Point, dict[str, Any]]]) -> list[list[str]]:
     return [[p.id, _outcome(m)] for p, m in points]
 
 
+def eliminated_by(point: Point, node: str, m: dict[str, Any], eliminates: list[dict[str, Any]],
+                  checker: _Checker) -> bool:
+    """The compiler folded the point's measured node, and the derived clean-up entries eliminate it
+    (the channel-shuffle triplet's Reshapes): a point of no placement, left out of the op's test."""
+    if not eliminates or m["status"] != "ok" or m.get("device") != "folded":
+        return False
+    result = checker.inspect(point, {"ops": {}, "eliminates": eliminates})
+    return any(n.name == node and n.placement == ELIMINATED for n in result.nodes)
+
+
 def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_ops: dict[str, Any], checker: _Checker,
-               record_name: str) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    points = [(f, p, measured[p.id]) for f in families for p in f.points]
+               record_name: str, eliminates: list[dict[str, Any]] | None = None) \
+        -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    everything = [(f, p, measured[p.id]) for f in families for p in f.points]
+    gone = [p.id for f, p, m in everything if eliminated_by(p, f.node_of(p), m, eliminates or [], checker)]
+    points = [(f, p, m) for f, p, m in everything if p.id not in gone]
     npu = [on_npu(m) for _, _, m in points]
-    verdict: dict[str, Any] = {"families": [f.id for f in families], "points": len(points), "on_npu": sum(npu),
-                               "measured": _cite([(p, m) for _, p, m in points])}
+    verdict: dict[str, Any] = {"families": [f.id for f in families], "points": len(everything), "on_npu": sum(npu),
+                               "measured": _cite([(p, m) for _, p, m in everything])}
+    if gone:
+        verdict["eliminated"] = gone
     needed: list[dict[str, Any]] = []  # families of one op may share a hypothesis: each constraint once
     for f in families:
         if not all(on_npu(measured[p.id]) for p in f.points):
@@ -194,6 +214,9 @@ def _derive_op(op: str, families: list[Family], measured: dict[str, Any], base_o
             if c.get("unchecked") or not any(c["id"] in failed[p.id] for _, p, _ in points)]
     dropped = [c["id"] for c in base_constraints if c not in kept]
     families_text = ", ".join(f.id for f in families)
+    if gone:
+        families_text += f"; {len(gone)} more eliminated by the clean-up, as the compiler folded them: " \
+                         f"{', '.join(gone)}"
     doc = f"{record_name}#{op}"
     if all(npu):
         verdict["verdict"] = NPU

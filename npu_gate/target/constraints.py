@@ -7,6 +7,7 @@ not only the first, each with the value seen and the value allowed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -136,6 +137,9 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
     from npu_gate.graph.facts import TensorInfo
 
     tensor = ctx.tensors.get(name) or TensorInfo(name, None, None)
+    if "in" in c.get("dim", {}):  # a dim compared with another tensor's dim: the reference resolved here
+        dim_in = [resolve_ref(v, node, ctx.tensors) if is_ref(v) else v for v in c["dim"]["in"]]
+        c = {**c, "dim": {**c["dim"], "in": dim_in}}
     out = values + [
         (subject, actual, allowed, text)
         for actual, allowed, text in _tensor_tests(c, tensor, names[index] in ctx.constants)
@@ -466,6 +470,11 @@ _INTEGER_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16
 
 
 def _dim_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]:
+    """``max``, ``multiple_of`` and ``in`` on one dim (``axis``) or on the product of several
+    (``axes``: [-2, -1] is H x W of a 4-D tensor); ``in`` holds numbers and resolved references
+    (UNKNOWN, never equal to a dim, when the referenced dim is not known)."""
+    if "axes" in spec:
+        return _dims_product_test(spec, t)
     axis = spec["axis"]
     if spec.get("batch") and t.shape is not None and len(t.shape) == 1 and t.dtype in _INTEGER_DTYPES:
         return []  # a shape vector (e.g. Shape's output) has no batch: its one dim is its length
@@ -474,14 +483,32 @@ def _dim_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]
     d = t.shape[axis]
     if not isinstance(d, int):
         return [(d if d is not None else UNKNOWN, spec, f"dim {axis} is not static ({d or '?'})")]
+    return _dim_value_tests(spec, d, f"dim {axis}")
+
+
+def _dims_product_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]:
+    axes = spec["axes"]
+    label = "dims " + " x ".join(map(str, axes))
+    if t.shape is None or not all(-len(t.shape) <= a < len(t.shape) for a in axes):
+        return [(UNKNOWN, spec, f"{label} unknown (shape {_show_shape(t)})")]
+    dims = [t.shape[a] for a in axes]
+    known = [d for d in dims if isinstance(d, int)]
+    if len(known) != len(dims):
+        return [(UNKNOWN, spec, f"{label} not static ({' x '.join('?' if d is None else str(d) for d in dims)})")]
+    return _dim_value_tests(spec, math.prod(known), f"{label} = {' x '.join(map(str, known))}")
+
+
+def _dim_value_tests(spec: dict[str, Any], d: int, label: str) -> list[tuple[Any, Any, str]]:
+    """The tests of a dim spec on a known value ``d`` (``label``: the dim, or the dims multiplied)."""
+    name = f"{label} = {d}"
     out = []
     if "max" in spec and d > spec["max"]:
-        out.append(
-            (d, {"max": spec["max"]}, f"dim {axis} = {d} is above the maximum {spec['max']}")
-        )
+        out.append((d, {"max": spec["max"]}, f"{name} is above the maximum {spec['max']}"))
     if "multiple_of" in spec and d % spec["multiple_of"]:
         m = spec["multiple_of"]
-        out.append((d, {"multiple_of": m}, f"dim {axis} = {d} is not a multiple of {m}"))
+        out.append((d, {"multiple_of": m}, f"{name} is not a multiple of {m}"))
+    if "in" in spec and d not in [v for v in spec["in"] if _is_number(v)]:
+        out.append((d, {"in": spec["in"]}, f"{name} not in {_show(tuple(spec['in']))}"))
     return out
 
 

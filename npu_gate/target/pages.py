@@ -80,8 +80,11 @@ def describe_test(c: dict[str, Any]) -> str:
             bits.append(f"≤ {d['max']}")
         if "multiple_of" in d:
             bits.append(f"a multiple of {d['multiple_of']}")
+        if "in" in d:
+            bits.append(f"in {_set(d['in'])}")
         batch = "batch " if d.get("batch") else ""
-        parts.append(f"{batch}dim {d['axis']} " + " and ".join(bits))
+        which = f"dims {' × '.join(map(str, d['axes']))} multiplied" if "axes" in d else f"dim {d['axis']}"
+        parts.append(f"{batch}{which} " + " and ".join(bits))
     if c.get("constant"):
         parts.append("constant (initializer or folded)")
     if c.get("static"):

@@ -394,6 +394,13 @@ def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> li
         for i, v in enumerate(c.get(k, []))
         if isinstance(v, dict) and "ref" in v
     ]
+    dim_in = c.get("dim", {}).get("in", []) if isinstance(c.get("dim"), dict) else []
+    for i, v in enumerate(dim_in):
+        if isinstance(v, dict) and "ref" in v:
+            refs.append((f"{where}.dim.in[{i}]", v))
+            if "attribute" in v.get("ref", {}):
+                problems.append(f"{where}.dim.in[{i}].ref: a dim is compared with a tensor's dim "
+                                "(input or output with an axis), not an attribute")
     for at, value in refs:
         ref = value.get("ref", {})
         kinds = [s for s in _SUBJECTS if s in ref]

@@ -284,7 +284,8 @@ def test_builtin_profiles_are_valid():
         assert path.suffix == ".json", f"only profiles (and their calibration records) belong in {profile_dir()}"
         if path.name.endswith(".calibration.json"):  # a calibration record, beside its profile
             assert path.with_name(path.name.replace(".calibration", "")).is_file()
-            assert json.loads(path.read_text())["schema_version"] in ("calibration-1.0", "calibration-1.1", "calibration-1.2")
+            version = json.loads(path.read_text())["schema_version"]
+            assert version in ("calibration-1.0", "calibration-1.1", "calibration-1.2")
             continue
         assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
 

@@ -584,6 +584,41 @@ def test_value_test_problems(tmp_path: Path, run_cli: Run) -> None:
         f"{where}ops.Slice.constraints[2].value.ratio_to_input: Slice has at most 5 inputs; index 5 does not exist"]
 
 
+def test_dim_product_and_reference_problems(tmp_path: Path, run_cli: Run) -> None:
+    """A dim test names one dim (axis) or several (axes, two at least); its in takes numbers or a
+    reference to a tensor's dim (with an axis), not an attribute."""
+    schema = _write(tmp_path, {"ops": {"Reshape": {"constraints": [
+        {"id": "a", "output": 0, "dim": {"axis": -1, "axes": [-2, -1], "multiple_of": 8}},
+        {"id": "b", "output": 0, "dim": {"axes": [-1], "multiple_of": 8}},
+        {"id": "c", "output": 0, "dim": {"axis": -1, "in": ["x"]}}]}}}, "schema.json")
+    r = run_cli("profile", "check", schema)
+    where = f"npu-gate: error: {schema}: ops.Reshape.constraints"
+    assert (r.code, r.err.splitlines()) == (1, [
+        f"{where}[0].dim: {{'axis': -1, 'axes': [-2, -1], 'multiple_of': 8}} is valid under each of "
+        "{'required': ['axes']}, {'required': ['axis']}",
+        f"{where}[1].dim.axes: [-1] is too short",
+        f"{where}[2].dim.in[0]: 'x' is not valid under any of the given schemas ('x' is not of type 'integer')"])
+    semantic = _write(tmp_path, {"ops": {"Reshape": {"constraints": [
+        {"id": "a", "output": 0, "dim": {"axis": -1, "in": [{"ref": {"attribute": "allowzero"}}]}},
+        {"id": "b", "any_of": [{"output": 0, "dim": {"axis": -1, "in": [{"ref": {"input": 0}}]}},
+                               {"output": 0, "rank": {"max": 3}}]}]}}}, "semantic.json")
+    r = run_cli("profile", "check", semantic)
+    where = f"npu-gate: error: {semantic}: ops.Reshape.constraints"
+    assert (r.code, r.err.splitlines()) == (1, [
+        f"{where}[0].dim.in[0].ref: a dim is compared with a tensor's dim (input or output with an axis), "
+        "not an attribute",
+        f"{where}[1].any_of[0].dim.in[0].ref: a tensor reference needs an axis"])
+
+
+def test_reshape_constraints_in_words(run_cli: Run) -> None:
+    """The calibrated Reshape rule as explain says it: the dims multiplied, the reference by name."""
+    words = run_cli("explain", "rknn-rk3588:reshape-rank4-keeps-last-dim-or-channels").out.splitlines()[2]
+    assert words == ("one of: (input 0: dims -2 × -1 multiplied a multiple of 8) | "
+                     "(output 0: dim -1 in {input 0 dim -1}) | "
+                     "(output 0: dim 1 a multiple of 8 and in {input 0 dim 1}) | "
+                     "(output 0: rank ≤ 3) | (output 0: rank ≥ 5) | (input 0: rank ≤ 3).")
+
+
 def test_a_misspelt_profile_key_suggests_the_nearest_valid_one(run_cli: Run, tmp_path: Path) -> None:
     path = tmp_path / "board.npu-profile.json"
     path.write_text(json.dumps({"name": "board", "description": "d", "source": "s", "evidence": "illustrative",
