@@ -13,22 +13,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onnx import ModelProto
-
-from npu_gate.contract.spec import Contract, InputSpec
 from npu_gate.graph import facts as graphlib
 from npu_gate.graph.model_file import copy_model, load_onnx
 from npu_gate.graph.source import repository_root
 from npu_gate.result.types import GateResult
 from npu_gate.stages import analyse, timeout, verdict
-from npu_gate.stages import probe as probe_stage
 from npu_gate.stages.context import Artifacts, Settings, new_result
-from npu_gate.stages.rewrites import Rewriting
 from npu_gate.target.profile import Profile
 
+# Only what `inspect_model` runs is imported here: the stages of a contract run (rewrites,
+# probe, quantize, export, numerics) are imported by the functions that run them, so that
+# `npu-gate inspect` does not pay for importing them (tests/commands/test_speed_paths.py).
 if TYPE_CHECKING:
+    from onnx import ModelProto
+
+    from npu_gate.contract.spec import Contract, InputSpec
     from npu_gate.probe.base import Compiler, QuantRequest
     from npu_gate.result.probe import ProbeResult
+    from npu_gate.stages.probe import ProbeOutcome
+    from npu_gate.stages.rewrites import Rewriting
 
 __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_model", "replay_model"]
 
@@ -60,6 +63,8 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
 
 def _given_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> list[InputSpec]:
     """Input specs for the given shapes, with the model's own dtypes (only the shapes are asked for)."""
+    from npu_gate.contract.spec import InputSpec
+
     dtypes = {v.name: graphlib.tensor_info_from_type(v.name, v.type).dtype for v in model.graph.input}
     return [InputSpec(name, list(shape), dtypes.get(name) or "float32", None, (0.0, 1.0))
             for name, shape in shapes.items()]
@@ -70,6 +75,8 @@ def check_contract(
     time_limit: float | None = timeout.DEFAULT_SECONDS,
 ) -> GateResult:
     """``time_limit``: seconds for the whole run (None or 0: no limit; see ``stages.timeout``)."""
+    from npu_gate.stages.rewrites import Rewriting
+
     start = time.perf_counter()
     settings = Settings(
         profile=contract.profile,
@@ -103,6 +110,8 @@ def check_contract(
 
 def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: Rewriting,
                 timings: dict[str, float], keep: Artifacts | None) -> GateResult:
+    from npu_gate.stages import probe as probe_stage
+
     start = time.perf_counter()
     model, sha256 = load_onnx(path, weights=False)
     timings["load_s"] = time.perf_counter() - start
@@ -126,6 +135,7 @@ def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: R
 def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, timings: dict[str, float],
                  keep: Artifacts | None) -> GateResult:
     from npu_gate.stages import export, exporters, numerics  # the torch path only
+    from npu_gate.stages import probe as probe_stage
 
     spec = contract.torch
     assert spec is not None
@@ -169,10 +179,12 @@ def _quantize(contract: Contract, float_path: Path, work: Path, settings: Settin
 
 def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: GateResult,
              timings: dict[str, float], keep: Artifacts | None, rewriting: Rewriting, source: Path,
-             work: Path) -> tuple[probe_stage.ProbeOutcome | None, set[int]]:
+             work: Path) -> tuple[ProbeOutcome | None, set[int]]:
     """The analysis, then the probe of the same graph against the analysis' own placement,
     then the analysis' findings, judged by the compiler's placement when it decides; with the
     nodes the analysis folds."""
+    from npu_gate.stages import probe as probe_stage
+
     if not timeout.starts(settings.deadline, result, "analysis", ("analysis", "probe") if contract.probe else None):
         return None, set()
     analysis = analyse.analyse(model, settings, result, keep)
@@ -194,6 +206,7 @@ def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, p
     with it (``options``: ``probe.runner.probe``'s); ``quantization``: a quantized build
     (``--quantize``) with its calibration and hold-out samples."""
     from npu_gate.probe.runner import probe
+    from npu_gate.stages import probe as probe_stage
 
     with tempfile.TemporaryDirectory(prefix="npu-gate-prepare-") as tmp:
         keep = options.get("keep")
@@ -219,6 +232,7 @@ def replay_model(model: Path, compiler: Compiler, target: str, work: Path,
                  profile: Profile | None = None) -> ProbeResult:
     """A kept probe (``--keep-work``) replayed and compared with the prediction under ``profile``."""
     from npu_gate.probe.runner import replay, requested_inputs
+    from npu_gate.stages import probe as probe_stage
 
     built = work / probe_stage.QDQ_MODEL  # the QDQ model a QNN probe quantized the given one to
     model = built if probe_stage.prepared(work) and built.is_file() else model

@@ -8,8 +8,6 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from tabulate import tabulate
-
 from npu_gate.escape import md, md_code
 from npu_gate.graph.source import Source, describe
 from npu_gate.result.types import Finding, NodeResult, TensorEntry
@@ -84,6 +82,8 @@ def row_message(same: Sequence[Finding]) -> str:
 
 def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -> str:
     """A GitHub table of at most MAX_ROWS rows; ``total`` counts rows not even built."""
+    from tabulate import tabulate  # Markdown only: the terminal summary has no table
+
     shown = rows[:MAX_ROWS]
     text = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
     hidden = (total if total is not None else len(rows)) - len(shown)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from npu_gate.compare.report import ModelReport, applied_note, exit_code
 from npu_gate.escape import term
 from npu_gate.render.cells import metric_values, number, row_key, row_message, sources
 from npu_gate.result.types import Finding, GateResult, Summary
+
+if TYPE_CHECKING:  # `check`'s reports: `inspect` renders one result, with no report or baseline
+    from npu_gate.compare.report import ModelReport
 
 MAX_REASONS = 5
 MAX_REASON_LINES = 10  # CPU nodes with the compiler's reason shown under the probe line
@@ -240,6 +242,8 @@ def text_lines(models: Sequence[ModelReport], fail_on: str = "errors", missing: 
     """The terminal summary: each model's short text, plus its baseline delta. Under
     ``--fail-on regressions|never`` a verdict that does not decide the exit code says so.
     ``missing``: baseline models not in this run (``absent_line``)."""
+    from npu_gate.compare.report import applied_note, exit_code
+
     code = exit_code(models, fail_on)
     out = []
     for m in models:

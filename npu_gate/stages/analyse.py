@@ -12,12 +12,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 from onnx import ModelProto
 
-from npu_gate.contract.spec import InputSpec
+from npu_gate.contract.parts import InputSpec
 from npu_gate.errors import ContractError
 from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import dims, shape_chains, shape_values, symbolic
@@ -38,7 +38,6 @@ from npu_gate.placement.eliminate import NUMERICS_THRESHOLD, NumericChange, elim
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.placement.refusals import Refusal, refusals
-from npu_gate.result.probe import ProbeNode
 from npu_gate.result.types import (
     CPU,
     ELIMINATED,
@@ -60,6 +59,9 @@ from npu_gate.rules import ERROR, INFO, WARNING
 from npu_gate.stages.context import Artifacts, Settings
 from npu_gate.target.constraints import Failure
 from npu_gate.target.limits import opset_failure
+
+if TYPE_CHECKING:  # a probe's nodes: `inspect` runs no probe
+    from npu_gate.result.probe import ProbeNode
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 
 from onnx import ModelProto
 
-from npu_gate.contract.spec import Gates, InputSpec, Waiver
+from npu_gate.contract.parts import Gates, InputSpec, Waiver
 from npu_gate.graph.facts import GraphFacts
 from npu_gate.result.types import FAIL, GateResult, ModelInfo
 from npu_gate.stages.timeout import Deadline

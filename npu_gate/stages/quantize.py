@@ -16,11 +16,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.contract.spec import QUANT_DTYPES, Contract, Gates, Quantization
+from npu_gate.contract.parts import Gates
 from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
 from npu_gate.stages.context import Artifacts, Settings, new_result
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the contract reader only for annotations: `inspect` runs gate_findings
+    from npu_gate.contract.spec import Contract
     from npu_gate.model.worker import UserCode
     from npu_gate.probe.base import QuantRequest
     from npu_gate.result.probe import ProbeResult
@@ -214,6 +215,7 @@ def beside_probe(model: Path, quant: QuantRequest, probe: ProbeResult, work: Pat
     ``probe.quantization["onnxruntime"]``: per output and every matched layer, lowest SQNR first."""
     if probe.quantization is None or not quant.integer or not quant.holdout or not model.is_file():
         return
+    from npu_gate.contract.spec import QUANT_DTYPES, Quantization
     from npu_gate.quantize import run as quant_run
     from npu_gate.versions import tool_versions
 

@@ -7,7 +7,7 @@ import fnmatch
 from collections import Counter
 from typing import Any
 
-from npu_gate.contract.spec import Waiver
+from npu_gate.contract.parts import Waiver
 from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
 from npu_gate.rules import ERROR
 from npu_gate.stages.context import Settings

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper
 from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import facts as graphlib
 from npu_gate.render import json_
+from tests.helpers import model_zoo
 from tests.helpers.common import REPO as ROOT
 
 
@@ -164,3 +165,37 @@ def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, mo
     assert (asked, built) == ([], [])
     assert inspect_model(tmp_path / "m.onnx", load_profile(str(valued))).nodes[0].placement == "cpu"
     assert (asked, built) == (["steps"], [1])
+
+
+# What `inspect` of an ONNX file never runs, so never imports (docs/speed.md, session 8): the
+# stages of a contract run and what only they use, the contract reader, the reports of `check`
+# and Markdown's table writer. Each was imported by the modules `inspect` runs until then.
+NOT_IMPORTED_BY_INSPECT = (
+    "npu_gate.stages.rewrites", "npu_gate.rewrites", "npu_gate.rewrites.verify", "npu_gate.stages.probe",
+    "npu_gate.probe", "npu_gate.probe.runner", "npu_gate.quantize", "npu_gate.stages.export",
+    "npu_gate.stages.exporters", "npu_gate.stages.numerics", "npu_gate.model.worker", "npu_gate.model.numerics",
+    "npu_gate.model.samples", "npu_gate.contract.spec", "npu_gate.contract.device_timings",
+    "npu_gate.contract.samples_file", "npu_gate.result.probe", "npu_gate.compare.report",
+    "npu_gate.compare.baseline", "npu_gate.evidence", "npu_gate.render.markdown", "tabulate", "jsonschema",
+)
+
+
+def test_inspect_imports_no_stage_it_does_not_run(tmp_path: Path) -> None:
+    """`inspect FILE.onnx --json` (built-in profile, no contract) imports none of
+    NOT_IMPORTED_BY_INSPECT, and still imports what it runs (the check can see an import)."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(model_zoo.conv_relu().SerializeToString())
+    code = (
+        "import json, sys\n"
+        "from npu_gate.cli import main\n"
+        f"rc = main(['inspect', {str(model)!r}, '--json', {str(tmp_path / 'r.json')!r}])\n"
+        "print(json.dumps([rc, sorted(sys.modules)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    rc, modules = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rc == 1  # demo: the Relu is on the CPU
+    assert [m for m in NOT_IMPORTED_BY_INSPECT if m in modules] == []
+    ran = ("npu_gate.pipeline", "npu_gate.stages.analyse", "npu_gate.stages.verdict", "npu_gate.stages.quantize",
+           "npu_gate.contract.parts", "npu_gate.render.text", "npu_gate.render.json_")
+    assert [m for m in ran if m not in modules] == []
