@@ -174,11 +174,12 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
                      help="the profile to write; the record goes to PROFILE.calibration.json")
     cal.add_argument("--venv", help="the compiler's venv (default: .venv-COMPILER)")
     cal.add_argument("--sweep", default="standard",
-                     choices=["tiny", "standard", "standard-int8", "standard-einsum", "qdq", "ethos-u"],
+                     choices=["tiny", "standard", "standard-int8", "standard-einsum", "qdq", "ethos-u", "splits"],
                      help="which sweep (default: standard; tiny: 7 points, for quick checks; standard-int8: "
                           "standard plus int8 builds; standard-einsum: standard plus 22 Einsum equations; qdq: ops "
                           "in float and quantized for QNN's HTP, uint8 and uint16; ethos-u: 17 torch points for "
-                          "--compiler ethos-u, which lowers PyTorch modules)")
+                          "--compiler ethos-u, which lowers PyTorch modules; splits: MatMul/Gemm heads and "
+                          "Transposes around 8192 that RKNN splits across NPU and CPU)")
     cal.add_argument("--name", help="profile name (default: the file name)")
     cal.add_argument("--extends", help="a base profile: ops measured off the NPU are removed from it (null), "
                                        "the rest stays its claim")

@@ -166,6 +166,22 @@ RULES: dict[str, Rule] = {
             placement=True,
         ),
         Rule(
+            "npu-node-split",
+            WARNING,
+            "A node placed on the NPU runs as pieces on several devices: the compiler adds a CPU op inside it.",
+            "The profile's `splits` (docs/target-profiles.md#splits) lists nodes the compiler runs "
+            "as several ops on several devices: RKNN runs a MatMul/Gemm with a constant weight "
+            "and more than 8192 output features (an nn.Linear head, e.g. a CTC recogniser's "
+            "classifier over thousands of characters) as an NPU Conv, then the Transpose back to "
+            "the ONNX layout on the CPU (its Transposes of a dim above 8192 run there), then an "
+            "NPU Reshape: one NPU partition becomes two, with a CPU partition between them and "
+            "the head's output copied twice. The node stays `npu`; its `split` names the pieces, "
+            "and partitions and boundary bytes are counted over them. The finding names the node "
+            "(`constraint`: the entry), the failed condition and the fix: keep the Linear's "
+            "out_features at or below the limit, split the classifier into chunks of at most the "
+            "limit concatenated after it, or run the head on the CPU deliberately.",
+        ),
+        Rule(
             "compiler-will-refuse",
             ERROR,
             "The target's compiler is expected to refuse to build the model.",

@@ -32,6 +32,7 @@ from npu_gate.calibrate.sweeps import (
     LOWER,
     OP,
     PATTERN,
+    SPLIT,
     TORCH_X,
     Family,
     Point,
@@ -45,12 +46,15 @@ if TYPE_CHECKING:
     from npu_gate.result.probe import ProbeResult
     from npu_gate.target.profile import Profile
 
-__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SWEEPS", "Family", "Point", "load_record", "measure",
+__all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS",
+           "Family", "Point", "load_record", "measure",
            "measured_point"]
 
 SWEEPS = {**sweeps.SWEEPS, "qdq": qdq}  # qdq: QNN's QDQ points (qdq_sweeps.py)
-RECORD_VERSION = "calibration-1.2"  # 1.1: eliminate and lower points and verdicts (issue 20); 1.2: an op
-# verdict's eliminated points (folded by the compiler, eliminated by the derived clean-up)
+# 1.1: eliminate and lower points and verdicts (issue 20); 1.2: an op verdict's eliminated points (folded by
+# the compiler, eliminated by the derived clean-up); 1.3: the splits sweep's points (``pieces``) and
+# ``splits OP ID`` verdicts
+RECORD_VERSION = "calibration-1.3"
 LOG_TAIL = 8  # lines of the compiler's log kept in the record for a point that did not build
 
 
@@ -60,11 +64,15 @@ def measured_point(family: Family, point: Point, result: ProbeResult) -> dict[st
     out: dict[str, Any] = {"point": point.id, "family": family.id, "status": result.status}
     if point.quantize:
         out["quantize"] = point.quantize
-    if family.kind == OP:
+    if family.kind in (OP, SPLIT):
         actual, runs_on, became = nodes.get(family.node_of(point), [None, None, None])
         out["device"] = runs_on or actual
         if became:
             out["became"] = became
+        if family.kind == SPLIT:  # the measured node's compiler ops in table order: [op type, device]
+            rows = next((n.rows for n in result.nodes if n.name == family.node_of(point)), None) or []
+            by_id = {r.id: r for r in result.ops}
+            out["pieces"] = [[by_id[r].op_type, by_id[r].target] for r in rows if r in by_id]
     else:  # pattern and adapter points: every node, and (patterns) the compiler ops holding each
         out["nodes"] = nodes
     if family.kind == PATTERN:
@@ -220,6 +228,8 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
         measured_parts += ", the rank-adapter rule"
     if derived.eliminates is not None or derived.lowers is not None:
         measured_parts += ", the compiler's clean-up entries (eliminates, lowers) whose evidence cites the record"
+    if derived.splits:
+        measured_parts += ", the splits entries whose evidence cites the record"
     text = (f"Calibrated with npu-gate profile calibrate on {evidence}, {record['sweep']} sweep "
             f"({len(record['points'])} points, record {record['record_name']}): {measured_parts} are what the "
             f"compiler did at the sweep points, each citing its family in the record.")
@@ -238,7 +248,7 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
     if extends:
         doc["extends"] = extends
     doc |= placement_part(derived.ops, derived.patterns, derived.rank_adapters)
-    for key, entries in (("eliminates", derived.eliminates), ("lowers", derived.lowers)):
+    for key, entries in (("eliminates", derived.eliminates), ("lowers", derived.lowers), ("splits", derived.splits)):
         if entries is not None:
             doc[key] = entries  # replaces the base's list: its entries not measured are carried in it
     return doc

@@ -38,7 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.calibrate.sweeps import ADAPTER, CONTEXT, ELIMINATE, LOWER, OP, PATTERN, Family, Point, quant_request
+from npu_gate.calibrate.sweeps import (
+    ADAPTER,
+    CONTEXT,
+    ELIMINATE,
+    LOWER,
+    OP,
+    PATTERN,
+    SPLIT,
+    Family,
+    Point,
+    quant_request,
+)
 
 if TYPE_CHECKING:
     from npu_gate.result.types import GateResult
@@ -56,6 +67,7 @@ class Derived:
     # the compiler's clean-up: None when the sweep has no eliminate (lower) family (the base's stands)
     eliminates: list[dict[str, Any]] | None = None
     lowers: list[dict[str, Any]] | None = None
+    splits: list[dict[str, Any]] | None = None  # None: the sweep has no split family with a rule
     verdicts: dict[str, Any] = field(default_factory=dict)  # per op / pattern / adapter rule, for the record
 
 
@@ -144,6 +156,7 @@ def derive(record: dict[str, Any], families: list[Family], base: Profile | None 
             out.rank_adapters = rule
         out.verdicts.update(cleanup.verdicts)
         out.eliminates, out.lowers = cleanup.eliminates, cleanup.lowers
+        _derive_splits(out, families, measured, checker, record)
     finally:
         checker.close()
     return out
@@ -417,3 +430,42 @@ def _derive_lowering(family: Family, rule: dict[str, Any], measured: dict[str, A
     evidence = _cleanup_evidence(compiler, record_name, family, [pid for pid, _ in rows], [],
                                  f"run on the NPU as other ops than {rule['op']}", "")
     return {**rule, "evidence": evidence, "doc": f"{record_name}#{family.id}"}, verdict
+
+
+def _derive_splits(out: Derived, families: list[Family], measured: dict[str, Any], checker: _Checker,
+                   record: dict[str, Any]) -> None:
+    """``splits`` entries of the split families with a candidate ``rule``: written when npu_gate's
+    placement under the entry splits the node exactly where the compiler ran it on several devices
+    (at one point at least), with evidence citing the points."""
+    chosen = [f for f in families if f.kind == SPLIT and f.rule is not None]
+    if not chosen:
+        return
+    record_name, compiler = record.get("record_name", ""), _compiler_text(record)
+    entries = []
+    for family in chosen:
+        rule = family.rule
+        assert rule is not None
+        rows = []
+        for point in family.points:
+            m = measured[point.id]
+            result = checker.inspect(point, {"ops": {rule["op"]: {"constraints": []}},
+                                             "splits": [{**rule, "evidence": "calibration trial"}]})
+            node = next((n for n in result.nodes if n.name == family.node_of(point)), None)
+            predicted = node is not None and node.split is not None
+            actual = None if m["status"] != "ok" else len({d for _, d in m.get("pieces") or []}) > 1
+            rows.append((point.id, predicted, actual))
+        verdict: dict[str, Any] = {
+            "family": family.id,
+            "points": [[pid, "split" if p else "whole", "not built" if a is None else "split" if a else "whole"]
+                       for pid, p, a in rows]}
+        wrong = [pid for pid, p, a in rows if a is None or p != a]
+        out.verdicts[f"splits {rule['op']} {rule['id']}"] = verdict
+        if wrong or not any(p for _, p, _ in rows):
+            verdict["verdict"] = "contradicted" if wrong else "never split"
+            verdict["contradicted_by"] = wrong
+            continue
+        verdict["verdict"] = "confirmed"
+        evidence = _cleanup_evidence(compiler, record_name, family, [pid for pid, p, _ in rows if p],
+                                     [pid for pid, p, _ in rows if not p], "split", "whole")
+        entries.append({**rule, "evidence": evidence, "doc": f"{record_name}#{family.id}"})
+    out.splits = entries

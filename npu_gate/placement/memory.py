@@ -155,7 +155,8 @@ def partition_memory(
     for part in partitions:
         if part.device not in devices:
             continue
-        members = [nodes[i] for i in part.nodes]
+        # a split node (``Partition.pieces``) counts where its first piece runs (its weights, its work)
+        members = [nodes[i] for i in part.nodes if 0 in part.pieces.get(i, [0])]
         held = {n.name: _largest(bodies.get(n.name, [])) for n in members if n.subgraph_nodes}
         f = _schedule(members, sizes, weight_sizes, tensors, constants, (), None, (), leaving, made_by.get, held)
         weights = None if f.weights is None else f.weights + overhead

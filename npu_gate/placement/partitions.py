@@ -15,6 +15,11 @@ The algorithm (documented in docs/partitioning.md):
 QDQ graphs: a standalone weight DQ on CPU (``early``) runs before the walk; a CPU unit's weight
 DQ joins the partition of its readers (``with_unit_sources``).
 
+A node the profile ``splits`` (``Placement.split``) takes part as a chain of its pieces, each
+on its own device: its inputs feed the first piece, each piece reads the one before, its
+readers read the last. A partition holds the node when it holds one of its pieces
+(``Partition.pieces`` says which).
+
 The walk touches each node and edge a constant number of times (plus a heap), so it is
 linear in graph size up to the log factor of the heap.
 """
@@ -22,7 +27,8 @@ linear in graph size up to the log factor of the heap.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 from npu_gate.graph.components import components
 from npu_gate.graph.facts import GraphFacts
@@ -35,15 +41,47 @@ class Partition:
     id: int
     device: str
     nodes: list[int]  # node indices, in execution order
+    pieces: dict[int, list[int]] = field(default_factory=dict)  # a split node -> its pieces here (indices)
 
 
 def build_partitions(
     facts: GraphFacts, placements: list[Placement], deps: list[list[int]]
 ) -> list[Partition]:
+    device = [p.device for p in placements]
     early = {i for i, p in enumerate(placements) if p.standalone is not None and p.device == CPU and not deps[i]}
-    parts = partition_devices([p.device for p in placements], deps, early)
     unit_sources = {i for i, p in enumerate(placements) if p.qdq == "unit" and p.device == CPU and not deps[i]}
-    return with_unit_sources(parts, unit_sources, deps) if unit_sources else parts
+    split = {i: p.split["pieces"] for i, p in enumerate(placements) if p.split is not None and p.device == NPU}
+    n = len(device)
+    owner: list[tuple[int, int]] = [(i, 0) for i in range(n)]  # expanded index -> (node, piece)
+    if split:
+        deps = [list(d) for d in deps]
+        last: dict[int, int] = {}
+        for i, pieces in split.items():
+            device[i] = pieces[0]["device"]
+            previous = i
+            for k, piece in enumerate(pieces[1:], 1):
+                device.append(piece["device"])
+                deps.append([previous])
+                owner.append((i, k))
+                previous = len(device) - 1
+            last[i] = previous
+        deps[:n] = [[last.get(p, p) for p in d] for d in deps[:n]]  # a split node's readers read its last piece
+    parts = partition_devices(device, deps, early)
+    if unit_sources:
+        parts = with_unit_sources(parts, unit_sources, deps)
+    if not split:
+        return parts
+    out = []
+    for part in parts:
+        nodes: dict[int, None] = {}
+        held: dict[int, list[int]] = {}
+        for k in part.nodes:
+            node, piece = owner[k]
+            nodes[node] = None
+            if node in split:
+                held.setdefault(node, []).append(piece)
+        out.append(Partition(part.id, part.device, list(nodes), held))
+    return out
 
 
 def with_unit_sources(parts: list[Partition], sources: set[int], deps: list[list[int]]) -> list[Partition]:
@@ -171,13 +209,21 @@ def boundaries(
 
     Only tensors produced by a non-folded node count: graph inputs, weights and folded
     constants are not copied between partitions at run time. An ``eliminated`` node's output
-    is its first input: the tensor that crosses is the one it passes on, named as such.
+    is its first input: the tensor that crosses is the one it passes on, named as such. A split
+    node reads its inputs in its first piece's partition and writes its outputs in its last
+    piece's; between two of its pieces in different partitions its first output crosses, named
+    ``<output>@<k>`` (k: the index, from 0, of the piece that writes it), sized as that output.
     """
     nodes = facts.nodes
-    part_of = [-1] * len(nodes)  # -1: folded, in no partition
+    part_of = [-1] * len(nodes)  # -1: folded, in no partition; a split node: its last piece's
+    read_in: dict[int, int] = {}  # a split node -> its first piece's partition
+    piece_parts: dict[int, list[tuple[int, int]]] = {}  # a split node -> (piece, partition) in order
     for part in partitions:
         for i in part.nodes:
             part_of[i] = part.id
+        for i, pieces in part.pieces.items():
+            read_in.setdefault(i, part.id)
+            piece_parts.setdefault(i, []).extend((k, part.id) for k in pieces)
     made_in: dict[str, int] = {}  # tensor -> partition of its (non-folded) producer
     for node, part_id in zip(nodes, part_of, strict=True):
         if part_id >= 0:
@@ -190,6 +236,7 @@ def boundaries(
     for node, target in zip(nodes, part_of, strict=True):
         if target < 0:
             continue
+        target = read_in.get(node.index, target)
         names = (*node.inputs, *node.implicit_inputs) if node.implicit_inputs else node.inputs
         for name in names:  # '' (absent input) is never produced; repeats overwrite with the same source
             hops = 0
@@ -199,6 +246,14 @@ def boundaries(
             if source is not None and source != target:
                 crossing[(name, target)] = source
     sizes: dict[str, int | None] = {}  # a tensor crossing into several partitions is sized once
+    for i, order in piece_parts.items():
+        order.sort()
+        output = facts.tensors.get(nodes[i].outputs[0]) if nodes[i].outputs else None
+        for (k, source), (_, target) in itertools.pairwise(order):
+            if source != target:
+                name = f"{nodes[i].outputs[0]}@{k}"
+                crossing[(name, target)] = source
+                sizes[name] = output.nbytes if output else None
     out = []
     for source, target, name in sorted([(s, t, n) for (n, t), s in crossing.items()]):
         if name not in sizes:

@@ -2,6 +2,9 @@
 
 An op the profile ``lowers`` into another (variadic Sum into Adds) is placed with that
 op's entry. The compiler's clean-up (``eliminated``) is a later pass (``eliminate.py``).
+A node on the NPU that a profile ``splits`` entry matches (its ``where`` holds, one of its
+``constraints`` fails on known values) stays ``npu`` with ``Placement.split`` set: the
+pieces the compiler runs it as, which partitions are counted over (``partitions.py``).
 
 Which nodes fold is the graph layer's rule (``npu_gate.graph.fold``); here a node that
 does not fold is put on the NPU when the profile has its op and every constraint holds,
@@ -38,6 +41,8 @@ class Placement:
     qdq: str | None = None
     # A unit's op that the profile runs in float but not in the unit's integer dtypes (those dtypes).
     quantized: str | None = None
+    # A profile ``splits`` entry matched: {id, pieces: [{op, device}], reasons, evidence, fix?, doc?}
+    split: dict[str, Any] | None = None
     # A Q/DQ node in no QDQ unit placed by the profile's ``standalone_qdq`` entry: {id, why, message, evidence}
     standalone: dict[str, Any] | None = None
 
@@ -64,7 +69,40 @@ def place_in_scope(
     if failures or limits:
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
-    return Placement(NPU, unchecked=unchecked(spec.get("constraints", []), node, tensors))
+    placed = Placement(NPU, unchecked=unchecked(spec.get("constraints", []), node, tensors))
+    placed.split = split_of(profile, node, tensors, constants, layouts, values)
+    return placed
+
+
+def split_of(profile: Profile, node: NodeFacts, tensors: Mapping[str, TensorInfo],
+             constants: set[str] | frozenset[str], layouts: Mapping[str, str] | None = None,
+             values: ValueOf | None = None) -> dict[str, Any] | None:
+    """The first ``splits`` entry of the profile for ``node``'s op whose ``where`` holds and one of
+    whose ``constraints`` fails on known values (a dim that is not known splits nothing), as
+    ``Placement.split``; None when the node stays whole."""
+    for entry in profile.splits or []:
+        if entry["op"] != node.key:
+            continue
+        if evaluate(entry.get("where", []), node, tensors, constants, layouts, values):
+            continue
+        failed = evaluate(entry["constraints"], node, tensors, constants, layouts, values)
+        if not failed or any(_unknown(f.actual) for f in failed):
+            continue  # whole, or a failure on a value not known (a symbolic dim): no split is predicted
+        note = f"; {entry['message']}" if entry.get("message") else ""
+        out: dict[str, Any] = {"id": entry["id"], "pieces": [dict(p) for p in entry["pieces"]],
+                               "reasons": [f.message + note for f in failed], "evidence": entry["evidence"]}
+        for key in ("fix", "doc"):
+            if entry.get(key):
+                out[key] = entry[key]
+        return out
+    return None
+
+
+def _unknown(actual: Any) -> bool:
+    """A failed test's value is not known: the marker, or a symbolic dim's name (a string)."""
+    if isinstance(actual, list):
+        return any(_unknown(a) for a in actual)
+    return actual is None or isinstance(actual, str)
 
 
 def lowered_to(profile: Profile, key: str) -> str | None:

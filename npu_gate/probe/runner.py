@@ -32,7 +32,7 @@ from npu_gate.probe.mapping import (
     map_nodes,
     note_compiler,
 )
-from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, Attempt, ProbeNode, ProbeResult
+from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, SPLIT, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import GateResult, InputEntry
 
 if TYPE_CHECKING:  # batch imports this module
@@ -347,7 +347,9 @@ def assemble(model_name: str, compiler: Compiler, target: str, predicted_result:
     if output.backend:
         result.compiler["backend"] = output.backend
     originals = [(n.name, n.op_type) for n in predicted_result.nodes] if predicted_result else []
-    predicted = {n.name: n.placement for n in predicted_result.nodes} if predicted_result else {}
+    # a node the profile splits is predicted "split" (probe-1.6): it agrees with a compiler split
+    predicted = {n.name: SPLIT if n.split is not None else n.placement
+                 for n in predicted_result.nodes} if predicted_result else {}
     counts = _predicted_partitions(predicted_result)  # the prediction's, whatever the compiler did
     if last.status == OK:
         graph_names = compiler_graph_names(compiler, predicted_result)

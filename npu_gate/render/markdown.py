@@ -25,7 +25,7 @@ from npu_gate.render.cells import (
     table,
     tensor,
 )
-from npu_gate.result.types import ESTIMATE_LAID_OUT, GateResult, Summary
+from npu_gate.result.types import ESTIMATE_LAID_OUT, GateResult, NodeResult, Summary
 
 FOLD_PARTITIONS = 20  # more partitions than this: their tables are folded away
 
@@ -385,6 +385,14 @@ def _gates(result: GateResult) -> str:
     return "### Gates\n\n" + table(["gate", "limit", "actual", "result"], rows)
 
 
+def _placement_cell(n: NodeResult) -> str:
+    """The node's placement; a split node's pieces with their devices (profile ``splits``)."""
+    if n.split is None:
+        return n.placement
+    pieces = " → ".join(f"{md(p['op'])} {md(p['device'])}" for p in n.split["pieces"])
+    return f"{n.placement} (split: {pieces})"
+
+
 def _census(result: GateResult) -> str:
     if not result.nodes:
         return ""
@@ -399,7 +407,7 @@ def _census(result: GateResult) -> str:
         ins = "; ".join(tensor(t) for t in n.inputs if t["name"])
         outs = "; ".join(tensor(t) for t in n.outputs if t["name"])
         attrs = ", ".join(f"{md(k)}={md(short(v))}" for k, v in n.attributes.items())
-        rows.append([md_code(n.name), md(n.op_type), ins, outs, n.placement, attrs])
+        rows.append([md_code(n.name), md(n.op_type), ins, outs, _placement_cell(n), attrs])
     body = table(["op", "count", "placement"], ops) + "\n\n" + table(
         ["node", "op", "inputs", "outputs", "placement", "attributes"], rows, total=len(result.nodes))
     return (f"<details><summary>Op census and shapes ({_count(len(result.nodes), 'node')})</summary>\n\n"

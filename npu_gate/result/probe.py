@@ -55,7 +55,9 @@ class Rewrite:
 class ProbeNode:
     name: str
     op_type: str
-    predicted: str | None  # npu | cpu | folded | eliminated from npu_gate's own analysis; None if it did not run
+    # npu | cpu | folded | eliminated | split (probe-1.6: a profile ``splits`` entry matched) from
+    # npu_gate's own analysis; None if it did not run
+    predicted: str | None
     actual: str | None  # one of ACTUALS; None when the compiler did not build
     became: str | None = None  # the compiler op(s) this node ended up in, when not itself
     runs_on: str | None = None  # npu | cpu | split | None: where its computation actually runs
@@ -194,4 +196,6 @@ class ProbeResult:
 #      nodes[].unmapped, compiler.core (Ethos-U); predicted "eliminated", summary.partitions_agree,
 #      disagreement cause "eliminated in prediction"; 1.4: preparation (QNN's QDQ preparation);
 # 1.5: findings[].rule quantization-failed and preparation.error (the preparation raised: no compiler run)
-PROBE_SCHEMA_VERSION = "probe-1.5"
+# 1.6: predicted "split" (a profile ``splits`` entry: the node runs as pieces on NPU and CPU; it
+#      agrees with a node the compiler split), the predicted partitions counted over the pieces
+PROBE_SCHEMA_VERSION = "probe-1.6"

@@ -32,7 +32,10 @@ from npu_gate.rules import RULES
 #      and stages.probe.quantization (a contract quantization built by the real compiler: its
 #      request and the compiler's per-layer accuracy, as in a probe-1.4 result)
 #      and stages.probe.preparation (how the model the compiler built was prepared: QNN's QDQ preparation)
-SCHEMA_VERSION = "1.10"
+# 1.11: optional nodes[].split (a profile ``splits`` entry matched: the node runs on the NPU as
+#      pieces on several devices, partitions counted over them; docs/target-profiles.md#splits),
+#      boundaries[].tensor ``<output>@<k>`` between two of its pieces; rule npu-node-split
+SCHEMA_VERSION = "1.11"
 PASS = "pass"
 FAIL = "fail"
 # Where a node runs (NodeResult.placement): the NPU, CPU fallback, or nowhere (folded ahead of
@@ -297,10 +300,13 @@ class NodeResult:
     # where the node came from in the user's PyTorch code (graph.source.Source); None: unknown
     source: dict[str, Any] | None = None
     stable_key: str | None = None  # module_path/OpType#n: survives a re-export (graph.source)
+    # 1.11: {id, pieces: [{op, device}], reasons, evidence, fix?, doc?}: a profile ``splits`` entry
+    # matched; placement stays npu, the node's pieces run on the devices they name
+    split: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        for optional in ("scope", "fused", "original_name", "source", "stable_key"):
+        for optional in ("scope", "fused", "original_name", "source", "stable_key", "split"):
             if out[optional] is None:
                 del out[optional]  # the JSON of nodes without them stays as it was
         return out

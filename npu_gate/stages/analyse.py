@@ -180,7 +180,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     body = place_subgraphs(scoped, settings.profile, placements, layouts)
     partitions = build_partitions(facts, placements, deps)
     crossings = boundaries(facts, partitions, {i for i, p in enumerate(placements) if p.device == ELIMINATED})
-    part_of = {i: p.id for p in partitions for i in p.nodes}
+    part_of = {i: p.id for p in reversed(partitions) for i in p.nodes}  # a split node: its first piece's
     dtype = settings.profile.runtime_dtype
     layout = memlib.Layout.from_profile((settings.profile.memory or {}).get("layout"))
     memory = memlib.partition_memory(
@@ -280,6 +280,8 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
             for adapter in a.adapters or [] if adapter["device"] == CPU]
     out += _placement_findings(a.facts, a.placements, a.evidence, [(sn.path, sn.node.key) for sn in a.scoped],
                                a.body, measured)
+    out += [_split_finding(a.facts.nodes[i], p, a.evidence) for i, p in enumerate(a.placements)
+            if p.split is not None]
     out += [_fold_budget_finding(a.facts, skip) for skip in a.fold_skips]
     out += _dynamic_shape_findings(a, a.dynamic_severity)
     out += memory_findings(a.memory, a.memory_budget)
@@ -287,6 +289,21 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
                          node=chain.consumer, op_type=chain.consumer_op)
             for chain in a.chains if not chain.folds]
     return out
+
+
+def _split_finding(node: graphlib.NodeFacts, placement: Placement, evidence: str) -> Finding:
+    """``npu-node-split``: a node on the NPU the profile's ``splits`` says the compiler runs as pieces;
+    ``evidence``: the profile's label (the entry's own in ``evidence_detail``, its record in ``doc``)."""
+    split = placement.split
+    assert split is not None
+    pieces = " -> ".join(f"{p['op']} ({p['device'].upper()})" for p in split["pieces"])
+    cpu = sum(1 for p in split["pieces"] if p["device"] == CPU)
+    message = (f"{node.name} ({node.key}) runs as {pieces}: {'; '.join(split['reasons'])}; "
+               f"{cpu} CPU piece(s) inside one node, its output crossing between devices")
+    return make_finding("npu-node-split", message, node=node.name, op_type=node.key, constraint=split["id"],
+                        actual=[p["device"] for p in split["pieces"]], allowed="one device",
+                        evidence=evidence, evidence_detail=split["evidence"], doc=split.get("doc"),
+                        fix=split.get("fix"))
 
 
 def _numeric_change_finding(c: NumericChange, evidence: str) -> Finding:
@@ -428,7 +445,7 @@ def _node_entry(
         outputs=[get(name) or TensorEntry(name=name, shape=None, dtype=None) for name in node.outputs],
         attributes=node.attributes, defaulted_attributes=node.defaulted,
         placement=placement.device, reasons=placement.reasons, partition=partition,
-        original_name=node.original_name,
+        original_name=node.original_name, split=placement.split,
     )
 
 

@@ -475,6 +475,15 @@ def render_compiler_passes(profile: Profile) -> list[str]:
         for e in profile.standalone_qdq:
             lines.append(f"| `{e['id']}` | {_cell(describe_standalone(e))} | {e['device']} "
                          f"| {_cell(e.get('message') or 'not known')} | {_cell(e['evidence'])} |")
+    if profile.splits:
+        lines += ["", f"## Nodes the compiler splits across devices ({len(profile.splits)})", "",
+                  "Placed on the NPU with `split` set; partitions are counted over the pieces, each a "
+                  "`npu-node-split` warning (docs/target-profiles.md#splits).", "",
+                  "| id | operator | split unless | pieces | evidence |", "| --- | --- | --- | --- | --- |"]
+        for e in profile.splits:
+            pieces = " -> ".join(f"{p['op']} ({p['device']})" for p in e["pieces"])
+            lines.append(f"| `{e['id']}` | `{e['op']}` | {_cell(describe_split(e))} | {_cell(pieces)} "
+                         f"| {_cell(e['evidence'])} |")
     return lines
 
 
@@ -485,6 +494,26 @@ def describe_standalone(e: dict[str, Any]) -> str:
     if "per_channel" in e:
         parts.append("per channel" if e["per_channel"] else "per tensor")
     return ", ".join(parts)
+
+
+def describe_split(entry: dict[str, Any]) -> str:
+    """The entry's conditions in words: where it applies, and what keeps the node whole."""
+    def test(c: dict[str, Any]) -> str:
+        subject = f"input {c['input']}" if "input" in c else f"output {c['output']}" if "output" in c else ""
+        parts = []
+        if "dim" in c:
+            d = c["dim"]
+            parts += [f"dim {d['axis']} <= {d['max']}"] if "max" in d else []
+        if c.get("constant"):
+            parts.append("constant")
+        if "rank" in c:
+            parts.append(f"rank {c['rank'].get('min', '')}..{c['rank'].get('max', '')}")
+        return f"{subject} {' and '.join(parts)}".strip()
+
+    whole = "; ".join(" or ".join(test(a) for a in c["any_of"]) if "any_of" in c else test(c)
+                      for c in entry["constraints"])
+    where = "; ".join(test(c) for c in entry.get("where", []))
+    return whole + (f" (applies where {where})" if where else "")
 
 
 def describe_refusal(r: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
 # lists a profile inherits whole unless it sets them
-COMPILER_PASSES = ("eliminates", "lowers", "refuses", "standalone_qdq")
+COMPILER_PASSES = ("eliminates", "lowers", "refuses", "standalone_qdq", "splits")
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
 
 
@@ -51,6 +51,9 @@ class Profile:
     # What the target does with a Q/DQ node onnxruntime puts in no QDQ unit (placement/qdq.py,
     # docs/quantization.md#units-onnxruntime-does-not-form): None when the profile states nothing.
     standalone_qdq: list[dict[str, Any]] | None = None
+    # Nodes the compiler runs as several ops on several devices (docs/target-profiles.md#splits):
+    # a MatMul head RKNN makes an NPU Conv, a CPU Transpose and an NPU Reshape.
+    splits: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -226,6 +229,7 @@ def _load_file(
         lowers=passes["lowers"],
         refuses=passes["refuses"],
         standalone_qdq=passes["standalone_qdq"],
+        splits=passes["splits"],
     )
 
 
@@ -287,6 +291,13 @@ def semantic_problems(
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
     problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+    for i, entry in enumerate(doc.get("splits") or []):
+        for part in ("where", "constraints"):
+            for j, c in enumerate(entry.get(part, [])):
+                where = f"{label}: splits[{i}].{part}[{j}]"
+                problems.extend(_shape_problems(where, c, tests))
+                for k, alternative in enumerate(c.get("any_of", [])):
+                    problems.extend(_shape_problems(f"{where}.any_of[{k}]", alternative, tests))
     problems.extend(
         f"{label}: unknown_ops.{key}: the op is also in ops; an op is either claimed or unknown"
         for key in doc.get("unknown_ops", {})

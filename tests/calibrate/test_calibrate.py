@@ -17,7 +17,7 @@ import pytest
 from npu_gate.calibrate import SWEEPS, Family, candidates_from, derive_profile, measure, record_document, record_json
 from npu_gate.calibrate.diff import diff_profiles
 from npu_gate.calibrate.infer import compiler_fused, derive
-from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, X, between, single
+from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SPLIT, X, between, single
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
 from npu_gate.result.probe import ACTUALS, STATUSES
@@ -69,9 +69,12 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
             continue
         for point in family.points:
             nodes = {n.name for n in point.build().graph.node}
-            if family.kind in (OP, ELIMINATE, LOWER):
+            if family.kind in (OP, ELIMINATE, LOWER, SPLIT):
                 assert family.node_of(point) in nodes, point.id
-            assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
+            if family.kind == SPLIT:  # a split family's rule is optional (the Transpose alone only records)
+                assert family.rule is None or family.rule["op"] == family.op, family.id
+            else:
+                assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
     assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 419

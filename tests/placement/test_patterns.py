@@ -86,7 +86,7 @@ def test_lesson_net_fuses_under_the_fused_profile() -> None:
     assert result.summary["boundary_bytes"] == 0
     doc = result.to_dict()
     validate_result(doc)
-    assert doc["schema_version"] == SCHEMA_VERSION == "1.10"
+    assert doc["schema_version"] == SCHEMA_VERSION == "1.11"
     assert doc["fusions"] == [{"pattern": "hardswish-add-clip-mul-div", "op": "HardSwish",
                                "nodes": ["/Add", "/Clip", "/Mul", "/Div"], "device": "npu", "reasons": [pattern]}]
     clip = next(n for n in doc["nodes"] if n["name"] == "/Clip")

@@ -157,7 +157,7 @@ def test_replay_reproduces_the_recorded_probe(name: str) -> None:
     # for a build that failed (every placed node disagrees by "compiler failure") and the cause
     # "rank adaptation" (1.0 said "fusion/lowering" for a node that ended up in an adapter).
     recorded_version = recorded.pop("schema_version")
-    assert replayed.pop("schema_version") == "probe-1.5"
+    assert replayed.pop("schema_version") == "probe-1.6"
     assert replayed.pop("preparation") is None  # probe-1.4: RKNN's plug-in prepares nothing
     replayed.pop("memory")  # probe-1.2: tested by test_probe_memory_*
     assert replayed.pop("estimates") is None  # probe-1.3: RKNN prints no estimates
@@ -847,7 +847,7 @@ def test_probe_memory_totals_parsed_from_the_real_log() -> None:
 def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
     doc = _replay("seed_hardswish", "rknn-rk3588")
     _validate(doc)
-    assert doc["schema_version"] == "probe-1.5"
+    assert doc["schema_version"] == "probe-1.6"
     assert doc["memory"]["compiler"] == {"internal_bytes": 26112, "weight_bytes": 2688,
                                          "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
     estimate = doc["memory"]["estimate"]

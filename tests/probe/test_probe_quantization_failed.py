@@ -63,7 +63,7 @@ def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cl
     assert run.code == 1, run.err
     doc = json.loads(out.read_text(encoding="utf-8"))
     _validate(doc)
-    assert (doc["schema_version"], doc["status"], doc["verdict"], doc["error"]) == ("probe-1.5", "failed", "fail",
+    assert (doc["schema_version"], doc["status"], doc["verdict"], doc["error"]) == ("probe-1.6", "failed", "fail",
                                                                                     ERROR)
     assert doc["findings"] == [{"rule": "quantization-failed", "severity": "error", "message": MESSAGE}]
     assert doc["compiler"] == {"name": "onnxruntime-qnn", "version": "2.7.0", "target": "htp", "plugin": "qnn"}

@@ -93,7 +93,7 @@ def _replayed() -> dict:
 def test_int8_build_is_one_npu_convhardswish_and_its_layers_map_to_onnx_nodes() -> None:
     doc = _replayed()
     _validate(doc)
-    assert doc["schema_version"] == "probe-1.5" and doc["status"] == "ok"
+    assert doc["schema_version"] == "probe-1.6" and doc["status"] == "ok"
     assert [(s["device"], s["ops"]) for s in doc["segments"]] == [("npu", ["ConvHardSwish"])]
     assert {r["data_type"] for r in doc["ops"]} == {"INT8"}
     assert doc["memory"]["compiler"]["internal_bytes"] == 8960  # 8.75KB; the float16 build needs 25.5KB

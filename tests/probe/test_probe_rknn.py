@@ -262,3 +262,23 @@ def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli, save_model, 
         {"samples": 12, "synthetic": False}, {"samples": 8, "synthetic": False}, 8)
     assert [r["op_type"] for r in q["accuracy"]["layers"]] == [
         "Input", "exDataConvert", "Conv", "HardSwish", "exDataConvert"]
+
+
+def test_a_matmul_head_above_8192_outputs_is_split_as_predicted(run_cli, save_model, tmp_path, venv) -> None:
+    """The `splits` entry of rknn-rk3588 (issue 20): an NPU Conv, its Transpose back on the CPU, an NPU
+    Reshape; the predicted split agrees with the compiler's and the partition counts with its segments."""
+    from npu_gate.calibrate.sweeps import f32, model, node
+
+    head = model([node("Relu", ["x"], ["a"], name="before"), node("MatMul", ["a", "w"], ["t"], name="fc"),
+                  node("Relu", ["t"], ["y"], name="after")], {"x": ("float32", [1, 2, 8])}, {"w": f32(8, 8193)})
+    out = tmp_path / "head.json"
+    run = run_cli("probe", save_model(head, "head.onnx"), "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"]) == (0, "ok")
+    fc = next(n for n in doc["nodes"] if n["name"] == "fc")
+    assert (fc["predicted"], fc["actual"], fc["agrees"]) == ("split", "split", True)
+    s = doc["summary"]
+    assert (s["predicted_npu_partitions"], s["predicted_cpu_partitions"], s["npu_segments"], s["cpu_segments"]) \
+        == (2, 1, 2, 1)
+    assert s["partitions_agree"] is True

@@ -91,7 +91,7 @@ def test_check_stops_before_the_probe_and_fails(run_cli: Run, tmp_path: Path, sl
     assert run.code == 1, run.err
     doc = json.loads((tmp_path / "r.json").read_text())
     validate_result(doc)  # a skipped probe row is valid (schema 1.7)
-    assert doc["schema_version"] == "1.10"
+    assert doc["schema_version"] == "1.11"
     assert doc["stages"]["probe"] == {"status": "skipped", "reason": REASON}
     [finding] = _timeouts(doc)
     assert finding["subject"] == "analysis"

@@ -627,7 +627,7 @@ def test_a_misspelt_profile_key_suggests_the_nearest_valid_one(run_cli: Run, tmp
     assert run.code == 2
     assert run.err.splitlines() == [
         f"npu-gate: error: {path}: (root): Additional properties are not allowed ('limts' was unexpected); "
-        "did you mean 'limits' or 'eliminates'?",
+        "did you mean 'limits' or 'splits' or 'eliminates'?",
         f"npu-gate: error: {path}: ops.Relu: Additional properties are not allowed ('nots' was unexpected); "
         "did you mean 'note'?",
     ]
