@@ -1048,11 +1048,13 @@ def test_the_cleanup_families_measured_again_give_the_records_points(tmp_path: P
     """The compiler facts behind rknn-rk3588's eliminates and lowers (#20), measured again."""
     if not (RKNN_VENV / "npu-gate-probe.json").exists():
         pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
-    from npu_gate.calibrate.sweeps import cleanup_families
+    from npu_gate.calibrate.sweeps import cleanup_families, folding_families
     from npu_gate.probe import get_compiler
 
     compiler = get_compiler("rknn")
-    families = [*cleanup_families(), *(f for f in SWEEPS["standard"]() if f.id == "slice-axis0")]
+    folding = folding_families()  # standard-int8's: the Mul into-conv family extended in place
+    families = [*(f for f in cleanup_families() if f.id not in {g.id for g in folding}), *folding,
+                *(f for f in SWEEPS["standard"]() if f.id == "slice-axis0")]
     measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), families)
     checked_in = {p["point"]: p for p in _builtin_record()["points"]}
 
