@@ -380,8 +380,10 @@ def _derive_elimination(family: Family, rule: dict[str, Any], measured: dict[str
                         record_name: str, compiler: str, others: list[dict[str, Any]]) \
         -> tuple[dict[str, Any] | None, dict[str, Any]]:
     # A condition may look at neighbours under the same condition (reshape-chain: a Flatten read
-    # by a Reshape of the chain): the trial has the other families' entries of the condition too.
-    trial = [rule, *(o for o in others if o["when"] == rule["when"] and o != rule)]
+    # by a Reshape of the chain) or at nodes removed always (into-conv: Identity links between the
+    # Conv and the node): the trial has the other families' entries of the condition and of
+    # ``always`` too.
+    trial = [rule, *(o for o in others if o["when"] in (rule["when"], "always") and o != rule)]
     rows = []
     for point in family.points:
         m = measured[point.id]

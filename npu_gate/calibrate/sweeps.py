@@ -881,6 +881,77 @@ def split_families() -> list[Family]:
             Family("transpose-wide-dim1-to-last", "Transpose", transpose, kind=SPLIT,
                    note="the Transpose the compiler adds after a wide head, [1, N, 1, T] -> [1, T, 1, N], alone")]
 
+def folding_families() -> list[Family]:
+    """Issue 20's second clean-up families (in ``standard-int8`` only, so ``standard`` keeps its
+    372 points): a Reshape merged into the Transpose reading it (``fuse_two_reshape`` after
+    ``swap_reshape_transpose_v2``, PP-PicoDet's heads), a Conv's bias written as a separate Add
+    (``fuse_add_into_conv``, newer paddle2onnx exports) and the scalar Mul / Add after it
+    (PP-LCNet's learnable affine blocks, ``fuse_mul_into_conv``, ``fuse_add_into_conv``). The
+    Mul family replaces ``cleanup_families``' eliminate-mul-into-conv (its points and the chain)."""
+    def transposed(pid: str, shape: list[int], to: list[int], perm: list[int]) -> Point:
+        return _chain(pid, [node("Reshape", ["a", "s"], ["r"], name="resh"),
+                            node("Transpose", ["r"], ["t"], name="swap", perm=perm)], {"s": i64(*to)}, "resh",
+                      shape=shape)
+
+    def affine(pid: str, measured: str, head: str = "Conv", bias: bool = True, shared: bool = False,
+               identities: bool = False) -> Point:
+        """head -> [Add bias [1,16,1,1]] -> Mul 0.618 -> Add 0.188 -> Relu (paddle2onnx's order, the
+        scalar first in the Mul), with an Identity after each when ``identities``; ``shared``: the
+        head's output is read by the last Add too."""
+        def build() -> onnx.ModelProto:
+            first = node("Conv", ["x", "cw"], ["a"], name="before", kernel_shape=[3, 3], pads=[1, 1, 1, 1]) \
+                if head == "Conv" else node(head, ["x"], ["a"], name="before")
+            body: list[onnx.NodeProto] = [first]
+            last = "a"
+
+            def step(op: str, inputs: list[str], name: str) -> None:
+                nonlocal last
+                body.append(node(op, inputs, [f"{name}_out"], name=name))
+                last = f"{name}_out"
+                if identities:
+                    body.append(node("Identity", [last], [f"{name}_id"], name=f"{name}_identity"))
+                    last = f"{name}_id"
+            if bias:
+                step("Add", [last, "b"], "bias")
+            step("Mul", ["k", last], "mul")
+            step("Add", [last, "c"], "shift")
+            tail = [node("Add", [last, "a"], ["s"], name="after_add"), node("Relu", ["s"], ["y"], name="after")] \
+                if shared else [node("Relu", [last], ["y"], name="after")]
+            return model([*body, *tail], None, {"cw": f32(16, 16, 3, 3, seed=7), "b": f32(1, 16, 1, 1, seed=3),
+                                                "k": f32(1, value=0.618), "c": f32(1, value=0.188)})
+        return Point(pid, build, measured)
+
+    def add(pid: str, value: np.ndarray, conv: bool = True) -> Point:
+        return _chain(pid, [node("Add", ["a", "k"], ["t"], name="add")], {"k": value}, "add", conv=conv)
+
+    mul = next(f for f in cleanup_families() if f.id == "eliminate-mul-into-conv")
+    six = [1, 16, 6, 6]
+    return [
+        Family("eliminate-reshape-into-transpose", "Reshape", [
+            transposed("reshape-4d-3d-transposed", six, [1, 16, 36], [0, 2, 1]),
+            transposed("reshape-4d-3d-transposed-64", [1, 16, 8, 8], [1, 16, 64], [0, 2, 1]),
+            transposed("reshape-4d-2d-transposed", six, [16, 36], [1, 0]),
+            transposed("reshape-4d-row-transposed", six, [1, 576], [1, 0]),
+            transposed("reshape-4d-4d-transposed-0312", six, [1, 16, 3, 12], [0, 3, 1, 2]),
+            transposed("reshape-4d-4d-transposed-0231", six, [1, 16, 3, 12], [0, 2, 3, 1])],
+            kind=ELIMINATE, rule=_eliminates("Reshape", "into-transpose")),
+        Family("eliminate-add-into-conv", "Add", [
+            add("add-per-channel-after-conv", f32(1, 16, 1, 1, seed=3)),
+            add("add-scalar-after-conv", f32(1, value=0.188)),
+            add("add-tensor-after-conv", f32(1, 16, 32, 32, seed=3)),
+            add("add-per-channel-after-relu", f32(1, 16, 1, 1, seed=3), conv=False),
+            affine("affine-bias-after-conv", "bias"), affine("affine-shift-after-conv", "shift"),
+            affine("affine-shift-after-conv-identities", "shift", identities=True),
+            affine("affine-shift-after-relu", "shift", head="Relu", bias=False),
+            affine("affine-shift-after-conv-output-shared", "shift", shared=True)],
+            kind=ELIMINATE, rule=_eliminates("Add", "into-conv")),
+        Family(mul.id, "Mul", [
+            *mul.points, affine("affine-mul-after-conv", "mul"),
+            affine("affine-mul-after-conv-identities", "mul", identities=True),
+            affine("affine-mul-after-relu", "mul", head="Relu", bias=False)],
+            kind=ELIMINATE, rule=mul.rule),
+    ]
+
 
 # --- torch points (the ethos-u sweep) -----------------------------------------------------
 
@@ -1117,13 +1188,15 @@ def standard_int8() -> list[Family]:
     """The standard sweep with int8 builds (#21): the built-in rknn-rk3588 profile's. Adds the
     quantized points of ``quantized_families`` and ``add_dtypes_int8`` (for a compiler whose plug-in
     builds int8: ``probe --quantize int8``), and issue 20's two Reshape families after the standard
-    ones (``standard`` keeps its 372 points, so that qnn-htp-fp16's record still derives)."""
+    ones (``standard`` keeps its 372 points, so that qnn-htp-fp16's record still derives), and
+    ``folding_families`` (the Mul into-conv family extended in place, the others after the clean-up)."""
+    folding = {f.id: f for f in folding_families()}
     out: list[Family] = []
     for f in standard():
-        out.append(add_dtypes_int8() if f.id == "add-dtypes" else f)
+        out.append(add_dtypes_int8() if f.id == "add-dtypes" else folding.pop(f.id, f))
         if f.id == "reshape-to-rank3-rank4":
             out += reshape_families()[3:]
-    return out + quantized_families()
+    return out + list(folding.values()) + quantized_families()
 
 
 def standard_einsum() -> list[Family]:

@@ -17,9 +17,18 @@ counted after this pass. Conditions (``when``):
   (or merges all three into a Conv before it);
 - ``into-gemm``: a node whose output only Gemm nodes read (a Flatten before a classifier's
   Gemm: the compiler's Gemm takes the unflattened tensor);
-- ``into-conv``: a BatchNormalization, or a Mul by a constant that is a scalar or one value
-  per channel, whose data input is a Conv's output that only it reads (the compiler folds it
-  into the Conv's weights);
+- ``into-conv``: a BatchNormalization, or a Mul or Add by a constant that is a scalar or one
+  value per channel, whose data input is a Conv's output that only it reads (the compiler folds
+  it into the Conv's weights and bias: RKNN's ``fuse_bn_into_conv``, ``fuse_mul_into_conv``,
+  ``fuse_add_into_conv``); between the Conv and the node there may be others the Conv absorbs
+  first, each read only by the next: Identity nodes the profile eliminates ``always``, and
+  nodes this condition holds for under the profile's other ``into-conv`` entries (paddle2onnx's
+  Conv -> Add bias -> Identity -> Mul scale -> Identity -> Add shift);
+- ``into-transpose``: a Reshape from a static 4-D tensor to rank 2 or 3 whose only reader is
+  a Transpose that really moves data (its perm changes the order of the dims above 1): the
+  compiler merges the Reshape into the Transpose (RKNN's ``fuse_two_reshape`` after
+  ``swap_reshape_transpose_v2``); a Transpose that only moves dims of 1 is a reshape itself,
+  and the two stay one Reshape;
 - ``identity``: a node that returns its input unchanged: a BatchNormalization whose constant
   scale, bias, mean and variance are 1, 0, 0 and 1 (its epsilon not looked at), a Mul by a
   constant 1, a Concat of one input;
@@ -208,6 +217,8 @@ def _holds(when: str, node: NodeFacts, graph: _Graph) -> bool:
         return bool(after) and all(r.op_type == "Gemm" and r.domain in ("", "ai.onnx") for r in after)
     if when == "into-conv":
         return _into_conv(node, graph)
+    if when == "into-transpose":
+        return _into_transpose(node, graph)
     if when == "identity":
         return _identity(node, graph)
     if when == "float-to-float":
@@ -291,25 +302,70 @@ def _constant_operand(node: NodeFacts, graph: _Graph) -> tuple[str, np.ndarray] 
     return node.inputs[1 - k], value
 
 
+AFFINE = frozenset({"Mul", "Add"})  # folded into a Conv by a scalar or per-channel constant
+
+
 def _into_conv(node: NodeFacts, graph: _Graph) -> bool:
+    data = _affine_data(node, graph)
+    current, seen = node, {node.index}
+    while data is not None:  # back through what the Conv absorbs first, each read only by the next
+        before = graph.made_by.get(data)
+        if before is None or before.index in seen or before.domain not in ("", "ai.onnx") \
+                or [r.index for r in graph.readers.get(data, [])] != [current.index]:
+            return False
+        if before.op_type == "Conv":
+            return True
+        seen.add(before.index)
+        if before.op_type == "Identity":
+            absorbed = any(r["when"] == "always" for r in graph.by_op.get("Identity", []))
+            data = before.inputs[0] if absorbed and before.inputs else None
+        elif any(r["when"] == "into-conv" for r in graph.by_op.get(before.op_type, [])):
+            data = _affine_data(before, graph)
+        else:
+            data = None
+        current = before
+    return False
+
+
+def _affine_data(node: NodeFacts, graph: _Graph) -> str | None:
+    """The data input of a BatchNormalization, or of a Mul / Add by a constant that is a scalar
+    or one value per channel; None for other nodes."""
     if node.op_type == "BatchNormalization":
-        data = node.inputs[0] if node.inputs else ""
-    elif node.op_type == "Mul":
-        operand = _constant_operand(node, graph)
-        if operand is None:
-            return False
-        data, value = operand
-        out = graph.facts.tensors.get(node.outputs[0]) if node.outputs else None
-        if out is None or not out.static or out.shape is None or len(out.shape) < 2:
-            return False
-        shape = [1] * (len(out.shape) - value.ndim) + list(value.shape)
-        if len(shape) != len(out.shape) or any(d != 1 for i, d in enumerate(shape) if i != 1):
-            return False  # not a scalar nor one value per channel
-    else:
+        return node.inputs[0] if node.inputs else None
+    if node.op_type not in AFFINE:
+        return None
+    operand = _constant_operand(node, graph)
+    if operand is None:
+        return None
+    data, value = operand
+    out = graph.facts.tensors.get(node.outputs[0]) if node.outputs else None
+    if out is None or not out.static or out.shape is None or len(out.shape) < 2:
+        return None
+    shape = [1] * (len(out.shape) - value.ndim) + list(value.shape)
+    if len(shape) != len(out.shape) or any(d != 1 for i, d in enumerate(shape) if i != 1):
+        return None  # not a scalar nor one value per channel
+    source = graph.facts.tensors.get(data)
+    if source is not None and source.static and source.shape != out.shape:
+        return None  # the constant broadcasts the data to another shape
+    return data
+
+
+def _into_transpose(node: NodeFacts, graph: _Graph) -> bool:
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
         return False
-    conv = graph.made_by.get(data)
-    return (conv is not None and conv.op_type == "Conv" and conv.domain in ("", "ai.onnx")
-            and [r.index for r in graph.readers.get(data, [])] == [node.index])
+    transpose = _only_reader(node, graph, "Transpose")
+    source, out = graph.facts.tensors.get(node.inputs[0]), graph.facts.tensors.get(node.outputs[0])
+    if transpose is None or transpose.domain not in ("", "ai.onnx") or source is None or out is None \
+            or not source.static or not out.static or source.shape is None or out.shape is None \
+            or len(source.shape) != 4 or len(out.shape) not in (2, 3):
+        return False
+    perm = transpose.attributes.get("perm")
+    if perm is None:
+        perm = list(reversed(range(len(out.shape))))
+    if not isinstance(perm, list) or sorted(perm) != list(range(len(out.shape))):
+        return False
+    moved = [p for p in perm if out.shape[p] != 1]
+    return moved != sorted(moved)  # the order of the dims above 1 changes: a real transpose
 
 
 def _identity(node: NodeFacts, graph: _Graph) -> bool:

@@ -77,7 +77,7 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
                 assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
-    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 419
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 437  # 419 + folding_families: 6 + 9 + 3
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -320,7 +320,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 419
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 437
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -349,7 +349,25 @@ def test_the_cleanup_verdicts_of_the_builtin_record() -> None:
         ("Reshape", "reshape-chain"), ("Flatten", "reshape-chain"), ("Unsqueeze", "reshape-chain"),
         ("Squeeze", "reshape-chain"), ("Transpose", "inverse-transpose-pair"), ("Reshape", "around-transpose"),
         ("Flatten", "into-gemm"), ("BatchNormalization", "into-conv"), ("BatchNormalization", "identity"),
-        ("Mul", "into-conv"), ("Mul", "identity"), ("Concat", "identity")]
+        ("Mul", "into-conv"), ("Mul", "identity"), ("Concat", "identity"), ("Reshape", "into-transpose"),
+        ("Add", "into-conv")]
+    # issue 20's folding families: a Reshape merged into its Transpose, a Conv's separate bias Add
+    # and the scalar Mul / Add after it (paddle2onnx), with their near misses
+    assert cleanup["eliminates Reshape into-transpose"]["points"] == [
+        ["reshape-4d-3d-transposed", "eliminated", "eliminated"],
+        ["reshape-4d-3d-transposed-64", "eliminated", "eliminated"],
+        ["reshape-4d-2d-transposed", "eliminated", "eliminated"], ["reshape-4d-row-transposed", "kept", "kept"],
+        ["reshape-4d-4d-transposed-0312", "kept", "kept"], ["reshape-4d-4d-transposed-0231", "kept", "kept"]]
+    assert cleanup["eliminates Add into-conv"]["points"] == [
+        ["add-per-channel-after-conv", "eliminated", "eliminated"],
+        ["add-scalar-after-conv", "eliminated", "eliminated"],
+        ["add-tensor-after-conv", "kept", "kept"], ["add-per-channel-after-relu", "kept", "kept"],
+        ["affine-bias-after-conv", "eliminated", "eliminated"], ["affine-shift-after-conv", "eliminated", "eliminated"],
+        ["affine-shift-after-conv-identities", "eliminated", "eliminated"], ["affine-shift-after-relu", "kept", "kept"],
+        ["affine-shift-after-conv-output-shared", "kept", "kept"]]
+    assert cleanup["eliminates Mul into-conv"]["points"][4:] == [
+        ["affine-mul-after-conv", "eliminated", "eliminated"],
+        ["affine-mul-after-conv-identities", "eliminated", "eliminated"], ["affine-mul-after-relu", "kept", "kept"]]
     assert all(e["evidence"].startswith("measured by rknn-toolkit2 2.5.0 rk3588: calibration "
                                         "rknn-rk3588.calibration.json#") for e in profile.eliminates or [])
     assert [(e["op"], e["to"]) for e in profile.lowers or []] == [("Sum", "Add")]
@@ -1033,11 +1051,13 @@ def test_the_cleanup_families_measured_again_give_the_records_points(tmp_path: P
     """The compiler facts behind rknn-rk3588's eliminates and lowers (#20), measured again."""
     if not (RKNN_VENV / "npu-gate-probe.json").exists():
         pytest.skip(f"no RKNN-Toolkit2 venv at {RKNN_VENV}: create it with `npu-gate probe setup rknn {RKNN_VENV}`")
-    from npu_gate.calibrate.sweeps import cleanup_families
+    from npu_gate.calibrate.sweeps import cleanup_families, folding_families
     from npu_gate.probe import get_compiler
 
     compiler = get_compiler("rknn")
-    families = [*cleanup_families(), *(f for f in SWEEPS["standard"]() if f.id == "slice-axis0")]
+    folding = folding_families()  # standard-int8's: the Mul into-conv family extended in place
+    families = [*(f for f in cleanup_families() if f.id not in {g.id for g in folding}), *folding,
+                *(f for f in SWEEPS["standard"]() if f.id == "slice-axis0")]
     measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), families)
     checked_in = {p["point"]: p for p in _builtin_record()["points"]}
 

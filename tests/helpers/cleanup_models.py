@@ -201,9 +201,58 @@ def half() -> onnx.ModelProto:
                    node("Sigmoid", ["f"], ["r"], name="sigmoid")], [w1])
 
 
+# --- issue 20's folds (rknn-cleanup2): a Reshape merged into its Transpose, paddle2onnx's Conv bias
+# Add and the scalar Mul / Add after it, all measured in standard-int8's folding families --------
+
+
+def paddle_affine() -> onnx.ModelProto:
+    """paddle2onnx's PP-LCNet block (PP-OCRv5/v6): Conv -> Add of a [1,C,1,1] bias -> Identity ->
+    Mul by a one-element scale (the constant first) -> Identity -> Add of a one-element shift ->
+    Identity -> HardSwish -> Mul, Add by one-element constants (after the HardSwish: not folded)
+    -> Conv -> Relu."""
+    c1, w1 = _conv("c1", "x", "a")
+    c2, w2 = _conv("c2", "i5", "c")
+    node = helper.make_node
+    chain = [("Add", ["a", "bias_b"], "bias"), ("Mul", ["k1", "i0"], "mul1"), ("Add", ["i1", "k2"], "add1"),
+             ("HardSwish", ["i2"], "hswish"), ("Mul", ["k3", "hs"], "mul2"), ("Add", ["i4", "k4"], "add2")]
+    nodes = [c1]
+    for i, (op, inputs, name) in enumerate(chain):
+        if op == "HardSwish":
+            nodes.append(node(op, inputs, ["hs"], name=name))
+            continue
+        nodes += [node(op, inputs, [f"o{i}"], name=name), node("Identity", [f"o{i}"], [f"i{i}"], name=f"id{i}")]
+    nodes += [c2, node("Relu", ["c"], ["r"], name="relu")]
+    bias = numpy_helper.from_array(np.random.default_rng(3).random((1, 8, 1, 1), dtype=np.float32), "bias_b")
+    return _model(nodes, [w1, w2, bias, _const("k1", [0.618]), _const("k2", [0.188]), _const("k3", [1.2]),
+                          _const("k4", [-0.05])])
+
+
+def reshape_transpose() -> onnx.ModelProto:
+    """PP-PicoDet's head on a 6x6 map: Conv -> Reshape to [1,8,36] -> Transpose [0,2,1] (merged into
+    the Transpose) -> Relu; and Conv -> Reshape to [1,288] -> Transpose [1,0] (a reshape itself: the
+    Reshape stays) -> Relu."""
+    shape = [1, 8, 6, 6]
+    c1, w1 = _conv("c1", "x", "a")
+    node = helper.make_node
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s3", [1, 8, 36]), ("s2", [1, 288]))]
+    graph = helper.make_graph(
+        [c1, node("Reshape", ["a", "s3"], ["r3"], name="head_resh"),
+         node("Transpose", ["r3"], ["t3"], name="head_swap", perm=[0, 2, 1]),
+         node("Relu", ["t3"], ["y3"], name="relu3"),
+         node("Reshape", ["a", "s2"], ["r2"], name="row_resh"),
+         node("Transpose", ["r2"], ["t2"], name="row_swap", perm=[1, 0]), node("Relu", ["t2"], ["y2"], name="relu2")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y3", TensorProto.FLOAT, [1, 36, 8]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [288, 1])], [w1, *consts])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
     "if_runtime": if_runtime, "dense": dense, "mulconv": mulconv, "half": half,
     "bn_eps": bn_eps,
 }
+MODELS.update({"paddle_affine": paddle_affine, "reshape_transpose": reshape_transpose})  # issue 20's folds

@@ -339,3 +339,112 @@ def test_lint_warns_of_a_lowering_into_an_op_the_profile_lacks(run_cli, tmp_path
     said = run.out + run.err
     assert f"{path}: lowers[0]: Sum lowers into Mean, which is not in ops; its nodes stay unsupported" in said
     assert f"{path}: lowers[1]: Relu has its own ops entry, which places it; the lowering is never used" in said
+
+
+# --- issue 20's folds (rknn-cleanup2): Reshape into-transpose, Add into-conv, into-conv chains ---------
+
+
+def test_paddle2onnx_conv_bias_and_affine_block_fold_into_the_conv(tmp_path: Path) -> None:
+    """Conv -> Add bias -> Identity -> Mul scale -> Identity -> Add shift -> Identity all go into
+    the Conv; the Mul and Add after the HardSwish stay (rknn-toolkit2 2.5.0 rk3588 on this model:
+    `npu-gate probe` agrees on 14/14 nodes, 1 NPU segment)."""
+    result = _inspect(tmp_path, "paddle_affine")
+    assert _placed(result) == {"c1": "npu", "bias": "eliminated", "id0": "eliminated", "mul1": "eliminated",
+                               "id1": "eliminated", "add1": "eliminated", "id2": "eliminated", "hswish": "npu",
+                               "mul2": "npu", "id4": "eliminated", "add2": "npu", "id5": "eliminated", "c2": "npu",
+                               "relu": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [("npu", ["c1", "hswish", "mul2", "add2", "c2",
+                                                                         "relu"])]
+    assert result.summary["eliminated_nodes"] == 8
+    bias = next(n for n in result.nodes if n.name == "bias")
+    assert bias.reasons[0].startswith("eliminated by the compiler (into-conv): measured by rknn-toolkit2 2.5.0 "
+                                      "rk3588: calibration rknn-rk3588.calibration.json#eliminate-add-into-conv")
+
+
+def test_a_reshape_read_by_a_real_transpose_merges_into_it_and_one_by_a_reshape_like_transpose_stays(
+        tmp_path: Path) -> None:
+    """[1,8,6,6] -> [1,8,36] -> Transpose [0,2,1]: the Reshape goes (the Reshape rule alone puts it on
+    the CPU: 6 x 6 is not a multiple of 8); -> [1,288] -> Transpose [1,0] only moves a dim of 1: the
+    Reshape stays on the CPU. (rknn-toolkit2 2.5.0 rk3588: 2 NPU / 1 CPU segments as predicted; the
+    second Reshape is merged with the Transpose and moved past the Relu, a CPU Reshape at the output.)"""
+    result = _inspect(tmp_path, "reshape_transpose")
+    assert _placed(result) == {"c1": "npu", "head_resh": "eliminated", "head_swap": "npu", "relu3": "npu",
+                               "row_resh": "cpu", "row_swap": "npu", "relu2": "npu"}
+    assert [(p.device, p.nodes) for p in result.partitions] == [
+        ("npu", ["c1", "head_swap", "relu3"]), ("cpu", ["row_resh"]), ("npu", ["row_swap", "relu2"])]
+
+
+def _folds(tmp_path: Path, nodes: list[Any], inits: dict[str, Any], x: list[int], entries: list[tuple[str, str]],
+           out_shape: list[int]) -> dict[str, str]:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    made = [helper.make_node(op, inputs, [out], name=name, **attrs) for op, inputs, out, name, attrs in nodes]
+    made.append(helper.make_node("Relu", [nodes[-1][2]], ["y"], name="relu"))
+    weights = [numpy_helper.from_array(np.asarray(v, np.int64 if k.startswith("s") else np.float32), k)
+               for k, v in inits.items()]
+    graph = helper.make_graph(made, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({**HEAD, "ops": {op: {} for op in ("Conv", "Relu", "Mul", "Add", "Identity",
+                                                                     "Reshape", "Transpose")},
+                                   "eliminates": [{"op": op, "when": when, "evidence": "illustrative"}
+                                                  for op, when in entries]}), encoding="utf-8")
+    return _placed(inspect_model(tmp_path / "m.onnx", load_profile(str(profile))))
+
+
+CONV_W = [[[[0.5]]] * 4] * 4
+ADD_CONV = [("Add", "into-conv"), ("Mul", "into-conv"), ("Identity", "always")]
+
+
+@pytest.mark.parametrize(("name", "nodes", "inits", "entries", "eliminated"), [
+    ("add-per-channel", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t", "add", {})],
+     {"w": CONV_W, "b": [[[[0.1]], [[0.2]], [[0.3]], [[0.4]]]]}, ADD_CONV, {"add"}),
+    ("add-scalar-first", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["b", "c"], "t", "add", {})],
+     {"w": CONV_W, "b": [0.1]}, ADD_CONV, {"add"}),
+    ("add-spatial", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t", "add", {})],
+     {"w": CONV_W, "b": [[0.1] * 8] * 8}, ADD_CONV, set()),
+    ("add-of-two-tensors", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "x"], "t", "add", {})],
+     {"w": CONV_W}, ADD_CONV, set()),
+    # the chain: each link read only by the next, through Identity nodes
+    ("chain", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t0", "bias", {}),
+               ("Identity", ["t0"], "t1", "id", {}), ("Mul", ["k", "t1"], "t2", "mul", {}),
+               ("Add", ["t2", "k"], "t", "shift", {})],
+     {"w": CONV_W, "b": [0.1], "k": [0.5]}, ADD_CONV, {"bias", "id", "mul", "shift"}),
+    # without Identity always the chain breaks at the Identity (it is kept, and so is what follows)
+    ("chain-identity-kept", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t0", "bias", {}),
+                             ("Identity", ["t0"], "t1", "id", {}), ("Mul", ["k", "t1"], "t", "mul", {})],
+     {"w": CONV_W, "b": [0.1], "k": [0.5]}, ADD_CONV[:2], {"bias"}),
+    # without Add into-conv the Mul after the bias Add is not folded (the chain needs every link)
+    ("chain-add-not-declared", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t0", "bias", {}),
+                                ("Mul", ["k", "t0"], "t", "mul", {})],
+     {"w": CONV_W, "b": [0.1], "k": [0.5]}, ADD_CONV[1:], set()),
+    # a link read by two nodes breaks the chain after it (the bias Add itself still goes)
+    ("chain-shared-link", [("Conv", ["x", "w"], "c", "conv", {}), ("Add", ["c", "b"], "t0", "bias", {}),
+                           ("Mul", ["k", "t0"], "t1", "mul", {}), ("Add", ["t1", "t0"], "t", "join", {})],
+     {"w": CONV_W, "b": [0.1], "k": [0.5]}, ADD_CONV, {"bias"}),
+])
+def test_add_into_conv_and_its_chains(tmp_path: Path, name: str, nodes: list[Any], inits: dict[str, Any],
+                                      entries: list[tuple[str, str]], eliminated: set[str]) -> None:
+    placed = _folds(tmp_path, nodes, inits, [1, 4, 8, 8], entries, [1, 4, 8, 8])
+    assert {n for n, p in placed.items() if p == "eliminated"} == eliminated
+
+
+@pytest.mark.parametrize(("name", "to", "perm", "out", "eliminated"), [
+    ("4d-3d-perm021", [1, 4, 64], [0, 2, 1], [1, 64, 4], True),
+    ("4d-2d-perm10", [4, 64], [1, 0], [64, 4], True),
+    ("4d-2d-default-perm", [4, 64], None, [64, 4], True),
+    ("4d-row-perm10", [1, 256], [1, 0], [256, 1], False),  # moves a dim of 1 only: a reshape
+    ("4d-3d-perm102", [1, 4, 64], [1, 0, 2], [4, 1, 64], False),
+    ("4d-4d", [1, 4, 8, 8], [0, 3, 1, 2], [1, 8, 4, 8], False),
+])
+def test_reshape_into_transpose(tmp_path: Path, name: str, to: list[int], perm: list[int] | None, out: list[int],
+                                eliminated: bool) -> None:
+    attrs = {} if perm is None else {"perm": perm}
+    placed = _folds(tmp_path, [("Reshape", ["x", "s"], "r", "resh", {}), ("Transpose", ["r"], "t", "swap", attrs)],
+                    {"s": to}, [1, 4, 8, 8], [("Reshape", "into-transpose")], out)
+    assert (placed["resh"] == "eliminated") is eliminated
+    assert placed["swap"] != "eliminated"

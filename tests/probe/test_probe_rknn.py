@@ -124,6 +124,26 @@ def test_cleanup_cases_build_and_the_partition_counts_agree(run_cli, save_model,
     assert disagree == {"cast2": ["c_f"], "flat_gemm": ["fc"], "shuffle": ["swap"]}.get(name, [])
 
 
+
+# issue 20's folds (rknn-cleanup2): case -> (nodes, the disagreeing nodes)
+FOLD_BUILDS = {"paddle_affine": (14, []),
+               # the Reshape to [1,288] is merged with its Transpose and moved past the Relu: a CPU
+               # Reshape at the output (predicted on CPU, but before the Relu), the Transpose folded
+               "reshape_transpose": (7, ["row_resh", "row_swap"])}
+
+
+@pytest.mark.parametrize("name", sorted(FOLD_BUILDS))
+def test_fold_cases_build_and_the_partition_counts_agree(run_cli, save_model, tmp_path, venv, name) -> None:
+    from tests.helpers.cleanup_models import MODELS
+
+    model = save_model(MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"], doc["summary"]["partitions_agree"]) == (0, "ok", True)
+    assert (doc["summary"]["nodes"], [d["node"] for d in doc["summary"]["disagreements"]]) == FOLD_BUILDS[name]
+
 REFUSED = {
     "drop9m": "Not support 'Dropout' of opset-9!",
     "dql": "The DynamicQuantizeLinear('dq') will cause the graph to be a dynamic graph!",
