@@ -834,6 +834,19 @@ def test_a_multi_line_compiler_error_is_kept_whole(save_model, tmp_path: Path) -
         "build: RuntimeError: Node (If_3) input 'h' is not output of any previous nodes.")
 
 
+def test_a_compiler_error_drops_python_s_position_markers(save_model, tmp_path: Path) -> None:
+    """Silero VAD's build failed inside onnxruntime with a 3.11 traceback: the ^^^ line under the
+    frame's code came first in the error ("build: ^^^^ onnxruntime.capi...")."""
+    wrapped = ("Traceback (most recent call last):\n  File \"rknn/api/build.py\", line 9, in build\n"
+               "    sess = InferenceSession(model)\n           ^^^^^^^^^^^^^^^^^^^^^^^^\n"
+               "onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH :"
+               " input 'c' of node: Gather is not output of any previous nodes.")
+    doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, **{"raise": wrapped})
+    assert doc["attempts"][0]["error"] == (
+        "build: onnxruntime.capi.onnxruntime_pybind11_state.InvalidGraph: [ONNXRuntimeError] : 10 : INVALID_GRAPH : "
+        "input 'c' of node: Gather is not output of any previous nodes.")
+
+
 # --- memory: the compiler's totals beside the static estimate (probe-1.2) ---
 
 def test_probe_memory_totals_parsed_from_the_real_log() -> None:

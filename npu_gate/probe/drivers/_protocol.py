@@ -107,7 +107,8 @@ def error_line(exc: BaseException) -> str:
     what follows the last frame (and that frame's code line) is the error, and a message that
     goes on over several lines is kept whole ("Node (If_3) input 'h' / is not output of any
     previous nodes."), not cut to its last fragment."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    # Python 3.11+ marks the failing expression under a frame's code line with ^ and ~: not the error
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not _MARKERS.match(line)]
     frames = [i for i, line in enumerate(lines) if line.startswith('File "')]
     if frames:
         rest = lines[frames[-1] + 1:]
@@ -120,5 +121,6 @@ def error_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+_MARKERS = re.compile(r"^\s*[\^~]+\s*$")
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Warning|Exit|Interrupt)\b")
 _MAX_ERROR = 2000
