@@ -117,7 +117,8 @@ def _quantized_attentions(facts: GraphFacts, folded: set[int] | frozenset[int]) 
     found: list[tuple[NodeFacts, str, str]] = []
     for softmax in (n for n in onnx_nodes if n.op_type == "Softmax" and n.index not in folded and n.inputs):
         first = through_qdq(softmax.inputs[0], "MatMul")
-        if first is None or first.index in folded or len(first.inputs) < 2 or not all(dequantized(i) for i in first.inputs[:2]):
+        if (first is None or first.index in folded or len(first.inputs) < 2
+                or not all(dequantized(i) for i in first.inputs[:2])):
             continue
         seconds = [mm for q in readers_of(softmax.outputs[0], "QuantizeLinear")
                    for dq in readers_of(q.outputs[0], "DequantizeLinear")
