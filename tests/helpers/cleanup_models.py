@@ -233,6 +233,25 @@ def attention(qdq_in: bool = True, qdq_softmax: tuple[bool, bool] = (True, True)
                   inputs=[helper.make_tensor_value_info(t, TensorProto.FLOAT, d) for t, d in dims.items()])
 
 
+def qdq_conv() -> onnx.ModelProto:
+    """A QDQ Conv: the input through a uint8 QuantizeLinear -> DequantizeLinear pair, int8 weights dequantized,
+    the output through a pair again (a QDQ model without an attention: it builds)."""
+    node = helper.make_node
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.integers(-100, 100, (8, 8, 3, 3)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.zeros(8, np.float32), "b")]
+    nodes = [node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="w_DQ")]
+    for x, y in (("x", "xd"), ("y", "r")):
+        inits += [numpy_helper.from_array(np.array(0.05, np.float32), f"{y}_s"),
+                  numpy_helper.from_array(np.array(128, np.uint8), f"{y}_z")]
+        pair = [node("QuantizeLinear", [x, f"{y}_s", f"{y}_z"], [f"{y}_q"], name=f"{y}_Q"),
+                node("DequantizeLinear", [f"{y}_q", f"{y}_s", f"{y}_z"], [y], name=f"{y}_DQ")]
+        nodes += pair if x == "x" else [node("Conv", ["xd", "w", "b"], ["y"], name="c1", pads=[1, 1, 1, 1]), *pair]
+    return _model(nodes, inits)
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
@@ -242,4 +261,5 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "attn_float": lambda: attention(qdq_in=False, qdq_softmax=(False, False), qdq_out=False),
     "attn_pre": lambda: attention(qdq_softmax=(True, False)), "attn_post": lambda: attention(qdq_softmax=(False, True)),
     "attn_noin": lambda: attention(qdq_in=False), "attn_noout": lambda: attention(qdq_out=False),
+    "qdq_conv": qdq_conv,
 }

@@ -148,13 +148,14 @@ def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_mo
     assert doc["summary"]["partitions_agree"] is None
 
 
-ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_noout"]
+ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_noout", "qdq_conv"]
 
 
 @pytest.mark.parametrize("name", ATTENTION_BUILDS)
 def test_an_attention_with_a_qdq_group_left_out_builds(run_cli, save_model, tmp_path, venv, name) -> None:
     """quantized-attention-crash's other side: without the QDQ pairs before or after the Softmax, on the
-    MatMul inputs or on the output, the toolkit does not fuse the chain into its attention op and builds it."""
+    MatMul inputs or on the output, the toolkit does not fuse the chain into its attention op and builds it;
+    a QDQ Conv (no attention) builds too: a QDQ model as such is not refused."""
     from tests.helpers.cleanup_models import MODELS
 
     model = save_model(MODELS[name](), f"{name}.onnx")
