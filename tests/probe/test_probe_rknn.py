@@ -131,6 +131,7 @@ REFUSED = {
     "if_runtime": "The If('if') will cause the graph to be a dynamic graph!",
     "cubic": "SIGSEGV",
     "attn_qdq": "SIGSEGV",  # after fuse_matmul_softmax_matmul_to_sdpa
+    "attn_qdq_i8": "SIGSEGV",
 }
 
 
