@@ -6,7 +6,11 @@ or a graph condition (``graph``); folded nodes never match (the compiler evaluat
 
 - ``opset-above``: the model's default-domain opset is above ``max``;
 - ``dynamic-quantization``: a DynamicQuantizeLinear node (scales computed at run time);
-- ``input-only-in-subgraph``: a graph input that only If/Loop/Scan bodies read.
+- ``input-only-in-subgraph``: a graph input that only If/Loop/Scan bodies read;
+- ``quantized-attention``: a MatMul -> Softmax -> MatMul chain (attention) with every tensor
+  in QDQ: each MatMul input a DequantizeLinear output, the first MatMul's and the Softmax's
+  outputs each through a QuantizeLinear -> DequantizeLinear pair, the second MatMul's output
+  read by a QuantizeLinear (one match per such Softmax).
 
 Every match is one ``Refusal``; the analysis stage makes each a ``compiler-will-refuse``
 finding with the compiler's own wording (``message``) when the profile knows it.
@@ -20,6 +24,7 @@ from typing import Any
 from npu_gate.graph.facts import GraphFacts, NodeFacts
 
 _DYNAMIC_QUANTIZATION = frozenset({"DynamicQuantizeLinear"})
+_ONNX = ("", "ai.onnx")
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ def refusals(
         elif rule["graph"] == "input-only-in-subgraph":
             out += [_refusal(rule, f"graph input {name} is read only inside control-flow bodies", name=name)
                     for name in _inputs_only_in_subgraphs(facts)]
+        elif rule["graph"] == "quantized-attention":
+            out += [_refusal(rule, f"Softmax node {softmax.name} in a quantized attention (QDQ MatMul {first}, "
+                                   f"Softmax, MatMul {second})", node=softmax)
+                    for softmax, first, second in _quantized_attentions(facts, folded)]
     return out
 
 
@@ -77,6 +86,49 @@ def _inputs_only_in_subgraphs(facts: GraphFacts) -> list[str]:
     inside = {name for n in facts.nodes for name in n.implicit_inputs}
     outputs = {o.name for o in facts.outputs}
     return [i.name for i in facts.inputs if i.name in inside and i.name not in read and i.name not in outputs]
+
+
+def _quantized_attentions(facts: GraphFacts, folded: set[int] | frozenset[int]) -> list[tuple[NodeFacts, str, str]]:
+    """(Softmax, first MatMul's name, second MatMul's name) of each MatMul -> Q/DQ -> Softmax -> Q/DQ ->
+    MatMul chain whose MatMul inputs are all DequantizeLinear outputs and whose last output is quantized."""
+    onnx_nodes = [n for n in facts.nodes if n.domain in _ONNX]  # a folded DQ (of a weight) still quantizes
+    producer = {o: n for n in onnx_nodes for o in n.outputs if o}
+    readers: dict[str, list[NodeFacts]] = {}
+    for n in onnx_nodes:
+        for name in n.inputs:
+            readers.setdefault(name, []).append(n)
+
+    def made_by(tensor: str, op: str) -> NodeFacts | None:
+        node = producer.get(tensor)
+        return node if node is not None and node.op_type == op else None
+
+    def readers_of(tensor: str, op: str) -> list[NodeFacts]:
+        return [r for r in readers.get(tensor, []) if r.op_type == op and r.outputs and r.index not in folded]
+
+    def dequantized(tensor: str) -> bool:
+        return made_by(tensor, "DequantizeLinear") is not None
+
+    def through_qdq(tensor: str, op: str) -> NodeFacts | None:
+        """The ``op`` node that made ``tensor`` through a DequantizeLinear of a QuantizeLinear."""
+        dq = made_by(tensor, "DequantizeLinear")
+        q = made_by(dq.inputs[0], "QuantizeLinear") if dq is not None and dq.inputs else None
+        return made_by(q.inputs[0], op) if q is not None and q.inputs else None
+
+    found: list[tuple[NodeFacts, str, str]] = []
+    for softmax in (n for n in onnx_nodes if n.op_type == "Softmax" and n.index not in folded and n.inputs):
+        first = through_qdq(softmax.inputs[0], "MatMul")
+        if (first is None or first.index in folded or len(first.inputs) < 2
+                or not all(dequantized(i) for i in first.inputs[:2])):
+            continue
+        seconds = [mm for q in readers_of(softmax.outputs[0], "QuantizeLinear")
+                   for dq in readers_of(q.outputs[0], "DequantizeLinear")
+                   for mm in readers_of(dq.outputs[0], "MatMul")]
+        for second in seconds:
+            others = [i for i in second.inputs[:2] if through_qdq(i, "Softmax") is not softmax]
+            if len(others) == 1 and dequantized(others[0]) and readers_of(second.outputs[0], "QuantizeLinear"):
+                found.append((softmax, first.name, second.name))
+                break
+    return found
 
 
 def _refusal(rule: dict[str, Any], matched: str, *, node: NodeFacts | None = None, opset: int | None = None,

@@ -249,10 +249,66 @@ def reshape_transpose() -> onnx.ModelProto:
     return model
 
 
+def attention(qdq_in: bool = True, qdq_softmax: tuple[bool, bool] = (True, True), qdq_out: bool = True,
+              zero_point: type = np.uint8) -> onnx.ModelProto:
+    """q [1, 2, 16, 8] @ k [1, 2, 8, 16] -> Softmax -> @ v [1, 2, 16, 8] (Smart Turn v3.2's attention, reduced),
+    with a QuantizeLinear -> DequantizeLinear pair on the three inputs (qdq_in), before and after the Softmax
+    (qdq_softmax) and on the output (qdq_out); where a pair is left out, the tensor passes through an Identity."""
+    dims = {"q": [1, 2, 16, 8], "k": [1, 2, 8, 16], "v": [1, 2, 16, 8]}
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    node = helper.make_node
+
+    def pair(x: str, y: str, on: bool, scale: float) -> None:
+        if not on:
+            nodes.append(node("Identity", [x], [y], name=f"{y}_id"))
+            return
+        zero = 128 if zero_point is np.uint8 else 0
+        inits.extend([numpy_helper.from_array(np.array(scale, np.float32), f"{y}_s"),
+                      numpy_helper.from_array(np.array(zero, zero_point), f"{y}_z")])
+        nodes.extend([node("QuantizeLinear", [x, f"{y}_s", f"{y}_z"], [f"{y}_q"], name=f"{y}_Q"),
+                      node("DequantizeLinear", [f"{y}_q", f"{y}_s", f"{y}_z"], [y], name=f"{y}_DQ")])
+
+    for t in dims:
+        pair(t, f"{t}d", qdq_in, 0.05)
+    nodes.append(node("MatMul", ["qd", "kd"], ["s"], name="mm1"))
+    pair("s", "sd", qdq_softmax[0], 0.2)
+    nodes.append(node("Softmax", ["sd"], ["p"], name="sm", axis=-1))
+    pair("p", "pd", qdq_softmax[1], 0.004)
+    nodes.append(node("MatMul", ["pd", "vd"], ["o"], name="mm2"))
+    pair("o", "r", qdq_out, 0.05)
+    return _model(nodes, inits, out_shape=[1, 2, 16, 8],
+                  inputs=[helper.make_tensor_value_info(t, TensorProto.FLOAT, d) for t, d in dims.items()])
+
+
+def qdq_conv() -> onnx.ModelProto:
+    """A QDQ Conv: the input through a uint8 QuantizeLinear -> DequantizeLinear pair, int8 weights dequantized,
+    the output through a pair again (a QDQ model without an attention: it builds)."""
+    node = helper.make_node
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.integers(-100, 100, (8, 8, 3, 3)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.zeros(8, np.float32), "b")]
+    nodes = [node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="w_DQ")]
+    for x, y in (("x", "xd"), ("y", "r")):
+        inits += [numpy_helper.from_array(np.array(0.05, np.float32), f"{y}_s"),
+                  numpy_helper.from_array(np.array(128, np.uint8), f"{y}_z")]
+        pair = [node("QuantizeLinear", [x, f"{y}_s", f"{y}_z"], [f"{y}_q"], name=f"{y}_Q"),
+                node("DequantizeLinear", [f"{y}_q", f"{y}_s", f"{y}_z"], [y], name=f"{y}_DQ")]
+        nodes += pair if x == "x" else [node("Conv", ["xd", "w", "b"], ["y"], name="c1", pads=[1, 1, 1, 1]), *pair]
+    return _model(nodes, inits)
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
     "if_runtime": if_runtime, "dense": dense, "mulconv": mulconv, "half": half,
     "bn_eps": bn_eps,
+    "attn_qdq": attention, "attn_qdq_i8": lambda: attention(zero_point=np.int8),
+    "attn_float": lambda: attention(qdq_in=False, qdq_softmax=(False, False), qdq_out=False),
+    "attn_pre": lambda: attention(qdq_softmax=(True, False)), "attn_post": lambda: attention(qdq_softmax=(False, True)),
+    "attn_noin": lambda: attention(qdq_in=False), "attn_noout": lambda: attention(qdq_out=False),
+    "qdq_conv": qdq_conv,
 }
 MODELS.update({"paddle_affine": paddle_affine, "reshape_transpose": reshape_transpose})  # issue 20's folds

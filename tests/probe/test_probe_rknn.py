@@ -150,6 +150,8 @@ REFUSED = {
     "opset21": "Unsupport onnx opset 21, need <= 19!",
     "if_runtime": "The If('if') will cause the graph to be a dynamic graph!",
     "cubic": "SIGSEGV",
+    "attn_qdq": "SIGSEGV",  # after fuse_matmul_softmax_matmul_to_sdpa
+    "attn_qdq_i8": "SIGSEGV",
 }
 
 
@@ -165,6 +167,25 @@ def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_mo
     assert run.code == 1 and doc["status"] in ("failed", "crashed")
     assert REFUSED[name] in doc["error"]
     assert doc["summary"]["partitions_agree"] is None
+
+
+ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_noout", "qdq_conv"]
+
+
+@pytest.mark.parametrize("name", ATTENTION_BUILDS)
+def test_an_attention_with_a_qdq_group_left_out_builds(run_cli, save_model, tmp_path, venv, name) -> None:
+    """quantized-attention-crash's other side: without the QDQ pairs before or after the Softmax, on the
+    MatMul inputs or on the output, the toolkit does not fuse the chain into its attention op and builds it;
+    a QDQ Conv (no attention) builds too: a QDQ model as such is not refused."""
+    from tests.helpers.cleanup_models import MODELS
+
+    model = save_model(MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"], doc["error"]) == (0, "ok", None)
+    assert "fuse_matmul_softmax_matmul_to_sdpa" not in json.dumps(doc["log"])
 
 
 def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(run_cli, save_model, tmp_path,
