@@ -41,7 +41,9 @@ def _residual_net(batch: int | str = 1) -> onnx.ModelProto:
              helper.make_node("Relu", ["r"], ["y"], name="relu")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 2, 4, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 2, 4, 4])], [w, b])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # onnxruntime 1.23 (Python 3.10's) reads IR <= 11; onnx writes its newest
+    return model
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
