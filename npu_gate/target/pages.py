@@ -448,43 +448,52 @@ def explain_constraint(profile: Profile, key: str, c: dict[str, Any]) -> str:
 
 
 def render_compiler_passes(profile: Profile) -> list[str]:
-    """The ``eliminates``, ``lowers``, ``refuses`` and ``standalone_qdq`` sections (docs/target-profiles.md);
-    none when unset."""
+    """The ``eliminates``, ``lowers``, ``refuses``, ``standalone_qdq`` and ``splits`` sections
+    (docs/target-profiles.md); none when unset."""
     lines: list[str] = []
     if profile.eliminates:
-        lines += ["", f"## Eliminated by the compiler ({len(profile.eliminates)})", "",
-                  "Removed before placement (placement `eliminated`, in no partition; docs/target-profiles.md).", "",
-                  "| operator | when | evidence |", "| --- | --- | --- |"]
-        lines += [f"| `{e['op']}` | {e['when']} | {_cell(e['evidence'])} |" for e in profile.eliminates]
+        lines += _section(f"Eliminated by the compiler ({len(profile.eliminates)})",
+                          "Removed before placement (placement `eliminated`, in no partition; "
+                          "docs/target-profiles.md).",
+                          ["operator", "when", "evidence"],
+                          [[f"`{e['op']}`", _cell(e["when"]), _cell(e["evidence"])] for e in profile.eliminates])
     if profile.lowers:
-        lines += ["", f"## Rewritten before placement ({len(profile.lowers)})", "",
-                  "| operator | placed as | evidence |", "| --- | --- | --- |"]
-        lines += [f"| `{e['op']}` | `{e['to']}` | {_cell(e['evidence'])} |" for e in profile.lowers]
+        lines += _section(f"Rewritten before placement ({len(profile.lowers)})", None,
+                          ["operator", "placed as", "evidence"],
+                          [[f"`{e['op']}`", f"`{e['to']}`", _cell(e["evidence"])] for e in profile.lowers])
     if profile.refuses:
-        lines += ["", f"## Builds the compiler refuses ({len(profile.refuses)})", "",
-                  "Each match is a `compiler-will-refuse` error.", "",
-                  "| id | matches | the compiler says | evidence |", "| --- | --- | --- | --- |"]
-        for r in profile.refuses:
-            lines.append(f"| `{r['id']}` | {_cell(describe_refusal(r))} | {_cell(r.get('message') or 'not known')} "
-                         f"| {_cell(r['evidence'])} |")
+        lines += _section(f"Builds the compiler refuses ({len(profile.refuses)})",
+                          "Each match is a `compiler-will-refuse` error.",
+                          ["id", "matches", "the compiler says", "evidence"],
+                          [[f"`{r['id']}`", _cell(describe_refusal(r)), _cell(r.get("message") or "not known"),
+                            _cell(r["evidence"])] for r in profile.refuses])
     if profile.standalone_qdq:
-        lines += ["", f"## Q/DQ nodes in no QDQ unit ({len(profile.standalone_qdq)})", "",
-                  "A Q/DQ node onnxruntime puts in no unit (a Conv or Gemm whose bias DQ is not int32) is placed by "
-                  "the first entry it matches; on CPU it is a `standalone-qdq` error (docs/target-profiles.md).", "",
-                  "| id | matches | device | the compiler says | evidence |", "| --- | --- | --- | --- | --- |"]
-        for e in profile.standalone_qdq:
-            lines.append(f"| `{e['id']}` | {_cell(describe_standalone(e))} | {e['device']} "
-                         f"| {_cell(e.get('message') or 'not known')} | {_cell(e['evidence'])} |")
+        lines += _section(f"Q/DQ nodes in no QDQ unit ({len(profile.standalone_qdq)})",
+                          "A Q/DQ node onnxruntime puts in no unit (a Conv or Gemm whose bias DQ is not int32) is "
+                          "placed by the first entry it matches; on CPU it is a `standalone-qdq` error "
+                          "(docs/target-profiles.md).",
+                          ["id", "matches", "device", "the compiler says", "evidence"],
+                          [[f"`{e['id']}`", _cell(describe_standalone(e)), _cell(e["device"]),
+                            _cell(e.get("message") or "not known"), _cell(e["evidence"])]
+                           for e in profile.standalone_qdq])
     if profile.splits:
-        lines += ["", f"## Nodes the compiler splits across devices ({len(profile.splits)})", "",
-                  "Placed on the NPU with `split` set; partitions are counted over the pieces, each a "
-                  "`npu-node-split` warning (docs/target-profiles.md#splits).", "",
-                  "| id | operator | split unless | pieces | evidence |", "| --- | --- | --- | --- | --- |"]
-        for e in profile.splits:
-            pieces = " -> ".join(f"{p['op']} ({p['device']})" for p in e["pieces"])
-            lines.append(f"| `{e['id']}` | `{e['op']}` | {_cell(describe_split(e))} | {_cell(pieces)} "
-                         f"| {_cell(e['evidence'])} |")
+        lines += _section(f"Nodes the compiler splits across devices ({len(profile.splits)})",
+                          "Placed on the NPU with `split` set; partitions are counted over the pieces, each a "
+                          "`npu-node-split` warning (docs/target-profiles.md#splits).",
+                          ["id", "operator", "split unless", "pieces", "evidence"],
+                          [[f"`{e['id']}`", f"`{e['op']}`", _cell(describe_split(e)),
+                            _cell(" -> ".join(f"{p['op']} ({p['device']})" for p in e["pieces"])),
+                            _cell(e["evidence"])] for e in profile.splits])
     return lines
+
+
+def _section(title: str, intro: str | None, header: list[str], rows: list[list[str]]) -> list[str]:
+    """One compiler-pass section: a heading, an optional sentence, a table (cells already escaped)."""
+    lines = ["", f"## {title}", ""]
+    if intro:
+        lines += [intro, ""]
+    lines += ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def describe_standalone(e: dict[str, Any]) -> str:
