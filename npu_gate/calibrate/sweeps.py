@@ -357,19 +357,20 @@ RESHAPE_HYPOTHESIS: list[dict[str, Any]] = [
     {"id": "reshape-rank4-keeps-last-dim-or-channels",
      "any_of": [_PLANE_8, {"output": 0, "dim": {"axis": -1, "in": [{"ref": {"input": 0, "axis": -1}}]}},
                 {"output": 0, "dim": {"axis": 1, "multiple_of": 8, "in": [{"ref": {"input": 0, "axis": 1}}]}},
+                {"output": 0, "same_non_unit_dims_as": {"input": 0}},
                 {"output": 0, "rank": {"max": 3}}, {"output": 0, "rank": {"min": 5}}, _IN_NOT_4D[0]],
      "message": "to a 4-D output, the NPU ran it only where the input's last two dims multiply to a multiple of 8, "
-                "the output keeps the input's last dim, or it keeps input dim 1 and that is a multiple of 8 "
-                "(measured with 4-D and 5-D inputs, batch 1 or moved; inputs of rank 3 or less were not measured "
-                "and pass)",
-     "fix": "flatten H x W only when it is a multiple of 8, keep the last dim, or keep a channel count that is a "
-            "multiple of 8 in dim 1"}]
+                "the output keeps the input's last dim, it keeps input dim 1 and that is a multiple of 8, or it "
+                "only moves dims of size 1 (the compiler runs that as a Transpose) (measured with 4-D and 5-D "
+                "inputs, batch 1 or moved; inputs of rank 3 or less were not measured and pass)",
+     "fix": "flatten H x W only when it is a multiple of 8, keep the last dim, keep a channel count that is a "
+            "multiple of 8 in dim 1, or move only dims of size 1 (x.permute or x.transpose where a dim is 1)"}]
 
 
 def reshape_families(plane: bool = True) -> list[Family]:
     """The Reshape sweep; ``plane=False``: without issue 20's two families (``reshape-input-plane``,
     ``reshape-to-rank4``), the 31 points of the ``standard`` sweep, which qnn-htp-fp16's record was
-    measured with (``standard-int8``, the RKNN sweep, has all 71)."""
+    measured with (``standard-int8``, the RKNN sweep, has all 81)."""
     rank2 = [_reshape(c) for c in (7, 8, 9, 12, 15, 16, 17, 24, 32, 33)]
     rank2 += [_reshape_to([1, 16, 6, 6], [1, 576]), _reshape_to([1, 12, 5, 5], [1, 300]),
               _reshape_to([1, 16, 6, 6], [16, 36])]
@@ -397,6 +398,13 @@ def reshape_families(plane: bool = True) -> list[Family]:
         ([1, 16, 8, 8], [1, 1024, 1, 1]), ([1, 12, 10, 10], [1, 12, 1, 100]), ([1, 24, 10, 10], [1, 24, 1, 100]),
         ([1, 16, 2, 2], [1, 8, 2, 4]), ([1, 16, 10, 10], [1, 8, 20, 10]), ([1, 16, 6, 6], [4, 4, 6, 6]),
         ([1, 8, 1, 1], [1, 2, 2, 2]), ([1, 24, 3, 3], [1, 8, 3, 9]))]
+    # issue 20: Reshapes that only move dims of size 1 (tf2onnx's, in openwakeword's embedding model: the
+    # compiler runs them as a Transpose), and the near misses that also reorder or merge other dims
+    unit_moves = [_reshape_to(a, b) for a, b in (
+        ([1, 76, 34, 1], [1, 1, 76, 34]), ([1, 5, 3, 1], [1, 1, 5, 3]), ([1, 12, 1, 1], [1, 1, 1, 12]),
+        ([1, 12, 1, 1], [1, 1, 12, 1]), ([1, 1, 5, 3], [1, 5, 3, 1]), ([1, 7, 1, 5], [1, 1, 7, 5]),
+        ([1, 96, 1, 1], [1, 1, 1, 96]), ([1, 5, 3, 1], [1, 3, 5, 1]), ([1, 5, 3, 1], [1, 1, 1, 15]),
+        ([1, 7, 1, 5], [1, 1, 5, 7]))]
     before = [Family("reshape-to-rank2-channels", "Reshape", rank2, RESHAPE_HYPOTHESIS,
                    note="Reshape [1,C,1,1] -> [1,C], C around multiples of 8; [1,C,H,W] -> [1,CHW] and [C,HW]"),
             Family("reshape-rank4-rank5", "Reshape", to5 + to4 + shuffle, RESHAPE_HYPOTHESIS,
@@ -414,7 +422,10 @@ def reshape_families(plane: bool = True) -> list[Family]:
             Family("reshape-to-rank4", "Reshape", rank4, RESHAPE_HYPOTHESIS,
                    note="[1,C,H,W] -> 4-D: the flattens of H x W in issue 20's real models (nudenet, ddddocr "
                         "common_det) and the same with C = 16, 12, 24, the batch dim moved, dim 1 or the last dim "
-                        "kept or not")]
+                        "kept or not"),
+            Family("reshape-unit-dims", "Reshape", unit_moves, RESHAPE_HYPOTHESIS,
+                   note="4-D -> 4-D moving only dims of size 1 (openwakeword's tf2onnx Reshapes, [1,76,34,1] -> "
+                        "[1,1,76,34], [1,96,1,1] -> [1,1,1,96]), and moves that also reorder or merge other dims")]
 
 
 def _transpose(shape: list[int], perm: list[int]) -> Point:

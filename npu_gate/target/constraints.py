@@ -18,7 +18,10 @@ if TYPE_CHECKING:  # graph imports onnx: keep profile validation (and cache hits
 
 UNKNOWN = "unknown"
 VALUE_TESTS = ("in", "not_in", "min", "max", "all_equal", "absent", "matches")
-TENSOR_TESTS = ("dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout", "value")
+TENSOR_TESTS = (
+    "dtype", "rank", "dim", "constant", "static", "max_elements", "max_bytes", "layout", "value",
+    "same_non_unit_dims_as",
+)
 # A constant tensor's value: (rank, elements), or None when it is not known (see shape_values.ConstantValues).
 ValueOf = Callable[[str], "tuple[int, list[Any]] | None"]
 NOT_KNOWN = "value not known (only scalars and 1-D constants of up to 64 elements are read)"
@@ -144,6 +147,8 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
         (subject, actual, allowed, text)
         for actual, allowed, text in _tensor_tests(c, tensor, names[index] in ctx.constants)
     ]
+    if "same_non_unit_dims_as" in c:
+        out.extend((subject, *failed) for failed in _non_unit_dims_test(c["same_non_unit_dims_as"], tensor, ctx))
     if "layout" in c:
         # Unknown layout means the op's own ONNX layout: only a known, different one fails.
         layout = ctx.layouts.get(names[index])
@@ -152,6 +157,26 @@ def _tests(c: dict[str, Any], ctx: _Context) -> list[tuple[str, Any, Any, str]]:
                 (subject, layout, c["layout"], f"layout {layout} not in {_show(c['layout'])}")
             )
     return out
+
+
+def _non_unit_dims_test(ref: dict[str, int], t: TensorInfo, ctx: _Context) -> list[tuple[Any, Any, str]]:
+    """The tensor's dims without its 1s equal the referenced tensor's without its 1s: a Reshape that
+    only adds, drops or moves dims of size 1 ([1,76,34,1] -> [1,1,76,34]). Unknown or symbolic dims fail."""
+    kind = "input" if "input" in ref else "output"
+    names = ctx.node.inputs if kind == "input" else ctx.node.outputs
+    index = ref[kind]
+    other = ctx.tensors.get(names[index]) if index < len(names) and names[index] else None
+    allowed = {"same_non_unit_dims_as": ref}
+    a, b = t.shape, other.shape if other is not None else None
+    if a is None or b is None or not all(isinstance(d, int) for d in [*a, *b]):
+        shown = _show_shape(other) if other is not None else "?"
+        return [(UNKNOWN, allowed, f"dims not static (shape {_show_shape(t)}, {kind} {index} {shown})")]
+    mine, theirs = [d for d in a if d != 1], [d for d in b if d != 1]
+    if mine == theirs:
+        return []
+    return [(list(t.shape or []), allowed,
+             f"dims {_show_shape(t)} without their 1s are {mine}, {kind} {index}'s are {theirs}: "
+             f"it does more than move dims of size 1")]
 
 
 def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[tuple[Any, Any, str]]:

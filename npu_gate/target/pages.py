@@ -93,6 +93,10 @@ def describe_test(c: dict[str, Any]) -> str:
         parts.append(f"at most {c['max_elements']:,} elements")
     if "max_bytes" in c:
         parts.append(f"at most {c['max_bytes']:,} bytes")
+    if "same_non_unit_dims_as" in c:
+        ref = c["same_non_unit_dims_as"]
+        kind = "input" if "input" in ref else "output"
+        parts.append(f"the dims of {kind} {ref[kind]} with only dims of size 1 added, dropped or moved")
     if "layout" in c:
         parts.append(f"layout in {_set(c['layout'])} (where the contract declares it)")
     if "value" in c:

@@ -185,10 +185,12 @@ def test_constraint_shape_problems(tmp_path: Path, run_cli: Run) -> None:
     assert r.err.splitlines() == [
         f"{where}[0]: needs exactly one subject (attribute, input or output), has attribute, input",
         f"{where}[1]: no test (one of in, not_in, min, max, all_equal, absent, matches, dtype, rank, dim, "
-        "constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
+        "constant, static, max_elements, max_bytes, layout, value, same_non_unit_dims_as, any_of, "
+        "unchecked)",
         f"{where}[2].in[0].ref: a tensor reference needs an axis",
         f"{where}[3].any_of[1]: no test (one of in, not_in, min, max, all_equal, absent, matches, dtype, "
-        "rank, dim, constant, static, max_elements, max_bytes, layout, value, any_of, unchecked)",
+        "rank, dim, constant, static, max_elements, max_bytes, layout, value, same_non_unit_dims_as, any_of, "
+        "unchecked)",
         f"{where}[4].id: duplicate constraint id 'd'",
         f"{where}[5]: an unchecked condition has no subject or test; remove attribute",
         f"{where}[5]: an unchecked condition needs a message saying what is not checked",
@@ -616,6 +618,7 @@ def test_reshape_constraints_in_words(run_cli: Run) -> None:
     assert words == ("one of: (input 0: dims -2 × -1 multiplied a multiple of 8) | "
                      "(output 0: dim -1 in {input 0 dim -1}) | "
                      "(output 0: dim 1 a multiple of 8 and in {input 0 dim 1}) | "
+                     "(output 0: the dims of input 0 with only dims of size 1 added, dropped or moved) | "
                      "(output 0: rank ≤ 3) | (output 0: rank ≥ 5) | (input 0: rank ≤ 3).")
 
 
