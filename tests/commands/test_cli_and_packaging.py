@@ -276,6 +276,7 @@ def test_rule_docs_are_up_to_date(run_cli):
 
 
 def test_builtin_profiles_are_valid():
+    from npu_gate.calibrate import RECORD_VERSION
     from npu_gate.resources import builtin_profile_names, profile_dir
     from npu_gate.validation import schema_problems
 
@@ -284,8 +285,11 @@ def test_builtin_profiles_are_valid():
         assert path.suffix == ".json", f"only profiles (and their calibration records) belong in {profile_dir()}"
         if path.name.endswith(".calibration.json"):  # a calibration record, beside its profile
             assert path.with_name(path.name.replace(".calibration", "")).is_file()
-            version = json.loads(path.read_text())["schema_version"]
-            assert version in ("calibration-1.0", "calibration-1.1", "calibration-1.2")
+            record = json.loads(path.read_text())
+            # any 1.x up to the version this tool writes: older records stay readable
+            minor = int(record["schema_version"].removeprefix("calibration-1."))
+            assert 0 <= minor <= int(RECORD_VERSION.removeprefix("calibration-1.")), path.name
+            assert schema_problems(record, "calibration", path.name) == []
             continue
         assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
 
