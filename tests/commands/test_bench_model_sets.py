@@ -150,3 +150,23 @@ def test_probe_agreement_onnx_without_models_is_one_line_exit_2(tmp_path: Path) 
     done = _agreement("--onnx", str(tmp_path), "--compiler", "fake")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == f"probe_agreement.py: --onnx {tmp_path}: no *.onnx in it"
+
+
+def test_timm_set_names_match_the_docs_and_are_unique() -> None:
+    names = [name for name, _ in MS.TIMM_NETS]
+    assert len(names) == len(set(names)) == 16
+    assert "timm --out DIR           # 16 timm architectures" in (MS.__doc__ or "")
+    readme = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    bullet = readme[readme.index("- `timm`: 16 timm"):readme.index("- `public`: the table")]
+    assert all(name in bullet for name in names)
+
+
+def test_timm_set_without_timm_is_one_line_exit_2(tmp_path: Path) -> None:
+    if importlib.util.find_spec("timm") is not None and importlib.util.find_spec("torchvision") is not None:
+        pytest.skip("timm and torchvision are installed here: this checks the message when they are not")
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "model_sets.py"), "timm", "--out", str(tmp_path / "t")],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 2 and done.stdout == ""
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith("model_sets.py timm: ") and "timm==1.0.31" in line
+    assert not (tmp_path / "t" / "DONE").exists()
