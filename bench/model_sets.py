@@ -169,8 +169,9 @@ def timm_set(out: Path) -> list[Path]:
         onnx.checker.check_model(str(path), full_check=True)
         nodes = len(onnx.load(str(path), load_external_data=False).graph.node)
         written.append(path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
         nets.append({"file": path.name, "timm_model": name, "kwargs": kwargs, "input": list(TIMM_SHAPE),
-                     "norm_scales_set_to_one": ones, "nodes": nodes, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
+                     "norm_scales_set_to_one": ones, "nodes": nodes, "sha256": digest})
         print(f"{path.name}: {nodes} nodes" + (f", {len(ones)} zero norm scales set to 1" if ones else ""), flush=True)
     manifest = {"torch": torch.__version__, "torchvision": tv.__version__, "timm": timm.__version__,
                 "exporter": "torch.onnx.export(dynamo=False), opset 17, pretrained=False", "nets": nets}
