@@ -679,6 +679,38 @@ def pattern_families() -> list[Family]:
     ]
 
 
+def normalize_point(pid: str, reduce: str = "ReduceL2", axis: int = -1) -> Point:
+    """F.normalize(x, dim) as both exporters write it: ReduceL2(keepdims) -> Clip(min eps) ->
+    Expand to x's shape -> Div(x, ·) (timm's edgenext cross-covariance attention)."""
+    shape = [1, 2, 16, 32]
+    def build() -> onnx.ModelProto:
+        nodes = [node(reduce, ["x"], ["r"], name="l2_reduce", axes=[axis], keepdims=1),
+                 node("Clip", ["r", "eps"], ["c"], name="l2_clip"),
+                 node("Expand", ["c", "shape"], ["e"], name="l2_expand"),
+                 node("Div", ["x", "e"], ["y"], name="l2_div")]
+        return model(nodes, {"x": ("float32", shape)}, {"eps": np.float32(1e-12), "shape": i64(*shape)})
+    return Point(pid, build)
+
+
+def issue20_pattern_families() -> list[Family]:
+    """What the timm set showed (issue 20), measured after the standard sweep's patterns: F.normalize
+    (edgenext) as a fused pattern, at p=2 and p=1, on two axes, with ReduceMax as the near miss; and
+    Softmax at batch 4 (mobilevit's attention runs its patch area as the batch) against the vendor's
+    batch-1 remark."""
+    return [
+        Family("pattern-l2-normalize", "L2Normalize",
+               [normalize_point("l2-normalize-last-axis"), normalize_point("l2-normalize-axis1", axis=1),
+                normalize_point("l2-normalize-near-miss-reducemax", reduce="ReduceMax")],
+               kind=PATTERN, pattern="l2-normalize-reducel2-clip-expand-div"),
+        Family("pattern-l1-normalize", "L1Normalize",
+               [normalize_point("l1-normalize-last-axis", reduce="ReduceL1")],
+               kind=PATTERN, pattern="l1-normalize-reducel1-clip-expand-div"),
+        Family("softmax-batch", "Softmax",
+               [single("softmax-batch4-axis-1", "Softmax", {"x": ("float32", [4, 2, 16, 16])}, axis=-1),
+                between("softmax-batch4-between", "Softmax", [4, 2, 16, 16], axis=-1)]),
+    ]
+
+
 def _adapted(shape: list[int]) -> Point:
     return single(f"adapter-relu-{_dims(shape)}", "Relu", {"x": ("float32", shape)})
 
@@ -1199,15 +1231,16 @@ def standard_int8() -> list[Family]:
     """The standard sweep with int8 builds (#21): the built-in rknn-rk3588 profile's. Adds the
     quantized points of ``quantized_families`` and ``add_dtypes_int8`` (for a compiler whose plug-in
     builds int8: ``probe --quantize int8``), and issue 20's two Reshape families after the standard
-    ones (``standard`` keeps its 372 points, so that qnn-htp-fp16's record still derives), and
-    ``folding_families`` (the Mul into-conv family extended in place, the others after the clean-up)."""
+    ones (``standard`` keeps its 372 points, so that qnn-htp-fp16's record still derives),
+    ``folding_families`` (the Mul into-conv family extended in place, the others after the clean-up)
+    and ``issue20_pattern_families`` (the timm set's F.normalize forms and Softmax at batch 4)."""
     folding = {f.id: f for f in folding_families()}
     out: list[Family] = []
     for f in standard():
         out.append(add_dtypes_int8() if f.id == "add-dtypes" else folding.pop(f.id, f))
         if f.id == "reshape-to-rank3-rank4":
             out += reshape_families()[3:]
-    return out + list(folding.values()) + quantized_families()
+    return out + list(folding.values()) + issue20_pattern_families() + quantized_families()
 
 
 def standard_einsum() -> list[Family]:

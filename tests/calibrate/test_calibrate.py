@@ -77,7 +77,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
                 assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
-    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 447  # 429 + folding_families: 6 + 9 + 3
+    # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 453
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -320,7 +321,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 447
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 453
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -515,6 +516,42 @@ def test_channel_shuffle_runs_on_the_npu_under_rknn_rk3588(tmp_path: Path, width
         ("after", "Relu", "npu", 0)]
     assert [p.device for p in result.partitions] == ["npu"]
     assert result.findings == []
+
+
+@pytest.mark.parametrize(("reduce", "axis", "fused"), [("ReduceL2", -1, "l2-normalize-reducel2-clip-expand-div"),
+                                                  ("ReduceL2", 1, "l2-normalize-reducel2-clip-expand-div"),
+                                                  ("ReduceL1", -1, "l1-normalize-reducel1-clip-expand-div"),
+                                                  ("ReduceMax", -1, None)])
+def test_f_normalize_is_one_npu_op_under_rknn_rk3588(tmp_path: Path, reduce: str, axis: int,
+                                                     fused: str | None) -> None:
+    """F.normalize as the exporters write it (edgenext's attention, #20): the four nodes one fused
+    NPU op, as the compiler built them (exNorm); with ReduceMax in place of the norm no pattern
+    matches and ReduceMax stays on the CPU, as the compiler ran it."""
+    from npu_gate.calibrate.sweeps import normalize_point
+    from npu_gate.pipeline import inspect_model
+
+    (tmp_path / "m.onnx").write_bytes(normalize_point("p", reduce, axis).build().SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [(n.fused or {}).get("pattern") for n in result.nodes] == [fused] * 4
+    placements = [n.placement for n in result.nodes]
+    assert placements == (["npu"] * 4 if fused else ["cpu", "npu", "npu", "npu"])
+    assert [p.device for p in result.partitions] == (["npu"] if fused else ["cpu", "npu"])
+
+
+def test_softmax_at_batch_4_runs_on_the_npu_under_rknn_rk3588(tmp_path: Path) -> None:
+    """The vendor's batch-1 remark for Softmax is contradicted by the compiler (softmax-batch family:
+    exSoftmax13 at batch 4), so mobilevit's attention Softmax (batch = patch area 4) is not a CPU
+    node; the base profile keeps the vendor's claim."""
+    from npu_gate.calibrate.sweeps import single
+    from npu_gate.pipeline import inspect_model
+
+    point = single("p", "Softmax", {"x": ("float32", [4, 2, 16, 16])}, axis=-1)
+    (tmp_path / "m.onnx").write_bytes(point.build().SerializeToString())
+    measured = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [(n.placement, n.reasons) for n in measured.nodes] == [("npu", [])]
+    vendor = inspect_model(tmp_path / "m.onnx", load_profile("rknn-toolkit2-v2.1"))
+    assert [n.placement for n in vendor.nodes] == ["cpu"]
+    assert [f.constraint for f in vendor.findings if f.constraint] == ["softmax-batch-1"]
 
 
 def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> None:
@@ -722,7 +759,7 @@ def test_from_record_beside_out_rewrites_only_the_verdicts(run_cli, tmp_path: Pa
     run = run_cli("profile", "calibrate", "--target", "rk3588", "--out", tmp_path / "rknn-rk3588.json",
                   "--from-record", path)
     assert run.code == 0, run.err
-    assert run.out.endswith(f"wrote {tmp_path / 'rknn-rk3588.json'} (65 ops, 5 patterns) and {path}\n")
+    assert run.out.endswith(f"wrote {tmp_path / 'rknn-rk3588.json'} (65 ops, 7 patterns) and {path}\n")
     assert path.read_text(encoding="utf-8") == (profile_dir() / "rknn-rk3588.calibration.json").read_text(
         encoding="utf-8")
     # the same profile; its $schema is left out, the bundled schemas not being under the current folder
@@ -791,9 +828,10 @@ def test_profile_diff_of_the_calibrated_profile_against_its_base() -> None:
                                 "Log", "LogSoftmax", "MeanVarianceNormalization", "Min", "Mish", "ReduceMax",
                                 "ReduceMin", "Sin", "SpaceToDepth", "Tile"]
     assert [c["op"] for c in d["ops_constrained_differently"]] == [
-        "Add", "AveragePool", "ConvTranspose", "Max", "Pad", "Pow", "Relu", "Reshape", "Resize", "Slice"]
+        "Add", "AveragePool", "ConvTranspose", "Max", "Pad", "Pow", "Relu", "Reshape", "Resize", "Slice", "Softmax"]
     assert d["patterns_added"] == ["attention-matmul-div-softmax-matmul", "gelu-erf", "gelu-erf-half-first",
-                                   "hardswish-add-clip-mul-div", "silu-sigmoid-mul"]
+                                   "hardswish-add-clip-mul-div", "l1-normalize-reducel1-clip-expand-div",
+                                   "l2-normalize-reducel2-clip-expand-div", "silu-sigmoid-mul"]
     assert d["rank_adapters"] is None and not d["identical"]
 
 
@@ -1154,7 +1192,7 @@ def test_calibrate_timeout_must_be_a_positive_number(run_cli, tmp_path: Path, ca
 
 @pytest.mark.rknn
 def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> None:
-    """The 71 Reshape points built again on the real compiler place the measured node as the
+    """The 81 Reshape points built again on the real compiler place the measured node as the
     checked-in record says (the shuffle triplet's Reshapes folded, [1,576] and [1,2,8,2,2] on CPU,
     issue 20's real-model heads such as [1,82,10,10] -> [82,1,1,100] on CPU)."""
     if not (RKNN_VENV / "npu-gate-probe.json").exists():
@@ -1166,7 +1204,7 @@ def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> Non
     measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), reshape_families(), keep=tmp_path)
     got = [[p["point"], p["device"]] for p in measured["points"]]
     assert got == _builtin_record()["verdicts"]["Reshape"]["measured"]
-    assert sum(device == "npu" for _, device in got) == 35
+    assert sum(device == "npu" for _, device in got) == 43
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"verdicts": {"Conv": NaN}}',

@@ -148,7 +148,8 @@ def test_patterns_of_the_base_are_inherited_and_replaced_by_name(tmp_path: Path)
     fused = load_profile("rknn-rk3588-fused")
     assert [p["name"] for p in fused.patterns] == [
         "hardswish-add-clip-mul-div", "gelu-erf", "gelu-erf-half-first", "silu-sigmoid-mul",
-        "attention-matmul-div-softmax-matmul"]
+        "attention-matmul-div-softmax-matmul", "l2-normalize-reducel2-clip-expand-div",
+        "l1-normalize-reducel1-clip-expand-div"]
     child = tmp_path / "child.json"
     child.write_text(json.dumps(HEAD | {"extends": "rknn-rk3588-fused", "ops": {}, "patterns": [
         {"name": "gelu-erf", "becomes": "GELU", "supported": False,
@@ -157,7 +158,8 @@ def test_patterns_of_the_base_are_inherited_and_replaced_by_name(tmp_path: Path)
     derived = load_profile(str(child))
     assert [p["name"] for p in derived.patterns] == [
         "hardswish-add-clip-mul-div", "gelu-erf-half-first", "silu-sigmoid-mul",
-        "attention-matmul-div-softmax-matmul", "gelu-erf"]
+        "attention-matmul-div-softmax-matmul", "l2-normalize-reducel2-clip-expand-div",
+        "l1-normalize-reducel1-clip-expand-div", "gelu-erf"]
     assert derived.patterns[-1]["supported"] is False
     assert derived.document()["patterns"] == derived.patterns
 
