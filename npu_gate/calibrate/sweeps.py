@@ -364,13 +364,26 @@ RESHAPE_HYPOTHESIS: list[dict[str, Any]] = [
                 "only moves dims of size 1 (the compiler runs that as a Transpose) (measured with 4-D and 5-D "
                 "inputs, batch 1 or moved; inputs of rank 3 or less were not measured and pass)",
      "fix": "flatten H x W only when it is a multiple of 8, keep the last dim, keep a channel count that is a "
-            "multiple of 8 in dim 1, or move only dims of size 1 (x.permute or x.transpose where a dim is 1)"}]
+            "multiple of 8 in dim 1, or move only dims of size 1 (x.permute or x.transpose where a dim is 1)"},
+    # issue 20 (timm mobilevit's patch unfold, x.reshape(B * C * nh, ph, nw, pw)): moving work into the batch dim
+    {"id": "reshape-batch-moved-output-plane-multiple-of-8",
+     "any_of": [{"output": 0, "dim": {"axis": 0, "max": 1}}, {"input": 0, "dim": {"axis": 0, "min": 2}},
+                {"output": 0, "dim": {"axes": [-2, -1], "multiple_of": 8}},
+                {"output": 0, "dim": {"axis": -1, "in": [{"ref": {"input": 0, "axis": -1}}]}},
+                {"output": 0, "same_non_unit_dims_as": {"input": 0}},
+                {"output": 0, "rank": {"max": 3}}, {"output": 0, "rank": {"min": 5}}, *_IN_NOT_4D],
+     "message": "from a batch-1 4-D input to a 4-D output whose dim 0 is above 1 (work moved into the batch dim, as "
+                "a patch unfold does), the NPU ran it only where the output's last two dims multiply to a multiple "
+                "of 8 or the output keeps the input's last dim (measured with batch-1 inputs; other input batches "
+                "and ranks pass)",
+     "fix": "unfold patches so that each one's last two dims (nw x pw of x.reshape(B*C*nh, ph, nw, pw)) multiply to "
+            "a multiple of 8 (a feature map of width 8, 16, 32 for 2x2 patches), or keep the batch dim at 1"}]
 
 
 def reshape_families(plane: bool = True) -> list[Family]:
     """The Reshape sweep; ``plane=False``: without issue 20's two families (``reshape-input-plane``,
     ``reshape-to-rank4``), the 31 points of the ``standard`` sweep, which qnn-htp-fp16's record was
-    measured with (``standard-int8``, the RKNN sweep, has all 81)."""
+    measured with (``standard-int8``, the RKNN sweep, has all 95)."""
     rank2 = [_reshape(c) for c in (7, 8, 9, 12, 15, 16, 17, 24, 32, 33)]
     rank2 += [_reshape_to([1, 16, 6, 6], [1, 576]), _reshape_to([1, 12, 5, 5], [1, 300]),
               _reshape_to([1, 16, 6, 6], [16, 36])]
@@ -405,6 +418,14 @@ def reshape_families(plane: bool = True) -> list[Family]:
         ([1, 12, 1, 1], [1, 1, 12, 1]), ([1, 1, 5, 3], [1, 5, 3, 1]), ([1, 7, 1, 5], [1, 1, 7, 5]),
         ([1, 96, 1, 1], [1, 1, 1, 96]), ([1, 5, 3, 1], [1, 3, 5, 1]), ([1, 5, 3, 1], [1, 1, 1, 15]),
         ([1, 7, 1, 5], [1, 1, 5, 7]))]
+    # issue 20: [1,C,H,W] -> a 4-D output of batch above 1 (timm mobilevit's unfold [1,C,W,W] -> [C*W/2,2,W/2,2]
+    # at W = 4 .. 16 and its fold's [1,C,N,4] -> [C*n,n,2,2]), W against H, and the same with batch 1 kept
+    batch_moved = [_reshape_to(a, b) for a, b in (
+        ([1, 16, 4, 4], [32, 2, 2, 2]), ([1, 16, 6, 6], [48, 2, 3, 2]), ([1, 16, 8, 8], [64, 2, 4, 2]),
+        ([1, 16, 12, 12], [96, 2, 6, 2]), ([1, 16, 16, 16], [128, 2, 8, 2]), ([1, 16, 16, 4], [64, 4, 2, 2]),
+        ([1, 16, 8, 4], [32, 2, 4, 2]), ([1, 16, 4, 8], [32, 2, 2, 4]), ([1, 16, 4, 4], [4, 4, 4, 4]),
+        ([1, 16, 8, 8], [16, 4, 2, 8]), ([1, 16, 4, 4], [1, 64, 2, 2]), ([1, 16, 4, 4], [1, 32, 2, 4]),
+        ([1, 16, 4, 8], [1, 64, 2, 4]), ([1, 16, 12, 4], [1, 48, 4, 4]))]
     before = [Family("reshape-to-rank2-channels", "Reshape", rank2, RESHAPE_HYPOTHESIS,
                    note="Reshape [1,C,1,1] -> [1,C], C around multiples of 8; [1,C,H,W] -> [1,CHW] and [C,HW]"),
             Family("reshape-rank4-rank5", "Reshape", to5 + to4 + shuffle, RESHAPE_HYPOTHESIS,
@@ -425,7 +446,10 @@ def reshape_families(plane: bool = True) -> list[Family]:
                         "kept or not"),
             Family("reshape-unit-dims", "Reshape", unit_moves, RESHAPE_HYPOTHESIS,
                    note="4-D -> 4-D moving only dims of size 1 (openwakeword's tf2onnx Reshapes, [1,76,34,1] -> "
-                        "[1,1,76,34], [1,96,1,1] -> [1,1,1,96]), and moves that also reorder or merge other dims")]
+                        "[1,1,76,34], [1,96,1,1] -> [1,1,1,96]), and moves that also reorder or merge other dims"),
+            Family("reshape-batch-moved", "Reshape", batch_moved, RESHAPE_HYPOTHESIS,
+                   note="[1,C,H,W] -> 4-D with dim 0 above 1 (timm mobilevit's patch unfold and fold at widths 4 to "
+                        "16), the input's last dim a multiple of 8 or not, against H; the same shapes to batch 1")]
 
 
 def _transpose(shape: list[int], perm: list[int]) -> Point:

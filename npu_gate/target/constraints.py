@@ -495,7 +495,7 @@ _INTEGER_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16
 
 
 def _dim_test(spec: dict[str, Any], t: TensorInfo) -> list[tuple[Any, Any, str]]:
-    """``max``, ``multiple_of`` and ``in`` on one dim (``axis``) or on the product of several
+    """``min``, ``max``, ``multiple_of`` and ``in`` on one dim (``axis``) or on the product of several
     (``axes``: [-2, -1] is H x W of a 4-D tensor); ``in`` holds numbers and resolved references
     (UNKNOWN, never equal to a dim, when the referenced dim is not known)."""
     if "axes" in spec:
@@ -527,6 +527,8 @@ def _dim_value_tests(spec: dict[str, Any], d: int, label: str) -> list[tuple[Any
     """The tests of a dim spec on a known value ``d`` (``label``: the dim, or the dims multiplied)."""
     name = f"{label} = {d}"
     out = []
+    if "min" in spec and d < spec["min"]:
+        out.append((d, {"min": spec["min"]}, f"{name} is below the minimum {spec['min']}"))
     if "max" in spec and d > spec["max"]:
         out.append((d, {"max": spec["max"]}, f"{name} is above the maximum {spec['max']}"))
     if "multiple_of" in spec and d % spec["multiple_of"]:

@@ -76,6 +76,8 @@ def describe_test(c: dict[str, Any]) -> str:
     if "dim" in c:
         d = c["dim"]
         bits = []
+        if "min" in d:
+            bits.append(f"≥ {d['min']}")
         if "max" in d:
             bits.append(f"≤ {d['max']}")
         if "multiple_of" in d:

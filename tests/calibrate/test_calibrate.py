@@ -77,8 +77,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
                 assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
-    # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6
-    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 453
+    # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6, + reshape-batch-moved: 14
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 467
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -321,7 +321,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 453
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 467
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -403,12 +403,14 @@ def test_a_contradicted_cleanup_entry_removes_the_bases_and_unmeasured_ones_are_
 
 
 def test_reshape_is_constrained_by_the_measured_rule() -> None:
-    """Issue 20: the 81 Reshape points (31 before, 40 added, 10 that move dims of size 1 or nearly) are
-    predicted by the three constraints of the sweep's hypothesis; the shuffle triplet's 4 folded
-    Reshapes are eliminated by the derived clean-up (Reshape around-transpose) and left out of the test."""
+    """Issue 20: the 95 Reshape points (31 before, 40 added, 10 that move dims of size 1 or nearly, 14 that
+    move work into the batch dim) are predicted by the four constraints of the sweep's hypothesis; the
+    shuffle triplet's 4 folded Reshapes are eliminated by the derived clean-up (Reshape around-transpose)
+    and left out of the test."""
     verdict = _builtin_record()["verdicts"]["Reshape"]
-    assert (verdict["verdict"], verdict["points"], verdict["on_npu"]) == ("constrained", 81, 43)
-    assert verdict["constraints"] == ["reshape-input-plane-multiple-of-8", "reshape-rank4-keeps-last-dim-or-channels",
+    assert (verdict["verdict"], verdict["points"], verdict["on_npu"]) == ("constrained", 95, 53)
+    assert verdict["constraints"] == ["reshape-batch-moved-output-plane-multiple-of-8",
+                                      "reshape-input-plane-multiple-of-8", "reshape-rank4-keeps-last-dim-or-channels",
                                       "reshape-unit-plane-channels-multiple-of-8"]
     assert verdict["eliminated"] == [f"reshape-shuffle-1x16x{w}x{w}-{m}" for w in (2, 4)
                                      for m in ("reshape", "reshape-back")]
@@ -424,12 +426,13 @@ def test_reshape_is_constrained_by_the_measured_rule() -> None:
             ("1x6x26x26", "1x6x1x676"), ("1x6x13x13", "1x6x1x169"), ("1x82x10x10", "82x1x1x100"),
             ("1x82x10x10", "1x82x1x100"), ("1x16x10x10", "16x1x1x100"), ("1x16x6x6", "1x1x1x576"),
             ("1x12x10x10", "1x12x1x100"), ("1x16x2x2", "1x8x2x4"), ("1x8x1x1", "1x2x2x2"), ("1x24x3x3", "1x8x3x9"),
-            ("1x5x3x1", "1x1x1x15"), ("1x7x1x5", "1x1x5x7"))},
+            ("1x5x3x1", "1x1x1x15"), ("1x7x1x5", "1x1x5x7"), ("1x16x4x4", "32x2x2x2"), ("1x16x6x6", "48x2x3x2"),
+            ("1x16x12x12", "96x2x6x2"), ("1x16x16x4", "64x4x2x2"))},
         **{f"reshape-shuffle-1x16x{w}x{w}-{m}": "folded" for w in (2, 4) for m in ("reshape", "reshape-back")}}
     written = json.loads((profile_dir() / "rknn-rk3588.json").read_text(encoding="utf-8"))["ops"]["Reshape"]
     assert [c["id"] for c in written["constraints"]] == [
         "reshape-input-plane-multiple-of-8", "reshape-unit-plane-channels-multiple-of-8",
-        "reshape-rank4-keeps-last-dim-or-channels"]
+        "reshape-rank4-keeps-last-dim-or-channels", "reshape-batch-moved-output-plane-multiple-of-8"]
     assert all(c["doc"] == "rknn-rk3588.calibration.json#Reshape" for c in written["constraints"])
 
 
@@ -444,7 +447,8 @@ def _reshape_model(path: Path, shape: list[int], to: list[int]) -> Path:
 # (input, output, placement, the constraints that fail): issue 20's real-model Reshapes first (nudenet's and
 # ddddocr common_det's YOLO heads, CPU in the toolkit's op table), then the sweep's shapes the brief lists
 RESHAPE_PLACEMENTS = [
-    ([1, 82, 10, 10], [82, 1, 1, 100], "cpu", "reshape-rank4-keeps-last-dim-or-channels"),
+    ([1, 82, 10, 10], [82, 1, 1, 100], "cpu",
+     "reshape-rank4-keeps-last-dim-or-channels reshape-batch-moved-output-plane-multiple-of-8"),
     ([1, 6, 26, 26], [1, 6, 1, 676], "cpu", "reshape-rank4-keeps-last-dim-or-channels"),
     ([1, 6, 13, 13], [1, 6, 1, 169], "cpu", "reshape-rank4-keeps-last-dim-or-channels"),
     ([1, 16, 6, 6], [1, 16, 36], "cpu", "reshape-input-plane-multiple-of-8"),
@@ -494,10 +498,12 @@ def test_reshape_finding_says_what_failed_and_what_was_measured(tmp_path: Path) 
 
     result = inspect_model(_reshape_model(tmp_path / "m.onnx", [1, 82, 10, 10], [82, 1, 1, 100]),
                            load_profile("rknn-rk3588"))
-    (finding,) = [f for f in result.findings if f.node == "reshape" and f.constraint]
+    finding, moved = [f for f in result.findings if f.node == "reshape" and f.constraint]
     assert finding.message.startswith(
         "reshape-rank4-keeps-last-dim-or-channels: input 0 dims -2 x -1 = 10 x 10 = 100 is not a multiple of 8")
-    assert "34 of 77 points off the NPU" in finding.message
+    assert "38 of 91 points off the NPU" in finding.message
+    assert moved.message.startswith("reshape-batch-moved-output-plane-multiple-of-8: output 0 dim 0 = 82 is above "
+                                    "the maximum 1")
 
 
 @pytest.mark.parametrize("width", [2, 4])
@@ -552,6 +558,30 @@ def test_softmax_at_batch_4_runs_on_the_npu_under_rknn_rk3588(tmp_path: Path) ->
     vendor = inspect_model(tmp_path / "m.onnx", load_profile("rknn-toolkit2-v2.1"))
     assert [n.placement for n in vendor.nodes] == ["cpu"]
     assert [f.constraint for f in vendor.findings if f.constraint] == ["softmax-batch-1"]
+
+
+@pytest.mark.parametrize(("shape", "to", "placement"), [
+    ([1, 96, 4, 4], [192, 2, 2, 2], "cpu"), ([1, 64, 16, 16], [512, 2, 8, 2], "npu"),
+    ([1, 16, 16, 4], [64, 4, 2, 2], "cpu"), ([1, 16, 8, 4], [32, 2, 4, 2], "npu"), ([1, 16, 4, 4], [4, 4, 4, 4], "npu"),
+    ([1, 16, 4, 4], [1, 64, 2, 2], "npu")])
+def test_a_reshape_into_the_batch_dim_under_rknn_rk3588(tmp_path: Path, shape: list[int], to: list[int],
+                                                       placement: str) -> None:
+    """timm mobilevit's patch unfold at its 4x4 stage, x.reshape(B*C*nh, ph, nw, pw) of [1,96,4,4]: the
+    compiler ran such Reshapes on the CPU where the output's last two dims multiply to 4 (reshape-batch-
+    moved family), whatever the input's plane; [1,64,16,16] -> [512,2,8,2] (stage 2) and the same
+    shapes kept at batch 1 ran on the NPU."""
+    from npu_gate.calibrate.sweeps import i64
+    from npu_gate.pipeline import inspect_model
+
+    point = between("p", "Reshape", shape, {"shape": i64(*to)}, ["shape"])
+    (tmp_path / "m.onnx").write_bytes(point.build().SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [n.placement for n in result.nodes if n.op_type == "Reshape"] == [placement]
+    failed = [(f.constraint, f.actual) for f in result.findings if f.rule == "op-constraint"]
+    out_plane = to[-2] * to[-1]
+    assert failed == ([("reshape-batch-moved-output-plane-multiple-of-8", [to[0], shape[0], out_plane, to[-1], to,
+                                                                           4, 4, 4, 4])]
+                      if placement == "cpu" else [])
 
 
 def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> None:
@@ -1192,7 +1222,7 @@ def test_calibrate_timeout_must_be_a_positive_number(run_cli, tmp_path: Path, ca
 
 @pytest.mark.rknn
 def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> None:
-    """The 81 Reshape points built again on the real compiler place the measured node as the
+    """The 95 Reshape points built again on the real compiler place the measured node as the
     checked-in record says (the shuffle triplet's Reshapes folded, [1,576] and [1,2,8,2,2] on CPU,
     issue 20's real-model heads such as [1,82,10,10] -> [82,1,1,100] on CPU)."""
     if not (RKNN_VENV / "npu-gate-probe.json").exists():
@@ -1204,7 +1234,7 @@ def test_reshape_points_on_rknn_toolkit2_are_the_record_s(tmp_path: Path) -> Non
     measured = measure(compiler, "rk3588", compiler.python(RKNN_VENV), reshape_families(), keep=tmp_path)
     got = [[p["point"], p["device"]] for p in measured["points"]]
     assert got == _builtin_record()["verdicts"]["Reshape"]["measured"]
-    assert sum(device == "npu" for _, device in got) == 43
+    assert sum(device == "npu" for _, device in got) == 53
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"verdicts": {"Conv": NaN}}',
