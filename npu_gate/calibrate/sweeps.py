@@ -953,8 +953,11 @@ def folding_families() -> list[Family]:
     372 points): a Reshape merged into the Transpose reading it (``fuse_two_reshape`` after
     ``swap_reshape_transpose_v2``, PP-PicoDet's heads), a Conv's bias written as a separate Add
     (``fuse_add_into_conv``, newer paddle2onnx exports) and the scalar Mul / Add after it
-    (PP-LCNet's learnable affine blocks, ``fuse_mul_into_conv``, ``fuse_add_into_conv``). The
-    Mul family replaces ``cleanup_families``' eliminate-mul-into-conv (its points and the chain)."""
+    (PP-LCNet's learnable affine blocks, ``fuse_mul_into_conv``, ``fuse_add_into_conv``), and
+    the identities of the timm set (a Mul by 1 with the constant first, an Add of 0, a Slice of the
+    whole tensor: ``remove_invalid_mul``, ``remove_invalid_add``, ``remove_invalid_slice``). The
+    Mul families replace ``cleanup_families``' eliminate-mul-into-conv and eliminate-mul-identity
+    (their points and more)."""
     def transposed(pid: str, shape: list[int], to: list[int], perm: list[int]) -> Point:
         return _chain(pid, [node("Reshape", ["a", "s"], ["r"], name="resh"),
                             node("Transpose", ["r"], ["t"], name="swap", perm=perm)], {"s": i64(*to)}, "resh",
@@ -991,8 +994,33 @@ def folding_families() -> list[Family]:
     def add(pid: str, value: np.ndarray, conv: bool = True) -> Point:
         return _chain(pid, [node("Add", ["a", "k"], ["t"], name="add")], {"k": value}, "add", conv=conv)
 
-    mul = next(f for f in cleanup_families() if f.id == "eliminate-mul-into-conv")
+    def const_second(pid: str, op: str, value: np.ndarray, first: bool = False) -> Point:
+        low = op.lower()
+        return _chain(pid, [node(op, ["k", "a"] if first else ["a", "k"], ["t"], name=low)], {"k": value}, low)
+
+    def slice_(pid: str, end: int, steps: bool = False) -> Point:
+        inputs = ["a", "s0", "e", "ax1"] + (["st1"] if steps else [])
+        return _chain(pid, [node("Slice", inputs, ["t"], name="slice")],
+                      {"s0": i64(0), "e": i64(end), "ax1": i64(1), **({"st1": i64(1)} if steps else {})}, "slice")
+
+    cleanup = {f.id: f for f in cleanup_families()}
+    mul, mul_identity = cleanup["eliminate-mul-into-conv"], cleanup["eliminate-mul-identity"]
     six = [1, 16, 6, 6]
+    identities = [
+        # the constant first too: timm hgnetv2's LearnableAffineBlock writes scale * x + bias
+        Family("eliminate-mul-identity", "Mul", [
+            *mul_identity.points, const_second("mul-one-by-tensor", "Mul", f32(1, value=1.0), first=True)],
+            kind=ELIMINATE, rule=mul_identity.rule),
+        Family("eliminate-add-identity", "Add", [
+            const_second("add-zero", "Add", f32(1, value=0.0)),
+            const_second("add-zero-first", "Add", f32(1, value=0.0), first=True),
+            const_second("add-zero-per-channel", "Add", f32(1, 16, 1, 1, value=0.0)),
+            const_second("add-0.1", "Add", f32(1, value=0.1))], kind=ELIMINATE, rule=_eliminates("Add", "identity")),
+        # timm ghostnet's x[:, :out_chs] of a Concat that has exactly out_chs channels
+        Family("eliminate-slice-identity", "Slice", [
+            slice_("slice-all-channels", 16), slice_("slice-all-channels-end-max", 2**63 - 1),
+            slice_("slice-all-channels-step-1", 16, steps=True), slice_("slice-first-8-channels", 8)],
+            kind=ELIMINATE, rule=_eliminates("Slice", "identity"))]
     return [
         Family("eliminate-reshape-into-transpose", "Reshape", [
             transposed("reshape-4d-3d-transposed", six, [1, 16, 36], [0, 2, 1]),
@@ -1017,6 +1045,7 @@ def folding_families() -> list[Family]:
             affine("affine-mul-after-conv-identities", "mul", identities=True),
             affine("affine-mul-after-relu", "mul", head="Relu", bias=False)],
             kind=ELIMINATE, rule=mul.rule),
+        *identities,
     ]
 
 

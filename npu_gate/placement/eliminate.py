@@ -31,7 +31,8 @@ counted after this pass. Conditions (``when``):
   and the two stay one Reshape;
 - ``identity``: a node that returns its input unchanged: a BatchNormalization whose constant
   scale, bias, mean and variance are 1, 0, 0 and 1 (its epsilon not looked at), a Mul by a
-  constant 1, a Concat of one input;
+  constant 1 or an Add of a constant 0 (the constant the second input: the compiler keeps
+  Mul(1, x) and Add(0, x)), a Concat of one input, a Slice that keeps the whole tensor;
 - ``float-to-float``: a Cast from float32 or float16 to float32 or float16 (the target
   computes in float16: the Cast changes nothing there).
 
@@ -289,6 +290,36 @@ def _inverse_pair(node: NodeFacts, readers: Mapping[str, list[NodeFacts]]) -> bo
     return [first[p] for p in second] == list(range(len(first)))
 
 
+def _whole_slice(node: NodeFacts, graph: _Graph) -> bool:
+    """A Slice (opset 10+: starts, ends, axes, steps as inputs) that keeps every element of a static
+    input: on each sliced axis it starts at 0 (or -dim), ends at the dim or past it, with step 1."""
+    source = graph.facts.tensors.get(node.inputs[0]) if node.inputs else None
+    if source is None or not source.static or source.shape is None or not 3 <= len(node.inputs) <= 5:
+        return False
+    shape = source.shape
+    lists: list[list[Any] | None] = []
+    for name in node.inputs[1:]:
+        value = graph.constants(name) if name else None
+        if name and value is None:
+            return False  # a computed start, end, axis or step
+        lists.append(value.ravel().tolist() if value is not None else None)
+    lists += [None] * (4 - len(lists))
+    starts, ends, axes, steps = lists
+    if starts is None or ends is None:
+        return False
+    axes = axes if axes is not None else list(range(len(starts)))
+    steps = steps if steps is not None else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        return False
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        if not isinstance(axis, int) or not -len(shape) <= axis < len(shape) or step != 1:
+            return False
+        dim = shape[axis]
+        if not isinstance(dim, int) or start not in (0, -dim) or end < dim:
+            return False
+    return True
+
+
 def _constant_operand(node: NodeFacts, graph: _Graph) -> tuple[str, np.ndarray] | None:
     """(the other input, the constant's value) of a two-input node with exactly one constant input."""
     if len(node.inputs) != 2:
@@ -371,15 +402,19 @@ def _into_transpose(node: NodeFacts, graph: _Graph) -> bool:
 def _identity(node: NodeFacts, graph: _Graph) -> bool:
     if node.op_type == "Concat":
         return len([i for i in node.inputs if i]) == 1
-    if node.op_type == "Mul":
+    if node.op_type in ("Mul", "Add"):
+        # the constant second only: RKNN kept Mul(1, x) and Add(0, x) (mul-one-by-tensor, add-zero-first)
         operand = _constant_operand(node, graph)
-        if operand is None:
+        if operand is None or operand[0] != node.inputs[0]:
             return False
         data, value = operand
         source, out = graph.facts.tensors.get(data), graph.facts.tensors.get(node.outputs[0])
-        # broadcasting a 1 must not change the shape either
-        return (value.size > 0 and bool((value == 1).all()) and source is not None and out is not None
+        neutral = 1 if node.op_type == "Mul" else 0
+        # broadcasting the constant must not change the shape either
+        return (value.size > 0 and bool((value == neutral).all()) and source is not None and out is not None
                 and source.static and source.shape == out.shape)
+    if node.op_type == "Slice":
+        return _whole_slice(node, graph)
     if node.op_type == "BatchNormalization" and len(node.inputs) >= 5 and sum(1 for o in node.outputs if o) == 1:
         params = [graph.constants(name) for name in node.inputs[1:5]]
         return all(p is not None and p.size > 0 and bool((p == want).all())

@@ -77,8 +77,9 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
                 assert (family.rule is not None) == (family.kind in (ELIMINATE, LOWER)), family.id
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
-    # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6, + reshape-batch-moved: 14
-    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 467
+    # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6, + reshape-batch-moved: 14,
+    # + Mul, Add and Slice identity points: 1 + 4 + 4
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 476
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -321,7 +322,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 467
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 476
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -351,7 +352,17 @@ def test_the_cleanup_verdicts_of_the_builtin_record() -> None:
         ("Squeeze", "reshape-chain"), ("Transpose", "inverse-transpose-pair"), ("Reshape", "around-transpose"),
         ("Flatten", "into-gemm"), ("BatchNormalization", "into-conv"), ("BatchNormalization", "identity"),
         ("Mul", "into-conv"), ("Mul", "identity"), ("Concat", "identity"), ("Reshape", "into-transpose"),
-        ("Add", "into-conv")]
+        ("Add", "into-conv"), ("Add", "identity"), ("Slice", "identity")]
+    # the timm set's identities (#20): the constant second only, the whole tensor only
+    assert cleanup["eliminates Mul identity"]["points"] == [
+        ["mul-by-one", "eliminated", "eliminated"], ["mul-by-1.38", "kept", "kept"],
+        ["mul-one-by-tensor", "kept", "kept"]]
+    assert cleanup["eliminates Add identity"]["points"] == [
+        ["add-zero", "eliminated", "eliminated"], ["add-zero-first", "kept", "kept"],
+        ["add-zero-per-channel", "eliminated", "eliminated"], ["add-0.1", "kept", "kept"]]
+    assert cleanup["eliminates Slice identity"]["points"] == [
+        ["slice-all-channels", "eliminated", "eliminated"], ["slice-all-channels-end-max", "eliminated", "eliminated"],
+        ["slice-all-channels-step-1", "eliminated", "eliminated"], ["slice-first-8-channels", "kept", "kept"]]
     # issue 20's folding families: a Reshape merged into its Transpose, a Conv's separate bias Add
     # and the scalar Mul / Add after it (paddle2onnx), with their near misses
     assert cleanup["eliminates Reshape into-transpose"]["points"] == [

@@ -169,7 +169,13 @@ def _graph(nodes: list[Any], inits: dict[str, Any], out_shape: list[int] | None 
     ("bn-bias", [("BatchNormalization", ["x", "s", "b", "m", "v"], "bn", {})],
      {"s": [1] * 4, "b": [0.1] * 4, "m": [0] * 4, "v": [1] * 4}, False),
     ("mul-one", [("Mul", ["x", "k"], "mul", {})], {"k": [1.0]}, True),
-    ("mul-one-first", [("Mul", ["k", "x"], "mul", {})], {"k": [1.0]}, True),
+    # the constant first: RKNN keeps it (calibration point mul-one-by-tensor, timm hgnetv2's scale * x)
+    ("mul-one-first", [("Mul", ["k", "x"], "mul", {})], {"k": [1.0]}, False),
+    ("add-zero", [("Add", ["x", "k"], "add", {})], {"k": [0.0]}, True),
+    ("add-zero-per-channel", [("Add", ["x", "k"], "add", {})], {"k": [[[0.0]]] * 4}, True),
+    ("add-zero-first", [("Add", ["k", "x"], "add", {})], {"k": [0.0]}, False),
+    ("add-small", [("Add", ["x", "k"], "add", {})], {"k": [1e-6]}, False),
+    ("add-zero-broadcast", [("Add", ["x", "k"], "add", {})], {"k": [[[[0.0]] * 8] * 4] * 2}, False),
     ("mul-two", [("Mul", ["x", "k"], "mul", {})], {"k": [2.0]}, False),
     # a Mul by ones that broadcasts x to a bigger shape changes it
     ("mul-one-broadcast", [("Mul", ["x", "k"], "mul", {})], {"k": [[[[1.0]] * 8] * 4] * 2}, False),
@@ -189,16 +195,53 @@ def test_identity_and_into_conv_conditions(tmp_path: Path, name: str, nodes: lis
         made.append(helper.make_node(op, inputs, [out], name=node_name, **attrs))
         last = out
     made.append(helper.make_node("Relu", [last], ["y"], name="relu"))
-    shape = [2, 4, 8, 8] if name == "mul-one-broadcast" else None
+    shape = [2, 4, 8, 8] if name.endswith("-broadcast") else None
     (tmp_path / "m.onnx").write_bytes(_graph(made, inits, shape).SerializeToString())
     profile = tmp_path / "p.json"
-    profile.write_text(json.dumps({**HEAD, "ops": {"Conv": {}, "Relu": {}, "Mul": {}, "BatchNormalization": {}},
+    profile.write_text(json.dumps({**HEAD, "ops": {"Conv": {}, "Relu": {}, "Mul": {}, "Add": {},
+                                                   "BatchNormalization": {}},
                                    "eliminates": [{"op": op, "when": when, "evidence": "illustrative"}
-                                                  for op in ("BatchNormalization", "Mul")
+                                                  for op in ("BatchNormalization", "Mul", "Add")
                                                   for when in ("identity", "into-conv")]}), encoding="utf-8")
     result = inspect_model(tmp_path / "m.onnx", load_profile(str(profile)))
     measured = nodes[-1][2]
     assert (next(n.placement for n in result.nodes if n.name == measured) == "eliminated") is eliminated
+
+
+MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize(("starts", "ends", "axes", "steps", "eliminated"), [
+    ([0], [4], [1], None, True),  # timm ghostnet's x[:, :out_chs] of a Concat of exactly out_chs channels
+    ([0], [MAX], [1], [1], True),  # x[:, 0:]
+    ([-4, 0], [4, 8], [1, -1], [1, 1], True),  # a start of -dim, a negative axis
+    ([0, 0, 0, 0], [1, 4, 8, 8], None, None, True),  # no axes: the first len(starts) dims
+    ([0], [3], [1], None, False),  # drops a channel
+    ([1], [4], [1], None, False),
+    ([0], [8], [2], [2], False),  # every second row
+    ([0], [MAX], [1], [-1], False),  # a negative step
+    ([0], [4], [4], None, False),  # an axis past the rank
+])
+def test_a_slice_that_keeps_the_whole_tensor_is_an_identity(tmp_path: Path, starts: list[int], ends: list[int],
+                                                            axes: list[int] | None, steps: list[int] | None,
+                                                            eliminated: bool) -> None:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    names = ["x", "starts", "ends"] + (["axes"] if axes is not None or steps is not None else []) \
+        + (["steps"] if steps is not None else [])
+    values = {"starts": starts, "ends": ends, "axes": axes if axes is not None else list(range(len(starts))),
+              "steps": steps}
+    inits = [numpy_helper.from_array(np.asarray(values[n], np.int64), n) for n in names[1:]]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", names, ["t"], name="slice"), helper.make_node("Relu", ["t"], ["y"], name="relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert (_placed(result)["slice"] == "eliminated") is eliminated
 
 
 def test_a_cast_that_changes_the_dtype_stays(tmp_path: Path) -> None:
