@@ -210,6 +210,19 @@ def _tensor_value_tests(spec: dict[str, Any], name: str, ctx: _Context) -> list[
         # to 7 significant digits, like float32 values: 8 / 24 is 0.3333333
         elements = [float(f"{e / d:.7g}") for e, d in zip(elements, dims, strict=True)]
         shown += f" divided by input {k}'s dims {_show(dims)}"
+    if "axes_from_end_of_input" in spec:  # a Slice's axes as counted from the end: -1 is the last
+        k = spec["axes_from_end_of_input"]
+        tensor = ctx.tensors.get(ctx.node.inputs[k]) if k < len(ctx.node.inputs) and ctx.node.inputs[k] else None
+        if tensor is None or tensor.shape is None:
+            why = f"the rank of input {k} is not known"
+            return [(why, allowed, f"{shown}: {why}")]
+        r = len(tensor.shape)
+        bad = [e for e in elements if not isinstance(e, int) or not -r <= e < r]
+        if bad:
+            why = f"{_show(_one_or_list(bad))} is not an axis of input {k} (rank {r})"
+            return [(elements, allowed, f"{shown}: {why}")]
+        elements = [e - r if e >= 0 else e for e in elements]
+        shown += f" (axes from the end of input {k}'s rank {r})"
     value: Any = elements if rank else elements[0]
     if spec.get("padded_axes"):
         half = len(elements) // 2

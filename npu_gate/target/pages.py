@@ -130,6 +130,8 @@ def _tensor_value_words(v: dict[str, Any]) -> str:
     what = "constant value"
     if "ratio_to_input" in v:
         what += f" divided by input {v['ratio_to_input']}'s dims"
+    if "axes_from_end_of_input" in v:
+        what += f", as axes counted from the end of input {v['axes_from_end_of_input']} (-1: the last)"
     if v.get("padded_axes"):
         what += ", the axes it pads (begin or end ≠ 0)"
     elif "elements" in v:

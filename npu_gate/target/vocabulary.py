@@ -161,10 +161,11 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
                 f"index {index} does not exist"
             )
     value = test.get("value")
-    ratio_to = _index(value.get("ratio_to_input")) if isinstance(value, dict) else None
-    if ratio_to is not None and ratio_to >= info.max_input:
-        out.append(f"{where}.value.ratio_to_input: {op} has at most {info.max_input} inputs; "
-                   f"index {ratio_to} does not exist")
+    for key in ("ratio_to_input", "axes_from_end_of_input"):
+        ref = _index(value.get(key)) if isinstance(value, dict) else None
+        if ref is not None and ref >= info.max_input:
+            out.append(f"{where}.value.{key}: {op} has at most {info.max_input} inputs; "
+                       f"index {ref} does not exist")
     return out
 
 

@@ -78,8 +78,8 @@ def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
     standard = SWEEPS["standard"]()
     assert sum(len(f.points) for f in standard) == 372
     # 429 + folding_families: 6 + 9 + 3, + issue20_pattern_families: 6, + reshape-batch-moved: 14,
-    # + Mul, Add and Slice identity points: 1 + 4 + 4
-    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 476
+    # + Mul, Add and Slice identity points: 1 + 4 + 4, + slice-reverse: 16
+    assert sum(len(f.points) for f in SWEEPS["standard-int8"]()) == 492
     assert sum(len(f.points) for f in SWEEPS["tiny"]()) == 7
     assert {f.kind for f in standard} == {OP, PATTERN, ADAPTER, ELIMINATE, LOWER}
 
@@ -322,7 +322,7 @@ def test_the_builtin_ethos_u_profiles_are_what_their_records_derive(name: str) -
 def test_the_builtin_record_says_what_was_measured() -> None:
     record = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
     assert record["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"}
-    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 476
+    assert record["timings"]["mode"] == "batch" and record["timings"]["points"] == 492
     assert record["command"] in load_profile("rknn-rk3588").source
     verdicts = {k: v["verdict"] for k, v in record["verdicts"].items()}
     assert sorted(k for k, v in verdicts.items() if v == "unexplained") == ["Transpose"]
@@ -595,6 +595,28 @@ def test_a_reshape_into_the_batch_dim_under_rknn_rk3588(tmp_path: Path, shape: l
                       if placement == "cpu" else [])
 
 
+@pytest.mark.parametrize(("shape", "axis", "start", "end", "failed"), [
+    ([20, 1, 4096], 0, -1, -(2**63) + 1, ["slice-reverse-last-axis-only"]),  # captcha-whisperer's backward LSTM input
+    ([1, 16, 8, 8], 2, -1, -(2**63) + 1, ["slice-reverse-last-axis-only"]),
+    ([1, 16, 8, 8], 3, -1, -(2**63) + 1, []),  # x.flip(-1)
+    ([1, 20, 64], -1, -1, -65, []),
+    ([1, 16, 8, 8], 3, -2, -9, ["slice-reverse-whole-axis"]),  # x[..., 6::-1]: 7 of the 8
+])
+def test_a_reversal_runs_on_the_npu_only_along_the_whole_last_axis(tmp_path: Path, shape: list[int], axis: int,
+                                                                   start: int, end: int, failed: list[str]) -> None:
+    """The slice-reverse family (#20): a Slice of step -1 ran on the NPU only when it reverses the
+    whole last axis; the calibrated profile says which of its two constraints a CPU one fails."""
+    from npu_gate.calibrate.sweeps import i64
+    from npu_gate.pipeline import inspect_model
+
+    point = between("p", "Slice", shape, {"starts": i64(start), "ends": i64(end), "axes": i64(axis),
+                                          "steps": i64(-1)}, ["starts", "ends", "axes", "steps"])
+    (tmp_path / "m.onnx").write_bytes(point.build().SerializeToString())
+    result = inspect_model(tmp_path / "m.onnx", load_profile("rknn-rk3588"))
+    assert [n.placement for n in result.nodes if n.op_type == "Slice"] == ["cpu" if failed else "npu"]
+    assert [f.constraint for f in result.findings if f.rule == "op-constraint"] == failed
+
+
 def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> None:
     """The input-value hypotheses of the sweep predict every measured point of the three ops
     that attribute and shape tests left unexplained; each written constraint cites its points."""
@@ -613,13 +635,18 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
                    "resize-sizes-linear-asymmetric-48x48", "resize-sizes-linear-align_corners-64x64",
                    "resize-sizes-linear-align_corners-16x16", "resize-sizes-linear-half_pixel-64x48",
                    "resize-sizes-linear-half_pixel-48x64", "resize-sizes-linear-half_pixel-40x40"],
-        "Slice": ["slice-axis1-step2", "slice-axis2-step2", "slice-axis3-step2"],
+        "Slice": ["slice-axis1-step2", "slice-axis2-step2", "slice-axis3-step2", "slice-reverse-axis0-20x1x64",
+                  "slice-reverse-axis1-1x20x64", "slice-reverse-axis0-20x64", "slice-reverse-axis1-1x16x8x8",
+                  "slice-reverse-axis2-1x16x8x8", "slice-reverse-axis3-1x16x8x8-from-2-to-9",
+                  "slice-reverse-axis2-1x16x8x8-from-2-to-9", "slice-reverse-axis3-1x16x8x8-from-1-to-5",
+                  "slice-reverse-axis3-1x16x8x16-from-1-to-9"],
         "Pad": ["pad-ch-constant"]}
     assert {op: (verdicts[op]["verdict"], verdicts[op]["constraints"], verdicts[op]["points"], verdicts[op]["on_npu"])
             for op in ("Resize", "Slice", "Pad")} == {
         "Resize": ("constrained", ["resize-linear-not-align-corners", "resize-linear-scales-measured",
                                    "resize-mode-nearest-or-linear"], 93, 72),
-        "Slice": ("constrained", ["slice-steps-1-or-minus-1"], 10, 7),
+        "Slice": ("constrained", ["slice-reverse-last-axis-only", "slice-reverse-whole-axis",
+                                  "slice-steps-1-or-minus-1"], 26, 14),
         "Pad": ("constrained", ["pad-not-c-and-h"], 6, 5)}
     written = {op: {c["id"]: c for c in profile["ops"][op]["constraints"]} for op in ("Resize", "Slice", "Pad")}
     ratios = [0.125, 0.25, 0.3333333, 0.5, 1, 2, 3, 4, 5, 8]  # every one measured on the NPU, no other
@@ -645,7 +672,7 @@ def test_value_constraints_explain_resize_slice_and_pad_from_the_record() -> Non
             "rknn-rk3588.calibration.json#Pad"]
     assert written["Slice"]["slice-steps-1-or-minus-1"]["message"] == (
         "in calibration Slice ran on CPU (or was not built) at every sweep point failing this constraint "
-        "(3 of 10 points off the NPU; rknn-rk3588.calibration.json#Slice)")
+        "(12 of 26 points off the NPU; rknn-rk3588.calibration.json#Slice)")
 
 
 MEASURED = ("in calibration Resize ran on CPU (or was not built) at every sweep point failing this constraint "

@@ -173,12 +173,12 @@ def resize(
 
 
 def slice_(steps: list[int] | None = (1,), source: str = "initializer",  # type: ignore[assignment]
-           x: list[Any] = (1, 4, 8, 8)) -> onnx.ModelProto:  # type: ignore[assignment]
-    """x [1, 4, 8, 8] -> Slice (node0) of W from 0 to 8 with ``steps`` (None: absent). ``source``:
-    steps as an initializer, a Constant node, computed (an initializer of half the steps, times
-    2: folded) or a graph input."""
+           x: list[Any] = (1, 4, 8, 8), axes: list[int] = (3,)) -> onnx.ModelProto:  # type: ignore[assignment]
+    """x [1, 4, 8, 8] -> Slice (node0) of W (or of ``axes``) from 0 to 8 with ``steps`` (None:
+    absent). ``source``: steps as an initializer, a Constant node, computed (an initializer of half
+    the steps, times 2: folded) or a graph input."""
     init = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
-            for n, v in (("starts", [0]), ("ends", [8]), ("axes", [3]))]
+            for n, v in (("starts", [0]), ("ends", [8]), ("axes", list(axes)))]
     inputs = [_value("x", "float32", list(x))]
     nodes = []
     values = np.array(steps or [], dtype=np.int64)
