@@ -310,6 +310,19 @@ PUBLIC: tuple[Package, ...] = (
         "silero_vad.onnx": SILERO,
     }, "Smart Turn v3.2 (quantized Whisper-encoder turn detector, 8 s of 80 mel bins); "
        "its silero_vad.onnx is silero-vad's"),
+    # added 2026-12-06 (issue 20: more public-package models, CNN + RNN heads)
+    Package("captcha-whisperer", "0.1.0", "MIT", {"captcha_crnn.onnx": {"image": [1, 3, 60, 160]}},
+            "captcha CRNN (Conv backbone, a bidirectional LSTM written out step by step, CTC head)"),
+    Package("brainmaze-eeg-models", "0.1.0", "BSD-3-Clause", {
+        "modelA_paper.onnx": {"x": [1, 100, 599]},
+        "modelB_full.onnx": {"x": [1, 100, 599]},
+        "*": {"raw_signal": [1, 1, 7500], "spectrogram": [1, 15, 7500]},
+    }, "iEEG seizure models (spectrogram CNN + BiLSTM; one 300 s window: 100 bins x 599 half-second frames, "
+       "its docs' example) and the EEG/iEEG sleep-spindle detectors (CNN + transposed-conv heads, 7500 samples)"),
+    Package("capspot", "0.1.0", "not stated (METADATA: no licence field)", {
+        "sim_model.onnx": {"input_1": [1, 60, 60, 3], "input_2": [1, 60, 60, 3]},
+        "*": {},
+    }, "captcha image matching: a YOLO-style detector (static 1x3x416x416) and a siamese similarity net (NHWC)"),
     Package("openwakeword", "0.4.0", "code Apache-2.0; the included pre-trained models CC BY-NC-SA 4.0 (its README)", {
         "embedding_model.onnx": {"input_1": [1, 76, 32, 1]},
         "hey_mycroft_v0.1.onnx": {"input_1": [1, 16, 96]},
