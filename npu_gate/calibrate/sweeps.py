@@ -381,9 +381,10 @@ RESHAPE_HYPOTHESIS: list[dict[str, Any]] = [
 
 
 def reshape_families(plane: bool = True) -> list[Family]:
-    """The Reshape sweep; ``plane=False``: without issue 20's two families (``reshape-input-plane``,
-    ``reshape-to-rank4``), the 31 points of the ``standard`` sweep, which qnn-htp-fp16's record was
-    measured with (``standard-int8``, the RKNN sweep, has all 95)."""
+    """The Reshape sweep; ``plane=False``: without issue 20's four families (``reshape-input-plane``,
+    ``reshape-to-rank4``, ``reshape-unit-dims``, ``reshape-batch-moved``), the 31 points of the
+    ``standard`` sweep, which qnn-htp-fp16's record was measured with (``standard-int8``, the RKNN
+    sweep, has all 95)."""
     rank2 = [_reshape(c) for c in (7, 8, 9, 12, 15, 16, 17, 24, 32, 33)]
     rank2 += [_reshape_to([1, 16, 6, 6], [1, 576]), _reshape_to([1, 12, 5, 5], [1, 300]),
               _reshape_to([1, 16, 6, 6], [16, 36])]
@@ -524,7 +525,8 @@ def slice_reverse_family() -> Family:
               point(four, 3, -2, -9), point(four, 2, -2, -9), point(four, 3, -1, -5), point(four, 3, -1, -9),
               point(four, 3, 7, -9), point([1, 16, 8, 16], 3, -1, -17), point([1, 16, 8, 16], 3, -1, -9)]
     return Family("slice-reverse", "Slice", points, SLICE_REVERSE_HYPOTHESIS,
-                  note="step -1 over each axis of [20,1,64], [1,20,64], [20,64] and [1,16,8,8], whole and partial")
+                  note="step -1 over each axis of [20,1,64], [1,20,64], [20,64] and [1,16,8,8], whole and partial "
+                       "(also the last axis of [1,16,8,16])")
 
 
 def slice_axis0_family() -> Family:
@@ -1030,7 +1032,8 @@ def folding_families() -> list[Family]:
     def add(pid: str, value: np.ndarray, conv: bool = True) -> Point:
         return _chain(pid, [node("Add", ["a", "k"], ["t"], name="add")], {"k": value}, "add", conv=conv)
 
-    def const_second(pid: str, op: str, value: np.ndarray, first: bool = False) -> Point:
+    def by_constant(pid: str, op: str, value: np.ndarray, first: bool = False) -> Point:
+        """Relu -> op(a, k) (op(k, a) when ``first``) -> Relu, k the constant ``value``."""
         low = op.lower()
         return _chain(pid, [node(op, ["k", "a"] if first else ["a", "k"], ["t"], name=low)], {"k": value}, low)
 
@@ -1045,13 +1048,13 @@ def folding_families() -> list[Family]:
     identities = [
         # the constant first too: timm hgnetv2's LearnableAffineBlock writes scale * x + bias
         Family("eliminate-mul-identity", "Mul", [
-            *mul_identity.points, const_second("mul-one-by-tensor", "Mul", f32(1, value=1.0), first=True)],
+            *mul_identity.points, by_constant("mul-one-by-tensor", "Mul", f32(1, value=1.0), first=True)],
             kind=ELIMINATE, rule=mul_identity.rule),
         Family("eliminate-add-identity", "Add", [
-            const_second("add-zero", "Add", f32(1, value=0.0)),
-            const_second("add-zero-first", "Add", f32(1, value=0.0), first=True),
-            const_second("add-zero-per-channel", "Add", f32(1, 16, 1, 1, value=0.0)),
-            const_second("add-0.1", "Add", f32(1, value=0.1))], kind=ELIMINATE, rule=_eliminates("Add", "identity")),
+            by_constant("add-zero", "Add", f32(1, value=0.0)),
+            by_constant("add-zero-first", "Add", f32(1, value=0.0), first=True),
+            by_constant("add-zero-per-channel", "Add", f32(1, 16, 1, 1, value=0.0)),
+            by_constant("add-0.1", "Add", f32(1, value=0.1))], kind=ELIMINATE, rule=_eliminates("Add", "identity")),
         # timm ghostnet's x[:, :out_chs] of a Concat that has exactly out_chs channels
         Family("eliminate-slice-identity", "Slice", [
             slice_("slice-all-channels", 16), slice_("slice-all-channels-end-max", 2**63 - 1),
@@ -1321,8 +1324,9 @@ def standard_int8() -> list[Family]:
     quantized points of ``quantized_families`` and ``add_dtypes_int8`` (for a compiler whose plug-in
     builds int8: ``probe --quantize int8``), and issue 20's two Reshape families after the standard
     ones (``standard`` keeps its 372 points, so that qnn-htp-fp16's record still derives),
-    ``folding_families`` (the Mul into-conv family extended in place, the others after the clean-up)
-    and ``issue20_pattern_families`` (the timm set's F.normalize forms and Softmax at batch 4)."""
+    ``folding_families`` (the Mul into-conv and Mul identity families extended in place, the others
+    after the clean-up), ``issue20_pattern_families`` (the timm set's F.normalize forms and Softmax at
+    batch 4) and ``slice_reverse_family`` (captcha-whisperer's reversal of a non-last axis)."""
     folding = {f.id: f for f in folding_families()}
     out: list[Family] = []
     for f in standard():
