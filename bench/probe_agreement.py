@@ -71,6 +71,7 @@ from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
 from npu_gate.probe.base import QuantRequest  # noqa: E402
+from npu_gate.probe.torch_stub import STUB_MESSAGE  # noqa: E402
 from npu_gate.quantize.samples import model_input_specs, request_sets  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
 
@@ -259,9 +260,10 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path 
           + (f", quantized {QUANTIZE} QDQ by npu-gate (QNN preparation)" if QUANTIZE else ""))
     print("| net | nodes | actual npu / cpu / split / fused / folded | compiler NPU / CPU segments | "
           "predicted NPU / CPU partitions | NPU partitions = segments | node agreement (strict) | "
-          "refusal predicted | s |")
-    print("| --- | ---: | --- | --- | --- | --- | ---: | --- | ---: |")
+          "refusal predicted | rules disabled to build | s |")
+    print("| --- | ---: | --- | --- | --- | --- | ---: | --- | --- | ---: |")
     built = agree_parts = agree = compared = refused = refusal_hits = false_refusals = 0
+    needed_rules: dict[str, list[str]] = {}  # model -> the toolkit rules its build needed disabled
     for path in paths:
         start = time.perf_counter()
         predicted = inspect_model(path, profile)
@@ -279,8 +281,11 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path 
             refusal_hits += refuses
             error = " ".join(str(result.error).split())[:120]
             print(f"| {path.stem} | {len(result.nodes)} | {result.status}: {error} | | | | | "
-                  f"{'yes' if refuses else 'no'} | |")
+                  f"{'yes' if refuses else 'no'} | | |")
             continue
+        disabled = disabled_rules(result.attempts)
+        if disabled:
+            needed_rules[path.stem] = disabled
         built += 1
         false_refusals += refuses
         agree_parts += bool(s["partitions_agree"])
@@ -290,11 +295,29 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path 
         print(f"| {path.stem} | {s['nodes']} | {a['npu']} / {a['cpu']} / {a['split']} / {a['fused']} / "
               f"{a['folded']} | {s['npu_segments']} / {s['cpu_segments']} | {s['predicted_npu_partitions']} / "
               f"{s['predicted_cpu_partitions']} | {'yes' if s['partitions_agree'] else 'no'} | {rate} | "
-              f"{'yes (wrong)' if refuses else 'no'} | {time.perf_counter() - start:.0f} |")
+              f"{'yes (wrong)' if refuses else 'no'} | {', '.join(f'`{r}`' for r in disabled) or '-'} | "
+              f"{time.perf_counter() - start:.0f} |")
     share = f"{agree}/{compared} ({agree / compared:.1%})" if compared else "n/a"
+    which = "; ".join(f"{m}: {', '.join(r)}" for m, r in needed_rules.items())
     print(f"\nBuilt {built} of {len(paths)}: NPU partition count equal to the NPU segments on {agree_parts} of "
           f"{built}; nodes agreeing (strict) {share}; refused {refused}, predicted {refusal_hits} of {refused}; "
-          f"refusal predicted for a model that builds: {false_refusals}.")
+          f"refusal predicted for a model that builds: {false_refusals}; built only with toolkit rules disabled "
+          f"(the default build raised, the probe's retry built): {len(needed_rules)} of {built}"
+          + (f" ({which})" if which else "")
+          + ".")
+
+
+def disabled_rules(attempts: list[Any]) -> list[str]:
+    """The rules the successful attempt disabled (none when the first, default, build succeeded),
+    each marked "(torch stub)" when the attempt before it failed on npu_gate's torch stub (a rule
+    that calls torch: with real torch, ``probe setup rknn VENV --torch``, it may not raise)."""
+    if len(attempts) < 2 or attempts[-1].status != "ok":
+        return []
+    stub = STUB_MESSAGE.split("{}")[0]
+    out = []
+    for before, rule in zip(attempts[:-1], attempts[-1].options.get("disable_rules", []), strict=False):
+        out.append(f"{rule} (torch stub)" if stub in str(before.error) else str(rule))
+    return out
 
 
 def run_torchvision(venv: Path, _profile: str, out: Path) -> None:

@@ -300,6 +300,47 @@ def qdq_conv() -> onnx.ModelProto:
     return _model(nodes, inits)
 
 
+def stacked_octaves(order: str = "export") -> onnx.ModelProto:
+    """basic-pitch's CQT tail in small (docs/rknn.md, basic-pitch): three tf.stack pairs of
+    Transpose(0,2,3,1) -> Reshape[-1,172,36] -> Unsqueeze(3) paths (the oldest stack with both paths
+    through the Transpose, the next with one, the newest with none), a chain of axis-2 Concats that
+    puts each newer stack before an older part (the oldest a graph input), a Slice of the last 309
+    of the 324 rows and a Transpose(0,2,1,3). ``order``: "export" lists every path first, oldest
+    first, then the stacks newest first (tf2onnx's order); "interleaved" puts each stack right
+    after its own paths, oldest first. The same graph either way."""
+    node = helper.make_node
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (
+        ("rows", [-1, 172, 36]), ("ax3", [3]), ("st", [0, -309, 0, 0]), ("en", [2**31 - 1] * 4), ("ax", [0, 2, 1, 3]))]
+    newest_first = (0, 1, 2)
+    oldest_first = (2, 1, 0)
+    through = {0: 0, 1: 1, 2: 2}  # stack -> how many of its two paths go through a Transpose
+    inputs, paths, stacks = [], {}, {}
+    for k in oldest_first:
+        for j in (0, 1):
+            p = f"s{k}p{j}"
+            if j < through[k]:
+                inputs.append(helper.make_tensor_value_info(f"{p}_x", TensorProto.FLOAT, [1, 36, 1, 172]))
+                paths[p] = [node("Transpose", [f"{p}_x"], [f"{p}_t"], name=f"{p}_tp", perm=[0, 2, 3, 1])]
+            else:
+                inputs.append(helper.make_tensor_value_info(f"{p}_t", TensorProto.FLOAT, [1, 1, 172, 36]))
+                paths[p] = []
+            paths[p].append(node("Reshape", [f"{p}_t", "rows"], [f"{p}_r"], name=f"{p}_rs"))
+        stacks[k] = [node("Unsqueeze", [f"s{k}p{j}_r", "ax3"], [f"s{k}p{j}_u"], name=f"s{k}p{j}_un") for j in (0, 1)]
+        stacks[k].append(node("Concat", [f"s{k}p1_u", f"s{k}p0_u"], [f"s{k}"], name=f"s{k}_cat", axis=3))
+    inputs.append(helper.make_tensor_value_info("older", TensorProto.FLOAT, [1, 172, 216, 2]))
+    chain, part = [], "older"
+    for k in oldest_first:
+        chain.append(node("Concat", [f"s{k}", part], [f"c{k}"], name=f"c{k}_cat", axis=2))
+        part = f"c{k}"
+    tail = [node("Slice", [part, "st", "en", "ax"], ["sl"], name="slice"),
+            node("Transpose", ["sl"], ["r"], name="tp_out", perm=[0, 2, 1, 3])]
+    if order == "export":
+        nodes = [n for k in oldest_first for j in (0, 1) for n in paths[f"s{k}p{j}"]] + \
+            [n for k in newest_first for n in stacks[k]]
+    else:
+        nodes = [n for k in oldest_first for n in paths[f"s{k}p0"] + paths[f"s{k}p1"] + stacks[k]]
+    return _model(nodes + chain + tail, inits, out_shape=[1, 309, 172, 2], inputs=inputs)
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
@@ -312,3 +353,4 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "qdq_conv": qdq_conv,
 }
 MODELS.update({"paddle_affine": paddle_affine, "reshape_transpose": reshape_transpose})  # issue 20's folds
+MODELS.update({"octaves_export": stacked_octaves, "octaves_interleaved": lambda: stacked_octaves("interleaved")})

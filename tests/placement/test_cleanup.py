@@ -330,6 +330,8 @@ REFUSALS: list[tuple[str, list[dict[str, Any]]]] = [
     # the attention with one group of QDQ pairs left out: the toolkit does not fuse it, and builds it
     ("attn_float", []), ("attn_pre", []), ("attn_post", []), ("attn_noin", []), ("attn_noout", []),
     ("qdq_conv", []),  # a QDQ model without an attention builds
+    # basic-pitch's tail: the toolkit refuses it in one node order and builds it in another (test_probe_rknn.py)
+    ("octaves_export", []), ("octaves_interleaved", []),
 ]
 
 

@@ -150,6 +150,41 @@ def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_mo
     assert doc["summary"]["partitions_agree"] is None
 
 
+TORCH_VENV = Path(os.environ.get("NPU_GATE_RKNN_TORCH_VENV", REPO / ".venv-rknn-torch")).absolute()
+
+
+@pytest.fixture(scope="module")
+def torch_venv() -> Path:
+    """A toolkit venv with real torch (`npu-gate probe setup rknn VENV --torch`): the rules that call
+    torch run there as they do for users; with npu_gate's stub they raise and are disabled."""
+    venv = probe_venv(TORCH_VENV, "rknn", "RKNN-Toolkit2 (with torch)")
+    torch = json.loads((venv / "npu-gate-probe.json").read_text(encoding="utf-8")).get("torch")
+    if torch != "real":
+        pytest.skip(f"{venv} has torch {torch!r}, not real torch: create it with "
+                    f"`npu-gate probe setup rknn {venv} --torch`")
+    return venv
+
+
+def test_basic_pitchs_refusal_depends_on_the_order_of_the_nodes(run_cli, save_model, tmp_path, torch_venv) -> None:
+    """Why `refuses` has no entry for basic-pitch (docs/rknn.md): the same 23-node graph fails the default
+    build inside the toolkit's remove_concat_slice with the nodes in tf2onnx's order and builds with each
+    stack right after its own paths (tests/placement/test_cleanup.py: the profile predicts no refusal for
+    either)."""
+    from tests.helpers.cleanup_models import MODELS
+
+    docs = {}
+    for name in ("octaves_export", "octaves_interleaved"):
+        model = save_model(MODELS[name](), f"{name}.onnx")
+        out = tmp_path / f"{name}.json"
+        run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", torch_venv,
+                "--profile", "rknn-rk3588", "--json", out)
+        docs[name] = json.loads(out.read_text(encoding="utf-8"))
+    export, interleaved = docs["octaves_export"], docs["octaves_interleaved"]
+    assert export["attempts"][0]["status"] != "ok"
+    assert "remove_concat_slice" in json.dumps(export["log"])
+    assert [a["status"] for a in interleaved["attempts"]] == ["ok"]
+
+
 ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_noout", "qdq_conv"]
 
 
