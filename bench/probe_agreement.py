@@ -46,6 +46,7 @@ placement, float tensors counted as int8) beside Vela's SRAM and flash estimates
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import sys
@@ -71,7 +72,6 @@ from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
 from npu_gate.probe.base import QuantRequest  # noqa: E402
-from npu_gate.probe.torch_stub import STUB_MESSAGE  # noqa: E402
 from npu_gate.quantize.samples import model_input_specs, request_sets  # noqa: E402
 from npu_gate.target.profile import load_profile  # noqa: E402
 
@@ -307,13 +307,22 @@ def agreement_table(venv: Path, profile_name: str, paths: list[Path], out: Path 
           + ".")
 
 
+def stub_message() -> str:
+    """The torch stub's error text, read from its source: importing npu_gate/probe/torch_stub.py would
+    install its import hook in this process, and every later ``import torch.x`` (torchvision's, timm's)
+    would get an inert stub module."""
+    tree = ast.parse((ROOT / "npu_gate" / "probe" / "torch_stub.py").read_text(encoding="utf-8"))
+    return next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "STUB_MESSAGE" for t in node.targets))
+
+
 def disabled_rules(attempts: list[Any]) -> list[str]:
     """The rules the successful attempt disabled (none when the first, default, build succeeded),
     each marked "(torch stub)" when the attempt before it failed on npu_gate's torch stub (a rule
     that calls torch: with real torch, ``probe setup rknn VENV --torch``, it may not raise)."""
     if len(attempts) < 2 or attempts[-1].status != "ok":
         return []
-    stub = STUB_MESSAGE.split("{}")[0]
+    stub = stub_message().split("{}")[0]
     out = []
     for before, rule in zip(attempts[:-1], attempts[-1].options.get("disable_rules", []), strict=False):
         out.append(f"{rule} (torch stub)" if stub in str(before.error) else str(rule))

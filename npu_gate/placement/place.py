@@ -4,7 +4,9 @@ An op the profile ``lowers`` into another (variadic Sum into Adds) is placed wit
 op's entry. The compiler's clean-up (``eliminated``) is a later pass (``eliminate.py``).
 A node on the NPU that a profile ``splits`` entry matches (its ``where`` holds, one of its
 ``constraints`` fails on known values) stays ``npu`` with ``Placement.split`` set: the
-pieces the compiler runs it as, which partitions are counted over (``partitions.py``).
+pieces the compiler runs it as, which partitions are counted over (``partitions.py``). An
+entry with a ``context`` also needs its conditions on the node's producers and readers
+(``neighbours.py``), checked in the main graph only.
 
 Which nodes fold is the graph layer's rule (``npu_gate.graph.fold``); here a node that
 does not fold is put on the NPU when the profile has its op and every constraint holds,
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
+from npu_gate.placement.neighbours import Neighbours, context_holds
 from npu_gate.placement.qdq import DEQUANTIZE, adapter_unit, integer_tensors, node_units, standalone_entry
 from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.target.constraints import Failure, ValueOf, evaluate, unchecked
@@ -54,9 +57,11 @@ def place_in_scope(
     constants: set[str] | frozenset[str],
     layouts: Mapping[str, str] | None = None,
     values: ValueOf | None = None,
+    around: Neighbours | None = None,
 ) -> Placement:
     """Place one node given the tensors of its scope (the top-level graph or a subgraph) and,
-    for value constraints, the values of its constant tensors (None: not known)."""
+    for value constraints, the values of its constant tensors (None: not known); ``around``, the
+    main graph's producers and readers, for ``splits`` entries with a context (None: a body node)."""
     key = node.key
     spec = profile.ops.get(key)
     lowered = lowered_to(profile, key) if spec is None else None
@@ -70,18 +75,21 @@ def place_in_scope(
         reasons = [f.message for f in (*failures, *limits)]
         return Placement(CPU, reasons, failures, limit_failures=limits)
     placed = Placement(NPU, unchecked=unchecked(spec.get("constraints", []), node, tensors))
-    placed.split = split_of(profile, node, tensors, constants, layouts, values)
+    placed.split = split_of(profile, node, tensors, constants, layouts, values, around)
     return placed
 
 
 def split_of(profile: Profile, node: NodeFacts, tensors: Mapping[str, TensorInfo],
              constants: set[str] | frozenset[str], layouts: Mapping[str, str] | None = None,
-             values: ValueOf | None = None) -> dict[str, Any] | None:
-    """The first ``splits`` entry of the profile for ``node``'s op whose ``where`` holds and one of
-    whose ``constraints`` fails on known values (a dim that is not known splits nothing), as
-    ``Placement.split``; None when the node stays whole."""
+             values: ValueOf | None = None, around: Neighbours | None = None) -> dict[str, Any] | None:
+    """The first ``splits`` entry of the profile for ``node``'s op whose ``where`` and ``context``
+    hold and one of whose ``constraints`` fails on known values (a dim that is not known splits
+    nothing), as ``Placement.split``; None when the node stays whole. An entry with a ``context``
+    needs ``around`` (the main graph's neighbours)."""
     for entry in profile.splits or []:
         if entry["op"] != node.key:
+            continue
+        if "context" in entry and (around is None or not context_holds(entry["context"], node, around)):
             continue
         if evaluate(entry.get("where", []), node, tensors, constants, layouts, values):
             continue
@@ -121,19 +129,21 @@ def place_all(
     """Every top-level node; a QDQ graph's units are placed by their op (``placement.qdq``)."""
     tensors = facts.tensors
     units = node_units(facts)
+    around = Neighbours.of(facts, folded) if any("context" in e for e in profile.splits or []) else None
     out = []
     for node in facts.nodes:
         if node.index in folded:
             out.append(Placement(FOLDED))
         elif units is not None and node.index in units.dtypes:
             view = units.dtypes[node.index]
-            placement = place_in_scope(node, integer_tensors(tensors, view), profile, constants, layouts, values)
+            placement = place_in_scope(node, integer_tensors(tensors, view), profile, constants, layouts, values,
+                                       around)
             if placement.device == CPU and placement.op_supported and place_in_scope(
                     node, tensors, profile, constants, layouts, values).device == NPU:
                 placement.quantized = ", ".join(sorted(set(view.values())))
             out.append(placement)
         else:
-            out.append(place_in_scope(node, tensors, profile, constants, layouts, values))
+            out.append(place_in_scope(node, tensors, profile, constants, layouts, values, around))
     if units is not None:
         for index in sorted(units.absorbed() - folded):
             op = units.member_of.get(index)

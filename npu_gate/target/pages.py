@@ -518,9 +518,13 @@ def describe_split(entry: dict[str, Any]) -> str:
     def test(c: dict[str, Any]) -> str:
         subject = f"input {c['input']}" if "input" in c else f"output {c['output']}" if "output" in c else ""
         parts = []
+        if "attribute" in c:
+            subject = f"attribute {c['attribute']}"
+            parts += [f"in {c['in']}"] if "in" in c else []
         if "dim" in c:
             d = c["dim"]
             parts += [f"dim {d['axis']} <= {d['max']}"] if "max" in d else []
+            parts += [f"dim {d['axis']} a multiple of {d['multiple_of']}"] if "multiple_of" in d else []
         if c.get("constant"):
             parts.append("constant")
         if "rank" in c:
@@ -529,8 +533,15 @@ def describe_split(entry: dict[str, Any]) -> str:
 
     whole = "; ".join(" or ".join(test(a) for a in c["any_of"]) if "any_of" in c else test(c)
                       for c in entry["constraints"])
-    where = "; ".join(test(c) for c in entry.get("where", []))
-    return whole + (f" (applies where {where})" if where else "")
+    where = [test(c) for c in entry.get("where", [])]
+    context = entry.get("context") or {}
+    if "producers" in context:
+        made = context["producers"]
+        merged = f" merging the last {made['merges_last_dims']} dims" if "merges_last_dims" in made else ""
+        where.append(f"every input from a {made['op']}{merged} (at least {made.get('min_count', 1)})")
+    if "readers" in context:
+        where.append(f"read only by {' or '.join(context['readers'])}")
+    return whole + (f" (applies where {'; '.join(where)})" if where else "")
 
 
 def describe_refusal(r: dict[str, Any]) -> str:

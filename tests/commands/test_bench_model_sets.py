@@ -170,3 +170,19 @@ def test_timm_set_without_timm_is_one_line_exit_2(tmp_path: Path) -> None:
     line, = done.stderr.strip().splitlines()
     assert line.startswith("model_sets.py timm: ") and "timm==1.0.31" in line
     assert not (tmp_path / "t" / "DONE").exists()
+
+
+@pytest.mark.torch
+def test_probe_agreement_leaves_real_torch_importable() -> None:
+    """The bench reads the torch stub's message from its source: importing npu_gate/probe/torch_stub.py
+    installed its import hook, and torchvision's ``from torch.onnx.symbolic_helper import parse_args``
+    then got the stub (model_sets.py torchvision and timm failed with "npu-gate torch stub: ... called")."""
+    code = ("import sys; sys.path.insert(0, 'bench'); import probe_agreement as pa; "
+            "from torch.onnx.symbolic_helper import parse_args; print(callable(parse_args)); "
+            "print(any(type(f).__name__ == '_SubmoduleFinder' for f in sys.meta_path)); print(pa.stub_message())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "True", "False",
+        "npu-gate torch stub: {} was called; recreate the venv with `npu-gate probe setup ... --torch`"]

@@ -4,6 +4,7 @@ against RKNN-Toolkit2 2.5.0 (tests/probe/test_probe_rknn.py re-measures them).""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -341,6 +342,43 @@ def stacked_octaves(order: str = "export") -> onnx.ModelProto:
         nodes = [n for k in oldest_first for n in paths[f"s{k}p0"] + paths[f"s{k}p1"] + stacks[k]]
     return _model(nodes + chain + tail, inits, out_shape=[1, 309, 172, 2], inputs=inputs)
 
+
+def flattened_head(levels: tuple[int, ...] = (40, 20, 10), channels: int = 82,
+                   reader: str = "split") -> onnx.ModelProto:
+    """A YOLO-style detection head in small (nudenet's, docs/rknn.md): one input [1, C, S0, S0] and a
+    Relu, each next level a 2x2 MaxPool of the one before; per level the flattening Reshape to
+    [1, C, S*S]; the Concat of the levels on the last axis, read by ``reader``: "split" (boxes and
+    scores, C - 2 and 2 channels, a Sigmoid on the scores), "sigmoid" or "transpose" (perm 0, 2, 1).
+    RKNN-Toolkit2 2.5.0 (real torch) moves the Reshapes past the Concat and flattens once after it,
+    (1, C, H', w) -> (1, C, 1, total): with a Split or a Transpose reading the Concat that Reshape
+    stands between them, placed like any Reshape (on the CPU unless the total is a multiple of 8)."""
+    node = helper.make_node
+    total = sum(s * s for s in levels)
+    nodes = [node("Relu", ["x"], [f"a{levels[0]}"], name="relu")]
+    nodes += [node("MaxPool", [f"a{before}"], [f"a{s}"], name=f"pool{s}", kernel_shape=[2, 2], strides=[2, 2])
+              for before, s in itertools.pairwise(levels)]
+    inits = [numpy_helper.from_array(np.array([1, channels, -1], np.int64), "to_rows")]
+    nodes += [node("Reshape", [f"a{s}", "to_rows"], [f"f{s}"], name=f"flat{s}") for s in levels]
+    nodes.append(node("Concat", [f"f{s}" for s in levels], ["cat"], name="cat", axis=2))
+    if reader == "split":
+        inits.append(numpy_helper.from_array(np.array([channels - 2, 2], np.int64), "parts"))
+        nodes += [node("Split", ["cat", "parts"], ["boxes", "logits"], name="split", axis=1),
+                  node("Sigmoid", ["logits"], ["scores"], name="scores")]
+        outputs = [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, channels - 2, total]),
+                   helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 2, total])]
+    elif reader == "sigmoid":
+        nodes.append(node("Sigmoid", ["cat"], ["y"], name="after"))
+        outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels, total])]
+    else:
+        nodes.append(node("Transpose", ["cat"], ["y"], name="after", perm=[0, 2, 1]))
+        outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, total, channels])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, levels[0], levels[0]])]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
 MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
     "elim1": elim1, "elim2": elim2, "cast2": cast2, "drop9": drop9, "drop9m": lambda: drop9(mask=True),
     "flat_gemm": flat_gemm, "shuffle": shuffle, "dql": dql, "opset21": opset21, "cubic": cubic,
@@ -354,3 +392,9 @@ MODELS: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 MODELS.update({"paddle_affine": paddle_affine, "reshape_transpose": reshape_transpose})  # issue 20's folds
 MODELS.update({"octaves_export": stacked_octaves, "octaves_interleaved": lambda: stacked_octaves("interleaved")})
+MODELS.update({  # issue 20: the Reshape RKNN adds after a Concat of flattened levels read by a Split
+    "head_split_2100": flattened_head, "head_split_336": lambda: flattened_head((16, 8, 4), 8),
+    "head_split_3549": lambda: flattened_head((52, 26, 13), 6),
+    "head_sigmoid_2100": lambda: flattened_head(reader="sigmoid"),
+    "head_transpose_2100": lambda: flattened_head(reader="transpose"),
+    "head_transpose_336": lambda: flattened_head((16, 8, 4), 8, reader="transpose")})

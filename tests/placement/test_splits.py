@@ -155,7 +155,8 @@ def test_a_predicted_split_agrees_with_a_compiler_split_only() -> None:
 
 def test_the_splits_key_is_inherited_and_schema_checked(tmp_path: Path) -> None:
     assert [e["id"] for e in load_profile("rknn-rk3588").splits or []] == [
-        "matmul-wide-output-transpose-on-cpu", "gemm-wide-output-transpose-on-cpu"]
+        "matmul-wide-output-transpose-on-cpu", "gemm-wide-output-transpose-on-cpu",
+        "concat-of-flattened-levels-reshape-after"]
     bad = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative", "extends": "rknn-rk3588",
            "ops": {}, "splits": [{"id": "x", "op": "MatMul", "constraints": [], "pieces": PIECES, "evidence": "e"}]}
     path = tmp_path / "p.json"
@@ -197,8 +198,9 @@ def test_the_memory_estimate_counts_a_split_nodes_weights_once(tmp_path: Path) -
 
 
 def test_the_rknn_splits_entries_are_what_their_record_derives() -> None:
-    """The base profile's entries are copied from ``profile calibrate --from-record`` on the checked-in
-    splits record (docs/records/): re-derived here without the compiler, they cannot drift apart."""
+    """The base profile's MatMul/Gemm entries are copied from ``profile calibrate --from-record`` on the
+    checked-in splits record (docs/records/): re-derived here without the compiler, they cannot drift
+    apart. (The Concat entry is measured on hand-built heads: test_probe_rknn.py re-measures them.)"""
     from npu_gate.calibrate import derive_profile, record_json
     from tests.helpers.common import REPO
 
@@ -206,10 +208,102 @@ def test_the_rknn_splits_entries_are_what_their_record_derives() -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     doc, derived = derive_profile(record)
     base = json.loads((REPO / "npu_gate" / "profiles" / "rknn-toolkit2-v2.1.json").read_text(encoding="utf-8"))
-    assert doc["splits"] == derived.splits == base["splits"]
+    from_record = [e for e in base["splits"] if e.get("doc", "").startswith("rknn-rk3588-splits.calibration.json#")]
+    assert doc["splits"] == derived.splits == from_record
     assert {k: v["verdict"] for k, v in derived.verdicts.items()} == {
         "splits MatMul matmul-wide-output-transpose-on-cpu": "confirmed",
         "splits Gemm gemm-wide-output-transpose-on-cpu": "confirmed"}
     assert derived.verdicts == record["verdicts"] and record_json(record) == path.read_text(encoding="utf-8")
     assert (record["sweep"], record["timings"]["points"], record["compiler"]) == (
         "splits", 40, {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588"})
+
+
+# --- a Concat of flattened levels (nudenet's YOLOv8 head): a context on producers and readers --------
+
+
+def _head_nodes(name: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    from tests.helpers.cleanup_models import MODELS
+
+    result = _inspect(tmp_path, MODELS[name]())
+    return result, {n.name: n for n in result.nodes}
+
+
+LEVELS_40 = [("npu", ["relu", "pool20", "pool10", "flat40", "flat20"]), ("cpu", ["flat10"])]
+LEVELS_52 = [("npu", ["relu", "pool26", "pool13", "flat52"]), ("cpu", ["flat26"]), ("cpu", ["flat13"])]
+
+
+@pytest.mark.parametrize(("name", "total", "partitions"), [
+    ("head_split_2100", 2100, [*LEVELS_40, ("npu", ["cat"]), ("cpu", ["cat"]), ("npu", ["split", "scores"])]),
+    ("head_split_3549", 3549, [*LEVELS_52, ("npu", ["cat"]), ("cpu", ["cat"]), ("npu", ["split", "scores"])]),
+    ("head_transpose_2100", 2100, [*LEVELS_40, ("npu", ["cat"]), ("cpu", ["cat"]), ("npu", ["after"])])])
+def test_a_concat_of_flattened_levels_read_by_a_split_or_transpose_is_split(tmp_path: Path, name: str, total: int,
+                                                                           partitions: list[Any]) -> None:
+    """RKNN flattens once after the Concat (measured: a CPU Reshape between the NPU Concat and its reader)."""
+    result, nodes = _head_nodes(name, tmp_path)
+    cat = nodes["cat"]
+    assert cat.placement == "npu" and cat.split is not None
+    assert (cat.split["id"], cat.split["pieces"]) == (
+        "concat-of-flattened-levels-reshape-after",
+        [{"op": "Concat", "device": "npu"}, {"op": "Reshape", "device": "cpu"}])
+    assert cat.split["reasons"][0].startswith(f"output 0 dim -1 = {total} is not a multiple of 8")
+    # 3 NPU partitions: the compiler's NPU segments (tests/probe/test_probe_rknn.py re-measures them)
+    assert [(p.device, p.nodes) for p in result.partitions] == partitions
+    found = [f for f in result.findings if f.rule == "npu-node-split"]
+    assert [(f.node, f.constraint, f.actual) for f in found] == [
+        ("cat", "concat-of-flattened-levels-reshape-after", ["npu", "cpu"])]
+    assert found[0].fix is not None and "multiple of 8" in found[0].fix
+    validate_result(result.to_dict())
+
+
+@pytest.mark.parametrize("name", ["head_split_336", "head_transpose_336", "head_sigmoid_2100"])
+def test_a_concat_of_flattened_levels_stays_whole_at_a_multiple_of_8_or_an_elementwise_reader(
+        tmp_path: Path, name: str) -> None:
+    """336 = 16*16 + 8*8 + 4*4: the added Reshape runs on the NPU; a Sigmoid reader: the flatten goes to the
+    output's adapter (measured), the entry's ``readers`` context does not hold."""
+    result, nodes = _head_nodes(name, tmp_path)
+    assert nodes["cat"].placement == "npu" and nodes["cat"].split is None
+    assert not [f for f in result.findings if f.rule == "npu-node-split"]
+
+
+def _concat_model(reshape_to: list[int], count: int = 2, reader: str = "Split", output: bool = False,
+                  side: int = 4) -> onnx.ModelProto:
+    """count inputs [1, 8, side, side] -> Reshape to ``reshape_to`` -> Concat (last axis) -> reader (or the
+    graph output)."""
+    inits = [numpy_helper.from_array(np.array(reshape_to, np.int64), "to")]
+    nodes, flat = [], []
+    for i in range(count):
+        nodes.append(helper.make_node("Reshape", [f"x{i}", "to"], [f"f{i}"], name=f"flat{i}"))
+        flat.append(f"f{i}")
+    nodes.append(helper.make_node("Concat", flat, ["cat"], name="cat", axis=-1))
+    outputs = [onnx.ValueInfoProto(name="cat")] if output else [onnx.ValueInfoProto(name="y")]
+    if not output:
+        nodes.append(helper.make_node(reader, ["cat"], ["y"], name="after"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 8, side, side])
+                                           for i in range(count)], outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return onnx.shape_inference.infer_shapes(model)
+
+
+@pytest.mark.parametrize(("model", "split"), [
+    (_concat_model([1, 8, 15]), False),  # the Reshape does not merge the last two dims (16 elements -> 15: invalid)
+    (_concat_model([1, 8, 16], count=1), False),  # one input: min_count 2
+    (_concat_model([1, 8, 16], count=3), False),  # total 48: a multiple of 8, whole
+    (_concat_model([1, 8, 9], reader="Sigmoid", side=3), False),  # total 18, but an elementwise reader
+    (_concat_model([1, 8, 16], reader="Relu"), False),  # a reader the context does not name
+    (_concat_model([1, 8, 16], output=True), False),  # the Concat writes the graph output
+    (_concat_model([8, 1, 16]), False),  # the leading dims are not kept
+], ids=["not-a-flatten", "one-input", "total-48", "sigmoid-reader", "relu-reader", "graph-output",
+        "leading-dims-moved"])
+def test_the_concat_entrys_context_needs_every_condition(tmp_path: Path, model: onnx.ModelProto, split: bool) -> None:
+    result = _inspect(tmp_path, model)
+    cat = next(n for n in result.nodes if n.name == "cat")
+    assert (cat.split is not None) is split
+
+
+@pytest.mark.parametrize("reader", ["Split", "Transpose"])
+def test_the_concat_entrys_context_holds_on_a_two_level_head_of_total_18(tmp_path: Path, reader: str) -> None:
+    """The positive twin of the cases above: two [1, 8, 3, 3] -> [1, 8, 9] (a constant shape, no -1), 18."""
+    result = _inspect(tmp_path, _concat_model([1, 8, 9], reader=reader, side=3))
+    cat = next(n for n in result.nodes if n.name == "cat")
+    assert cat.split is not None and cat.split["reasons"][0].startswith("output 0 dim -1 = 18 is not a multiple of 8")

@@ -339,3 +339,29 @@ def test_a_matmul_head_above_8192_outputs_is_split_as_predicted(run_cli, save_mo
     assert (s["predicted_npu_partitions"], s["predicted_cpu_partitions"], s["npu_segments"], s["cpu_segments"]) \
         == (2, 1, 2, 1)
     assert s["partitions_agree"] is True
+
+
+HEADS = {  # case -> (NPU segments, the Reshape the toolkit adds right after the Concat: its device or None)
+    "head_split_2100": (3, "cpu"), "head_split_3549": (3, "cpu"), "head_transpose_2100": (3, "cpu"),
+    "head_split_336": (1, "npu"), "head_transpose_336": (1, "npu"), "head_sigmoid_2100": (2, None)}
+
+
+@pytest.mark.parametrize("name", sorted(HEADS))
+def test_a_concat_of_flattened_levels_gets_a_reshape_after_it(run_cli, save_model, tmp_path, torch_venv,
+                                                              name: str) -> None:
+    """The evidence of rknn-toolkit2-v2.1's `concat-of-flattened-levels-reshape-after` split (nudenet's
+    YOLOv8 head, docs/rknn.md): with real torch the toolkit moves the flattening Reshapes past the Concat
+    and adds one Reshape after it, on the CPU unless the total is a multiple of 8; with a Sigmoid reader it
+    goes to the output's adapter. The prediction's NPU partitions equal the compiler's NPU segments."""
+    from tests.helpers.cleanup_models import MODELS
+
+    model = save_model(MODELS[name](), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", torch_venv,
+                  "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert (run.code, doc["status"]) == (0, "ok"), run.err
+    segments, added = HEADS[name]
+    after = [r["target"] for r in doc["ops"] if r["full_name"] == "cat_rs"]
+    assert (doc["summary"]["npu_segments"], after[0] if after else None) == (segments, added)
+    assert doc["summary"]["partitions_agree"] is True
