@@ -10,7 +10,10 @@ or a graph condition (``graph``); folded nodes never match (the compiler evaluat
 - ``quantized-attention``: a MatMul -> Softmax -> MatMul chain (attention) with every tensor
   in QDQ: each MatMul input a DequantizeLinear output, the first MatMul's and the Softmax's
   outputs each through a QuantizeLinear -> DequantizeLinear pair, the second MatMul's output
-  read by a QuantizeLinear (one match per such Softmax).
+  read by a QuantizeLinear (one match per such Softmax);
+- ``stacked-concat-slice-order``: tf.stack pairs concatenated into a Concat chain read by a Slice
+  and a Transpose, in a node order that leaves RKNN-Toolkit2's ``remove_concat_slice`` to crash
+  (``stack_order.py``: the order of the nodes in the file decides it).
 
 Every match is one ``Refusal``; the analysis stage makes each a ``compiler-will-refuse``
 finding with the compiler's own wording (``message``) when the profile knows it.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts
+from npu_gate.placement.stack_order import stacked_concat_slice_refusals
 
 _DYNAMIC_QUANTIZATION = frozenset({"DynamicQuantizeLinear"})
 _ONNX = ("", "ai.onnx")
@@ -36,6 +40,8 @@ class Refusal:
     op_type: str | None = None
     subject: str | None = None  # a graph input, for input-only-in-subgraph
     graph: str | None = None  # the graph condition matched (opset-above, ...); None for a node pattern
+    fix: str | None = None  # the entry's: what to change so that the compiler builds it
+    doc: str | None = None
 
 
 def refusals(
@@ -62,6 +68,11 @@ def refusals(
             out += [_refusal(rule, f"Softmax node {softmax.name} in a quantized attention (QDQ MatMul {first}, "
                                    f"Softmax, MatMul {second})", node=softmax)
                     for softmax, first, second in _quantized_attentions(facts, folded)]
+        elif rule["graph"] == "stacked-concat-slice-order":
+            by_name = {n.name: n for n in facts.nodes}
+            out += [_refusal(rule, f"Concat node {name} heads stacked paths read by a Slice and a Transpose, in a "
+                                   "node order that leaves the compiler's rewrites to crash", node=by_name[name])
+                    for name in stacked_concat_slice_refusals(facts, folded)]
     return out
 
 
@@ -141,7 +152,8 @@ def _refusal(rule: dict[str, Any], matched: str, *, node: NodeFacts | None = Non
     else:
         text = f"{matched} (the compiler's wording is not known)"
     return Refusal(id=rule["id"], message=text, evidence=rule["evidence"], node=node.name if node else None,
-                   op_type=node.key if node else None, subject=name, graph=rule.get("graph"))
+                   op_type=node.key if node else None, subject=name, graph=rule.get("graph"), fix=rule.get("fix"),
+                   doc=rule.get("doc"))
 
 
 def _fill(wording: str, fields: dict[str, str]) -> str:

@@ -274,7 +274,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
         out.append(_failure_finding("profile-limit", a.opset_limit.message, a.opset_limit, a.evidence))
     out += [make_finding("compiler-will-refuse", r.message, node=r.node, op_type=r.op_type, subject=r.subject,
                          constraint=r.id, evidence=evidence_label(r.evidence, a.evidence),
-                         evidence_detail=r.evidence) for r in a.refusals]
+                         evidence_detail=r.evidence, fix=r.fix, doc=r.doc) for r in a.refusals]
     out += [_numeric_change_finding(c, a.evidence) for c in a.numeric_changes]
     out += [make_finding("rank-adapter", adapter["reason"], evidence=a.evidence, subject=adapter["tensor"])
             for adapter in a.adapters or [] if adapter["device"] == CPU]

@@ -301,25 +301,27 @@ def qdq_conv() -> onnx.ModelProto:
     return _model(nodes, inits)
 
 
-def stacked_octaves(order: str = "export") -> onnx.ModelProto:
+def stacked_octaves(order: str = "export", through: tuple[int, int, int] = (2, 1, 0),
+                    tail: str = "transpose") -> onnx.ModelProto:
     """basic-pitch's CQT tail in small (docs/rknn.md, basic-pitch): three tf.stack pairs of
-    Transpose(0,2,3,1) -> Reshape[-1,172,36] -> Unsqueeze(3) paths (the oldest stack with both paths
-    through the Transpose, the next with one, the newest with none), a chain of axis-2 Concats that
-    puts each newer stack before an older part (the oldest a graph input), a Slice of the last 309
-    of the 324 rows and a Transpose(0,2,1,3). ``order``: "export" lists every path first, oldest
-    first, then the stacks newest first (tf2onnx's order); "interleaved" puts each stack right
-    after its own paths, oldest first. The same graph either way."""
+    Transpose(0,2,3,1) -> Reshape[-1,172,36] -> Unsqueeze(3) paths (``through``, oldest stack first: how
+    many of each stack's two paths go through the Transpose; by default the oldest both, the next one,
+    the newest none), a chain of axis-2 Concats that puts each newer stack before an older part (the
+    oldest a graph input), a Slice of the last 309 of the 324 rows and ``tail``: a Transpose(0,2,1,3) or
+    a Relu. ``order``: "export" lists every path first, oldest first, then the stacks newest first
+    (tf2onnx's order); "oldest" the stacks oldest first; "interleaved" puts each stack right after its
+    own paths, oldest first. The same graph in each order."""
     node = helper.make_node
     inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (
         ("rows", [-1, 172, 36]), ("ax3", [3]), ("st", [0, -309, 0, 0]), ("en", [2**31 - 1] * 4), ("ax", [0, 2, 1, 3]))]
     newest_first = (0, 1, 2)
     oldest_first = (2, 1, 0)
-    through = {0: 0, 1: 1, 2: 2}  # stack -> how many of its two paths go through a Transpose
+    transposed = {k: through[i] for i, k in enumerate(oldest_first)}  # stack -> its paths through a Transpose
     inputs, paths, stacks = [], {}, {}
     for k in oldest_first:
         for j in (0, 1):
             p = f"s{k}p{j}"
-            if j < through[k]:
+            if j < transposed[k]:
                 inputs.append(helper.make_tensor_value_info(f"{p}_x", TensorProto.FLOAT, [1, 36, 1, 172]))
                 paths[p] = [node("Transpose", [f"{p}_x"], [f"{p}_t"], name=f"{p}_tp", perm=[0, 2, 3, 1])]
             else:
@@ -333,14 +335,25 @@ def stacked_octaves(order: str = "export") -> onnx.ModelProto:
     for k in oldest_first:
         chain.append(node("Concat", [f"s{k}", part], [f"c{k}"], name=f"c{k}_cat", axis=2))
         part = f"c{k}"
-    tail = [node("Slice", [part, "st", "en", "ax"], ["sl"], name="slice"),
-            node("Transpose", ["sl"], ["r"], name="tp_out", perm=[0, 2, 1, 3])]
+    last = node("Transpose", ["sl"], ["r"], name="tp_out", perm=[0, 2, 1, 3]) if tail == "transpose" else \
+        node("Relu", ["sl"], ["r"], name="relu_out")
+    ends = [node("Slice", [part, "st", "en", "ax"], ["sl"], name="slice"), last]
+    every_path = [n for k in oldest_first for j in (0, 1) for n in paths[f"s{k}p{j}"]]
     if order == "export":
-        nodes = [n for k in oldest_first for j in (0, 1) for n in paths[f"s{k}p{j}"]] + \
-            [n for k in newest_first for n in stacks[k]]
+        nodes = every_path + [n for k in newest_first for n in stacks[k]]
+    elif order == "oldest":
+        nodes = every_path + [n for k in oldest_first for n in stacks[k]]
     else:
         nodes = [n for k in oldest_first for n in paths[f"s{k}p0"] + paths[f"s{k}p1"] + stacks[k]]
-    return _model(nodes + chain + tail, inits, out_shape=[1, 309, 172, 2], inputs=inputs)
+    out_shape = [1, 309, 172, 2] if tail == "transpose" else [1, 172, 309, 2]
+    return _model(nodes + chain + ends, inits, out_shape=out_shape, inputs=inputs)
+
+
+def octave_cases() -> dict[str, tuple[str, tuple[int, int, int], str]]:
+    """The 162 node-order cases: name -> (order, through, tail), named ``{order}_{tail}_{through}``."""
+    return {f"{order}_{tail}_{''.join(map(str, through))}": (order, through, tail)
+            for order in ("export", "oldest", "interleaved") for tail in ("transpose", "relu")
+            for through in itertools.product((0, 1, 2), repeat=3)}
 
 
 def flattened_head(levels: tuple[int, ...] = (40, 20, 10), channels: int = 82,

@@ -166,10 +166,9 @@ def torch_venv() -> Path:
 
 
 def test_basic_pitchs_refusal_depends_on_the_order_of_the_nodes(run_cli, save_model, tmp_path, torch_venv) -> None:
-    """Why `refuses` has no entry for basic-pitch (docs/rknn.md): the same 23-node graph fails the default
-    build inside the toolkit's remove_concat_slice with the nodes in tf2onnx's order and builds with each
-    stack right after its own paths (tests/placement/test_cleanup.py: the profile predicts no refusal for
-    either)."""
+    """basic-pitch's refusal (docs/rknn.md): the same 23-node graph fails the default build inside the
+    toolkit's remove_concat_slice with the nodes in tf2onnx's order and builds with each stack right after
+    its own paths (tests/placement/test_cleanup.py: `remove-concat-slice-node-order` predicts the first)."""
     from tests.helpers.cleanup_models import MODELS
 
     docs = {}
@@ -365,3 +364,30 @@ def test_a_concat_of_flattened_levels_gets_a_reshape_after_it(run_cli, save_mode
     after = [r["target"] for r in doc["ops"] if r["full_name"] == "cat_rs"]
     assert (doc["summary"]["npu_segments"], after[0] if after else None) == (segments, added)
     assert doc["summary"]["partitions_agree"] is True
+
+
+# A sample of the 162 node-order cases (tests/placement/test_cleanup.py OCTAVES_REFUSED has all 18 refused):
+# per order a refused and a built one, and Relu-ended twins of refused ones.
+OCTAVE_SAMPLE = ["export_transpose_120", "export_transpose_112", "oldest_transpose_012", "oldest_transpose_210",
+                 "interleaved_transpose_222", "export_relu_222", "oldest_relu_222"]
+
+
+@pytest.mark.parametrize("name", OCTAVE_SAMPLE)
+def test_the_node_order_refusal_matches_the_toolkit(run_cli, save_model, tmp_path, torch_venv, name: str) -> None:
+    """The default build fails in remove_concat_slice exactly where the profile predicts
+    remove-concat-slice-node-order; the probe's retry with that rule disabled builds."""
+    from tests.helpers.cleanup_models import octave_cases, stacked_octaves
+    from tests.placement.test_cleanup import OCTAVES_REFUSED
+
+    order, through, tail = octave_cases()[name]
+    model = save_model(stacked_octaves(order, through, tail), f"{name}.onnx")
+    out = tmp_path / f"{name}.json"
+    run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", torch_venv,
+            "--profile", "rknn-rk3588", "--json", out)
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    refused = doc["attempts"][0]["status"] != "ok"
+    assert refused == (name in OCTAVES_REFUSED)
+    if refused:
+        assert "IndexError: list index out of range" in str(doc["attempts"][0]["error"])
+        assert "remove_concat_slice" in json.dumps(doc["log"])
+        assert doc["attempts"][-1]["status"] == "ok"

@@ -1,0 +1,181 @@
+"""A refusal that depends on the order of the nodes in the file: RKNN-Toolkit2 2.5.0's
+``remove_concat_slice`` crash on stacked paths (basic-pitch's CQT, docs/rknn.md).
+
+The toolkit rewrites the graph greedily: its rules run in sweeps, each walking the node list in
+file order. Where tf.stack pairs of paths (Reshape -> Unsqueeze, some through a Transpose that
+the Reshape only gives or takes unit dims) are concatenated into a chain of Concats read by a
+Slice and a Transpose, the file's order decides which rule takes each stack first:
+
+- a path's Reshape is folded into its Unsqueeze when a sweep meets it (``fuse_two_reshape``);
+- a stack's Concat met once all its Reshapes are folded, and none of its Transposes folded into
+  them, is rewritten (``reduce_reshape_op_around_concat``) and the sweep ends there;
+- a Transpose met whose Reshape was folded in an earlier sweep takes it (``fuse_transpose_reshape``):
+  that stack can no longer be rewritten, it feeds Transposes straight into the chain ("left
+  transposed"), and the sweep goes on after that Reshape's place.
+
+``reduce_tp_in_mesh_forward`` then moves the left-transposed stacks' Transposes through the chain,
+the Slice and into the tail Transpose when that removes more Transposes than it must add on the
+chain's other inputs; the ones it adds have no shape yet, and ``remove_concat_slice`` indexes it:
+``IndexError: list index out of range``, the build fails. With another reader than a Transpose
+after the Slice the move happens but the build goes on.
+
+This is a model of the toolkit's sweeps read off its rule trace, not the toolkit's code: measured
+exact on 162 hand-built cases (three node orders of 27 stack combinations, Transpose or Relu tail;
+``stacked_octaves`` in tests/helpers/cleanup_models.py) and on basic-pitch, and on 47 of 48 random
+valid orders of such graphs (one predicted refusal built). Each match is one ``compiler-will-refuse``
+of the profile's ``refuses`` graph condition ``stacked-concat-slice-order``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from npu_gate.graph.facts import GraphFacts, NodeFacts
+
+_MAX_SWEEPS = 1000  # each sweep that changes something folds, rewrites or takes at least one node
+
+
+@dataclass
+class _Path:
+    reshape: NodeFacts
+    transpose: NodeFacts | None  # the Transpose the Reshape reads (a transposed path), else None
+    unit_move: bool  # Reshape + Unsqueeze only add or drop dims of 1
+
+
+@dataclass
+class _Stack:
+    concat: NodeFacts
+    paths: list[_Path] = field(default_factory=list)
+
+    @property
+    def transposed(self) -> int:
+        return sum(1 for p in self.paths if p.transpose is not None)
+
+
+class _Graph:
+    def __init__(self, facts: GraphFacts, folded: set[int] | frozenset[int]) -> None:
+        self.facts = facts
+        self.nodes = [n for n in facts.nodes if n.index not in folded and n.domain in ("", "ai.onnx")]
+        self.made_by = {o: n for n in self.nodes for o in n.outputs if o}
+        self.read_by: dict[str, list[NodeFacts]] = {}
+        for n in self.nodes:
+            for name in dict.fromkeys(n.inputs):
+                if name:
+                    self.read_by.setdefault(name, []).append(n)
+        self.outputs = {o.name for o in facts.outputs}
+
+    def only_reader(self, tensor: str) -> NodeFacts | None:
+        readers = self.read_by.get(tensor, [])
+        return readers[0] if len(readers) == 1 and tensor not in self.outputs else None
+
+    def shape(self, tensor: str) -> list[int] | None:
+        info = self.facts.tensors.get(tensor)
+        if info is None or not info.static or info.shape is None:
+            return None
+        return [d for d in info.shape if isinstance(d, int)]
+
+    def axis(self, concat: NodeFacts) -> int | None:
+        axis = concat.attributes.get("axis")
+        shape = self.shape(concat.outputs[0]) if concat.outputs else None
+        if not isinstance(axis, int) or shape is None:
+            return None
+        return axis + len(shape) if axis < 0 else axis
+
+
+def stacked_concat_slice_refusals(facts: GraphFacts, folded: set[int] | frozenset[int] = frozenset()) -> list[str]:
+    """The names of the Concats heading a stacked Concat -> Slice -> Transpose tail that the toolkit's
+    sweeps, in this file's node order, leave to crash ``remove_concat_slice``."""
+    graph = _Graph(facts, folded)
+    found = []
+    for sl in graph.nodes:
+        if sl.op_type != "Slice" or not sl.inputs or not sl.outputs:
+            continue
+        tail = graph.only_reader(sl.outputs[0])
+        head = graph.made_by.get(sl.inputs[0])
+        if tail is None or tail.op_type != "Transpose" or head is None or head.op_type != "Concat":
+            continue
+        if graph.only_reader(sl.inputs[0]) is not sl or graph.axis(head) is None:
+            continue
+        leaves = _chain_inputs(graph, head, graph.axis(head))
+        stacks = [s for s in (_stack(graph, graph.made_by.get(name)) for name in leaves) if s is not None]
+        if len(stacks) < 2:
+            continue
+        left = _left_transposed(stacks)
+        removed = sum(s.transposed for s in left)
+        added = len(leaves) - len(left) + sum(1 for s in left for p in s.paths
+                                              if p.transpose is None and not p.unit_move)
+        if left and removed > added:
+            found.append(head.name)
+    return found
+
+
+def _chain_inputs(graph: _Graph, concat: NodeFacts, axis: int | None) -> list[str]:
+    """The inputs of a chain of Concats on ``axis``, each read only by the next (merged into one)."""
+    out = []
+    for name in concat.inputs:
+        producer = graph.made_by.get(name)
+        if producer is not None and producer.op_type == "Concat" and graph.axis(producer) == axis \
+                and graph.only_reader(name) is concat:
+            out += _chain_inputs(graph, producer, axis)
+        else:
+            out.append(name)
+    return out
+
+
+def _stack(graph: _Graph, concat: NodeFacts | None) -> _Stack | None:
+    """A tf.stack as tf2onnx writes it: a Concat on axis a of Unsqueezes at a of Reshapes, each read once."""
+    if concat is None or concat.op_type != "Concat" or len(concat.inputs) < 2:
+        return None
+    axis = graph.axis(concat)
+    stack = _Stack(concat)
+    for name in concat.inputs:
+        unsqueeze = graph.made_by.get(name)
+        if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or graph.only_reader(name) is not concat:
+            return None
+        before, after = graph.shape(unsqueeze.inputs[0]), graph.shape(name)
+        if axis is None or before is None or after is None or len(after) != len(before) + 1 \
+                or after[axis] != 1 or after[:axis] + after[axis + 1:] != before:
+            return None
+        reshape = graph.made_by.get(unsqueeze.inputs[0])
+        if reshape is None or reshape.op_type != "Reshape" or graph.only_reader(unsqueeze.inputs[0]) is not unsqueeze:
+            return None
+        source = graph.made_by.get(reshape.inputs[0])
+        start = graph.shape(reshape.inputs[0])
+        moves = start is not None and [d for d in start if d != 1] == [d for d in after if d != 1]
+        transposed = source is not None and source.op_type == "Transpose" and moves \
+            and graph.only_reader(reshape.inputs[0]) is reshape
+        stack.paths.append(_Path(reshape, source if transposed else None, moves))
+    return stack
+
+
+def _left_transposed(stacks: list[_Stack]) -> list[_Stack]:
+    """The stacks the toolkit's sweeps (module docstring) leave feeding Transposes into the chain."""
+    events: list[tuple[int, str, int, int]] = []  # (file position, kind, stack, path)
+    for s, stack in enumerate(stacks):
+        events.append((stack.concat.index, "concat", s, -1))
+        for j, path in enumerate(stack.paths):
+            events.append((path.reshape.index, "reshape", s, j))
+            if path.transpose is not None:
+                events.append((path.transpose.index, "transpose", s, j))
+    events.sort()
+    reshape_at = {(s, j): at for at, kind, s, j in events if kind == "reshape"}
+    folded_in: dict[tuple[int, int], int] = {}  # (stack, path) -> the sweep its Reshape was folded in
+    taken: set[tuple[int, int]] = set()  # Transposes that took their Reshape
+    state = ["pending"] * len(stacks)
+    for sweep in range(_MAX_SWEEPS):
+        changed, skip_to = False, -1
+        for at, kind, s, j in events:
+            if at <= skip_to or state[s] == "rewritten":
+                continue
+            if kind == "reshape" and (s, j) not in folded_in:
+                folded_in[(s, j)], changed = sweep, True
+            elif kind == "transpose" and folded_in.get((s, j), sweep) < sweep and (s, j) not in taken:
+                taken.add((s, j))
+                state[s], changed, skip_to = "left", True, reshape_at[(s, j)]
+            elif kind == "concat" and state[s] == "pending" and all(
+                    (s, k) in folded_in for k in range(len(stacks[s].paths))):
+                state[s], changed = "rewritten", True
+                break
+        if not changed:
+            break
+    return [stack for stack, st in zip(stacks, state, strict=True) if st == "left"]
