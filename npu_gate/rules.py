@@ -190,9 +190,11 @@ RULES: dict[str, Rule] = {
             "least some outputs, or with an attribute value) and graph conditions (an opset above "
             "the compiler's maximum, a dynamic-quantization op such as DynamicQuantizeLinear, a "
             "graph input read only inside If/Loop/Scan bodies, an attention MatMul -> Softmax -> "
-            "MatMul with every tensor in QDQ). One finding per match, naming the "
+            "MatMul with every tensor in QDQ, stacked Concats read by a Slice and a Transpose in a "
+            "node order the compiler's rewrites crash on). One finding per match, naming the "
             "node (or `subject`: the input), the profile entry (`constraint`) and its evidence; "
-            "the message quotes the compiler's own wording when the profile records it. Remove "
+            "the message quotes the compiler's own wording when the profile records it, and `fix` "
+            "is the entry's when it has one. Remove "
             "the construct before export (e.g. export in eval mode, quantize statically, lower "
             "the opset) or choose another target.",
         ),
