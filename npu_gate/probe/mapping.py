@@ -86,6 +86,7 @@ def map_nodes(
         row.sources = sorted(alive.get(owner, set()) if owner else set(), key=position.__getitem__)
         for source in row.sources:
             rows_of_source.setdefault(source, []).append(row)
+    _attribute_added_rows(compute_rows, rows_of_source, output, tensors)
     descendants_of: dict[str, list[str]] = {}
     for graph_name in sorted(alive):
         for source in alive[graph_name]:
@@ -113,6 +114,36 @@ def map_nodes(
             node.actual = FOLDED
         nodes.append(node)
     return nodes, segments(compute_rows, names)
+
+
+def _attribute_added_rows(rows: Sequence[OpRow], rows_of_source: dict[str, list[OpRow]], output: CompilerOutput,
+                          tensors: dict[str, tuple[list[str], list[str]]] | None) -> None:
+    """A row no original node's lineage reaches (an op the compiler added) named after a tensor of the
+    model, ``<tensor>_rs`` or ``<tensor>-rs``, is part of the node writing that tensor when that node runs
+    as ops of its own: RKNN flattens a Concat of flattened levels with such a Reshape after it, which its
+    log adds and then merges into another added Reshape (``fuse_two_reshape``), so lineage loses it. The
+    ops at the graph edge (rank adapters: ``edge_ops``, ``io_adapters``) stay the compiler's own."""
+    if not tensors:
+        return
+    writer = {out: name for name, (_, outs) in tensors.items() for out in outs if out}
+    adapters = set(output.io_adapters or {})
+    edge = output.final_io or {}
+    last_graph = output.final_ops or edge
+    for row in rows:
+        if row.sources or row.full_name in adapters or graph_node(row.full_name, last_graph) in edge:
+            continue
+        owner = writer.get(_tensor_named(row.full_name, writer) or "")
+        if owner is not None and rows_of_source.get(owner):
+            row.sources = [owner]
+            rows_of_source[owner] = sorted([*rows_of_source[owner], row], key=lambda r: r.id)
+
+
+def _tensor_named(full_name: str, tensors: Collection[str]) -> str | None:
+    """The longest tensor name that ``full_name`` extends with ``_`` or ``-``."""
+    for end in range(len(full_name) - 1, 0, -1):
+        if full_name[end] in "_-" and full_name[:end] in tensors:
+            return full_name[:end]
+    return None
 
 
 def absorber(name: str, rules: Sequence[str], tensors: dict[str, tuple[list[str], list[str]]] | None,

@@ -356,6 +356,33 @@ def octave_cases() -> dict[str, tuple[str, tuple[int, int, int], str]]:
             for through in itertools.product((0, 1, 2), repeat=3)}
 
 
+def reordered(model: onnx.ModelProto, seed: int) -> onnx.ModelProto:
+    """``model`` with its nodes in a random valid order (each node after the nodes it reads), drawn
+    with ``random.Random(seed)``: the same graph, another file."""
+    import random
+
+    rng = random.Random(seed)
+    nodes = list(model.graph.node)
+    made_by = {o: i for i, n in enumerate(nodes) for o in n.output}
+    needs = [{made_by[x] for x in n.input if x in made_by} for n in nodes]
+    placed: list[int] = []
+    while len(placed) < len(nodes):
+        ready = [i for i in range(len(nodes)) if i not in placed and needs[i] <= set(placed)]
+        placed.append(rng.choice(ready))
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes[i] for i in placed)
+    return out
+
+
+def reordered_octaves() -> dict[str, onnx.ModelProto]:
+    """48 random orders (6 seeds) of 8 Transpose-ended stack combinations: ``rand{seed}_{through}``."""
+    combos = [(2, 2, 2), (2, 1, 0), (1, 2, 1), (0, 2, 2), (2, 2, 0), (1, 1, 1), (2, 0, 2), (1, 2, 2)]
+    return {f"rand{seed}_{''.join(map(str, through))}": reordered(stacked_octaves("export", through), seed)
+            for through in combos for seed in range(6)}
+
+
 def flattened_head(levels: tuple[int, ...] = (40, 20, 10), channels: int = 82,
                    reader: str = "split") -> onnx.ModelProto:
     """A YOLO-style detection head in small (nudenet's, docs/rknn.md): one input [1, C, S0, S0] and a

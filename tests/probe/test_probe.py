@@ -874,3 +874,23 @@ def test_probe_memory_puts_the_estimate_beside_the_compiler() -> None:
                        FIXTURES / "seed_hardswish" / "work", load_profile("rknn-rk3588"))).splitlines()[-2] == (
         "  memory: compiler: internal 26,112 bytes, weights 2,688 bytes; estimate (upper bound on the model's "
         "tensors): peak activations 24,576 bytes, weights 2,944 bytes")
+
+
+def test_a_reshape_the_compiler_adds_after_a_concat_is_part_of_the_concat() -> None:
+    """head_split_2100 (tests/helpers/cleanup_models.py, probed with real torch in the toolkit's venv): the
+    toolkit adds `cat-rs` after the Concat (reduce_reshape_op_around_concat), adds `cat_rs` for the Split
+    (unsqueeze_to_4d_split) and merges the first into the second (fuse_two_reshape); lineage reaches
+    neither. Named after the Concat's output, the CPU `cat_rs` is the Concat's second piece: the Concat
+    ran split, as `concat-of-flattened-levels-reshape-after` predicts. The Reshapes at the graph
+    outputs (`boxes-rs`, `scores-rs`) stay the compiler's rank adapters."""
+    folder = FIXTURES / "head_split_2100"
+    doc = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work",
+                 load_profile("rknn-rk3588")).to_dict()
+    _validate(doc)
+    assert [(n["name"], n["predicted"], n["actual"], n["rows"]) for n in doc["nodes"]] == [
+        ("relu", "npu", "npu", [1]), ("pool20", "npu", "npu", [2]), ("pool10", "npu", "npu", [3]),
+        ("flat40", "npu", "npu", [4]), ("flat20", "npu", "fused", [6]), ("flat10", "cpu", "cpu", [5]),
+        ("cat", "split", "split", [6, 7]), ("split", "npu", "npu", [8]), ("scores", "npu", "npu", [9])]
+    assert doc["summary"]["agree"] == 9 and doc["summary"]["partitions_agree"] is True
+    assert [(a["row"], a["device"], a["tensor"]) for a in doc["summary"]["adapters"]["actual"]] == [
+        (10, "cpu", "boxes"), (12, "cpu", "scores")]
