@@ -49,6 +49,7 @@ import argparse
 import ast
 import importlib.util
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -496,5 +497,12 @@ def _torchvision_row(name: str, shape: tuple[int, ...], results: list[Any], seco
     return f"| {name} | {size} | {len(first.nodes)} | {actual} | " + " | ".join(cells) + f" | {seconds:.0f} |"
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    """SIGTERM (a killed bench run) as an exception where the run is: the probe then kills its compiler
+    child (it is in a session of its own and would outlive the bench)."""
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     main()
