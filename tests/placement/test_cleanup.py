@@ -556,3 +556,25 @@ def test_the_node_order_refusal_needs_the_slice_read_by_the_transpose_alone(tmp_
     _, fix, doc = found["as_measured"][0]
     assert fix is not None and fix.startswith("the same graph in another node order builds: re-save the ONNX file")
     assert doc == "docs/rknn.md#basic-pitch-a-refusal-set-by-the-order-of-the-nodes"
+
+
+# reordered_octaves(): 48 random valid node orders of 8 Transpose-ended combinations, measured 2026-12-07
+# (rknn-toolkit2 2.5.0, real torch, rk3588): these 9 refused, the other 39 built.
+REORDERED_REFUSED = {"rand0_220", "rand3_022", "rand3_122", "rand4_022", "rand4_222", "rand5_121", "rand5_122",
+                     "rand5_220", "rand5_222"}
+# The model of the toolkit's sweeps (stack_order.py) is not exact on every order: rand3_222 is predicted
+# refused and builds (a chain Concat stands early in it; the replay models no event for chain Concats).
+REORDERED_FALSE_REFUSALS = {"rand3_222"}
+
+
+def test_the_node_order_refusal_on_random_orders(tmp_path: Path) -> None:
+    from tests.helpers.cleanup_models import reordered_octaves
+
+    predicted = set()
+    for name, model in reordered_octaves().items():
+        path = tmp_path / f"{name}.onnx"
+        path.write_bytes(model.SerializeToString())
+        if any(f.constraint == "remove-concat-slice-node-order"
+               for f in inspect_model(path, load_profile("rknn-rk3588")).findings):
+            predicted.add(name)
+    assert predicted == REORDERED_REFUSED | REORDERED_FALSE_REFUSALS
