@@ -11,7 +11,12 @@ Slice and a Transpose, the file's order decides which rule takes each stack firs
   them, is rewritten (``reduce_reshape_op_around_concat``) and the sweep ends there;
 - a Transpose met whose Reshape was folded in an earlier sweep takes it (``fuse_transpose_reshape``):
   that stack can no longer be rewritten, it feeds Transposes straight into the chain ("left
-  transposed"), and the sweep goes on after that Reshape's place.
+  transposed"), and the sweep goes on after that Reshape's place;
+- a rewritten stack whose Transposes outnumber its other paths by more than one has them moved
+  through its Concat (``reduce_tp_in_mesh_forward``) when a sweep meets the first of them before
+  that sweep has changed anything (the toolkit tries its mesh rules only then); the Concat and the
+  one moved Transpose then stand after the last of them, where the sweep goes on: the Transposes
+  of other stacks in between are passed over.
 
 ``reduce_tp_in_mesh_forward`` then moves the left-transposed stacks' Transposes through the chain,
 the Slice and into the tail Transpose when that removes more Transposes than it must add on the
@@ -21,9 +26,10 @@ after the Slice the move happens but the build goes on.
 
 This is a model of the toolkit's sweeps read off its rule trace, not the toolkit's code: measured
 exact on 162 hand-built cases (three node orders of 27 stack combinations, Transpose or Relu tail;
-``stacked_octaves`` in tests/helpers/cleanup_models.py) and on basic-pitch, and on 47 of 48 random
-valid orders of such graphs (one predicted refusal built). Each match is one ``compiler-will-refuse``
-of the profile's ``refuses`` graph condition ``stacked-concat-slice-order``.
+``stacked_octaves`` in tests/helpers/cleanup_models.py), on basic-pitch, on the 48 random valid
+orders of ``reordered_octaves`` and on 64 more drawn after the model was settled (docs/rknn.md).
+Each match is one ``compiler-will-refuse`` of the profile's ``refuses`` graph condition
+``stacked-concat-slice-order``.
 """
 
 from __future__ import annotations
@@ -100,7 +106,7 @@ def stacked_concat_slice_refusals(facts: GraphFacts, folded: set[int] | frozense
         stacks = [s for s in (_stack(graph, graph.made_by.get(name)) for name in leaves) if s is not None]
         if len(stacks) < 2:
             continue
-        left = _left_transposed(stacks)
+        left = _left_transposed(stacks, graph)
         removed = sum(s.transposed for s in left)
         added = len(leaves) - len(left) + sum(1 for s in left for p in s.paths
                                               if p.transpose is None and not p.unit_move)
@@ -148,24 +154,36 @@ def _stack(graph: _Graph, concat: NodeFacts | None) -> _Stack | None:
     return stack
 
 
-def _left_transposed(stacks: list[_Stack]) -> list[_Stack]:
+def _left_transposed(stacks: list[_Stack], graph: _Graph) -> list[_Stack]:
     """The stacks the toolkit's sweeps (module docstring) leave feeding Transposes into the chain."""
-    events: list[tuple[int, str, int, int]] = []  # (file position, kind, stack, path)
+    events: list[tuple[float, str, int, int]] = []  # (file position, kind, stack, path)
+    after_move: dict[int, float] = {}  # a stack whose Transposes move: where its Concat then stands
     for s, stack in enumerate(stacks):
         events.append((stack.concat.index, "concat", s, -1))
         for j, path in enumerate(stack.paths):
             events.append((path.reshape.index, "reshape", s, j))
             if path.transpose is not None:
                 events.append((path.transpose.index, "transpose", s, j))
+        if stack.transposed > 1 + len(stack.paths) - stack.transposed:
+            sources = [graph.made_by.get(p.reshape.inputs[0]) for p in stack.paths]
+            after_move[s] = max(n.index if n is not None else -1 for n in sources) + 0.5
+            first = min(p.transpose.index for p in stack.paths if p.transpose is not None)
+            events.append((first, "move", s, -1))
     events.sort()
     reshape_at = {(s, j): at for at, kind, s, j in events if kind == "reshape"}
     folded_in: dict[tuple[int, int], int] = {}  # (stack, path) -> the sweep its Reshape was folded in
     taken: set[tuple[int, int]] = set()  # Transposes that took their Reshape
+    moved: set[int] = set()  # rewritten stacks whose Transposes were moved through their Concat
     state = ["pending"] * len(stacks)
     for sweep in range(_MAX_SWEEPS):
-        changed, skip_to = False, -1
+        changed, skip_to = False, -1.0
         for at, kind, s, j in events:
-            if at <= skip_to or state[s] == "rewritten":
+            if at <= skip_to:
+                continue
+            if state[s] == "rewritten":
+                if kind == "move" and s not in moved and not changed:
+                    moved.add(s)
+                    changed, skip_to = True, after_move[s]
                 continue
             if kind == "reshape" and (s, j) not in folded_in:
                 folded_in[(s, j)], changed = sweep, True
