@@ -118,21 +118,30 @@ def map_nodes(
 
 def _attribute_added_rows(rows: Sequence[OpRow], rows_of_source: dict[str, list[OpRow]], output: CompilerOutput,
                           tensors: dict[str, tuple[list[str], list[str]]] | None) -> None:
-    """A row no original node's lineage reaches (an op the compiler added) named after a tensor of the
-    model, ``<tensor>_rs`` or ``<tensor>-rs``, is part of the node writing that tensor when that node runs
-    as ops of its own: RKNN flattens a Concat of flattened levels with such a Reshape after it, which its
-    log adds and then merges into another added Reshape (``fuse_two_reshape``), so lineage loses it. The
-    ops at the graph edge (rank adapters: ``edge_ops``, ``io_adapters``) stay the compiler's own."""
+    """A row no original node's lineage reaches, named after a tensor of the model (``<tensor>_rs``), is
+    part of the node writing that tensor when a rewrite of that node added a node named after the same
+    tensor, and the node runs as ops of its own. RKNN's ``reduce_reshape_op_around_concat`` moves the
+    flattening Reshapes of a Concat's inputs after it as ``<concat output>-rs``; ``unsqueeze_to_4d_split``
+    adds ``<concat output>_rs`` and ``fuse_two_reshape`` merges the first into the second, so lineage
+    loses it. Reshapes the compiler adds around a node it did not rewrite (rank changes next to a CPU
+    op) and the ops at the graph edge (``edge_ops``, ``io_adapters``) stay the compiler's own."""
     if not tensors:
         return
     writer = {out: name for name, (_, outs) in tensors.items() for out in outs if out}
+    rewritten: set[str] = set()  # tensors a rewrite of their writer added a node after
+    for rw in output.rewrites:
+        for added in rw.added:
+            tensor = _tensor_named(added, writer)
+            if tensor is not None and writer[tensor] in rw.removed:
+                rewritten.add(tensor)
     adapters = set(output.io_adapters or {})
     edge = output.final_io or {}
     last_graph = output.final_ops or edge
     for row in rows:
         if row.sources or row.full_name in adapters or graph_node(row.full_name, last_graph) in edge:
             continue
-        owner = writer.get(_tensor_named(row.full_name, writer) or "")
+        tensor = _tensor_named(row.full_name, rewritten)
+        owner = writer[tensor] if tensor is not None else None
         if owner is not None and rows_of_source.get(owner):
             row.sources = [owner]
             rows_of_source[owner] = sorted([*rows_of_source[owner], row], key=lambda r: r.id)
