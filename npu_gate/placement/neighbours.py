@@ -46,6 +46,22 @@ class Neighbours:
         return cls(facts.nodes, producers(facts.nodes), read_by, frozenset(o.name for o in facts.outputs),
                    facts.tensors, frozenset(folded))
 
+    def writer(self, tensor: str) -> NodeFacts | None:
+        """The node writing ``tensor``, unless the placement folded it (None: a graph input, a weight)."""
+        index = self.made_by.get(tensor)
+        return None if index is None or index in self.folded else self.nodes[index]
+
+    def only_reader(self, tensor: str) -> NodeFacts | None:
+        """The one node reading ``tensor``, when exactly one does and it is not a graph output."""
+        readers = self.read_by.get(tensor, [])
+        return self.nodes[readers[0]] if len(readers) == 1 and tensor not in self.graph_outputs else None
+
+    def static_shape(self, tensor: str) -> list[int] | None:
+        info = self.tensors.get(tensor)
+        if info is None or not info.static:
+            return None
+        return [d for d in info.shape or [] if isinstance(d, int)]  # static: every dim a known int
+
 
 def context_holds(context: dict[str, Any], node: NodeFacts, around: Neighbours) -> bool:
     """Whether every condition of a ``splits`` entry's ``context`` holds for ``node``."""
@@ -61,28 +77,21 @@ def _producers_hold(wanted: dict[str, Any], node: NodeFacts, around: Neighbours)
     if len(inputs) < wanted.get("min_count", 1):
         return False
     for name in inputs:
-        index = around.made_by.get(name)
-        if index is None or index in around.folded:
-            return False
-        producer = around.nodes[index]
-        if producer.key != wanted["op"]:
+        producer = around.writer(name)
+        if producer is None or producer.key != wanted["op"]:
             return False
         merged = wanted.get("merges_last_dims")
-        if merged is not None and not _merges_last_dims(producer, merged, around.tensors):
+        if merged is not None and not _merges_last_dims(producer, merged, around):
             return False
     return True
 
 
-def _merges_last_dims(node: NodeFacts, count: int, tensors: Mapping[str, TensorInfo]) -> bool:
+def _merges_last_dims(node: NodeFacts, count: int, around: Neighbours) -> bool:
     """``node`` turns its static first input into its output by merging the last ``count`` dims."""
     if not node.inputs or not node.outputs:
         return False
-    source, result = tensors.get(node.inputs[0]), tensors.get(node.outputs[0])
-    if source is None or result is None or not source.static or not result.static:
-        return False
-    before = [d for d in source.shape or [] if isinstance(d, int)]  # static: every dim a known int
-    after = [d for d in result.shape or [] if isinstance(d, int)]
-    if len(before) <= count or len(after) != len(before) - count + 1:
+    before, after = around.static_shape(node.inputs[0]), around.static_shape(node.outputs[0])
+    if before is None or after is None or len(before) <= count or len(after) != len(before) - count + 1:
         return False
     kept = len(before) - count
     return after[:kept] == before[:kept] and after[-1] == math.prod(before[kept:])

@@ -27,7 +27,7 @@ after the Slice the move happens but the build goes on.
 This is a model of the toolkit's sweeps read off its rule trace, not the toolkit's code: measured
 exact on 162 hand-built cases (three node orders of 27 stack combinations, Transpose or Relu tail;
 ``stacked_octaves`` in tests/helpers/cleanup_models.py), on basic-pitch, on the 48 random valid
-orders of ``reordered_octaves`` and on 64 more drawn after the model was settled (docs/rknn.md).
+orders of ``reordered_octaves`` and on 84 more drawn after the model was settled (docs/rknn.md).
 Each match is one ``compiler-will-refuse`` of the profile's ``refuses`` graph condition
 ``stacked-concat-slice-order``.
 """
@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from npu_gate.graph.facts import GraphFacts, NodeFacts
+from npu_gate.placement.neighbours import Neighbours
 
 _MAX_SWEEPS = 1000  # each sweep that changes something folds, rewrites or takes at least one node
 
@@ -58,52 +59,31 @@ class _Stack:
         return sum(1 for p in self.paths if p.transpose is not None)
 
 
-class _Graph:
-    def __init__(self, facts: GraphFacts, folded: set[int] | frozenset[int]) -> None:
-        self.facts = facts
-        self.nodes = [n for n in facts.nodes if n.index not in folded and n.domain in ("", "ai.onnx")]
-        self.made_by = {o: n for n in self.nodes for o in n.outputs if o}
-        self.read_by: dict[str, list[NodeFacts]] = {}
-        for n in self.nodes:
-            for name in dict.fromkeys(n.inputs):
-                if name:
-                    self.read_by.setdefault(name, []).append(n)
-        self.outputs = {o.name for o in facts.outputs}
-
-    def only_reader(self, tensor: str) -> NodeFacts | None:
-        readers = self.read_by.get(tensor, [])
-        return readers[0] if len(readers) == 1 and tensor not in self.outputs else None
-
-    def shape(self, tensor: str) -> list[int] | None:
-        info = self.facts.tensors.get(tensor)
-        if info is None or not info.static or info.shape is None:
-            return None
-        return [d for d in info.shape if isinstance(d, int)]
-
-    def axis(self, concat: NodeFacts) -> int | None:
-        axis = concat.attributes.get("axis")
-        shape = self.shape(concat.outputs[0]) if concat.outputs else None
-        if not isinstance(axis, int) or shape is None:
-            return None
-        return axis + len(shape) if axis < 0 else axis
+def _axis(graph: Neighbours, concat: NodeFacts) -> int | None:
+    """A Concat's axis counted from the front (None: its output's rank is not known)."""
+    axis = concat.attributes.get("axis")
+    shape = graph.static_shape(concat.outputs[0]) if concat.outputs else None
+    if not isinstance(axis, int) or shape is None:
+        return None
+    return axis + len(shape) if axis < 0 else axis
 
 
 def stacked_concat_slice_refusals(facts: GraphFacts, folded: set[int] | frozenset[int] = frozenset()) -> list[str]:
     """The names of the Concats heading a stacked Concat -> Slice -> Transpose tail that the toolkit's
     sweeps, in this file's node order, leave to crash ``remove_concat_slice``."""
-    graph = _Graph(facts, folded)
+    graph = Neighbours.of(facts, folded)
     found = []
-    for sl in graph.nodes:
-        if sl.op_type != "Slice" or not sl.inputs or not sl.outputs:
+    for sl in facts.nodes:
+        if sl.key != "Slice" or sl.index in graph.folded or not sl.inputs or not sl.outputs:
             continue
         tail = graph.only_reader(sl.outputs[0])
-        head = graph.made_by.get(sl.inputs[0])
-        if tail is None or tail.op_type != "Transpose" or head is None or head.op_type != "Concat":
+        head = graph.writer(sl.inputs[0])
+        if tail is None or tail.key != "Transpose" or head is None or head.key != "Concat":
             continue
-        if graph.only_reader(sl.inputs[0]) is not sl or graph.axis(head) is None:
+        if graph.only_reader(sl.inputs[0]) is not sl or _axis(graph, head) is None:
             continue
-        leaves = _chain_inputs(graph, head, graph.axis(head))
-        stacks = [s for s in (_stack(graph, graph.made_by.get(name)) for name in leaves) if s is not None]
+        leaves = _chain_inputs(graph, head, _axis(graph, head))
+        stacks = [s for s in (_stack(graph, graph.writer(name)) for name in leaves) if s is not None]
         if len(stacks) < 2:
             continue
         left = _left_transposed(stacks, graph)
@@ -115,12 +95,12 @@ def stacked_concat_slice_refusals(facts: GraphFacts, folded: set[int] | frozense
     return found
 
 
-def _chain_inputs(graph: _Graph, concat: NodeFacts, axis: int | None) -> list[str]:
+def _chain_inputs(graph: Neighbours, concat: NodeFacts, axis: int | None) -> list[str]:
     """The inputs of a chain of Concats on ``axis``, each read only by the next (merged into one)."""
     out = []
     for name in concat.inputs:
-        producer = graph.made_by.get(name)
-        if producer is not None and producer.op_type == "Concat" and graph.axis(producer) == axis \
+        producer = graph.writer(name)
+        if producer is not None and producer.key == "Concat" and _axis(graph, producer) == axis \
                 and graph.only_reader(name) is concat:
             out += _chain_inputs(graph, producer, axis)
         else:
@@ -128,33 +108,33 @@ def _chain_inputs(graph: _Graph, concat: NodeFacts, axis: int | None) -> list[st
     return out
 
 
-def _stack(graph: _Graph, concat: NodeFacts | None) -> _Stack | None:
+def _stack(graph: Neighbours, concat: NodeFacts | None) -> _Stack | None:
     """A tf.stack as tf2onnx writes it: a Concat on axis a of Unsqueezes at a of Reshapes, each read once."""
-    if concat is None or concat.op_type != "Concat" or len(concat.inputs) < 2:
+    if concat is None or concat.key != "Concat" or len(concat.inputs) < 2:
         return None
-    axis = graph.axis(concat)
+    axis = _axis(graph, concat)
     stack = _Stack(concat)
     for name in concat.inputs:
-        unsqueeze = graph.made_by.get(name)
-        if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or graph.only_reader(name) is not concat:
+        unsqueeze = graph.writer(name)
+        if unsqueeze is None or unsqueeze.key != "Unsqueeze" or graph.only_reader(name) is not concat:
             return None
-        before, after = graph.shape(unsqueeze.inputs[0]), graph.shape(name)
+        before, after = graph.static_shape(unsqueeze.inputs[0]), graph.static_shape(name)
         if axis is None or before is None or after is None or len(after) != len(before) + 1 \
                 or after[axis] != 1 or after[:axis] + after[axis + 1:] != before:
             return None
-        reshape = graph.made_by.get(unsqueeze.inputs[0])
-        if reshape is None or reshape.op_type != "Reshape" or graph.only_reader(unsqueeze.inputs[0]) is not unsqueeze:
+        reshape = graph.writer(unsqueeze.inputs[0])
+        if reshape is None or reshape.key != "Reshape" or graph.only_reader(unsqueeze.inputs[0]) is not unsqueeze:
             return None
-        source = graph.made_by.get(reshape.inputs[0])
-        start = graph.shape(reshape.inputs[0])
+        source = graph.writer(reshape.inputs[0])
+        start = graph.static_shape(reshape.inputs[0])
         moves = start is not None and [d for d in start if d != 1] == [d for d in after if d != 1]
-        transposed = source is not None and source.op_type == "Transpose" and moves \
+        transposed = source is not None and source.key == "Transpose" and moves \
             and graph.only_reader(reshape.inputs[0]) is reshape
         stack.paths.append(_Path(reshape, source if transposed else None, moves))
     return stack
 
 
-def _left_transposed(stacks: list[_Stack], graph: _Graph) -> list[_Stack]:
+def _left_transposed(stacks: list[_Stack], graph: Neighbours) -> list[_Stack]:
     """The stacks the toolkit's sweeps (module docstring) leave feeding Transposes into the chain."""
     events: list[tuple[float, str, int, int]] = []  # (file position, kind, stack, path)
     after_move: dict[int, float] = {}  # a stack whose Transposes move: where its Concat then stands
@@ -165,7 +145,7 @@ def _left_transposed(stacks: list[_Stack], graph: _Graph) -> list[_Stack]:
             if path.transpose is not None:
                 events.append((path.transpose.index, "transpose", s, j))
         if stack.transposed > 1 + len(stack.paths) - stack.transposed:
-            sources = [graph.made_by.get(p.reshape.inputs[0]) for p in stack.paths]
+            sources = [graph.writer(p.reshape.inputs[0]) for p in stack.paths]
             after_move[s] = max(n.index if n is not None else -1 for n in sources) + 0.5
             first = min(p.transpose.index for p in stack.paths if p.transpose is not None)
             events.append((first, "move", s, -1))
