@@ -265,45 +265,53 @@ def test_a_concat_of_flattened_levels_stays_whole_at_a_multiple_of_8_or_an_eleme
     assert not [f for f in result.findings if f.rule == "npu-node-split"]
 
 
-def _concat_model(reshape_to: list[int], count: int = 2, reader: str = "Split", output: bool = False,
-                  side: int = 4) -> onnx.ModelProto:
-    """count inputs [1, 8, side, side] -> Reshape to ``reshape_to`` -> Concat (last axis) -> reader (or the
-    graph output)."""
-    inits = [numpy_helper.from_array(np.array(reshape_to, np.int64), "to")]
+def _concat_model(reshape_to: list[int] | None = None, count: int = 2, reader: str = "Split", output: bool = False,
+                  in_shape: list[int] | None = None, producer: str = "Reshape") -> onnx.ModelProto:
+    """count inputs ``in_shape`` (default [1, 8, 3, 3]) -> ``producer`` (a Reshape to ``reshape_to``, default
+    [1, 8, 9]; or a Squeeze of the last axis) -> Concat (last axis) -> reader (or the graph output). The
+    defaults are the positive case: total 18, not a multiple of 8."""
+    shape = in_shape or ([1, 8, 9, 1] if producer == "Squeeze" else [1, 8, 3, 3])
+    constant = [3] if producer == "Squeeze" else reshape_to or [1, 8, 9]
+    inits = [numpy_helper.from_array(np.array(constant, np.int64), "to")]
     nodes, flat = [], []
     for i in range(count):
-        nodes.append(helper.make_node("Reshape", [f"x{i}", "to"], [f"f{i}"], name=f"flat{i}"))
+        nodes.append(helper.make_node(producer, [f"x{i}", "to"], [f"f{i}"], name=f"flat{i}"))
         flat.append(f"f{i}")
     nodes.append(helper.make_node("Concat", flat, ["cat"], name="cat", axis=-1))
     outputs = [onnx.ValueInfoProto(name="cat")] if output else [onnx.ValueInfoProto(name="y")]
     if not output:
         nodes.append(helper.make_node(reader, ["cat"], ["y"], name="after"))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 8, side, side])
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, shape)
                                            for i in range(count)], outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return onnx.shape_inference.infer_shapes(model)
 
 
-@pytest.mark.parametrize(("model", "split"), [
-    (_concat_model([1, 8, 15]), False),  # the Reshape does not merge the last two dims (16 elements -> 15: invalid)
-    (_concat_model([1, 8, 16], count=1), False),  # one input: min_count 2
-    (_concat_model([1, 8, 16], count=3), False),  # total 48: a multiple of 8, whole
-    (_concat_model([1, 8, 9], reader="Sigmoid", side=3), False),  # total 18, but an elementwise reader
-    (_concat_model([1, 8, 16], reader="Relu"), False),  # a reader the context does not name
-    (_concat_model([1, 8, 16], output=True), False),  # the Concat writes the graph output
-    (_concat_model([8, 1, 16]), False),  # the leading dims are not kept
-], ids=["not-a-flatten", "one-input", "total-48", "sigmoid-reader", "relu-reader", "graph-output",
-        "leading-dims-moved"])
-def test_the_concat_entrys_context_needs_every_condition(tmp_path: Path, model: onnx.ModelProto, split: bool) -> None:
+# Each case differs from the positive one (two [1, 8, 3, 3] -> [1, 8, 9], total 18, a Split reader: split)
+# in the one condition its id names.
+@pytest.mark.parametrize("model", [
+    _concat_model(producer="Squeeze"),  # [1, 8, 9, 1] -> [1, 8, 9]: the same shapes, not from a Reshape
+    _concat_model(in_shape=[1, 8, 9]),  # a Reshape that keeps the rank: merges no dims
+    _concat_model([9, 8, 1]),  # a Reshape to rank 3 that does not keep the leading dims
+    _concat_model(count=1),  # one input (total 9): min_count 2 (and RKNN removes a one-input Concat)
+    _concat_model(count=3, in_shape=[1, 8, 4, 4], reshape_to=[1, 8, 16]),  # total 48: a multiple of 8
+    _concat_model(reader="Sigmoid"),  # an elementwise reader: the flatten goes to the output adapter
+    _concat_model(reader="Relu"),  # a reader the context does not name
+    _concat_model(output=True),  # the Concat writes the graph output
+], ids=["not-a-reshape", "not-a-flatten", "leading-dims-moved", "one-input", "total-48", "sigmoid-reader",
+        "relu-reader", "graph-output"])
+def test_the_concat_entrys_context_needs_every_condition(tmp_path: Path, model: onnx.ModelProto) -> None:
     result = _inspect(tmp_path, model)
     cat = next(n for n in result.nodes if n.name == "cat")
-    assert (cat.split is not None) is split
+    one_input = len(model.graph.input) == 1
+    assert (cat.placement, cat.split) == ("eliminated" if one_input else "npu", None)
+    assert not [f for f in result.findings if f.rule == "npu-node-split"]
 
 
 @pytest.mark.parametrize("reader", ["Split", "Transpose"])
 def test_the_concat_entrys_context_holds_on_a_two_level_head_of_total_18(tmp_path: Path, reader: str) -> None:
     """The positive twin of the cases above: two [1, 8, 3, 3] -> [1, 8, 9] (a constant shape, no -1), 18."""
-    result = _inspect(tmp_path, _concat_model([1, 8, 9], reader=reader, side=3))
+    result = _inspect(tmp_path, _concat_model(reader=reader))
     cat = next(n for n in result.nodes if n.name == "cat")
     assert cat.split is not None and cat.split["reasons"][0].startswith("output 0 dim -1 = 18 is not a multiple of 8")
