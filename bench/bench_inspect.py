@@ -307,8 +307,8 @@ def phases(sizes: list[int], tmp: Path, profile_name: str) -> None:
 
     from npu_gate.gc_pause import gc_paused
     from npu_gate.pipeline import inspect_model
+    from npu_gate.profile.spec import load_profile
     from npu_gate.render import json_
-    from npu_gate.target.profile import load_profile
 
     spent: dict[str, float] = {}
     for label, module_name, attr in PHASES:

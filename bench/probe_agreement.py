@@ -73,8 +73,8 @@ from npu_gate.pipeline import probe_model as probe  # noqa: E402
 from npu_gate.pipeline import replay_model as replay  # noqa: E402
 from npu_gate.probe import get_compiler  # noqa: E402
 from npu_gate.probe.base import QuantRequest  # noqa: E402
+from npu_gate.profile.spec import load_profile  # noqa: E402
 from npu_gate.quantize.samples import model_input_specs, request_sets  # noqa: E402
-from npu_gate.target.profile import load_profile  # noqa: E402
 
 
 def export(net: nn.Module, shape: tuple[int, ...], path: Path) -> None:

@@ -109,7 +109,7 @@ def gate_models(paths: Sequence[Path], profile: str, workspace: Path) -> list[An
     from npu_gate.contract.spec import load_contract
     from npu_gate.errors import GateError
     from npu_gate.pipeline import check_contract
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     models = []
     names: dict[str, Path] = {}  # contract name -> its file

@@ -38,7 +38,7 @@ from npu_gate.versions import tool_versions
 
 if TYPE_CHECKING:  # annotations only: this module imports the standard library only
     from npu_gate.contract.spec import Contract, ProbeSpec
-    from npu_gate.target.profile import Profile
+    from npu_gate.profile.spec import Profile
 
 ENV_VAR = "NPU_GATE_CACHE_DIR"
 FORMAT = 1  # layout of an entry file; bump when it changes

@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.model_file import copy_model, load_onnx
 from npu_gate.graph.source import repository_root
+from npu_gate.profile.spec import Profile
 from npu_gate.result.types import GateResult
 from npu_gate.stages import analyse, timeout, verdict
 from npu_gate.stages.context import Artifacts, Settings, new_result
-from npu_gate.target.profile import Profile
 
 # Only what `inspect_model` runs is imported here: the stages of a contract run (rewrites,
 # probe, quantize, export, numerics) are imported by the functions that run them, so that
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from npu_gate.contract.spec import Contract, InputSpec
     from npu_gate.probe.base import Compiler, QuantRequest
     from npu_gate.result.probe import ProbeResult
-    from npu_gate.stages.probe import ProbeOutcome
+    from npu_gate.stages.compiler import ProbeOutcome
     from npu_gate.stages.rewrites import Rewriting
 
 __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_model", "replay_model"]
@@ -53,7 +53,7 @@ def inspect_model(path: Path, profile: Profile, *, keep: Artifacts | None = None
     settings = Settings(profile=profile, inputs=_given_shapes(model, shapes) if shapes else None,
                         source_root=repository_root(path.parent) or Path.cwd(), deadline=deadline)
     if timeout.starts(deadline, result, "analysis"):
-        analyse.analysed(model, settings, result, keep)
+        analyse.analyse_with_findings(model, settings, result, keep)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (inspect)"}
     timeout.finish(deadline, result)
     verdict.decide(result, Settings(profile=profile))
@@ -65,7 +65,7 @@ def _given_shapes(model: ModelProto, shapes: dict[str, list[int]]) -> list[Input
     """Input specs for the given shapes, with the model's own dtypes (only the shapes are asked for)."""
     from npu_gate.contract.spec import InputSpec
 
-    dtypes = {v.name: graphlib.tensor_info_from_type(v.name, v.type).dtype for v in model.graph.input}
+    dtypes = {v.name: graph_facts.tensor_info_from_type(v.name, v.type).dtype for v in model.graph.input}
     return [InputSpec(name, list(shape), dtypes.get(name) or "float32", None, (0.0, 1.0))
             for name, shape in shapes.items()]
 
@@ -110,7 +110,7 @@ def check_contract(
 
 def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: Rewriting,
                 timings: dict[str, float], keep: Artifacts | None) -> GateResult:
-    from npu_gate.stages import probe as probe_stage
+    from npu_gate.stages import compiler as compiler_stage
 
     start = time.perf_counter()
     model, sha256 = load_onnx(path, weights=False)
@@ -127,15 +127,15 @@ def _check_onnx(contract: Contract, path: Path, settings: Settings, rewriting: R
         _quantize(contract, rewriting.compiled_path(path, Path(work)), Path(work), settings, result, timings, keep,
                   rewriting, folded)
     if outcome is not None:
-        probe_stage.record(outcome, contract, result)
+        compiler_stage.record(outcome, contract, result)
     result.stages["numerics"] = {"status": "skipped", "reason": "no PyTorch reference (ONNX contract)"}
     return result
 
 
 def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, timings: dict[str, float],
                  keep: Artifacts | None) -> GateResult:
+    from npu_gate.stages import compiler as compiler_stage
     from npu_gate.stages import export, exporters, numerics  # the torch path only
-    from npu_gate.stages import probe as probe_stage
 
     spec = contract.torch
     assert spec is not None
@@ -156,7 +156,7 @@ def _check_torch(contract: Contract, settings: Settings, rewriting: Rewriting, t
         if spec.compare_exporters and timeout.starts(settings.deadline, result, "exporter_comparison"):
             result.exporter_comparison = exporters.compare(contract, user, settings, work, result, timings)
         if outcome is not None:
-            probe_stage.record(outcome, contract, result)
+            compiler_stage.record(outcome, contract, result)
         compared = rewriting.numerics_path(exported.onnx_path, work)
         if timeout.starts(settings.deadline, result, "numerics"):
             numerics.run(contract, user, compared, work, result, timings, keep)
@@ -183,7 +183,7 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
     """The analysis, then the probe of the same graph against the analysis' own placement,
     then the analysis' findings, judged by the compiler's placement when it decides; with the
     nodes the analysis folds."""
-    from npu_gate.stages import probe as probe_stage
+    from npu_gate.stages import compiler as compiler_stage
 
     if not timeout.starts(settings.deadline, result, "analysis", ("analysis", "probe") if contract.probe else None):
         return None, set()
@@ -191,7 +191,7 @@ def _analyse(contract: Contract, model: ModelProto, settings: Settings, result: 
     rewriting.load_weights(source.resolve().parent, result)  # while an export's temporary folder exists
     outcome = None
     if contract.probe is not None and timeout.starts(settings.deadline, result, "probe"):
-        outcome = probe_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
+        outcome = compiler_stage.run(contract, rewriting.compiled_path(source, work), result, timings,
                                   settings.deadline, settings=settings, work=work / "probe-preparation", keep=keep)
     result.findings.extend(analyse.findings(analysis, outcome.measured if outcome else None))
     return outcome, analysis.folded
@@ -206,16 +206,16 @@ def probe_model(model: Path, compiler: Compiler, target: str, python: Path, *, p
     with it (``options``: ``probe.runner.probe``'s); ``quantization``: a quantized build
     (``--quantize``) with its calibration and hold-out samples."""
     from npu_gate.probe.runner import probe
-    from npu_gate.stages import probe as probe_stage
+    from npu_gate.stages import compiler as compiler_stage
 
     with tempfile.TemporaryDirectory(prefix="npu-gate-prepare-") as tmp:
         keep = options.get("keep")
-        built, preparation = probe_stage.cli_preparation(compiler.name, model, quantization,
+        built, preparation = compiler_stage.cli_preparation(compiler.name, model, quantization,
                                                          keep if keep is not None else Path(tmp))
         prediction = _predict(built, profile, inputs)
-        if probe_stage.failed(preparation):  # the quantizer refused the model: a result, the compiler not run
+        if compiler_stage.failed(preparation):  # the quantizer refused the model: a result, the compiler not run
             assert preparation is not None
-            result = probe_stage.unprepared(model, compiler, target, python, preparation, prediction, quantization)
+            result = compiler_stage.unprepared(model, compiler, target, python, preparation, prediction, quantization)
         else:
             result = probe(built, compiler, target, python, inputs=inputs, prediction=prediction,
                            quantization=quantization, **options)
@@ -232,10 +232,10 @@ def replay_model(model: Path, compiler: Compiler, target: str, work: Path,
                  profile: Profile | None = None) -> ProbeResult:
     """A kept probe (``--keep-work``) replayed and compared with the prediction under ``profile``."""
     from npu_gate.probe.runner import replay, requested_inputs
-    from npu_gate.stages import probe as probe_stage
+    from npu_gate.stages import compiler as compiler_stage
 
-    built = work / probe_stage.QDQ_MODEL  # the QDQ model a QNN probe quantized the given one to
-    model = built if probe_stage.prepared(work) and built.is_file() else model
+    built = work / compiler_stage.QDQ_MODEL  # the QDQ model a QNN probe quantized the given one to
+    model = built if compiler_stage.prepared(work) and built.is_file() else model
     return replay(model, compiler, target, work, _predict(model, profile, requested_inputs(work)))
 
 

@@ -43,8 +43,8 @@ from npu_gate.calibrate.sweeps import (
 if TYPE_CHECKING:
     from npu_gate.calibrate.infer import Derived
     from npu_gate.probe.base import Compiler
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.probe import ProbeResult
-    from npu_gate.target.profile import Profile
 
 __all__ = ["ADAPTER", "ELIMINATE", "LOWER", "OP", "PATTERN", "SPLIT", "SWEEPS",
            "Family", "Point", "load_record", "measure",
@@ -93,7 +93,7 @@ def measure(compiler: Compiler, target: str, python: Path, families: list[Family
     """Probe every point; the record's ``compiler``, ``points`` and ``timings``."""
     from npu_gate.pipeline import probe_model
     from npu_gate.probe.batch import BatchChild
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     reference = load_profile("demo")  # the probe maps rows to nodes through a prediction; any profile does
     work = keep if keep is not None else Path(tempfile.mkdtemp(prefix="npu-gate-calibrate-"))
@@ -188,7 +188,7 @@ def derive_profile(record: dict[str, Any], families: list[Family] | None = None,
                    schema: str | None = "../../schemas/profile.schema.json") -> tuple[dict[str, Any], Derived]:
     """(the profile document, the derivation with its verdicts) from a record, without the compiler."""
     from npu_gate.calibrate.infer import derive
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     base = load_profile(record["extends"], where="extends") if record.get("extends") else None
     derived = derive(record, families if families is not None else SWEEPS[record["sweep"]](), base)
@@ -214,7 +214,7 @@ def profile_document(derived: Derived, record: dict[str, Any], base: Profile | N
                      schema: str | None = "../../schemas/profile.schema.json") -> dict[str, Any]:
     """The profile file's document; ``schema``: its ``$schema`` path (relative to the file), or None
     to leave the key out."""
-    from npu_gate.target.profile import placement_part
+    from npu_gate.profile.spec import placement_part
 
     c = record["compiler"]
     evidence = f"{c.get('name')} {c.get('version')} {c.get('target')}"

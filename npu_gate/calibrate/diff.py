@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from npu_gate.escape import md, md_code, term
 
 if TYPE_CHECKING:
-    from npu_gate.target.profile import Profile
+    from npu_gate.profile.spec import Profile
 
 _WORDING = ("message", "doc")  # not part of what a constraint claims
 _RULE_WORDING = ("evidence", "note", "doc")

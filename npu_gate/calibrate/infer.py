@@ -52,8 +52,8 @@ from npu_gate.calibrate.sweeps import (
 )
 
 if TYPE_CHECKING:
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.types import GateResult
-    from npu_gate.target.profile import Profile
 
 NPU = "npu"
 ELIMINATED = "eliminated"
@@ -84,7 +84,7 @@ class _Checker:
 
     def inspect(self, point: Point, doc: dict[str, Any]) -> GateResult:
         from npu_gate.pipeline import inspect_model
-        from npu_gate.target.profile import load_profile
+        from npu_gate.profile.spec import load_profile
 
         self._n += 1
         profile_path = self.root / f"trial-{self._n}.json"

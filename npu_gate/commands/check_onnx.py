@@ -14,8 +14,8 @@ from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
     from npu_gate.cache import Dependency
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.types import GateResult
-    from npu_gate.target.profile import Profile
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ UNCOVERED = ("not gated: no npu-gate contract names it as model.onnx; add one "
 
 def _load_profile_option(ref: str, *, cheap: bool) -> Profile:
     from npu_gate.errors import ProfileError
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     try:
         return load_profile(ref, Path.cwd(), where="--profile", check_onnx=not cheap)

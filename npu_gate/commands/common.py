@@ -14,8 +14,8 @@ from npu_gate.errors import GateError
 from npu_gate.escape import visible
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.types import GateResult
-    from npu_gate.target.profile import Profile
 
 
 def print_problems(exc: GateError, args: argparse.Namespace) -> None:

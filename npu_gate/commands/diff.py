@@ -44,7 +44,7 @@ def load_side(arg: str, profile: str, today: dt.date | None = None) -> dict[str,
         return _check(path, today)
     if path.suffix == ".onnx":
         from npu_gate.pipeline import inspect_model
-        from npu_gate.target.profile import load_profile
+        from npu_gate.profile.spec import load_profile
 
         return inspect_model(path, load_profile(profile, Path.cwd(), where="--profile")).to_dict()
     if path.suffix == ".json":

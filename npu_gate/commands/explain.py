@@ -20,9 +20,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _explain_constraint(ref: str) -> int:
-    from npu_gate.target.limits import LIMIT_IDS
-    from npu_gate.target.pages import LIMIT_WORDS, describe_limit, explain_constraint, find_constraints
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.limits import LIMIT_IDS
+    from npu_gate.profile.spec import load_profile
+    from npu_gate.render.profile_pages import LIMIT_WORDS, describe_limit, explain_constraint, find_constraints
 
     limit = {v: k for k, v in LIMIT_IDS.items()}.get(ref.rsplit(":", 1)[-1])
     # PROFILE:limit-... is that profile's limit: one it does not set is unknown there, as a
@@ -49,11 +49,11 @@ def _explain_constraint(ref: str) -> int:
 def _did_you_mean(ref: str) -> str:
     """The nearest ids to ``ref``: rules and the built-in profiles' constraint and limit ids for
     ``ID``; that profile's constraint and limit ids for ``PROFILE:ID`` (suggested as such)."""
+    from npu_gate.profile.limits import LIMIT_IDS
+    from npu_gate.profile.spec import load_profile
     from npu_gate.resources import builtin_profile_names
     from npu_gate.rules import RULES
     from npu_gate.suggest import did_you_mean
-    from npu_gate.target.limits import LIMIT_IDS
-    from npu_gate.target.profile import load_profile
 
     scope, colon, cid = ref.rpartition(":")
     profiles = [load_profile(scope, where="explain")] if colon else [load_profile(n) for n in builtin_profile_names()]

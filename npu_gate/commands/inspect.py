@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _inspect_run(args: argparse.Namespace) -> int:
     from npu_gate.pipeline import inspect_model
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     profile = load_profile(args.profile, Path.cwd(), where="--profile")
     refuse_overwriting_inputs(

@@ -27,8 +27,8 @@ def run(args: argparse.Namespace) -> int:
     if args.setup_args:
         raise GateError(f"probe: unexpected arguments {' '.join(args.setup_args)} (one MODEL.onnx per probe)")
     from npu_gate.pipeline import probe_model
+    from npu_gate.profile.spec import load_profile
     from npu_gate.render.probe import markdown, text
-    from npu_gate.target.profile import load_profile
 
     compiler = get_compiler(args.compiler)
     if args.soc_model is not None and compiler.name != "qnn":

@@ -14,16 +14,16 @@ from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
 from npu_gate.escape import visible
 
 if TYPE_CHECKING:
-    from npu_gate.target.profile import Profile
+    from npu_gate.profile.spec import Profile
 
 
 def run(args: argparse.Namespace) -> int:
+    from npu_gate.profile.spec import load_profile
+    from npu_gate.render import profile_pages as profile_docs
     from npu_gate.resources import builtin_profile_names, profile_dir
-    from npu_gate.target import pages as profile_docs
-    from npu_gate.target.profile import load_profile
 
     if args.profile_command == "check":
-        from npu_gate.target.lint import check_file
+        from npu_gate.profile.lint import check_file
 
         path = Path(args.file)
         if not path.is_file():
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _profile_calibrate(args: argparse.Namespace) -> int:
     from npu_gate import calibrate
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     out = Path(args.out)
     record_path = out.with_name(out.stem + ".calibration.json")

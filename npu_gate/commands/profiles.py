@@ -6,8 +6,8 @@ from npu_gate.errors import EXIT_PASS
 
 
 def run() -> int:
+    from npu_gate.profile.spec import load_profile
     from npu_gate.resources import builtin_profile_names
-    from npu_gate.target.profile import load_profile
 
     profiles = [load_profile(name) for name in builtin_profile_names()]
     width = max(len(p.name) for p in profiles)

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     Exit 2 when any file is invalid: the same "could not run" a `check` gives for it.
     """
     from npu_gate.contract.spec import load_contract
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
     from npu_gate.validation import read_document
 
     problems: list[str] = []

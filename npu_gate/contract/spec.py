@@ -25,9 +25,9 @@ from npu_gate.contract.code_refs import refused, refused_problem
 from npu_gate.contract.parts import Gates, InputSpec, Waiver  # re-exported: the contract's parts stages read
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
+from npu_gate.profile.compilers import COMPILERS, KNOWN
+from npu_gate.profile.spec import Profile, load_profile
 from npu_gate.rules import RULES
-from npu_gate.target.compilers import COMPILERS, KNOWN
-from npu_gate.target.profile import Profile, load_profile
 from npu_gate.validation import read_valid_document
 
 if TYPE_CHECKING:

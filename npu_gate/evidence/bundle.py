@@ -44,8 +44,8 @@ import numpy as np
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import GateError
 from npu_gate.pipeline import Artifacts
+from npu_gate.profile.spec import Profile
 from npu_gate.result.types import GateResult
-from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions as versions
 
 if TYPE_CHECKING:  # onnx is imported where a model is written

@@ -22,9 +22,9 @@ from npu_gate.graph.components import components
 from npu_gate.graph.edit import submodel
 from npu_gate.graph.facts import GraphFacts, node_reads
 from npu_gate.graph.model_file import external_tensors
+from npu_gate.profile.spec import Profile
 from npu_gate.result.types import Finding
 from npu_gate.rules import PLACEMENT_RULES
-from npu_gate.target.profile import Profile
 
 MAX_MODELS = 50  # per run: a bundle stays small even when every node fails
 # The findings a node is blamed for: its placement (a profile limit too: the opset limit

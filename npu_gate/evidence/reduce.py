@@ -51,7 +51,7 @@ from onnx import ModelProto
 from npu_gate.contract.spec import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError, one_line
 from npu_gate.evidence.bundle import write_npz
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.edit import submodel
 from npu_gate.graph.fold import fold
 from npu_gate.graph.model_file import load_onnx
@@ -94,10 +94,10 @@ class Reducer:
         progress: Callable[[Step], None] | None = None,
     ) -> None:
         model, _ = load_onnx(model_path)
-        self.model, _, _ = graphlib.infer_shapes(model)  # types for the tensors that get cut
-        facts = graphlib.collect(self.model, [], None)
-        self.order = graphlib.topological_order(
-            facts.nodes, graphlib.node_dependencies(facts.nodes)
+        self.model, _, _ = graph_facts.infer_shapes(model)  # types for the tensors that get cut
+        facts = graph_facts.collect(self.model, [], None)
+        self.order = graph_facts.topological_order(
+            facts.nodes, graph_facts.node_dependencies(facts.nodes)
         )
         self.units = _units(facts, self.order)
         self.names = [n.name for n in facts.nodes]
@@ -269,7 +269,7 @@ class Reducer:
         return ""
 
 
-def _units(facts: graphlib.GraphFacts, order: list[int]) -> list[tuple[int, ...]]:
+def _units(facts: graph_facts.GraphFacts, order: list[int]) -> list[tuple[int, ...]]:
     """The nodes grouped as the search moves them, in topological order of their head: each
     computing node with the folded nodes it reads from (transitively), then each folded node
     that no computing node reads, with its own folded feeders."""
@@ -305,7 +305,7 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
 
 def _generated(value: onnx.ValueInfoProto, samples: int, seed: int) -> np.ndarray:
     """Seeded values for one graph input: the same tensor name gives the same values."""
-    info = graphlib.tensor_info_from_type(value.name, value.type)
+    info = graph_facts.tensor_info_from_type(value.name, value.type)
     shape = [d if isinstance(d, int) and d >= 0 else 1 for d in (info.shape or [])]
     try:
         dtype = np.dtype(info.dtype) if info.dtype and info.dtype not in ("string", "bfloat16") else None

@@ -20,7 +20,7 @@ from typing import Any
 
 from onnx import GraphProto, ModelProto, TypeProto
 
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.graph import shape_values, symbolic
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
 from npu_gate.graph.fold import fold_nodes, shape_extent
@@ -146,7 +146,7 @@ def find_chains(
     for node in facts.nodes:
         if not node.subgraph_nodes:  # counted by graph.collect: no body, no subgraph chains
             continue
-        for attr, sub in graphlib.subgraphs(protos[node.index]):
+        for attr, sub in graph_facts.subgraphs(protos[node.index]):
             chains.extend(
                 _subgraph_chains(
                     sub,
@@ -170,21 +170,21 @@ def _subgraph_chains(
     symbols: dict[str, list[str]],
     outer_values: dict[str, shape_values.Value],
 ) -> list[ShapeChain]:
-    nodes = graphlib.subgraph_nodes(graph, opsets)
+    nodes = graph_facts.subgraph_nodes(graph, opsets)
     inputs = {v.name for v in graph.input}
     values = {k: v for k, v in outer_values.items() if k not in inputs}
     values.update(shape_values.initializer_values(graph))
-    tensors = graphlib.scope_tensors(graph, outer_tensors)
+    tensors = graph_facts.scope_tensors(graph, outer_tensors)
     weights = {i.name for i in graph.initializer}
     # Subgraph inputs (loop counters, carried values) are runtime values, even if an outer
     # constant has the same name.
     constants = (set(outer_constants) - {v.name for v in graph.input}) | weights
-    order = graphlib.topological_order(nodes, graphlib.node_dependencies(nodes))
+    order = graph_facts.topological_order(nodes, graph_facts.node_dependencies(nodes))
     folded, inner_constants = fold_nodes(nodes, tensors, order, constants)
     opset = opsets.get("", opsets.get("ai.onnx", 0))
     chains = _chains_in(nodes, tensors, folded, constants, label, opset, symbols, values)
     for node, proto in zip(nodes, graph.node, strict=True):
-        for attr, sub in graphlib.subgraphs(proto):
+        for attr, sub in graph_facts.subgraphs(proto):
             chains.extend(
                 _subgraph_chains(
                     sub,
@@ -211,9 +211,9 @@ def _chains_in(
 ) -> list[ShapeChain]:
     if not any(n.op_type in _SOURCES and n.domain == "" for n in nodes):
         return []  # no Shape/Size: no chain can start (and large graphs skip the walk)
-    order = graphlib.topological_order(nodes, graphlib.node_dependencies(nodes))
+    order = graph_facts.topological_order(nodes, graph_facts.node_dependencies(nodes))
     kind = _classify(nodes, order, weights)
-    made_by = graphlib.producers(nodes)
+    made_by = graph_facts.producers(nodes)
     evaluator = shape_values.Evaluator(nodes, made_by, tensors, values)
     chains = []
     for node in nodes:
@@ -318,7 +318,7 @@ def _blocking_dims(
 
 
 def _slot_name(node: NodeFacts, position: int, opset: int) -> str:
-    schema = graphlib.op_schema(node.op_type, node.domain, opset)
+    schema = graph_facts.op_schema(node.op_type, node.domain, opset)
     if schema is not None and position < len(schema.inputs):
         return str(schema.inputs[position].name)
     return f"input {position}"
@@ -383,9 +383,9 @@ def model_view_chains(
     for value in model.graph.input:
         if value.name in model_types:
             value.type.CopyFrom(model_types[value.name])
-    inferred, _, error = graphlib.infer_shapes(model)
-    facts = graphlib.collect(inferred, [], error, as_inputs)
+    inferred, _, error = graph_facts.infer_shapes(model)
+    facts = graph_facts.collect(inferred, [], error, as_inputs)
     symbolic.refine_stage(inferred, facts, symbols)
-    order = graphlib.topological_order(facts.nodes, graphlib.node_dependencies(facts.nodes))
+    order = graph_facts.topological_order(facts.nodes, graph_facts.node_dependencies(facts.nodes))
     folded, constants = fold(facts, order, facts.initializers)
     return find_chains(inferred, facts, folded, constants, symbols)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import onnx
 from onnx import AttributeProto
 
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.facts import NodeFacts, TensorInfo
 from npu_gate.graph.fold import foldable
 
@@ -33,7 +33,7 @@ class ScopedNode:
 
 
 def collect_subgraph_nodes(
-    model: onnx.ModelProto, facts: graphlib.GraphFacts, constants: set[str]
+    model: onnx.ModelProto, facts: graph_facts.GraphFacts, constants: set[str]
 ) -> list[ScopedNode]:
     """Every node inside every subgraph of the (shape-inferred) model, depth first."""
     out: list[ScopedNode] = []
@@ -56,18 +56,18 @@ def _walk(
     out: list[ScopedNode],
 ) -> None:
     for attr in proto.attribute:
-        for k, sub in enumerate(graphlib.attr_graphs(attr)):
+        for k, sub in enumerate(graph_facts.attr_graphs(attr)):
             scope = f"{parent}/{attr.name}" + (
                 f"[{k}]" if attr.type == AttributeProto.GRAPHS else ""
             )
-            tensors = graphlib.scope_tensors(sub, outer)
+            tensors = graph_facts.scope_tensors(sub, outer)
             constants = set(outer_constants) | {i.name for i in sub.initializer}
-            nodes = graphlib.subgraph_nodes(sub, opsets)
+            nodes = graph_facts.subgraph_nodes(sub, opsets)
             folded: list[bool] = []
             for node, sub_proto in zip(nodes, sub.node, strict=True):
-                graphlib.fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
+                graph_facts.fill_implied_attributes(node, tensors, opsets.get("", opsets.get("ai.onnx", 0)))
                 if node.op_type == "Constant" and node.domain == "":
-                    value = graphlib.constant_value_info(sub_proto)
+                    value = graph_facts.constant_value_info(sub_proto)
                     if value is not None and node.outputs and node.outputs[0] not in tensors:
                         tensors[node.outputs[0]] = TensorInfo(node.outputs[0], value[0], value[1])
                 # with the tensors: Shape/Size of a static tensor folds here as in the shape chains

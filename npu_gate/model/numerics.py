@@ -50,7 +50,7 @@ class OutputComparison:
         return out
 
 
-class Measured(Protocol):
+class ToleranceCheck(Protocol):
     """Outputs compared against a tolerance: an OutputComparison, a rewrite's verify.Check."""
 
     max_abs_err: float | None
@@ -62,7 +62,7 @@ class Measured(Protocol):
     problem: str | None
 
 
-def measured_fields(c: Measured) -> dict[str, Any]:
+def measured_fields(c: ToleranceCheck) -> dict[str, Any]:
     """The JSON of what ``c`` measured: errors, tolerance, verdict, samples, then its problem if any."""
     out: dict[str, Any] = {"max_abs_err": c.max_abs_err, "max_rel_err": c.max_rel_err, "atol": c.atol,
                            "rtol": c.rtol, "passed": c.passed, "samples": c.samples}

@@ -14,8 +14,8 @@ from npu_gate.result.types import CPU, NPU, RankAdapter
 
 if TYPE_CHECKING:
     from npu_gate.graph.facts import GraphFacts, TensorInfo
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.types import GateResult
-    from npu_gate.target.profile import Profile
 
 
 def _npu_when(rule: dict[str, Any], shape: list[Any]) -> str | None:

@@ -25,17 +25,17 @@ from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.placement.place import Placement
+from npu_gate.profile.constraints import Failure, evaluate
+from npu_gate.profile.limits import node_failures
 from npu_gate.result.types import CPU, FOLDED, NPU
-from npu_gate.target.constraints import Failure, evaluate
-from npu_gate.target.limits import node_failures
 
 if TYPE_CHECKING:
     import numpy as np
     from onnx import ModelProto
 
     from npu_gate.graph.facts import GraphFacts, NodeFacts
+    from npu_gate.profile.spec import Profile
     from npu_gate.result.types import GateResult
-    from npu_gate.target.profile import Profile
 
 COMMUTATIVE = frozenset({"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Equal"})
 _MAX_CONST_ELEMENTS = 64  # only small constants are read for value tests

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from npu_gate.graph.facts import GraphFacts, NodeFacts, TensorInfo
 from npu_gate.placement.neighbours import Neighbours, context_holds
 from npu_gate.placement.qdq import DEQUANTIZE, adapter_unit, integer_tensors, node_units, standalone_entry
+from npu_gate.profile.constraints import Failure, ValueOf, evaluate, unchecked
+from npu_gate.profile.limits import node_failures
+from npu_gate.profile.spec import Profile
 from npu_gate.result.types import CPU, FOLDED, NPU
-from npu_gate.target.constraints import Failure, ValueOf, evaluate, unchecked
-from npu_gate.target.limits import node_failures
-from npu_gate.target.profile import Profile
 
 if TYPE_CHECKING:
     from npu_gate.graph.subgraphs import ScopedNode

@@ -1,6 +1,6 @@
 """Probes: put a real compiler in the loop and compare its placement with npu_gate's prediction.
 
-One compiler is one module here; ``npu_gate.target.compilers`` maps each ``--compiler``
+One compiler is one module here; ``npu_gate.profile.compilers`` maps each ``--compiler``
 name to its class.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import Compiler
-from npu_gate.target.compilers import COMPILERS, KNOWN
+from npu_gate.profile.compilers import COMPILERS, KNOWN
 
 
 def get_compiler(name: str) -> Compiler:

@@ -16,7 +16,7 @@ OPSET = 18  # the dynamo exporter's own default
 
 def factory_contract(spec: str, inputs: dict[str, list[int]], folder: Path, seed: int = 0) -> Contract:
     """A contract-like description of ``spec`` (float32 inputs in [0, 1]) for the child to build."""
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     return Contract(path=folder / "--factory", name=spec, onnx_path=None, onnx_ref=None,
                     torch=TorchModel(factory=spec, kwargs={}, exporter="dynamo", opset=OPSET),

@@ -55,7 +55,7 @@ class QnnCompiler(Compiler):
     # onnxruntime-qnn 2.7.0 has wheels for cp311, cp312 and cp313 (Requires-Python >=3.11)
     pythons = ((3, 11), (3, 12), (3, 13))
     # int8/int16: the float model is quantized to QDQ for the HTP before the build
-    # (stages/probe.py ``prepare``); fp16 and none: enable_htp_fp16_precision
+    # (stages/compiler.py ``prepare``); fp16 and none: enable_htp_fp16_precision
     quant_modes = ("int8", "int16", "fp16", "none")
 
     def setup_steps(self, *, torch: bool) -> list[list[str]]:
@@ -67,7 +67,7 @@ class QnnCompiler(Compiler):
         the precision, the nodes in the model's (topological) order, and the graph-edge
         QuantizeLinear / DequantizeLinear nodes that the EP keeps on CPU as I/O adapters."""
         facts = model_facts(model)
-        precision = "qdq" if facts["quantized"] else "fp16"  # a float model quantized first: stages/probe.py
+        precision = "qdq" if facts["quantized"] else "fp16"  # a float model quantized first: stages/compiler.py
         return {**super().request(model, target, inputs, options), "precision": precision,
                 "soc_model": int(options.get("soc_model") or DEFAULT_SOC_MODEL),
                 "order": facts["order"], "unnamed": facts["unnamed"], "readers": facts["readers"],

@@ -21,7 +21,7 @@ from npu_gate.contract.parts import InputSpec
 from npu_gate.errors import ContractError
 from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import dims, shape_chains, shape_values, symbolic
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.facts import GraphFacts, TensorInfo
 from npu_gate.graph.fold import fold
 from npu_gate.graph.fold_budget import FoldBudget, FoldSkip
@@ -38,6 +38,8 @@ from npu_gate.placement.eliminate import NUMERICS_THRESHOLD, NumericChange, elim
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.placement.refusals import Refusal, refusals
+from npu_gate.profile.constraints import Failure
+from npu_gate.profile.limits import opset_failure
 from npu_gate.result.types import (
     CPU,
     ELIMINATED,
@@ -57,15 +59,13 @@ from npu_gate.result.types import (
 )
 from npu_gate.rules import ERROR, INFO, WARNING
 from npu_gate.stages.context import Artifacts, Settings
-from npu_gate.target.constraints import Failure
-from npu_gate.target.limits import opset_failure
 
 if TYPE_CHECKING:  # a probe's nodes: `inspect` runs no probe
     from npu_gate.result.probe import ProbeNode
 
 
 @dataclass
-class Measured:
+class CompilerPlacement:
     """A real compiler's placement, when it decides (``target.probe.decide: measured`` and
     the compiler built the model): its nodes by name, and the evidence line naming it."""
 
@@ -104,7 +104,7 @@ def graph_inputs(model: ModelProto, as_inputs: frozenset[str]) -> list[TensorInf
     """The model's inputs: graph inputs that are not initializers, and the overridable
     initializers (IR >= 4) that are inputs (``as_inputs``, see ``initializer_inputs``)."""
     initializer_names = {i.name for i in model.graph.initializer}
-    return [graphlib.tensor_info_from_type(v.name, v.type) for v in model.graph.input
+    return [graph_facts.tensor_info_from_type(v.name, v.type) for v in model.graph.input
             if v.name not in initializer_names or v.name in as_inputs]
 
 
@@ -112,7 +112,7 @@ def check_contract_inputs(model: ModelProto, specs: Sequence[InputSpec], label: 
     """A contract input the model does not have, or whose shape the model's static dims
     contradict (another rank, another static size), is a contract error: one line each, with
     its JSON path and the model's inputs, before any analysis."""
-    model_inputs = graph_inputs(model, graphlib.initializer_inputs(model, {s.name: s for s in specs}))
+    model_inputs = graph_inputs(model, graph_facts.initializer_inputs(model, {s.name: s for s in specs}))
     by_name = {i.name: i for i in model_inputs}
     listed = ", ".join(f"{i.name} {_shape_text(i.shape) if i.shape is not None else '(no shape)'}"
                        f"{' ' + i.dtype if i.dtype else ''}" for i in model_inputs) or "none"
@@ -136,13 +136,13 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     """Graph facts, placement and partitions of ``model`` into ``result``; every finding but
     those comes from ``findings(analysis)``."""
     declared = {s.name: s for s in settings.inputs} if settings.inputs is not None else {}
-    as_inputs = graphlib.initializer_inputs(model, declared)  # IR >= 4: overridable ones too
+    as_inputs = graph_facts.initializer_inputs(model, declared)  # IR >= 4: overridable ones too
     model_inputs = graph_inputs(model, as_inputs)
     unread = len(external_tensors(model.graph))
     if unread:
         result.model["external_weights_unread"] = unread  # left on disk: dims suffice
 
-    checker_errors = graphlib.run_checker(model, external=bool(unread))
+    checker_errors = graph_facts.run_checker(model, external=bool(unread))
     # The contract fixes the dims the model leaves open; a static dim it contradicts stays the
     # model's (a contract error for the contract's own model, check_contract_inputs; an
     # input-mismatch finding for other graphs): the model could not run with the contract's.
@@ -155,13 +155,13 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
                    for v in model.graph.input
                    if v.name in fixable
                    and any(not isinstance(d, int) for d in _declared(model_inputs, v.name))}
-    graphlib.apply_input_shapes(model, fixable)
-    inferred, strict_error, shape_error = graphlib.infer_shapes(model)
-    facts = graphlib.collect(inferred, checker_errors, shape_error, as_inputs)
+    graph_facts.apply_input_shapes(model, fixable)
+    inferred, strict_error, shape_error = graph_facts.infer_shapes(model)
+    facts = graph_facts.collect(inferred, checker_errors, shape_error, as_inputs)
 
     symbols = input_symbols(model_inputs)
-    deps = graphlib.node_dependencies(facts.nodes)
-    order = graphlib.topological_order(facts.nodes, deps)
+    deps = graph_facts.node_dependencies(facts.nodes)
+    order = graph_facts.topological_order(facts.nodes, deps)
     budget = FoldBudget(deadline=settings.deadline.at if settings.deadline is not None else None)
     folded, constants = _fold_refining_shapes(inferred, facts, order, symbols, result.stages, budget)
     chains = shape_chains.find_chains(inferred, facts, folded, constants, symbols)
@@ -253,7 +253,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
     )
 
 
-def findings(analysis: Analysis, measured: Measured | None = None) -> list[Finding]:
+def findings(analysis: Analysis, measured: CompilerPlacement | None = None) -> list[Finding]:
     """The analysis' findings in report order: inputs, checker and shape inference, the
     opset limit, the compiler's refusals, rank adapters, placement, dynamic shapes, shape chains. ``measured``: the
     compiler's placement decides whether a placement finding is a CPU fallback (error) or a
@@ -261,11 +261,11 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     a = analysis
     out = _input_findings(a.model_inputs, a.inputs, a.dynamic_severity, a.chains)
     for message in a.checker_errors:  # a checker error naming one node is that node's finding
-        named = graphlib.checker_node(message, a.facts)
+        named = graph_facts.checker_node(message, a.facts)
         out.append(make_finding("onnx-checker", message, node=named.name if named else None,
                                 op_type=named.key if named else None))
     if a.strict_error:  # the full check's strict shape inference failed: the model is invalid
-        node = graphlib.node_named_in(a.strict_error)
+        node = graph_facts.node_named_in(a.strict_error)
         known = {n.name for n in a.facts.nodes}
         out.append(make_finding("onnx-checker", f"full check: {a.strict_error}", node=node if node in known else None))
     if a.shape_error:
@@ -291,7 +291,7 @@ def findings(analysis: Analysis, measured: Measured | None = None) -> list[Findi
     return out
 
 
-def _split_finding(node: graphlib.NodeFacts, placement: Placement, evidence: str) -> Finding:
+def _split_finding(node: graph_facts.NodeFacts, placement: Placement, evidence: str) -> Finding:
     """``npu-node-split``: a node on the NPU the profile's ``splits`` says the compiler runs as pieces;
     ``evidence``: the profile's label (the entry's own in ``evidence_detail``, its record in ``doc``)."""
     split = placement.split
@@ -329,7 +329,8 @@ def _opset_refused(a: Analysis) -> bool:
     return any(r.graph == "opset-above" for r in a.refusals)
 
 
-def analysed(model: ModelProto, settings: Settings, result: GateResult, keep: Artifacts | None = None) -> None:
+def analyse_with_findings(model: ModelProto, settings: Settings, result: GateResult,
+                          keep: Artifacts | None = None) -> None:
     """``analyse`` and its findings into ``result``, for a graph no compiler measures
     (``inspect``, a rewrite candidate, the exporter the contract does not gate)."""
     result.findings.extend(findings(analyse(model, settings, result, keep)))
@@ -436,7 +437,7 @@ def _shape_text(shape: list[Any] | None) -> str:
 
 
 def _node_entry(
-    node: graphlib.NodeFacts, placement: Placement, tensor_dicts: dict[str, TensorEntry], partition: int | None
+    node: graph_facts.NodeFacts, placement: Placement, tensor_dicts: dict[str, TensorEntry], partition: int | None
 ) -> NodeResult:
     get = tensor_dicts.get  # called for every node: no nested helper per call
     return NodeResult(
@@ -493,7 +494,7 @@ def _placement_findings(
     evidence: str,
     body_nodes: Sequence[tuple[str, str]] = (),
     body: Sequence[Placement] = (),
-    measured: Measured | None = None,
+    measured: CompilerPlacement | None = None,
 ) -> list[Finding]:
     """Findings of placements (CPU fallbacks, unchecked conditions on NPU nodes): top-level
     nodes, then subgraph nodes named by path."""
@@ -532,7 +533,7 @@ def _placement_findings(
     return out
 
 
-def _measured(measured: Measured | None, name: str) -> tuple[str | None, str]:
+def _measured(measured: CompilerPlacement | None, name: str) -> tuple[str | None, str]:
     """The severity (None: the rule's) and the note of a node's placement findings (the
     rules of ``PLACEMENT_RULES``) when a compiler's placement decides: info, and why, when
     the compiler ran the node on the NPU or removed it at compile time (it runs nowhere)."""

@@ -11,9 +11,9 @@ from onnx import ModelProto
 
 from npu_gate.contract.parts import Gates, InputSpec, Waiver
 from npu_gate.graph.facts import GraphFacts
+from npu_gate.profile.spec import Profile
 from npu_gate.result.types import FAIL, GateResult, ModelInfo
 from npu_gate.stages.timeout import Deadline
-from npu_gate.target.profile import Profile
 from npu_gate.versions import tool_versions
 
 

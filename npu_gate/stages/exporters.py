@@ -12,7 +12,7 @@ from npu_gate.graph.model_file import load_onnx
 from npu_gate.model.worker import UserCode, WorkerFailed
 from npu_gate.result.types import GateResult
 from npu_gate.stages import verdict
-from npu_gate.stages.analyse import analysed
+from npu_gate.stages.analyse import analyse_with_findings
 from npu_gate.stages.context import Settings, new_result
 from npu_gate.stages.export import seconds
 
@@ -39,7 +39,7 @@ def compare(contract: Contract, user: UserCode, settings: Settings, work: Path, 
     alt = new_result(contract.name, contract.profile,
                      {"source": "torch", "factory": spec.factory, "exporter": other,
                       "opset_requested": spec.opset, "sha256": sha256})
-    analysed(model, settings, alt)
+    analyse_with_findings(model, settings, alt)
     verdict.decide(alt, settings)
     diff = diff_results(gated.to_dict(), alt.to_dict(), (f"{spec.exporter} (gated)", f"{other} (compared)"))
     return {"exporter": other, "status": "ok", "verdict": alt.verdict, "diff": diff}

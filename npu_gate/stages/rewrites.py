@@ -32,7 +32,7 @@ from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, copy_mode
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
 from npu_gate.rules import PLACEMENT_RULES
-from npu_gate.stages.analyse import analysed
+from npu_gate.stages.analyse import analyse_with_findings
 from npu_gate.stages.context import Settings, new_result
 
 MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
@@ -54,7 +54,7 @@ def summary(result: GateResult) -> dict[str, Any]:
 def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
     """Placement and partitions of ``model`` under the settings' profile, as the gate does it."""
     scratch = new_result("rewrite-candidate", settings.profile, {"source": "onnx", "sha256": None})
-    analysed(copy_model(model), settings, scratch)
+    analyse_with_findings(copy_model(model), settings, scratch)
     return scratch
 
 

@@ -19,9 +19,9 @@ from npu_gate.calibrate.diff import diff_profiles
 from npu_gate.calibrate.infer import compiler_fused, derive
 from npu_gate.calibrate.sweeps import ADAPTER, ELIMINATE, LOWER, OP, PATTERN, SPLIT, X, between, single
 from npu_gate.probe.fake import FakeCompiler
+from npu_gate.profile.spec import load_profile
 from npu_gate.resources import builtin_profile_names, load_schema, profile_dir
 from npu_gate.result.probe import ACTUALS, STATUSES
-from npu_gate.target.profile import load_profile
 from npu_gate.validation import schema_problems
 from tests.helpers.common import REPO
 

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from npu_gate.gc_pause import gc_paused
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.render import json_
 from tests.helpers import model_zoo
 from tests.helpers.common import REPO as ROOT
@@ -71,22 +71,22 @@ def test_dumps_layout() -> None:
 
 def test_tensor_info_from_type_cache_gives_own_shapes() -> None:
     value = helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, "N", None, 4])
-    first = graphlib.tensor_info_from_type("a", value.type)
-    second = graphlib.tensor_info_from_type("b", value.type)  # same type: cached view
+    first = graph_facts.tensor_info_from_type("a", value.type)
+    second = graph_facts.tensor_info_from_type("b", value.type)  # same type: cached view
     assert (first.name, first.dtype, first.shape) == ("a", "float32", [1, "N", None, 4])
     assert second.shape == first.shape and second.shape is not first.shape
     first.shape[0] = 7  # symbolic refinement may edit a shape: the other tensor keeps its own
     assert second.shape == [1, "N", None, 4]
-    assert graphlib.tensor_info_from_type("a", value.type).shape == [1, "N", None, 4]
+    assert graph_facts.tensor_info_from_type("a", value.type).shape == [1, "N", None, 4]
 
 
 def test_tensor_info_from_type_without_shape_or_tensor() -> None:
     no_shape = onnx.TypeProto()
     no_shape.tensor_type.elem_type = TensorProto.INT64
-    info = graphlib.tensor_info_from_type("s", no_shape)
+    info = graph_facts.tensor_info_from_type("s", no_shape)
     assert (info.dtype, info.shape) == ("int64", None)
     seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2]))
-    info = graphlib.tensor_info_from_type("q", seq)
+    info = graph_facts.tensor_info_from_type("q", seq)
     assert (info.dtype, info.shape) == (None, None)
 
 
@@ -136,7 +136,7 @@ def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, mo
     tensors it tests, once per test."""
     from npu_gate.graph import shape_values
     from npu_gate.pipeline import inspect_model
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
     from tests.helpers.profile_builders import BUILDERS
 
     asked: list[str] = []
@@ -171,7 +171,7 @@ def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, mo
 # stages of a contract run and what only they use, the contract reader, the reports of `check`
 # and Markdown's table writer. Each was imported by the modules `inspect` runs until then.
 NOT_IMPORTED_BY_INSPECT = (
-    "npu_gate.stages.rewrites", "npu_gate.rewrites", "npu_gate.rewrites.verify", "npu_gate.stages.probe",
+    "npu_gate.stages.rewrites", "npu_gate.rewrites", "npu_gate.rewrites.verify", "npu_gate.stages.compiler",
     "npu_gate.probe", "npu_gate.probe.runner", "npu_gate.quantize", "npu_gate.stages.export",
     "npu_gate.stages.exporters", "npu_gate.stages.numerics", "npu_gate.model.worker", "npu_gate.model.numerics",
     "npu_gate.model.samples", "npu_gate.contract.spec", "npu_gate.contract.device_timings",

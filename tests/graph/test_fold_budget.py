@@ -18,7 +18,7 @@ from onnx import helper as h
 from npu_gate.graph.edit import folded_model
 from npu_gate.graph.fold_budget import FoldBudget
 from npu_gate.pipeline import inspect_model
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.spec import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -421,7 +421,7 @@ def test_known_graph_never_imports_onnxruntime(save_model) -> None:
     path = save_model(model_zoo.dynamic_reshape_chain())
     code = (
         "import sys; from pathlib import Path; from npu_gate.pipeline import inspect_model; "
-        "from npu_gate.target.profile import load_profile; "
+        "from npu_gate.profile.spec import load_profile; "
         f"r = inspect_model(Path({str(path)!r}), load_profile('demo')); "
         "print(r.summary['shape_chains'], 'symbolic_shapes' in r.stages, "
         "'onnxruntime' in sys.modules, 'torch' in sys.modules)"
@@ -527,7 +527,7 @@ def test_partially_static_chain_says_so(run_cli, save_model, tmp_path) -> None:
 
 
 def test_shape_values_evaluator() -> None:
-    from npu_gate.graph import facts as graphlib
+    from npu_gate.graph import facts as graph_facts
     from npu_gate.graph import shape_values
 
     nodes = [
@@ -550,11 +550,11 @@ def test_shape_values_evaluator() -> None:
             numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
         ],
     )
-    inferred, _, _ = graphlib.infer_shapes(model)
-    facts = graphlib.collect(inferred, [], None)
+    inferred, _, _ = graph_facts.infer_shapes(model)
+    facts = graph_facts.collect(inferred, [], None)
     ev = shape_values.Evaluator(
         facts.nodes,
-        graphlib.producers(facts.nodes),
+        graph_facts.producers(facts.nodes),
         facts.tensors,
         shape_values.initializer_values(inferred.graph),
     )
@@ -593,7 +593,7 @@ def test_value_constraints_read_what_folding_computes(tmp_path: Path) -> None:
     # The pads chain folds, but shape arithmetic does not read 2-D tensors: the value test once
     # said "value not known" and put every torchscript F.pad on the CPU under rknn-rk3588.
     from npu_gate.pipeline import inspect_model
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     profile = load_profile("rknn-rk3588")
     placements = {}
@@ -783,7 +783,7 @@ def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
     """Weight arithmetic that folds (here W * 2, 4096 elements) is not evaluated to re-infer shapes."""
     from npu_gate.graph import shape_values
     from npu_gate.pipeline import Artifacts, inspect_model
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     model = reshape_through_mod()
     graph = model.graph

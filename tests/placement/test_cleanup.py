@@ -12,8 +12,8 @@ import pytest
 from npu_gate.errors import ProfileError
 from npu_gate.pipeline import inspect_model
 from npu_gate.placement.partitions import partition_devices
+from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
-from npu_gate.target.profile import load_profile
 from tests.helpers.cleanup_models import MODELS
 from tests.helpers.common import validate_result
 

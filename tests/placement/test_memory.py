@@ -14,10 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 from npu_gate.contract.spec import Gates
 from npu_gate.errors import ProfileError
 from npu_gate.pipeline import inspect_model
+from npu_gate.profile.spec import load_profile
 from npu_gate.result.types import GateResult
 from npu_gate.stages import verdict
 from npu_gate.stages.context import Settings
-from npu_gate.target.profile import load_profile
 from tests.helpers.common import validate_result
 
 OPS = ["Relu", "Neg", "Abs", "Add", "Mul", "If", "Reshape", "Conv"]

@@ -17,8 +17,8 @@ from npu_gate.errors import ProfileError
 from npu_gate.pipeline import inspect_model
 from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe.rknn import RknnCompiler
+from npu_gate.profile.spec import load_profile
 from npu_gate.result.types import SCHEMA_VERSION
-from npu_gate.target.profile import load_profile
 from tests.helpers import probe_models
 from tests.helpers.common import REPO, export_net, validate_result
 

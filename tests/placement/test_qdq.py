@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npu_gate.graph import facts as graphlib
+from npu_gate.graph import facts as graph_facts
 from npu_gate.placement.qdq import node_units
 
 
@@ -18,9 +18,9 @@ def _facts(nodes, outputs):
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, 4]) for o in outputs],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    inferred, _, error = graphlib.infer_shapes(model)
+    inferred, _, error = graph_facts.infer_shapes(model)
     assert error is None
-    return graphlib.collect(inferred, [], None, frozenset())
+    return graph_facts.collect(inferred, [], None, frozenset())
 
 
 def test_units_adapters_and_a_shared_dq():
@@ -68,8 +68,8 @@ def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype
                               [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 4])], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)],
                               ir_version=8)
-    inferred, _, _ = graphlib.infer_shapes(model)
-    facts = graphlib.collect(inferred, [], None, frozenset())
+    inferred, _, _ = graph_facts.infer_shapes(model)
+    facts = graph_facts.collect(inferred, [], None, frozenset())
     units = node_units(facts)
     assert units is not None
     names = [n.name for n in facts.nodes]
@@ -82,7 +82,7 @@ def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype
 
 def _shared_bias_result(fixture: str, profile: str):
     from npu_gate.pipeline import inspect_model
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
     from tests.helpers.common import REPO
 
     folder = REPO / "tests" / "fixtures" / "qnn" / fixture
@@ -100,9 +100,9 @@ def test_a_conv_with_a_uint8_bias_has_no_unit_and_its_dqs_are_nodes_of_their_own
     from tests.helpers.common import REPO
 
     model = onnx.load(str(REPO / "tests" / "fixtures" / "qnn" / "qdq_shared_bias" / "model.onnx"))
-    inferred, _, error = graphlib.infer_shapes(model)
+    inferred, _, error = graph_facts.infer_shapes(model)
     assert error is None
-    facts = graphlib.collect(inferred, [], None, frozenset())
+    facts = graph_facts.collect(inferred, [], None, frozenset())
     units = node_units(facts)
     assert units is not None
     names = [n.name for n in facts.nodes]

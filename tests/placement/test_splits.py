@@ -16,8 +16,8 @@ from onnx import TensorProto, helper, numpy_helper
 from npu_gate.pipeline import inspect_model
 from npu_gate.placement.partitions import boundaries, build_partitions
 from npu_gate.placement.place import Placement
+from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
-from npu_gate.target.profile import load_profile
 from tests.helpers.common import validate_result
 
 PIECES = [{"op": "Conv", "device": "npu"}, {"op": "Transpose", "device": "cpu"}, {"op": "Reshape", "device": "npu"}]

@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 
 from npu_gate.pipeline import inspect_model
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.spec import load_profile
 from tests.helpers import model_zoo
 from tests.helpers.common import validate_result
 

@@ -18,9 +18,9 @@ from npu_gate.probe import get_compiler
 from npu_gate.probe.base import ChildRun, clean_log
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.probe.rknn import RknnCompiler, final_graph, parse_log
+from npu_gate.profile.spec import load_profile
 from npu_gate.render.probe import markdown, text
 from npu_gate.resources import load_schema
-from npu_gate.target.profile import load_profile
 from tests.helpers import model_zoo, probe_models
 from tests.helpers.common import REPO
 

@@ -21,12 +21,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
+from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
 from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.rules import INFO, PLACEMENT_RULES, RULES
 from npu_gate.stages import analyse as analyse_stage
 from npu_gate.stages.context import Settings, new_result
-from npu_gate.target.profile import load_profile
 from tests.helpers.common import validate_result
 
 TODAY = dt.date(2026, 12, 2)
@@ -214,7 +214,7 @@ def test_a_measurement_downgrades_every_placement_rule(analysis) -> None:
     nodes = {name: ProbeNode(name, op, CPU, NPU, runs_on=NPU)
              for name, op in (("relu0", "Relu"), ("add0", "Add"), ("mul0", "Mul"), ("abs0", "Abs"),
                               ("dqw", "DequantizeLinear"))}
-    findings = analyse_stage.findings(analysed, analyse_stage.Measured(nodes, EVIDENCE))
+    findings = analyse_stage.findings(analysed, analyse_stage.CompilerPlacement(nodes, EVIDENCE))
     placed = [f for f in findings if f.rule in PLACEMENT_RULES]
     assert {f.rule for f in placed} == PLACEMENT_RULES
     assert all(f.severity == INFO and f.message.endswith(f"(measured on the NPU: {EVIDENCE})") for f in placed)

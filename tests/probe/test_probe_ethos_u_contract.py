@@ -17,7 +17,7 @@ import pytest
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.errors import GateError
-from npu_gate.stages.probe import factory_options
+from npu_gate.stages.compiler import factory_options
 from tests.helpers.common import REPO, probe_venv, validate_result
 from tests.helpers.gate_models import seed_onnx
 

@@ -14,9 +14,9 @@ from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe import get_compiler
 from npu_gate.probe.base import clean_log
 from npu_gate.probe.qnn import QnnCompiler, assignment_rows, execution_order, model_facts, ort_fusions, parse_log
+from npu_gate.profile.spec import load_profile
 from npu_gate.resources import load_schema
 from npu_gate.result.probe import OpRow, Rewrite
-from npu_gate.target.profile import load_profile
 from tests.helpers import qnn_models
 from tests.helpers.common import REPO
 
@@ -229,7 +229,7 @@ def test_cli_preparation_quantizes_with_the_requests_rows(tmp_path: Path) -> Non
     import numpy as np
 
     from npu_gate.probe.base import QuantRequest
-    from npu_gate.stages.probe import cli_preparation
+    from npu_gate.stages.compiler import cli_preparation
 
     model = tmp_path / "m.onnx"
     onnx.save(qnn_models.MODELS["erf_between"](), str(model))

@@ -17,9 +17,9 @@ from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe.base import QUANT_MODES, QuantRequest
 from npu_gate.probe.fake import FakeCompiler
 from npu_gate.probe.rknn import RknnCompiler, accuracy, parse_accuracy
+from npu_gate.profile.spec import load_profile
 from npu_gate.render.probe import layer_rows, markdown, quantization_text, text
 from npu_gate.resources import load_schema
-from npu_gate.target.profile import load_profile
 from tests.helpers import probe_models
 from tests.helpers.common import REPO
 

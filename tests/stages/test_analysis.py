@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract, inspect_model
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.spec import load_profile
 from tests.helpers import model_zoo
 from tests.helpers.common import validate_result
 from tests.helpers.gate_models import seed_onnx

@@ -215,7 +215,7 @@ def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contra
     result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
     assert _summary(result) == []
     assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 0
-    from npu_gate.target.profile import load_profile
+    from npu_gate.profile.spec import load_profile
 
     [constraint] = load_profile("rknn-rk3588").ops["Add"]["constraints"]
     assert constraint["dtype"] == ["float32", "float16", "int8", "int32", "uint8"]

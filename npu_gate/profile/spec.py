@@ -268,7 +268,7 @@ def semantic_problems(
 ) -> list[str]:
     """What the schema cannot say: unique constraint ids, a test in every constraint,
     removals only of ops the base has, and op types / attribute names ONNX knows."""
-    from npu_gate.target.constraints import TESTS as tests
+    from npu_gate.profile.constraints import TESTS as tests
     problems = []
     for key, spec in doc["ops"].items():
         if spec is None:
@@ -310,7 +310,7 @@ def semantic_problems(
                         "state the figure its evidence gives, or remove memory")
     if not check_onnx:
         return problems
-    from npu_gate.target.vocabulary import onnx_problems
+    from npu_gate.profile.vocabulary import onnx_problems
 
     errors, _ = onnx_problems(doc, label)
     return problems + errors

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from npu_gate.graph.facts import NodeFacts, TensorInfo
-from npu_gate.target.constraints import evaluate, unchecked
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.constraints import evaluate, unchecked
+from npu_gate.profile.spec import load_profile
 from tests.helpers.common import REPO, CliRun
 
 Run = Callable[..., CliRun]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.spec import load_profile
 from tests.helpers.common import REPO
 
 DOC = "https://review.mlplatform.org/plugins/gitiles/ml/ethos-u/ethos-u-vela/+/refs/tags/5.2.0/SUPPORTED_OPS.md"

@@ -17,7 +17,7 @@ import pytest
 from npu_gate.contract.spec import load_contract
 from npu_gate.graph.facts import dtype_name
 from npu_gate.pipeline import check_contract, inspect_model
-from npu_gate.target.profile import load_profile
+from npu_gate.profile.spec import load_profile
 from tests.helpers.common import REPO
 from tests.helpers.profile_builders import BUILDERS
 
@@ -109,7 +109,7 @@ def test_profile_case(tmp_path: Path, case: dict[str, Any]) -> None:
 
 def test_case_files_cover_every_test_kind() -> None:
     """Every test key of the constraint vocabulary appears in some case file."""
-    from npu_gate.target.constraints import TESTS
+    from npu_gate.profile.constraints import TESTS
 
     text = " ".join(p.read_text(encoding="utf-8") for p in CASES_DIR.glob("*.json"))
     missing = [t for t in TESTS if f'"{t}"' not in text]

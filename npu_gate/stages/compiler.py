@@ -1,6 +1,6 @@
 """The probe stage (``target.probe``): build the model with the real compiler and compare its
 placement with the gate's own, node by node. With ``decide: measured`` and a build, the
-compiler's placement decides: the analysis stage's findings and the gates read ``Measured``."""
+compiler's placement decides: the analysis stage's findings and the gates read ``CompilerPlacement``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from npu_gate.contract.spec import Contract, Quantization
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
-from npu_gate.stages.analyse import Measured
+from npu_gate.stages.analyse import CompilerPlacement
 from npu_gate.stages.context import Artifacts, Settings, new_result
 from npu_gate.stages.timeout import Deadline
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @dataclass
 class ProbeOutcome:
     probe: ProbeResult
-    measured: Measured | None  # the compiler's placement, when it decides
+    measured: CompilerPlacement | None  # the compiler's placement, when it decides
     calibration: str | None = None  # which samples calibrated a compiler that quantizes the module itself
 
 
@@ -87,7 +87,7 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
     measured.preparation = preparation
     timings["probe_s"] = measured.timings["total_s"]
     decides = spec.decide == "measured" and measured.built
-    return ProbeOutcome(measured, Measured({n.name: n for n in measured.nodes}, measured.evidence) if decides
+    return ProbeOutcome(measured, CompilerPlacement({n.name: n for n in measured.nodes}, measured.evidence) if decides
                         else None, calibration)
 
 

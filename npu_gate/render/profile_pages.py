@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from npu_gate.target.constraints import is_ref
-from npu_gate.target.limits import LIMIT_IDS
-from npu_gate.target.profile import Profile
+from npu_gate.profile.constraints import is_ref
+from npu_gate.profile.limits import LIMIT_IDS
+from npu_gate.profile.spec import Profile
 
 LIMIT_WORDS = {
     "opset": "model opset (default domain)",
@@ -414,8 +414,8 @@ def render_patterns(profile: Profile, base: FileRefs | None = None) -> list[str]
 def find_constraints(ref: str) -> list[tuple[Profile, str, dict[str, Any]]]:
     """(profile, op key, constraint) for ``ID`` (searched in every built-in profile) or
     ``PROFILE:ID`` (a built-in name or a profile path, relative to the working directory)."""
+    from npu_gate.profile.spec import load_profile
     from npu_gate.resources import builtin_profile_names
-    from npu_gate.target.profile import load_profile
 
     if ":" in ref:
         name, cid = ref.rsplit(":", 1)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from npu_gate.target.vocabulary import onnx_problems, split_key
+from npu_gate.profile.vocabulary import onnx_problems, split_key
 
 if TYPE_CHECKING:
-    from npu_gate.target.profile import Profile
+    from npu_gate.profile.spec import Profile
 
 
 class FileCheck(NamedTuple):
@@ -27,7 +27,7 @@ def check_file(path: Path) -> FileCheck:
     wherever it can be read; the semantics and the base wait for a valid file (``deferred``).
     Raises ProfileError only when the file cannot be read."""
     from npu_gate.errors import ProfileError
-    from npu_gate.target.profile import is_calibration_record, load_profile, record_not_profile, semantic_problems
+    from npu_gate.profile.spec import is_calibration_record, load_profile, record_not_profile, semantic_problems
     from npu_gate.validation import read_document, schema_problems
 
     label = str(path)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from npu_gate.graph.facts import NodeFacts
-from npu_gate.target.constraints import evaluate, matches
-from npu_gate.target.pages import describe_test
+from npu_gate.profile.constraints import evaluate, matches
+from npu_gate.render.profile_pages import describe_test
 from tests.helpers.common import CliRun
 
 Run = Callable[..., CliRun]

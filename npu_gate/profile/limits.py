@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from npu_gate.graph.facts import NodeFacts, TensorInfo
-from npu_gate.target.constraints import UNKNOWN, Failure
+from npu_gate.profile.constraints import UNKNOWN, Failure
 
 # limit key -> constraint id used in findings (rule profile-limit)
 LIMIT_IDS = {

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from npu_gate.errors import ProfileError
+from npu_gate.profile.spec import load_profile
 from npu_gate.resources import builtin_profile_names
-from npu_gate.target.profile import load_profile
 from tests.helpers.common import REPO, CliRun
 
 Run = Callable[..., CliRun]
@@ -540,7 +540,7 @@ def test_value_tests_in_words(run_cli: Run) -> None:
                                     "(when absent: [1], the op's default).",
         "pad-not-c-and-h": "input 1: constant value, the axes it pads (begin or end ≠ 0): not in {[1, 2]}.",
     }
-    from npu_gate.target.pages import describe
+    from npu_gate.render.profile_pages import describe
 
     assert describe({"id": "x", "output": 0, "value": {"min": 0, "max": 3, "all_equal": True}}) == (
         "output 0: constant value: ≥ 0 and ≤ 3 and all elements equal")
