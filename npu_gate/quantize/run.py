@@ -135,6 +135,7 @@ def _session(path: Path) -> Any:
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
