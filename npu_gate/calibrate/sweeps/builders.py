@@ -144,4 +144,5 @@ def between(pid: str, op: str, shape: list[int], inits: dict[str, Any] | None = 
 
 
 def dims(shape: list[int]) -> str:
+    """A shape as point ids write it: [1, 16, 32, 32] -> "1x16x32x32"."""
     return "x".join(map(str, shape))

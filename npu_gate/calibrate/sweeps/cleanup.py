@@ -38,6 +38,7 @@ def _bn(epsilon: float = 1e-5) -> onnx.NodeProto:
 
 
 def eliminates(op: str, when: str) -> dict[str, Any]:
+    """A candidate ``eliminates`` entry: ``op`` is removed under the condition ``when``."""
     return {"op": op, "when": when}
 
 

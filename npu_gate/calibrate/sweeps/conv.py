@@ -7,6 +7,7 @@ from npu_gate.calibrate.sweeps.builders import Family, Point, f32, single
 
 def conv_point(pid: str, cin: int = 16, cout: int = 16, k: int = 3, stride: int = 1, dilation: int = 1,
           group: int = 1) -> Point:
+    """A k x k Conv from x [1, cin, 32, 32] to cout channels, padded by dilation * (k - 1) // 2 on every side."""
     pad = dilation * (k - 1) // 2
     return single(pid, "Conv", {"x": ("float32", [1, cin, 32, 32])},
                   {"w": f32(cout, cin // group, k, k), "b": f32(cout)}, ["w", "b"], kernel_shape=[k, k],

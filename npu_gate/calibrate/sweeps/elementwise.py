@@ -56,6 +56,8 @@ def unary_families() -> list[Family]:
 
 
 def binary_point(op: str, kind: str, dtype: str = "float32") -> Point:
+    """``op`` of x and a second operand: a graph input of x's shape (``tensor``), or a constant 2.0 per
+    channel (``channel``) or as a scalar (``scalar``), all of ``dtype``."""
     shapes = {"tensor": X, "channel": [1, 16, 1, 1], "scalar": []}
     pid = f"{op.lower()}-{kind}" + (f"-{dtype}" if dtype != "float32" else "")
     if kind == "tensor":

@@ -8,6 +8,7 @@ from npu_gate.calibrate.sweeps.builders import Family, Point, single
 
 
 def pool_point(op: str, k: int, pad: int, include: int | None = None, stride: int = 1) -> Point:
+    """A k x k pool ``op`` on x, ``pad`` on every side; ``include``: its count_include_pad, when given."""
     attrs: dict[str, Any] = {"kernel_shape": [k, k], "pads": [pad] * 4, "strides": [stride, stride]}
     if include is not None:
         attrs["count_include_pad"] = include
