@@ -261,7 +261,7 @@ OCR_DET, OCR_REC, OCR_CLS = [1, 3, 320, 320], [1, 3, 48, 320], [1, 3, 48, 192]
 SILERO = {"input": [1, 512], "state": [2, 1, 128], "sr": []}
 
 PUBLIC: tuple[Package, ...] = (
-    # the 16 models of the first measurement (docs/rknn.md)
+    # the 16 models of the first measurement (docs/records/rknn.md)
     Package("rapidocr-onnxruntime", "1.4.4", "Apache-2.0", {
         "ch_PP-OCRv4_det_infer.onnx": {"x": OCR_DET},
         "ch_PP-OCRv4_rec_infer.onnx": {"x": OCR_REC},

@@ -2,7 +2,7 @@
 
 Two steps, kept apart so the second can be replayed without the compiler:
 
-1. ``measure``: every point of the sweep (sweeps.py) is built and probed with the compiler
+1. ``measure``: every point of the sweep (the sweeps/ package) is built and probed with the compiler
    plug-in (npu_gate/probe/), in one long-lived child process when the plug-in's driver has
    a batch mode (probe/batch.py; a crash or a timeout costs that point and a restart), one
    child process per point otherwise. The result is the calibration record

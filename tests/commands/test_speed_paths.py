@@ -167,7 +167,7 @@ def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, mo
     assert (asked, built) == (["steps"], [1])
 
 
-# What `inspect` of an ONNX file never runs, so never imports (docs/speed.md, session 8): the
+# What `inspect` of an ONNX file never runs, so never imports (docs/records/speed.md, session 8): the
 # stages of a contract run and what only they use, the contract reader, the reports of `check`
 # and Markdown's table writer. Each was imported by the modules `inspect` runs until then.
 NOT_IMPORTED_BY_INSPECT = (

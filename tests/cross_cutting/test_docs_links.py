@@ -10,7 +10,9 @@ from tests.helpers.common import REPO
 from tests.helpers.markdown_links import SCHEME, broken_links, links, slug
 
 # The generated pages under docs/profiles/ too: a profile's relative `doc` references are rewritten to resolve there.
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "profiles").glob("*.md"))]
+# And the measurement records under docs/records/.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "docs" / "profiles").glob("*.md")),
+         *sorted((REPO / "docs" / "records").glob("*.md"))]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))

@@ -1,6 +1,6 @@
 """Small hand-built models for the compiler's clean-up (profile ``eliminates``/``lowers``) and
-its refusals (``refuses``): the probe cases docs/rknn.md#compiler-clean-up names, each checked
-against RKNN-Toolkit2 2.5.0 (tests/probe/test_probe_rknn.py re-measures them)."""
+its refusals (``refuses``): the probe cases docs/rknn.md names (its section on the compiler's clean-up),
+each checked against RKNN-Toolkit2 2.5.0 (tests/probe/test_probe_rknn.py re-measures them)."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ def torch_venv() -> Path:
 
 
 def test_basic_pitchs_refusal_depends_on_the_order_of_the_nodes(run_cli, save_model, tmp_path, torch_venv) -> None:
-    """basic-pitch's refusal (docs/rknn.md): the same 23-node graph fails the default build inside the
+    """basic-pitch's refusal (docs/records/rknn.md): the same 23-node graph fails the default build inside the
     toolkit's remove_concat_slice with the nodes in tf2onnx's order and builds with each stack right after
     its own paths (tests/placement/test_cleanup.py: `remove-concat-slice-node-order` predicts the first)."""
     from tests.helpers.cleanup_models import MODELS
