@@ -65,6 +65,7 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
     except OSError as exc:
         raise ContractError(f"{label}: cannot read: {exc.strerror}") from None
     source = None
+    rows: list[tuple[str, Any]]  # CSV rows are dicts of strings; JSON rows can be anything
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None or not {"scope", "key", "ms"} <= set(reader.fieldnames):

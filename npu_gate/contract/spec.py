@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.code_refs import refused, refused_problem
-from npu_gate.contract.parts import Gates, InputSpec, Waiver  # re-exported: the contract's parts stages read
+from npu_gate.contract.parts import Gates as Gates  # re-exported (`x as x`): parts of a Contract callers name
+from npu_gate.contract.parts import InputSpec as InputSpec
+from npu_gate.contract.parts import Waiver
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
 from npu_gate.profile.compilers import COMPILERS, KNOWN

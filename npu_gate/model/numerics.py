@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -40,7 +40,8 @@ class OutputComparison:
     scale_rel_err: float | None = None  # max abs error / max |reference| (set when "below-atol")
 
     def to_dict(self) -> NumericsEntry:
-        out = NumericsEntry(output=self.output, **measured_fields(self))  # type: ignore[typeddict-item]
+        # measured_fields holds the NumericsEntry keys a ToleranceCheck has (typed loosely: verify.Check shares it)
+        out = cast(NumericsEntry, {"output": self.output, **measured_fields(self)})
         if self.reference_range is not None:
             out["reference_range"] = list(self.reference_range)
         if self.uninformative is not None:
