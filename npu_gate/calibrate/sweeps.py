@@ -3,7 +3,7 @@
 A sweep is data. A ``Family`` is a set of points (models) built to sit on both sides of a
 boundary chosen on purpose (a dim around 8192, channel counts around multiples of 8, pads x
 count_include_pad, Resize modes x coordinate modes x scales...). Its ``constraints`` are the
-hypothesis, written in the profile-constraint vocabulary (npu_gate/constraints.py); infer.py
+hypothesis, written in the profile-constraint vocabulary (npu_gate/profile/constraints.py); infer.py
 keeps them only when they predict every point. Kinds:
 
 - ``op``: where the compiler ran node ``Point.node`` (default: the node named after the op);

@@ -155,7 +155,7 @@ class Contract:
     sha256: str = ""
     rewrites: list[RewriteRequest] = field(default_factory=list)
     metric: Metric | None = None
-    device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
+    device_timings: Path | None = None  # measured on the board; see npu_gate/contract/device_timings.py
     replacement: Replacement | None = None
     probe: ProbeSpec | None = None
     # The rows of numerics.samples_file, read and checked by the full load (None: no
