@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -223,7 +223,7 @@ def _flatten(value: Any) -> list[Any]:
 
 
 def compare_output(
-    name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float,
+    name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float,
     reference: str = "PyTorch",
 ) -> OutputComparison:
     """Compare ``got`` with the reference ``ref`` on each sample: an element passes when
