@@ -89,7 +89,8 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
         scope, key = row.get("scope"), row.get("key")
         try:
             # JSON true is no figure, and infinity or NaN ("inf" in a CSV cell) no measurement.
-            ms = -1.0 if isinstance(row.get("ms"), bool) else float(row.get("ms"))  # type: ignore[arg-type]
+            value = row.get("ms")
+            ms = -1.0 if value is None or isinstance(value, bool) else float(value)
         except (TypeError, ValueError):
             ms = -1.0
         if not math.isfinite(ms):
