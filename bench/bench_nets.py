@@ -39,7 +39,8 @@ class MobileBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.dw(self.expand(x))
-        return x * self.se(x)
+        y: torch.Tensor = x * self.se(x)
+        return y
 
 
 class SiluUNet(nn.Module):
@@ -54,7 +55,8 @@ class SiluUNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.down(x)
-        return self.out(torch.cat([d, self.mid(d)], dim=1))
+        y: torch.Tensor = self.out(torch.cat([d, self.mid(d)], dim=1))
+        return y
 
 
 class TinyTransformer(nn.Module):
@@ -71,7 +73,8 @@ class TinyTransformer(nn.Module):
         q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
         attn = torch.softmax(q @ k.transpose(1, 2) / q.shape[-1] ** 0.5, dim=-1)
         x = x + self.proj(attn @ v)
-        return x + self.mlp(self.norm2(x))
+        y: torch.Tensor = x + self.mlp(self.norm2(x))
+        return y
 
 
 class Classifier(nn.Module):
@@ -82,7 +85,8 @@ class Classifier(nn.Module):
         self.head = nn.Linear(32, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+        y: torch.Tensor = self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+        return y
 
 
 NETS: dict[str, tuple[type[nn.Module], tuple[int, ...]]] = {

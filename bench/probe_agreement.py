@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import importlib.util
 import json
 import signal
@@ -125,9 +126,7 @@ def import_torchvision() -> ModuleType:
         for op in ("nms", "qnms"):
             lib.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
         _KEEP.append(lib)
-    import torchvision
-
-    return torchvision
+    return importlib.import_module("torchvision")
 
 
 _KEEP: list[Any] = []  # a torch.library.Library undefines its ops when it is garbage-collected
@@ -155,7 +154,7 @@ def tiny_vit(models: ModuleType) -> nn.Module:
     ("All outputs ['y'] of model are constants"): the head gets random weights instead."""
     vit: nn.Module = models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
                                               mlp_dim=64, num_classes=10)
-    nn.init.normal_(vit.heads.head.weight, std=0.02)
+    nn.init.normal_(vit.get_parameter("heads.head.weight"), std=0.02)
     return vit
 
 
@@ -313,8 +312,9 @@ def stub_message() -> str:
     install its import hook in this process, and every later ``import torch.x`` (torchvision's, timm's)
     would get an inert stub module."""
     tree = ast.parse((ROOT / "npu_gate" / "probe" / "torch_stub.py").read_text(encoding="utf-8"))
-    return next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == "STUB_MESSAGE" for t in node.targets))
+    message: str = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "STUB_MESSAGE" for t in node.targets))
+    return message
 
 
 def disabled_rules(attempts: list[Any]) -> list[str]:

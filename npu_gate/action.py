@@ -43,7 +43,7 @@ from npu_gate.github.comment import (
 from npu_gate.github.untrusted import neutralise
 
 if TYPE_CHECKING:  # annotations only: render is imported lazily, where it is used
-    from npu_gate.render.report import ModelReport
+    from npu_gate.compare.report import ModelReport
     from npu_gate.result.types import GateResult
 
 COMMENT_MODES = ("always", "on-change", "on-failure", "never")

@@ -149,7 +149,7 @@ def _add_ratchet(p: argparse.ArgumentParser) -> None:
                         "--baseline, or never")
 
 
-def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_profile_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     profile = sub.add_parser("profile", help="check, show or document target profiles")
     psub = profile.add_subparsers(dest="profile_command", required=True, metavar="SUBCOMMAND")
     pcheck = psub.add_parser("check", help="validate a profile file (exit 1 when it has errors, "
@@ -203,7 +203,7 @@ def _add_profile_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     pdiff.add_argument("--markdown", metavar="OUT", help="write the diff as Markdown")
 
 
-def _add_probe(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_probe(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     probe = sub.add_parser(
         "probe", help="build the model with a real compiler and compare its placement with the prediction",
         usage="npu-gate probe MODEL.onnx --compiler NAME --target T [--venv VENV] [--inputs NAME:DIMS ...] "

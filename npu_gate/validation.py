@@ -130,7 +130,7 @@ def _yaml_loader(yaml: Any) -> Any:
     2027-03-01`` is the same text as in JSON, not a date object the schema rejects."""
     timestamp = "tag:yaml.org,2002:timestamp"
 
-    class Loader(yaml.SafeLoader):  # type: ignore[misc, name-defined]
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]
         pass
 
     Loader.yaml_implicit_resolvers = {

@@ -176,12 +176,12 @@ def load_record(path: Path) -> dict[str, Any]:
     from npu_gate.validation import read_valid_document
 
     label = str(path)
-    record = read_valid_document(path, "calibration", RecordError)
+    record: dict[str, Any] = read_valid_document(path, "calibration", RecordError)
     missing = unmeasured(record, SWEEPS[record["sweep"]]())
     if missing:
         raise RecordError(f"{label}: points: no measurement for {len(missing)} point(s) of the {record['sweep']} "
                           f"sweep, e.g. {missing[0]}: the record was made with another sweep")
-    return record  # type: ignore[no-any-return]
+    return record
 
 
 def derive_profile(record: dict[str, Any], families: list[Family] | None = None,

@@ -26,7 +26,8 @@ def _wrapped(make: Callable[[Any], Any]) -> Any:
             self.op = make(nn)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.op(x)  # type: ignore[no-any-return]
+            y: torch.Tensor = self.op(x)
+            return y
 
     return One()
 

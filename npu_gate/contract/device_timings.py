@@ -65,6 +65,7 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
     except OSError as exc:
         raise ContractError(f"{label}: cannot read: {exc.strerror}") from None
     source = None
+    rows: list[tuple[str, Any]]  # CSV rows are dicts of strings; JSON rows can be anything
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None or not {"scope", "key", "ms"} <= set(reader.fieldnames):
@@ -88,7 +89,8 @@ def load(path: Path, label: str | None = None) -> DeviceTimings:
         scope, key = row.get("scope"), row.get("key")
         try:
             # JSON true is no figure, and infinity or NaN ("inf" in a CSV cell) no measurement.
-            ms = -1.0 if isinstance(row.get("ms"), bool) else float(row.get("ms"))  # type: ignore[arg-type]
+            value = row.get("ms")
+            ms = -1.0 if value is None or isinstance(value, bool) else float(value)
         except (TypeError, ValueError):
             ms = -1.0
         if not math.isfinite(ms):

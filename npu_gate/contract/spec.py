@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.code_refs import refused, refused_problem
-from npu_gate.contract.parts import Gates, InputSpec, Waiver  # re-exported: the contract's parts stages read
+from npu_gate.contract.parts import Gates as Gates  # re-exported (`x as x`): parts of a Contract callers name
+from npu_gate.contract.parts import InputSpec as InputSpec
+from npu_gate.contract.parts import Waiver
 from npu_gate.errors import ContractError, ProfileError
 from npu_gate.escape import WORD_JOINER
 from npu_gate.profile.compilers import COMPILERS, KNOWN
@@ -153,7 +155,7 @@ class Contract:
     sha256: str = ""
     rewrites: list[RewriteRequest] = field(default_factory=list)
     metric: Metric | None = None
-    device_timings: Path | None = None  # measured on the board; see npu_gate/device_timings.py
+    device_timings: Path | None = None  # measured on the board; see npu_gate/contract/device_timings.py
     replacement: Replacement | None = None
     probe: ProbeSpec | None = None
     # The rows of numerics.samples_file, read and checked by the full load (None: no

@@ -117,7 +117,6 @@ class NodeFacts:
     defaulted: list[str]  # attribute names whose value came from the op schema
     implicit_inputs: list[str] = field(default_factory=list)  # outer-scope names read by subgraphs
     subgraph_nodes: int = 0
-    known_op: bool = True  # False when ONNX has no schema for (domain, op_type, opset)
     original_name: str | None = None  # the model's own name when ``name`` is a display name
 
     @property
@@ -165,8 +164,8 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if which == "dim_value":
         return int(dim.dim_value)
     if which == "dim_param":
-        param = dim.dim_param  # bytes when it is not valid UTF-8
-        return (param.decode("utf-8", errors="backslashreplace") if type(param) is bytes else param) or None
+        param: str | bytes = dim.dim_param  # bytes when it is not valid UTF-8 (the stubs say str)
+        return (param.decode("utf-8", errors="backslashreplace") if isinstance(param, bytes) else param) or None
     return None
 
 
@@ -445,24 +444,24 @@ def op_schema(op_type: str, domain: str, opset: int) -> Any:
         return None
 
 
-_DEFAULTS_CACHE: dict[tuple[str, str, int], tuple[bool, tuple[tuple[str, Any], ...]]] = {}
+_DEFAULTS_CACHE: dict[tuple[str, str, int], tuple[tuple[str, Any], ...]] = {}
 
 
-def _schema_defaults(op_type: str, domain: str, opset: int) -> tuple[bool, tuple[tuple[str, Any], ...]]:
-    """(ONNX knows the op, its attributes' default values as JSON), cached per op and opset."""
+def _schema_defaults(op_type: str, domain: str, opset: int) -> tuple[tuple[str, Any], ...]:
+    """The op's attributes' default values as JSON (none when ONNX has no schema for it), cached per op and opset."""
     key = (op_type, domain, opset)
     if key not in _DEFAULTS_CACHE:
         try:
             schema = onnx.defs.get_schema(op_type, opset, domain)
         except Exception:
-            _DEFAULTS_CACHE[key] = (False, ())
+            _DEFAULTS_CACHE[key] = ()
         else:
             defaults = []
             for name, spec in schema.attributes.items():
                 default = spec.default_value
                 if default is not None and default.type != AttributeProto.UNDEFINED:
                     defaults.append((name, attribute_value(default)))
-            _DEFAULTS_CACHE[key] = (True, tuple(defaults))
+            _DEFAULTS_CACHE[key] = tuple(defaults)
     return _DEFAULTS_CACHE[key]
 
 
@@ -484,9 +483,11 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
                     subgraph_nodes += _count_nodes(sub)
                     implicit.extend(outer_scope_names(sub))
     key = (op_type, domain, opsets.get(domain, opsets.get("ai.onnx", 0)))
-    schema = _DEFAULTS_CACHE.get(key) or _schema_defaults(*key)
+    defaults = _DEFAULTS_CACHE.get(key)
+    if defaults is None:
+        defaults = _schema_defaults(*key)
     defaulted: list[str] = []
-    for name, value in schema[1]:
+    for name, value in defaults:
         if name not in attributes:
             attributes[name] = list(value) if isinstance(value, list) else value
             defaulted.append(name)
@@ -494,7 +495,7 @@ def _node_facts(index: int, node: onnx.NodeProto, opsets: dict[str, int]) -> Nod
         attributes = dict(sorted(attributes.items()))
         defaulted.sort()
     return NodeFacts(index, node.name, op_type, domain, node.input[:], node.output[:], attributes, defaulted,
-                     sorted(set(implicit)) if implicit else [], subgraph_nodes, schema[0])
+                     sorted(set(implicit)) if implicit else [], subgraph_nodes)
 
 
 def attr_graphs(attr: AttributeProto) -> list[GraphProto]:

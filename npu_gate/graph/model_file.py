@@ -61,20 +61,27 @@ def _fix_strings(field: Any) -> None:
         field.extend(_decoded(v) for v in values)
 
 
+# A string field whose bytes are not valid UTF-8 reads back as bytes (protobuf's stubs say str):
+# the names below are typed ``str | bytes`` for that.
+
+
 def _fix_tensor(tensor: TensorProto) -> None:
-    if type(tensor.name) is bytes:
-        tensor.name = _decoded(tensor.name)
+    name: str | bytes = tensor.name
+    if type(name) is bytes:
+        tensor.name = _decoded(name)
     for entry in tensor.external_data:
         entry.key, entry.value = _decoded(entry.key), _decoded(entry.value)
 
 
 def _fix_graph(graph: onnx.GraphProto) -> None:
-    if type(graph.name) is bytes:
-        graph.name = _decoded(graph.name)
+    name: str | bytes = graph.name
+    if type(name) is bytes:
+        graph.name = _decoded(name)
     for values in (graph.input, graph.output, graph.value_info):
         for value in values:
-            if type(value.name) is bytes:
-                value.name = _decoded(value.name)
+            value_name: str | bytes = value.name
+            if type(value_name) is bytes:
+                value.name = _decoded(value_name)
     for tensor in graph.initializer:
         _fix_tensor(tensor)
     for sparse in graph.sparse_initializer:

@@ -230,7 +230,7 @@ def _reduce(op: str, data: Value, node: NodeFacts) -> Value | None:
 
 
 class ConstantValues:
-    """Values of small constant tensors for value constraints (constraints.py): scalars and 1-D
+    """Values of small constant tensors for value constraints (profile/constraints.py): scalars and 1-D
     tensors of up to 64 elements, from initializers in memory, Constant nodes and what shape
     arithmetic folds from them, else (outputs of the ``folded`` nodes) from the folded model.
     Nothing is read until a profile's value test asks (most profiles never do): inspect on a

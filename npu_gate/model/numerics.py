@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -40,7 +40,8 @@ class OutputComparison:
     scale_rel_err: float | None = None  # max abs error / max |reference| (set when "below-atol")
 
     def to_dict(self) -> NumericsEntry:
-        out = NumericsEntry(output=self.output, **measured_fields(self))  # type: ignore[typeddict-item]
+        # measured_fields holds the NumericsEntry keys a ToleranceCheck has (typed loosely: verify.Check shares it)
+        out = cast(NumericsEntry, {"output": self.output, **measured_fields(self)})
         if self.reference_range is not None:
             out["reference_range"] = list(self.reference_range)
         if self.uninformative is not None:
@@ -222,7 +223,7 @@ def _flatten(value: Any) -> list[Any]:
 
 
 def compare_output(
-    name: str, pairs: list[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float,
+    name: str, pairs: Sequence[tuple[np.ndarray, np.ndarray | None]], atol: float, rtol: float,
     reference: str = "PyTorch",
 ) -> OutputComparison:
     """Compare ``got`` with the reference ``ref`` on each sample: an element passes when

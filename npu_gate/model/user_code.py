@@ -60,7 +60,7 @@ def import_callable(spec: str, folders: Sequence[Path], label: str,
             del sys.path[:len(added)]
     if log is not None:
         log.extend(captured.lines)
-    found = getattr(module, attr, None)
+    found: object = getattr(module, attr, None)
     if not callable(found):
         raise ModelError(f"{label}: {module_name!r} has no callable {attr!r}")
     return found

@@ -337,7 +337,7 @@ def save_rows(path: Path, rows: list[dict[str, np.ndarray]], names: list[str]) -
     """Rows of named arrays as ``s{k}i{j}`` (sample k, the j-th of ``names``)."""
     arrays = {f"s{k}i{j}": np.asarray(row[n]) for k, row in enumerate(rows)
               for j, n in enumerate(names) if n in row}
-    np.savez(path, **arrays)  # type: ignore[arg-type]
+    np.savez(path, **arrays)  # type: ignore[arg-type]  # the stubs fear a key named allow_pickle
 
 
 def load_arrays(path: Path) -> dict[str, np.ndarray]:

@@ -26,7 +26,8 @@ from typing import Any
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
-from npu_gate.result.probe import CPU, NPU, OpRow
+from npu_gate.result.probe import OpRow
+from npu_gate.result.types import CPU, NPU
 
 TORCH = "torch==2.13.0"
 PACKAGES = ["executorch==1.5.1", "ethos-u-vela==5.2.0", "tosa-tools==2026.8.0"]

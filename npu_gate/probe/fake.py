@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
-from npu_gate.result.probe import CPU, NPU, OpRow
+from npu_gate.result.probe import OpRow
+from npu_gate.result.types import CPU, NPU
 
 _ROW = re.compile(r"^ROW (\d+) (\S+) (NPU|CPU) (.+)$")
 _DISABLE = re.compile(r"disable_rules=\['([^']+)'\]")

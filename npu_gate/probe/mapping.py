@@ -16,8 +16,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from npu_gate.probe.base import CompilerOutput
-from npu_gate.result.probe import CPU, FOLDED, FUSED, NPU, SPLIT, OpRow, ProbeNode, Segment
-from npu_gate.result.types import ELIMINATED, RankAdapter
+from npu_gate.result.probe import FUSED, SPLIT, OpRow, ProbeNode, Segment
+from npu_gate.result.types import CPU, ELIMINATED, FOLDED, NPU, RankAdapter
 
 MAX_FUSE_HOPS = 4  # how far to walk through rowless neighbours to find the op a node fused into
 

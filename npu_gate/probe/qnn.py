@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput
-from npu_gate.result.probe import CPU, NPU, OpRow, Rewrite
+from npu_gate.result.probe import OpRow, Rewrite
+from npu_gate.result.types import CPU, NPU
 
 PACKAGE = "onnxruntime-qnn==2.7.0"
 EP = "QNNExecutionProvider"

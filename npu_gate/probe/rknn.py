@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, QuantRequest, save_rows
-from npu_gate.result.probe import CPU, NPU, OpRow, Rewrite
+from npu_gate.result.probe import OpRow, Rewrite
+from npu_gate.result.types import CPU, NPU
 
 # Pins from the toolkit's own metadata limits (numpy<=1.26.4, onnx<=1.18.0, protobuf<=4.25.4);
 # onnxruntime 1.26.0 is the newest that accepts numpy 1.x. The toolkit itself goes in with

@@ -32,8 +32,8 @@ from npu_gate.probe.mapping import (
     map_nodes,
     note_compiler,
 )
-from npu_gate.result.probe import CPU, CRASHED, FAILED, NPU, OK, SPLIT, Attempt, ProbeNode, ProbeResult
-from npu_gate.result.types import GateResult, InputEntry
+from npu_gate.result.probe import CRASHED, FAILED, OK, SPLIT, Attempt, ProbeNode, ProbeResult
+from npu_gate.result.types import CPU, NPU, GateResult, InputEntry
 
 if TYPE_CHECKING:  # batch imports this module
     from npu_gate.probe.batch import BatchChild

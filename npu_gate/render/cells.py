@@ -85,7 +85,7 @@ def table(headers: list[str], rows: list[list[Any]], total: int | None = None) -
     from tabulate import tabulate  # Markdown only: the terminal summary has no table
 
     shown = rows[:MAX_ROWS]
-    text = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
+    text: str = tabulate(shown, headers=headers, tablefmt="github", disable_numparse=True)
     hidden = (total if total is not None else len(rows)) - len(shown)
     if hidden > 0:
         text += f"\n\n_{hidden} more rows in the JSON result._"

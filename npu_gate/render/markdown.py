@@ -529,9 +529,6 @@ def _exporter_comparison(result: GateResult) -> str:
     return (f"### Exporter comparison\n\nThe same model through the {other} exporter "
             f"(not gated; verdict there: {md(comparison['verdict'])}).\n\n"
             f"<details><summary>How the graphs differ</summary>\n\n{body}\n</details>")
-    rows = [[k, f"{v:.3f}"] for k, v in result.timings.items()]
-    return "### Timings\n\nMeasured on the machine that ran the gate; not device latency.\n\n" + table(
-        ["stage", "seconds"], rows)
 
 
 def _probe(result: GateResult) -> str:

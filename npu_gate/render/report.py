@@ -42,8 +42,8 @@ def _finding_rows(findings: list[dict[str, Any]]) -> str:
         groups.setdefault((f.get("severity", ""), f["rule"], f.get("message", "")), []).append(f)
     rows = [[severity, f"`{rule}`", node_names([f.get("node") for f in same]), md(message)]
             for (severity, rule, message), same in list(groups.items())[:MAX_DELTA_ROWS]]
-    text = tabulate(rows, headers=["severity", "rule", "node", "message"], tablefmt="github",
-                    disable_numparse=True)
+    text: str = tabulate(rows, headers=["severity", "rule", "node", "message"], tablefmt="github",
+                         disable_numparse=True)
     if len(groups) > MAX_DELTA_ROWS:
         text += f"\n\n_{len(groups) - MAX_DELTA_ROWS} more rows in the JSON result._"
     return text

@@ -82,7 +82,6 @@ class GraphView:
                 self.consumers.setdefault(name, []).append(i)
         self.outputs = {o.name for o in model.graph.output}
         self.initializers = {t.name: t for t in model.graph.initializer}
-        self._ranks: dict[str, int] | None = None
         self._shapes: dict[str, list[int | None]] | None = None
         self._graph_inferred: onnx.GraphProto | None = None
         self._values: dict[str, np.ndarray | None] = {}

@@ -94,7 +94,7 @@ def _match_clip_form(view: GraphView, add: int) -> Match | None:
 def _clips_to(view: GraphView, clip: int, lo: float, hi: float) -> bool:
     node = view.nodes[clip]
     if view.opset < 11:
-        return view.attr(clip, "min") == lo and view.attr(clip, "max") == hi
+        return bool(view.attr(clip, "min") == lo and view.attr(clip, "max") == hi)
     ins = [*node.input, "", ""]
     return view.is_scalar(ins[1], lo) and view.is_scalar(ins[2], hi)
 

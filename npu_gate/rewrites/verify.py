@@ -135,7 +135,7 @@ def verify(
     checks = []
     for name in outputs:
         pairs = [(c[cand_names.index(name)], r[ref_names.index(name)]) for c, r in zip(cand, ref, strict=True)]
-        c = compare_output(name, pairs, e2e[0], e2e[1], ORIGINAL)  # type: ignore[arg-type]
+        c = compare_output(name, pairs, e2e[0], e2e[1], ORIGINAL)
         checks.append(Check(name, "output", None, None, c.max_abs_err, c.max_rel_err, e2e[0], e2e[1],
                             c.passed, c.samples, c.problem))
     for a, model, feeds in regions:
@@ -143,7 +143,7 @@ def verify(
         sess = session(model)
         pairs = [(np.asarray(run_limited(sess, [a.output], {t: value(k, t) for t in feeds})[0]), value(k, a.output))
                  for k in range(len(samples))]
-        c = compare_output(a.output, pairs, tol[0], tol[1], ORIGINAL)  # type: ignore[arg-type]
+        c = compare_output(a.output, pairs, tol[0], tol[1], ORIGINAL)
         checks.append(Check(a.output, "region", a.anchor, a.rewrite, c.max_abs_err, c.max_rel_err, tol[0], tol[1],
                             c.passed, c.samples, c.problem))
     reference = [{n: r[ref_names.index(n)] for n in outputs} for r in ref]

@@ -240,7 +240,7 @@ def analyse(model: ModelProto, settings: Settings, result: GateResult, keep: Art
         result.summary["eliminated_nodes"] = devices[ELIMINATED]
     result.analysed = True
     if keep is not None:
-        keep.inferred, keep.facts, keep.folded, keep.constants = inferred, facts, folded, constants
+        keep.inferred, keep.facts, keep.folded = inferred, facts, folded
     return Analysis(
         facts=facts, model_inputs=model_inputs, inputs=settings.inputs, checker_errors=checker_errors,
         strict_error=strict_error, shape_error=shape_error,

@@ -221,7 +221,7 @@ def prepared(work: Path) -> bool:
     from npu_gate.probe.runner import PREPARATION
 
     try:
-        return json.loads((work / PREPARATION).read_text(encoding="utf-8")).get("method") == "qnn-qdq"
+        return bool(json.loads((work / PREPARATION).read_text(encoding="utf-8")).get("method") == "qnn-qdq")
     except (OSError, ValueError):
         return False
 

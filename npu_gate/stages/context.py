@@ -41,9 +41,7 @@ class Artifacts:
     inferred: ModelProto | None = None  # contract shapes applied, shape-inferred
     facts: GraphFacts | None = None
     folded: set[int] = field(default_factory=set)
-    constants: set[str] = field(default_factory=set)
     samples: list[dict[str, Any]] = field(default_factory=list)  # used by numerics
-    quantized_path: Path | None = None  # quantized.onnx: the graph the quantization stage measured
 
 
 def new_result(name: str, profile: Profile, model: ModelInfo) -> GateResult:

@@ -90,7 +90,7 @@ def run(contract: Contract, settings: Settings, float_path: Path, work: Path, re
     timings["quantization_accuracy_s"] = time.perf_counter() - start - timings["quantization_s"]
     result.stages["quantization"] = {"status": "ok", "samples": len(samples.holdout)}
     if keep is not None:
-        keep.quantized_path = shutil.copyfile(quantized, keep.folder / "quantized.onnx")
+        shutil.copyfile(quantized, keep.folder / "quantized.onnx")  # the graph the quantization stage measured
 
 
 def _folded_float(float_path: Path, folded: Collection[int], work: Path, settings: Settings) -> tuple[Path, str]:

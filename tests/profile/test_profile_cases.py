@@ -1,6 +1,6 @@
 """One runner for every case file in tests/profile_cases/: one file per constraint kind.
 
-A case names a model builder (tests/profile_builders.py) and its arguments, a profile
+A case names a model builder (tests/helpers/profile_builders.py) and its arguments, a profile
 snippet (``ops``, optional ``limits``/``extends``), optional contract input layouts,
 and the expected placement of ``node0`` with every failure (rule, constraint id,
 actual, allowed) in order. The model goes through the real contract path.

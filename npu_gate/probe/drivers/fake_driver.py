@@ -18,11 +18,12 @@ import signal
 import sys
 import tempfile
 import time
+from typing import Any
 
 from _protocol import Save, main
 
 
-def build(request: dict, save: Save) -> None:
+def build(request: dict[str, Any], save: Save) -> None:
     save(tmpdir=tempfile.gettempdir(), cwd=os.getcwd(), pythonpath=os.environ.get("PYTHONPATH"), pid=os.getpid())
     if request["target"] != "fake1":
         save(status="failed", stage="config", error=f"config: unknown target {request['target']}")

@@ -24,7 +24,7 @@ EP = "QNNExecutionProvider"
 _registered: list[bool] = []
 
 
-def build(request: dict, save: Save) -> None:
+def build(request: dict[str, Any], save: Save) -> None:
     start = time.perf_counter()
     import onnxruntime as ort
     import onnxruntime_qnn
@@ -64,7 +64,7 @@ def build(request: dict, save: Save) -> None:
     save(stage="done", status="ok", build_s=build_s)
 
 
-def _fix_shapes(ort: Any, request: dict, options: Any) -> None:
+def _fix_shapes(ort: Any, request: dict[str, Any], options: Any) -> None:
     """Static shapes for the given inputs: each symbolic dim the model names is overridden."""
     given = {i["name"]: i["shape"] for i in request.get("inputs") or []}
     if not given:

@@ -19,7 +19,7 @@ from typing import Any
 from _protocol import Save, error_line, main
 
 
-def build(request: dict, save: Save) -> None:
+def build(request: dict[str, Any], save: Save) -> None:
     start = time.perf_counter()
     from importlib import metadata
 
