@@ -112,7 +112,9 @@ def test_every_allowed_path_is_still_named_and_is_not_a_file() -> None:
     """The allow-list stays short: an entry nothing names any more, or one that now exists, goes."""
     named = {n for _, text in prose(REPO) for n in named_paths(text)}
     assert sorted(set(ALLOWED) - named) == []
-    assert [a for a in ALLOWED if (REPO / a).is_file() or (REPO / "npu_gate" / a).is_file()] == []
+    # out/ is where `make demo` writes (ignored by git): present after the README's first command
+    assert [a for a in ALLOWED if not a.startswith("out/")
+            and ((REPO / a).is_file() or (REPO / "npu_gate" / a).is_file())] == []
 
 
 def test_stale_mentions_are_reported(tmp_path: Path) -> None:
