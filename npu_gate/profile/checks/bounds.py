@@ -48,6 +48,8 @@ class Bounds(ValueCheck):
         return dict(self.limits)
 
     def resolved(self, ctx: Context) -> Bounds:
+        if not self.references(""):
+            return self
         out = dict(self.limits)
         for key in ("in", "not_in"):
             if key in out:

@@ -3,7 +3,7 @@ it tests: a subject with its checks, or a form (``any_of``, ``unchecked``) in th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from npu_gate.profile.checks.base import UNKNOWN, Context, Failed, Failure, FormCheck, show
 from npu_gate.profile.checks.condition import Condition
@@ -19,17 +19,14 @@ class Constraint:
     when: Condition | None
     forms: tuple[FormCheck, ...]
     test: Test  # the constraint's own subject and checks
+    # The form in force: ``unchecked`` before ``any_of``; None for a subject with its tests.
+    form: FormCheck | None = field(init=False, repr=False, compare=False)
+    checked: bool = field(init=False, repr=False, compare=False)  # False: reported as not checked
 
-    @property
-    def form(self) -> FormCheck | None:
-        """The form in force: ``unchecked`` before ``any_of``; None for a subject with its tests."""
-        active = [f for f in self.forms if f.active]
-        return min(active, key=lambda f: f.checked, default=None)
-
-    @property
-    def checked(self) -> bool:
-        form = self.form
-        return form is None or form.checked
+    def __post_init__(self) -> None:
+        form = min((f for f in self.forms if f.active), key=lambda f: f.checked, default=None)
+        object.__setattr__(self, "form", form)
+        object.__setattr__(self, "checked", form is None or form.checked)
 
     def applies(self, ctx: Context) -> bool:
         return self.when is None or self.when.holds(ctx)

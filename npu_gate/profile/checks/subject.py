@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from npu_gate.profile.checks.base import (
@@ -23,6 +23,16 @@ class Test:
     subjects: tuple[tuple[str, Any], ...]  # (kind, name or index) of each subject key, in SUBJECTS order
     checks: tuple[Check, ...]  # in registry order
     keys: frozenset[str]  # the keys the test states
+    # sorted once: failures of ``first`` checks come first, then by group (the order words are in)
+    tensor_checks: tuple[TensorCheck, ...] = field(init=False, repr=False, compare=False)
+    value_checks: tuple[ValueCheck, ...] = field(init=False, repr=False, compare=False)
+    setting_checks: tuple[AttributeCheck, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tensor = sorted((c for c in self.checks if isinstance(c, TensorCheck)), key=lambda c: (not c.first, c.group))
+        object.__setattr__(self, "tensor_checks", tuple(tensor))
+        object.__setattr__(self, "value_checks", tuple(c for c in self.checks if isinstance(c, ValueCheck)))
+        object.__setattr__(self, "setting_checks", tuple(c for c in self.checks if isinstance(c, AttributeCheck)))
 
     @property
     def subject(self) -> tuple[str, Any]:
@@ -38,10 +48,10 @@ class Test:
         return [(subject, failed) for failed in self._tensor(kind, which, ctx)]
 
     def _attribute(self, name: str, ctx: Context) -> list[Failed]:
-        for check in self.checks:
-            if isinstance(check, AttributeCheck) and check.stands_alone:
+        for check in self.setting_checks:
+            if check.stands_alone:
                 return check.evaluate(name, ctx)
-        checks = [check.resolved(ctx) for check in self.checks if isinstance(check, ValueCheck)]
+        checks = [check.resolved(ctx) for check in self.value_checks]
         return run_values(checks, ctx.node.attributes.get(name))
 
     def _tensor(self, kind: str, index: int, ctx: Context) -> list[Failed]:
@@ -49,7 +59,7 @@ class Test:
 
         names = ctx.node.inputs if kind == "input" else ctx.node.outputs
         name = names[index] if index < len(names) else ""
-        checks = sorted((c for c in self.checks if isinstance(c, TensorCheck)), key=lambda c: (not c.first, c.group))
+        checks = self.tensor_checks
         if not name:  # absent optional tensor: only a value test (without a default) fails on it
             absent = Tensor("", TensorInfo("", None, None), False)
             return [failed for check in checks if check.on_absent for failed in check.evaluate(absent, ctx)]
