@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import ProfileError
+from npu_gate.profile.checks.registry import condition_problems, shape_problems
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
@@ -268,7 +269,6 @@ def semantic_problems(
 ) -> list[str]:
     """What the schema cannot say: unique constraint ids, a test in every constraint,
     removals only of ops the base has, and op types / attribute names ONNX knows."""
-    from npu_gate.profile.constraints import TESTS as tests
     problems = []
     for key, spec in doc["ops"].items():
         if spec is None:
@@ -285,19 +285,19 @@ def semantic_problems(
         for i, c in enumerate(spec.get("constraints", [])):
             where = f"{label}: ops.{key}.constraints[{i}]"
             problems.extend(_repeated_id(where, c, seen))
-            problems.extend(_shape_problems(where, c, tests))
+            problems.extend(shape_problems(where, c))
             if "when" in c:
-                problems.extend(_condition_problems(f"{where}.when", c["when"]))
+                problems.extend(condition_problems(f"{where}.when", c["when"]))
             for j, alternative in enumerate(c.get("any_of", [])):
-                problems.extend(_shape_problems(f"{where}.any_of[{j}]", alternative, tests))
-    problems.extend(pattern_problems(doc.get("patterns", []), label, tests))
+                problems.extend(shape_problems(f"{where}.any_of[{j}]", alternative))
+    problems.extend(pattern_problems(doc.get("patterns", []), label))
     for i, entry in enumerate(doc.get("splits") or []):
         for part in ("where", "constraints"):
             for j, c in enumerate(entry.get(part, [])):
                 where = f"{label}: splits[{i}].{part}[{j}]"
-                problems.extend(_shape_problems(where, c, tests))
+                problems.extend(shape_problems(where, c))
                 for k, alternative in enumerate(c.get("any_of", [])):
-                    problems.extend(_shape_problems(f"{where}.any_of[{k}]", alternative, tests))
+                    problems.extend(shape_problems(f"{where}.any_of[{k}]", alternative))
     problems.extend(
         f"{label}: unknown_ops.{key}: the op is also in ops; an op is either claimed or unknown"
         for key in doc.get("unknown_ops", {})
@@ -316,7 +316,6 @@ def semantic_problems(
     return problems + errors
 
 
-_SUBJECTS = ("attribute", "input", "output")
 _OP_ONLY = ("opset_max", "min_outputs", "attribute")  # refusal keys of an op pattern
 
 
@@ -344,96 +343,7 @@ def _repeated_id(where: str, c: dict[str, Any], seen: set[str]) -> list[str]:
     return [f"{where}.id: duplicate constraint id {c['id']!r}"] if repeated else []
 
 
-def _pattern_problems(where: str, c: dict[str, Any]) -> list[str]:
-    """``matches``: regular expressions that compile, on a string attribute."""
-    import re
-
-    if "attribute" not in c:
-        return [f"{where}: matches tests a string attribute (an Einsum equation); it needs attribute"]
-    problems = []
-    for i, pattern in enumerate(c["matches"] if isinstance(c["matches"], list) else []):
-        try:
-            re.compile(pattern)
-        except (re.error, TypeError) as e:
-            problems.append(f"{where}[{i}]: not a regular expression: {e}")
-    return problems
-
-
-def _shape_problems(where: str, c: dict[str, Any], tests: tuple[str, ...]) -> list[str]:
-    """Exactly one subject (or any_of alone), at least one test, well-formed references."""
-    problems = []
-    subjects = [s for s in _SUBJECTS if s in c]
-    if c.get("unchecked"):
-        extra = [k for k in c if k not in ("id", "message", "doc", "unchecked", "when")]
-        if extra:
-            problems.append(f"{where}: an unchecked condition has no subject or test; "
-                            f"remove {', '.join(extra)}")
-        if not c.get("message"):
-            problems.append(
-                f"{where}: an unchecked condition needs a message saying what is not checked"
-            )
-        return problems
-    if "any_of" in c and subjects:
-        problems.append(f"{where}: any_of replaces the subject; remove {', '.join(subjects)}")
-    elif "any_of" not in c and len(subjects) != 1:
-        problems.append(
-            f"{where}: needs exactly one subject (attribute, input or output), "
-            f"has {', '.join(subjects) or 'none'}"
-        )
-    if not any(t in c for t in tests):
-        problems.append(f"{where}: no test (one of {', '.join(tests)})")
-    if "matches" in c:
-        problems.extend(_pattern_problems(f"{where}.matches", c))
-    if "value" in c and "attribute" in c:
-        problems.append(f"{where}.value: a value test is on an input or output tensor; "
-                        f"test attribute {c['attribute']} with in/not_in/min/max")
-    refs = [(f"{where}.{k}", c[k]) for k in ("min", "max") if isinstance(c.get(k), dict)]
-    refs += [
-        (f"{where}.{k}[{i}]", v)
-        for k in ("in", "not_in")
-        for i, v in enumerate(c.get(k, []))
-        if isinstance(v, dict) and "ref" in v
-    ]
-    dim_in = c.get("dim", {}).get("in", []) if isinstance(c.get("dim"), dict) else []
-    for i, v in enumerate(dim_in):
-        if isinstance(v, dict) and "ref" in v:
-            refs.append((f"{where}.dim.in[{i}]", v))
-            if "attribute" in v.get("ref", {}):
-                problems.append(f"{where}.dim.in[{i}].ref: a dim is compared with a tensor's dim "
-                                "(input or output with an axis), not an attribute")
-    for at, value in refs:
-        ref = value.get("ref", {})
-        kinds = [s for s in _SUBJECTS if s in ref]
-        if len(kinds) != 1:
-            problems.append(f"{at}.ref: needs exactly one of attribute, input, output")
-        elif kinds[0] != "attribute" and "axis" not in ref:
-            problems.append(f"{at}.ref: a tensor reference needs an axis")
-        elif kinds[0] == "attribute" and "axis" in ref:
-            problems.append(f"{at}.ref: axis applies to input/output references only")
-    return problems
-
-
-def _condition_problems(where: str, when: dict[str, Any]) -> list[str]:
-    """A ``when``: an attribute with in/not_in (plain values), or a tensor with dtype only."""
-    if "attribute" in when:
-        if "dtype" in when:
-            return [f"{where}: dtype is a tensor test; an attribute condition takes in/not_in"]
-        if "in" not in when and "not_in" not in when:
-            return [f"{where}: an attribute condition needs in or not_in"]
-        if any(is_ref_value(v) for k in ("in", "not_in") for v in when.get(k, [])):
-            return [f"{where}: a condition takes plain values, not references"]
-        return []
-    extra = [k for k in ("in", "not_in") if k in when]
-    if extra:
-        return [f"{where}: a tensor condition tests dtype only; remove {', '.join(extra)}"]
-    return []
-
-
-def is_ref_value(value: Any) -> bool:
-    return isinstance(value, dict) and "ref" in value
-
-
-def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[str, ...]) -> list[str]:
+def pattern_problems(patterns: list[dict[str, Any]], label: str) -> list[str]:
     """Unique names, node references to earlier nodes, every node but the root read inside
     the pattern, declared tensor names, and tensor-only constraints on the fused op."""
     problems = []
@@ -472,5 +382,5 @@ def pattern_problems(patterns: list[dict[str, Any]], label: str, tests: tuple[st
             if any("value" in s for s in subjects):
                 problems.append(f"{at}: value tests are not evaluated on a fused op; match a pattern node's "
                                 f"constant input with \"const\"")
-            problems.extend(_shape_problems(at, c, tests))
+            problems.extend(shape_problems(at, c))
     return problems

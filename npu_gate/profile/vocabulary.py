@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from npu_gate.profile.checks.base import tensor_index
+from npu_gate.profile.checks.registry import KINDS
+
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
 
@@ -56,11 +59,6 @@ def known_onnx_domain(domain: str) -> bool:
 def _objects(value: Any) -> list[tuple[int, dict[str, Any]]]:
     """The (index, item) pairs of a list that are objects; nothing when ``value`` is not a list."""
     return [(i, item) for i, item in enumerate(value) if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _index(value: Any) -> int | None:
-    """A tensor index as the schema allows it (an integer, not a boolean), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]]:
@@ -126,26 +124,12 @@ def _pattern_problems(patterns: Any, label: str, schemas: dict[tuple[str, str], 
     return errors
 
 
-def _attribute_ref(item: Any) -> str | None:
-    """The attribute name of a ``{"ref": {"attribute": NAME}}`` value, if it is one."""
-    ref = item.get("ref") if isinstance(item, dict) else None
-    name = ref.get("attribute") if isinstance(ref, dict) else None
-    return name if isinstance(name, str) else None
-
-
 def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> list[str]:
+    """The attribute names and tensor indices a test (or a ``when``) names, each kind of check
+    saying which it refers to (``onnx_attributes``, ``onnx_inputs``)."""
     out = []
     names = [(f"{where}.attribute", test["attribute"])] if isinstance(test.get("attribute"), str) else []
-    for key in ("in", "not_in"):
-        items = test.get(key)
-        for k, item in enumerate(items if isinstance(items, list) else []):
-            name = _attribute_ref(item)
-            if name is not None:
-                names.append((f"{where}.{key}[{k}].ref.attribute", name))
-    for key in ("min", "max"):
-        name = _attribute_ref(test.get(key))
-        if name is not None:
-            names.append((f"{where}.{key}.ref.attribute", name))
+    names += [(f"{where}{suffix}", name) for kind in KINDS for suffix, name in kind.onnx_attributes(test)]
     for at, name in names:
         if name not in info.attributes:
             out.append(
@@ -153,19 +137,12 @@ def _test_problems(where: str, op: str, info: OpInfo, test: dict[str, Any]) -> l
                 + _did_you_mean(name, sorted(info.attributes))
                 + f"; its attributes: {', '.join(sorted(info.attributes)) or 'none'}"
             )
-    for kind, limit in (("input", info.max_input), ("output", info.max_output)):
-        index = _index(test.get(kind))
+    indices = [(f"{where}.{kind}", kind, tensor_index(test.get(kind))) for kind in ("input", "output")]
+    indices += [(f"{where}{suffix}", "input", index) for kind in KINDS for suffix, index in kind.onnx_inputs(test)]
+    for at, kind, index in indices:
+        limit = info.max_input if kind == "input" else info.max_output
         if index is not None and index >= limit:
-            out.append(
-                f"{where}.{kind}: {op} has at most {limit} {kind}s; "
-                f"index {index} does not exist"
-            )
-    value = test.get("value")
-    for key in ("ratio_to_input", "axes_from_end_of_input"):
-        ref = _index(value.get(key)) if isinstance(value, dict) else None
-        if ref is not None and ref >= info.max_input:
-            out.append(f"{where}.value.{key}: {op} has at most {info.max_input} inputs; "
-                       f"index {ref} does not exist")
+            out.append(f"{at}: {op} has at most {limit} {kind}s; index {index} does not exist")
     return out
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from npu_gate.profile.constraints import is_ref
+from npu_gate.profile.checks.base import words, words_set
+from npu_gate.profile.checks.registry import parse, parse_test
 from npu_gate.profile.limits import LIMIT_IDS
 from npu_gate.profile.spec import Profile
 
@@ -28,149 +29,28 @@ LIMIT_WORDS = {
 }
 
 
-def _value(v: Any) -> str:
-    if is_ref(v):
-        ref = v["ref"]
-        if "attribute" in ref:
-            text = f"attribute {ref['attribute']}"
-        else:
-            kind = "input" if "input" in ref else "output"
-            text = f"{kind} {ref[kind]} dim {ref['axis']}"
-        add = v.get("add", 0)
-        return text + (f" {'+' if add > 0 else '−'} {abs(add)}" if add else "")
-    if isinstance(v, str):
-        return v or '""'
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    return str(v)
-
-
-def _set(values: list[Any]) -> str:
-    return "{" + ", ".join(_value(v) for v in values) + "}"
-
-
 def describe_test(c: dict[str, Any]) -> str:
-    """One subject and its tests in words, e.g. ``attribute strides: each in {1, 2}``."""
-    if "attribute" in c:
-        subject = f"attribute {c['attribute']}"
-    elif "input" in c:
-        subject = f"input {c['input']}"
-    else:
-        subject = f"output {c['output']}"
-    parts = []
-    if c.get("absent"):
-        parts.append("not set (its default only)")
-    parts += _value_words(c)
-    if "dtype" in c:
-        parts.append(f"dtype in {_set(c['dtype'])}")
-    if "rank" in c:
-        lo, hi = c["rank"].get("min"), c["rank"].get("max")
-        if lo is not None and lo == hi:
-            parts.append(f"rank {lo}")
-        elif lo is not None and hi is not None:
-            parts.append(f"rank {lo} to {hi}")
-        elif hi is not None:
-            parts.append(f"rank ≤ {hi}")
-        elif lo is not None:
-            parts.append(f"rank ≥ {lo}")
-    if "dim" in c:
-        d = c["dim"]
-        bits = []
-        if "min" in d:
-            bits.append(f"≥ {d['min']}")
-        if "max" in d:
-            bits.append(f"≤ {d['max']}")
-        if "multiple_of" in d:
-            bits.append(f"a multiple of {d['multiple_of']}")
-        if "in" in d:
-            bits.append(f"in {_set(d['in'])}")
-        batch = "batch " if d.get("batch") else ""
-        which = f"dims {' × '.join(map(str, d['axes']))} multiplied" if "axes" in d else f"dim {d['axis']}"
-        parts.append(f"{batch}{which} " + " and ".join(bits))
-    if c.get("constant"):
-        parts.append("constant (initializer or folded)")
-    if c.get("static"):
-        parts.append("static shape")
-    if "max_elements" in c:
-        parts.append(f"at most {c['max_elements']:,} elements")
-    if "max_bytes" in c:
-        parts.append(f"at most {c['max_bytes']:,} bytes")
-    if "same_non_unit_dims_as" in c:
-        ref = c["same_non_unit_dims_as"]
-        kind = "input" if "input" in ref else "output"
-        parts.append(f"the dims of {kind} {ref[kind]} with only dims of size 1 added, dropped or moved")
-    if "layout" in c:
-        parts.append(f"layout in {_set(c['layout'])} (where the contract declares it)")
-    if "value" in c:
-        parts.append(_tensor_value_words(c["value"]))
-    return f"{subject}: " + ", ".join(parts)
-
-
-def _value_words(c: dict[str, Any]) -> list[str]:
-    """in/not_in/min/max/all_equal in words, per element with ``each``."""
-    parts = []
-    each = "each element " if c.get("each") else ""
-    if "in" in c:
-        parts.append(f"{each}in {_set(c['in'])}")
-    if "not_in" in c:
-        parts.append(f"{each}not in {_set(c['not_in'])}")
-    if "min" in c:
-        parts.append(f"{each}≥ {_value(c['min'])}")
-    if "max" in c:
-        parts.append(f"{each}≤ {_value(c['max'])}")
-    if c.get("all_equal"):
-        parts.append("all elements equal")
-    if "matches" in c:
-        parts.append("without spaces, matches one of " + ", ".join(f"`{p}`" for p in c["matches"]))
-    return parts
-
-
-def _tensor_value_words(v: dict[str, Any]) -> str:
-    """A value test: ``constant value, elements [2, 3]: each element in {0.5, 2, 3}``."""
-    what = "constant value"
-    if "ratio_to_input" in v:
-        what += f" divided by input {v['ratio_to_input']}'s dims"
-    if "axes_from_end_of_input" in v:
-        what += f", as axes counted from the end of input {v['axes_from_end_of_input']} (-1: the last)"
-    if v.get("padded_axes"):
-        what += ", the axes it pads (begin or end ≠ 0)"
-    elif "elements" in v:
-        what += f", elements {_value(v['elements'])}"
-    text = f"{what}: {' and '.join(_value_words(v))}"
-    if "default" in v:
-        text += f" (when absent: {_value(v['default'])}, the op's default)"
-    return text
+    """One subject and its tests in words, e.g. ``attribute strides: each element in {1, 2}``."""
+    return parse_test(c).describe()
 
 
 def describe(c: dict[str, Any]) -> str:
     """A whole constraint in words (without its id), after its condition if it has one."""
-    when = f"when {describe_condition(c['when'])}: " if "when" in c else ""
-    if c.get("unchecked"):
-        return when + "not checked by npu_gate (reported as unchecked-condition)"
-    if "any_of" in c:
-        return when + "one of: " + " | ".join(f"({describe_test(a)})" for a in c["any_of"])
-    return when + describe_test(c)
-
-
-def describe_condition(when: dict[str, Any]) -> str:
-    """A ``when`` in words: ``input 0 dtype in {int8, uint8}``, ``attribute group in {1}``."""
-    if "attribute" in when:
-        return describe_test(when).replace(":", "", 1)
-    return describe_test(when).replace(":", "", 1) + " (or not known)"
+    return parse(c).describe()
 
 
 def describe_limit(key: str, value: Any) -> str:
-    words = LIMIT_WORDS.get(key, key)
+    label = LIMIT_WORDS.get(key, key)
     if key == "opset":
         lo, hi = value.get("min"), value.get("max")
         if lo is not None and hi is not None:
-            return f"{words}: {lo} to {hi}"
-        return f"{words}: " + (f"at most {hi}" if lo is None else f"at least {lo}")
+            return f"{label}: {lo} to {hi}"
+        return f"{label}: " + (f"at most {hi}" if lo is None else f"at least {lo}")
     if key in ("domains", "dtypes"):
-        return f"{words}: {_set(['ai.onnx' if v == '' else v for v in value])}"
+        return f"{label}: {words_set(['ai.onnx' if v == '' else v for v in value])}"
     if key == "static_shapes":
-        return words if value else f"{words}: not required"
-    return f"{words}: at most {value:,}"
+        return label if value else f"{label}: not required"
+    return f"{label}: at most {value:,}"
 
 
 def _cell(text: str) -> str:
@@ -380,8 +260,8 @@ def describe_pattern_nodes(nodes: list[dict[str, Any]]) -> str:
             elif "tensor" in item:
                 args.append(item["tensor"])
             else:
-                args.append("const" if item["const"] is True else _value(item["const"]))
-        attrs = "".join(f", {k}={_value(v)}" for k, v in node.get("attributes", {}).items())
+                args.append("const" if item["const"] is True else words(item["const"]))
+        attrs = "".join(f", {k}={words(v)}" for k, v in node.get("attributes", {}).items())
         parts.append(f"{node['op']}({', '.join(args)}{attrs})")
     return " → ".join(parts)
 
@@ -553,7 +433,7 @@ def describe_refusal(r: dict[str, Any]) -> str:
     if "min_outputs" in r:
         parts.append(f">= {r['min_outputs']} outputs")
     if "attribute" in r:
-        parts.append(f"{r['attribute']['name']} in {_set(r['attribute']['in'])}")
+        parts.append(f"{r['attribute']['name']} in {words_set(r['attribute']['in'])}")
     return ", ".join(parts)
 
 
