@@ -106,14 +106,15 @@ class Stage:
     - else, for a ``limited`` stage, if the run's deadline has passed: the rows ``rows(run)`` are
       recorded as skipped (unless written already) and the run's ``gate-timeout`` finding is made;
     - else ``run(run)``: the stage fills its part of the result (its row, fields, findings) and
-      leaves on ``run`` what later stages read. A stage never edits what an earlier stage wrote into
-      the result: what changes how a part reads runs before that part is made.
+      leaves on ``run`` what later stages read. A stage never edits another stage's part of the
+      result (the rewrite stages share theirs), before or after the verdict: what changes how a
+      part reads runs before that part is made.
 
     ``limited``: False for the steps that record what was computed (loading, the findings, the
     probe's row, the verdict, the review): they run whatever the deadline.
     """
 
-    name: str = ""  # its row in ``result.stages`` (and the stage a ``gate-timeout`` finding names)
+    name: str = ""  # the row the loop writes for it in ``result.stages``, the stage a ``gate-timeout`` names
     limited: bool = True
 
     def applies(self, run: Run) -> bool:
