@@ -259,7 +259,7 @@ def bench(sizes: list[int], repeat: int, skip_ort: bool, tmp: Path, profile: str
 # In-process phases: (label, module, attribute). The analysis stage imports most of these by
 # name, so they are wrapped where it looks them up. Phases do not nest.
 PHASES = [
-    ("load_onnx", "npu_gate.pipeline", "load_onnx"),
+    ("load_onnx", "npu_gate.stages.load", "load_onnx"),
     ("run_checker", "npu_gate.graph.facts", "run_checker"),
     ("infer_shapes", "npu_gate.graph.facts", "infer_shapes"),
     ("graph.collect", "npu_gate.graph.facts", "collect"),

@@ -1,5 +1,6 @@
-"""The gate's stages, one module each; ``npu_gate.pipeline`` calls them in order.
+"""The gate's stages; ``npu_gate.pipeline`` runs them in order, as lists of ``Stage`` objects.
 
-A stage takes what it needs (the model, the settings, the gate's own placement) and fills
-its part of the result. No stage imports the orchestrator.
+Every stage has one shape (``stages/run.py``): it is given the ``Run`` (contract, settings, result
+so far, work folder, artifacts, the child process of the contract's code, timings), says whether it
+``applies`` and does its part in ``run``. No stage imports the orchestrator.
 """

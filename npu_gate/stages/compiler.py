@@ -15,8 +15,8 @@ from npu_gate.contract.spec import Contract, Quantization
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult, make_finding
 from npu_gate.stages.analyse import CompilerPlacement
-from npu_gate.stages.context import Artifacts, Settings, new_result
-from npu_gate.stages.timeout import Deadline
+from npu_gate.stages.context import Settings, new_result
+from npu_gate.stages.run import Run, Stage
 
 FACTORY_CALIBRATION_ROWS = 4  # without a quantization section: as `npu-gate probe --factory`
 QDQ_MODEL = "qnn-qdq.onnx"  # the QDQ model the QNN probe built, in its work folder and the bundle
@@ -34,15 +34,46 @@ class ProbeOutcome:
     calibration: str | None = None  # which samples calibrated a compiler that quantizes the module itself
 
 
-def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[str, float],
-        deadline: Deadline | None = None, *, settings: Settings | None = None, work: Path | None = None,
-        keep: Artifacts | None = None) -> ProbeOutcome | None:
-    """Probe ``onnx_path`` (the graph the gate analysed into ``result``) with the contract's
-    compiler; the comparison is with ``result``'s placement, never with one recomputed here,
+class Probe(Stage):
+    """The compiler builds the checked graph (the rewritten one once rewrites apply): ``run.probe``,
+    read by the analysis' findings (``CompilerPlacement``) and recorded by ``Record``."""
+
+    name = "probe"
+
+    def applies(self, run: Run) -> bool:
+        return run.the_contract().probe is not None and run.analysis is not None
+
+    def run(self, run: Run) -> None:
+        run.probe = probe_compiler(run, run.the_rewriting().compiled_path(run.the_model_path(), run.the_work()))
+
+
+class Record(Stage):
+    """The probe's row, log and findings (``record``), written where a result has always had them:
+    after the analysis' findings and the exporter comparison's log, before the numerics (an ONNX
+    contract's: after its quantization)."""
+
+    name = "probe_record"
+    limited = False
+
+    def applies(self, run: Run) -> bool:
+        return run.probe is not None
+
+    def run(self, run: Run) -> None:
+        assert run.probe is not None
+        record(run.probe, run.the_contract(), run.result)
+
+
+def probe_compiler(run: Run, onnx_path: Path) -> ProbeOutcome | None:
+    """Probe ``onnx_path`` (the graph the gate analysed into the run's result) with the contract's
+    compiler; the comparison is with the result's placement, never with one recomputed here,
     except when the compiler builds another graph: QNN with the contract's ``quantization`` mode
-    int8/int16 builds the QDQ model ``prepare`` makes, compared with that model's own placement
-    (QDQ units, ``settings``' profile). The compiler's timeout (``target.probe.timeout``, else the
-    plug-in's) is at most the time left before the run's ``deadline``."""
+    int8/int16 builds the QDQ model ``prepare`` makes (in the work folder's ``probe-preparation``),
+    compared with that model's own placement (QDQ units, the settings' profile). The compiler's
+    timeout (``target.probe.timeout``, else the plug-in's) is at most the time left before the
+    run's deadline."""
+    contract, result, timings, deadline, settings, keep = (run.the_contract(), run.result, run.timings,
+                                                           run.deadline, run.settings, run.keep)
+    work = run.the_work() / "probe-preparation"
     spec = contract.probe
     if spec is None or not result.analysed:
         return None
@@ -65,11 +96,11 @@ def run(contract: Contract, onnx_path: Path, result: GateResult, timings: dict[s
             quantization = quant_request(contract)
             if quantization is not None:
                 compiler.check_quant_mode(quantization.mode, f"{contract.path}: quantization.mode")
-        if compiler.name == "qnn" and work is not None:  # a float model is quantized for the HTP first
+        if compiler.name == "qnn":  # a float model is quantized for the HTP first
             rows = quantization.calibration if quantization is not None and quantization.integer else None
             model, preparation = prepare(compiler.name, onnx_path, contract.quantization, rows,
                                          bool(quantization is not None and quantization.calibration_synthetic), work)
-            if model != onnx_path and settings is not None:
+            if model != onnx_path:
                 prediction = _placed(model, settings, result)
             if keep is not None and model != onnx_path:
                 shutil.copyfile(model, keep.folder / QDQ_MODEL)

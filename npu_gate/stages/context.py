@@ -1,4 +1,5 @@
-"""What every stage is given: the settings of the run, and what a run leaves for an evidence bundle."""
+"""The settings of a run (part of the ``Run`` every stage is given, stages/run.py), and what a run
+leaves for an evidence bundle."""
 
 from __future__ import annotations
 

@@ -3,32 +3,34 @@ the child process that runs the contract's code (``model.worker``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onnx import ModelProto
-
-from npu_gate.contract.spec import Contract
-from npu_gate.graph.model_file import load_onnx
-from npu_gate.model.worker import UserCode, WorkerFailed
-from npu_gate.result.types import GateResult, make_finding
+from npu_gate.graph.model_file import copy_model, load_onnx
+from npu_gate.model.worker import WorkerFailed
+from npu_gate.result.types import make_finding
+from npu_gate.stages.run import Run, Stage
 
 
-@dataclass
-class Exported:
-    onnx_path: Path
-    model: ModelProto  # loaded without external weights (``load_onnx(weights=False)``)
-    sha256: str
+class Export(Stage):
+    """A torch contract's module exported: ``run.model`` (loaded without external weights,
+    ``load_onnx(weights=False)``) and ``run.model_path``. On failure both stay None: no stage that
+    needs the graph applies, and the numerics row says the export failed."""
+
+    name = "export"
+    limited = False  # the first stage: the deadline starts with it
+
+    def run(self, run: Run) -> None:
+        export_model(run)
 
 
-def run(contract: Contract, user: UserCode, work: Path, result: GateResult,
-        timings: dict[str, float]) -> Exported | None:
-    """Build the contract's module (seeded, eval mode) and export it into ``work``, both in the
-    child process of ``user``: the stage row and, on failure, an export-failed finding (then
-    None: nothing downstream runs). What the factory's code printed starts the log. A factory
-    that cannot be imported or returns no module is a ModelError, as a contract problem."""
-    spec = contract.torch
+def export_model(run: Run) -> None:
+    """Build the contract's module (seeded, eval mode) and export it into the run's work folder,
+    both in the child process of the contract's code: the stage row and, on failure, an
+    export-failed finding. What the factory's code printed starts the log. A factory that cannot
+    be imported or returns no module is a ModelError, as a contract problem."""
+    user, work, result, timings = run.the_user(), run.the_work(), run.result, run.timings
+    spec = run.the_contract().torch
     assert spec is not None
     error: str | None
     try:
@@ -45,13 +47,13 @@ def run(contract: Contract, user: UserCode, work: Path, result: GateResult,
     error = scrub(error, str(work))
     if error or onnx_path is None:
         result.stages["export"] = {"status": "failed", "reason": error}
-        result.stages["numerics"] = {"status": "skipped", "reason": "export failed"}
         result.findings.append(make_finding("export-failed", f"{spec.exporter} export failed: {error}"))
-        return None
+        return
     result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
-    model, sha256 = load_onnx(onnx_path, "exported model", weights=False)
-    result.model["sha256"] = sha256
-    return Exported(onnx_path, model, sha256)
+    run.model, result.model["sha256"] = load_onnx(onnx_path, "exported model", weights=False)
+    run.model_path = onnx_path
+    if run.keep is not None:
+        run.keep.model_path = copy_model(onnx_path, run.keep.folder)
 
 
 def seconds(data: dict[str, Any], default: float) -> float:

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from npu_gate.contract.spec import Contract
-from npu_gate.model.worker import UserCode, WorkerFailed
-from npu_gate.result.types import GateResult, make_finding
-from npu_gate.stages.context import Artifacts
+from npu_gate.model.worker import WorkerFailed
+from npu_gate.result.types import make_finding
 from npu_gate.stages.export import scrub
+from npu_gate.stages.run import Run, Stage
 
 if TYPE_CHECKING:
     from npu_gate.model.numerics import OutputComparison
@@ -33,10 +32,26 @@ def uninformative_message(c: OutputComparison) -> str:
             f"(max abs error / max |reference| = {detail})")
 
 
-def run(contract: Contract, user: UserCode, onnx_path: Path, work: Path, result: GateResult,
-        timings: dict[str, float], keep: Artifacts | None = None) -> None:
+class Numerics(Stage):
+    """A torch contract's exported graph (the rewritten one once rewrites apply) against its module."""
+
+    name = "numerics"
+
+    def applies(self, run: Run) -> bool:
+        return run.model_path is not None
+
+    def unapplied(self, run: Run) -> str | None:
+        return "export failed"
+
+    def run(self, run: Run) -> None:
+        compare_with_module(run, run.the_rewriting().numerics_path(run.the_model_path(), run.the_work()))
+
+
+def compare_with_module(run: Run, onnx_path: Path) -> None:
     """Compare ``onnx_path`` (onnxruntime, here) with the eager module (its outputs computed in
-    the child process of ``user``) into ``result`` (stage row, comparisons, findings)."""
+    the child process of the contract's code) into the result (stage row, comparisons, findings)."""
+    contract, user, work, result, timings, keep = (run.the_contract(), run.the_user(), run.the_work(), run.result,
+                                                   run.timings, run.keep)
     if contract.numerics.samples == 0:
         result.stages["numerics"] = {"status": "skipped", "reason": "numerics.samples is 0"}
         return

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.parts import Gates
 from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
-from npu_gate.stages.context import Artifacts, Settings, new_result
+from npu_gate.stages.context import Settings, new_result
+from npu_gate.stages.run import Run, Stage
 
 if TYPE_CHECKING:  # the contract reader only for annotations: `inspect` runs gate_findings
     from npu_gate.contract.spec import Contract
@@ -27,17 +28,30 @@ if TYPE_CHECKING:  # the contract reader only for annotations: `inspect` runs ga
     from npu_gate.result.probe import ProbeResult
 
 
-def run(contract: Contract, settings: Settings, float_path: Path, work: Path, result: GateResult,
-        timings: dict[str, float], keep: Artifacts | None = None, user: UserCode | None = None,
-        folded: Collection[int] = ()) -> None:
+class Quantization(Stage):
+    """Contract ``quantization``: the checked graph (the rewritten one once rewrites apply) quantized and measured."""
+
+    name = "quantization"
+
+    def applies(self, run: Run) -> bool:
+        return run.the_contract().quantization is not None and run.result.analysed
+
+    def run(self, run: Run) -> None:
+        quantize_and_measure(run, run.the_rewriting().compiled_path(run.the_model_path(), run.the_work()))
+
+
+def quantize_and_measure(run: Run, float_path: Path) -> None:
     """Quantize ``float_path`` (the graph the gate checked, with its weights), measure it, and
     place the quantized graph against the profile (its units' ops that have no integer kernel
-    there are ``quantized-op-unsupported`` findings). With a contract ``metric`` and ``user`` (the
-    child process of the contract's code), the metric judges the quantized model against the float
-    one on the hold-out samples (``quantization.metric``; a miss is a ``task-metric`` error).
-    ``folded``: the nodes the analysis folds (top-level indices), replaced by their values before
-    quantizing, as the compiler sees the graph (``quantization.graph`` says what was done); the
-    accuracy compares the quantized graph with ``float_path`` itself."""
+    there are ``quantized-op-unsupported`` findings). With a contract ``metric``, the metric
+    judges the quantized model against the float one on the hold-out samples, in the child process
+    of the contract's code (``quantization.metric``; a miss is a ``task-metric`` error). The nodes
+    the analysis folds (top-level indices) are replaced by their values before quantizing, as the
+    compiler sees the graph (``quantization.graph`` says what was done); the accuracy compares the
+    quantized graph with ``float_path`` itself."""
+    contract, settings, work, result, timings, keep, user = (run.the_contract(), run.settings, run.the_work(),
+                                                             run.result, run.timings, run.keep, run.user)
+    folded: Collection[int] = run.analysis.folded if run.analysis is not None else ()
     spec = contract.quantization
     if spec is None:
         return

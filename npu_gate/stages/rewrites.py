@@ -1,11 +1,11 @@
-"""The rewrite stage of a contract check.
+"""The rewrite stages of a contract check: one ``Rewriting`` per run (``Plan``), then
 
-1. ``prepare``: apply the contract's ``rewrites`` (the gate then checks the rewritten graph).
-2. ``evaluate``: prove them (numerics end to end and per replaced region, placement and
-   partitions before/after, CPU reference latency, task metric), and try catalog rewrites
+1. ``prepare`` (``Apply``): apply the contract's ``rewrites`` (the gate then checks the rewritten graph).
+2. ``evaluate`` (``Evaluate``): prove them (numerics end to end and per replaced region, placement
+   and partitions before/after, CPU reference latency, task metric), and try catalog rewrites
    on every CPU-fallback node, keeping as suggestions only those that reduce CPU nodes or
    partitions AND pass numerics.
-3. ``review``: after gates and waivers, one row per CPU-fallback or rewritten node.
+3. ``review`` (``Review``): after gates and waivers, one row per CPU-fallback or rewritten node.
 
 Latencies are onnxruntime CPU medians: they go under ``timings`` only and are labelled a
 CPU reference. Device figures come only from the user's measurement file.
@@ -34,6 +34,7 @@ from npu_gate.rewrites.verify import Check, cpu_latency, verify
 from npu_gate.rules import PLACEMENT_RULES
 from npu_gate.stages.analyse import analyse_with_findings
 from npu_gate.stages.context import Settings, new_result
+from npu_gate.stages.run import Run, Stage
 
 MAX_TRIALS = 16  # candidate rewrites tried per check: each costs an analysis and two sessions
 LATENCY_RUNS = 20
@@ -58,8 +59,69 @@ def analyse(model: onnx.ModelProto, settings: Settings) -> GateResult:
     return scratch
 
 
+class Plan(Stage):
+    """The run's ``Rewriting``, made before any model work: it reads the contract's device
+    timings and samples file and imports its metric and replacement code (``Rewriting``)."""
+
+    name = "rewrite_plan"
+    limited = False
+
+    def run(self, run: Run) -> None:
+        run.rewriting = Rewriting(run.the_contract(), run.the_user())
+
+
+class Apply(Stage):
+    """The contract's rewrites applied to the loaded or exported graph: ``run.model`` is the rewritten one."""
+
+    name = "apply_rewrites"  # its row is ``rewrites``, which ``Evaluate`` completes
+    limited = False
+
+    def applies(self, run: Run) -> bool:
+        return run.model is not None
+
+    def run(self, run: Run) -> None:
+        assert run.model is not None
+        run.model = run.the_rewriting().prepare(run.model, run.result)
+
+
+class Weights(Stage):
+    """The external weights the analysis left on disk, read for the models ``Evaluate`` runs
+    (``Rewriting.load_weights``), while the export's folder exists and before the probe writes
+    the checked graph."""
+
+    name = "rewrite_weights"
+    limited = False
+
+    def applies(self, run: Run) -> bool:
+        return run.analysis is not None
+
+    def run(self, run: Run) -> None:
+        run.the_rewriting().load_weights(run.the_model_path().resolve().parent, run.result)
+
+
+class Evaluate(Stage):
+    name = "rewrites"
+
+    def rows(self, run: Run) -> tuple[str, ...]:
+        return run.the_rewriting().pending(run.result)
+
+    def run(self, run: Run) -> None:
+        run.the_rewriting().evaluate(run.settings, run.result, run.timings)
+
+
+class Review(Stage):
+    name = "review"
+    limited = False
+
+    def run(self, run: Run) -> None:
+        run.the_rewriting().review(run.result, run.timings)
+
+
 class Rewriting:
-    def __init__(self, contract: Contract) -> None:
+    """A contract's rewrites, suggestions and review across the stages of its run. ``user``: the
+    child process of the contract's code (the run's), which runs the metric and a torch replacement."""
+
+    def __init__(self, contract: Contract, user: UserCode) -> None:
         self.contract = contract
         self.original: onnx.ModelProto | None = None
         self.checked: onnx.ModelProto | None = None  # what the gate analyses
@@ -81,14 +143,8 @@ class Rewriting:
         if rows is None and samples_file is not None:  # a contract not loaded in full
             rows = read_samples(samples_file, contract.inputs)
         self.file_rows = rows or []
-        # One child process runs all of the contract's own code (model.worker): the torch export
-        # and reference, a torch replacement, the metric. Started on its first use.
-        self.user = UserCode(contract)
-        _import_user_code(contract, self.user)
-
-    def close(self) -> None:
-        """Stop the child process of the contract's code (if it was started)."""
-        self.user.close()
+        self.user = user
+        _import_user_code(contract, user)
 
     # 1 ---------------------------------------------------------------------------------
     def prepare(self, model: onnx.ModelProto, result: GateResult) -> onnx.ModelProto:

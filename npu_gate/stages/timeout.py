@@ -1,6 +1,6 @@
 """The run's time limit (``--timeout``): a deadline on the ``Settings`` every stage is given,
-checked by the pipeline between stages (``starts``), by folding between nodes and given to the
-compiler probe as the upper bound of its own timeout.
+checked by the pipeline before each stage it limits (``pipeline.run_stages``), by folding
+between nodes and given to the compiler probe as the upper bound of its own timeout.
 
 Once it has passed, the stages not yet run are recorded as skipped (reason ``timeout: ...``)
 and one ``gate-timeout`` finding (an error: a run that did not finish never passes) names the
@@ -41,23 +41,13 @@ class Deadline:
         return time.monotonic() >= self.at
 
 
-def starts(deadline: Deadline | None, result: GateResult, stage: str, rows: tuple[str, ...] | None = None) -> bool:
-    """Whether ``stage`` may start. Before the deadline: True, and ``stage`` is the one running.
-    After it: False, the stage rows ``rows`` (default: ``stage``) are recorded as skipped unless
-    the run wrote them already, and the run's ``gate-timeout`` finding is made if not yet."""
-    if deadline is None or not deadline.passed():
-        if deadline is not None:
-            deadline.running = stage
-        return True
-    reason = f"timeout: the run reached its {deadline.seconds:g} s limit (--timeout) during {deadline.running}"
-    for row in (stage,) if rows is None else rows:
-        result.stages.setdefault(row, {"status": "skipped", "reason": reason})
-    finish(deadline, result, before=stage)
-    return False
+def skip_reason(deadline: Deadline) -> str:
+    """The reason of the rows of the stages the deadline stops (``pipeline.run_stages`` writes them)."""
+    return f"timeout: the run reached its {deadline.seconds:g} s limit (--timeout) during {deadline.running}"
 
 
 def finish(deadline: Deadline | None, result: GateResult, before: str | None = None) -> None:
-    """Before the verdict (or as stage ``before`` is refused): if the deadline has passed, the
+    """Before the verdict (or as the deadline stops stage ``before``): if the deadline has passed, the
     run's ``gate-timeout`` finding (once), naming the stage that was running and the limit."""
     if deadline is None or not deadline.passed() or timed_out(result):
         return

@@ -10,8 +10,21 @@ from typing import Any
 from npu_gate.contract.parts import Waiver
 from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
 from npu_gate.rules import ERROR
+from npu_gate.stages import timeout
 from npu_gate.stages.context import Settings
 from npu_gate.stages.quantize import gate_findings
+from npu_gate.stages.run import Run, Stage
+
+
+class Verdict(Stage):
+    """The run's ``gate-timeout`` finding if its deadline passed, then gates, waivers and the verdict."""
+
+    name = "verdict"
+    limited = False
+
+    def run(self, run: Run) -> None:
+        timeout.finish(run.deadline, run.result)
+        decide(run.result, run.settings)
 
 
 def decide(result: GateResult, settings: Settings) -> None:
