@@ -10,9 +10,10 @@ from typing import Any
 from onnx import ModelProto
 
 from npu_gate.contract.spec import Contract
+from npu_gate.findings.model import export_failed
 from npu_gate.graph.model_file import load_onnx
 from npu_gate.model.worker import UserCode, WorkerFailed
-from npu_gate.result.types import GateResult, make_finding
+from npu_gate.result.types import GateResult
 
 
 @dataclass
@@ -46,7 +47,7 @@ def run(contract: Contract, user: UserCode, work: Path, result: GateResult,
     if error or onnx_path is None:
         result.stages["export"] = {"status": "failed", "reason": error}
         result.stages["numerics"] = {"status": "skipped", "reason": "export failed"}
-        result.findings.append(make_finding("export-failed", f"{spec.exporter} export failed: {error}"))
+        result.findings.append(export_failed(spec.exporter, error))
         return None
     result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
     model, sha256 = load_onnx(onnx_path, "exported model", weights=False)
