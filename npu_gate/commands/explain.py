@@ -15,7 +15,9 @@ def run(args: argparse.Namespace) -> int:
         if args.id in RETIRED:
             raise GateError(f"{args.id}: retired in {RETIRED[args.id]}")
         return _explain_constraint(args.id)
-    print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{r.doc}")
+    from npu_gate.findings.catalog import doc_text
+
+    print(f"{r.id} ({r.severity if r.finding else 'stops the run, exit 2'})\n\n{r.summary}\n\n{doc_text(r.id)}")
     return EXIT_PASS
 
 

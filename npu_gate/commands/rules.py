@@ -13,12 +13,14 @@ def run(args: argparse.Namespace) -> int:
     from npu_gate.rules import RULES
 
     if args.format == "json":
+        from npu_gate.findings.catalog import doc_text
+
         doc = [{"id": r.id, "severity": r.severity, "finding": r.finding, "summary": r.summary,
-                "doc": r.doc} for r in RULES.values()]
+                "doc": doc_text(r.id)} for r in RULES.values()]
         print(json.dumps(doc, indent=2))
         return EXIT_PASS
     if args.format == "markdown":
-        from npu_gate.rules import rules_markdown
+        from npu_gate.findings.catalog import rules_markdown
 
         sys.stdout.write(rules_markdown())
         return EXIT_PASS

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.spec import Contract, Quantization
+from npu_gate.findings.compiler import probe_findings
 from npu_gate.result.probe import ProbeResult
-from npu_gate.result.types import CPU, GateResult, make_finding
+from npu_gate.result.types import CPU, GateResult
 from npu_gate.stages.analyse import CompilerPlacement
 from npu_gate.stages.context import Settings, new_result
 from npu_gate.stages.run import Run, Stage
@@ -285,7 +286,7 @@ def record(outcome: ProbeOutcome, contract: Contract, result: GateResult) -> Non
     }
     if outcome.calibration is not None:
         result.stages["probe"]["calibration"] = outcome.calibration
-    result.findings += [make_finding(f["rule"], f["message"], severity=f["severity"]) for f in measured.findings]
+    result.findings += probe_findings(measured.findings)
     if outcome.measured is None:
         result.summary["evidence"] = f"prediction: profile {contract.profile.name}"
         return

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from npu_gate.findings.model import export_failed
 from npu_gate.graph.model_file import copy_model, load_onnx
 from npu_gate.model.worker import WorkerFailed
-from npu_gate.result.types import make_finding
 from npu_gate.stages.run import Run, Stage
 
 
@@ -47,7 +47,7 @@ def export_model(run: Run) -> None:
     error = scrub(error, str(work))
     if error or onnx_path is None:
         result.stages["export"] = {"status": "failed", "reason": error}
-        result.findings.append(make_finding("export-failed", f"{spec.exporter} export failed: {error}"))
+        result.findings.append(export_failed(spec.exporter, error))
         return
     result.stages["export"] = {"status": "ok", "exporter": spec.exporter, "log_lines": len(outcome.log)}
     run.model, result.model["sha256"] = load_onnx(onnx_path, "exported model", weights=False)

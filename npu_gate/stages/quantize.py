@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.parts import Gates
-from npu_gate.result.types import Finding, GateResult, QuantizationResult, make_finding
+from npu_gate.findings.gates import unmeasured
+from npu_gate.findings.quantization import quantization_error, quantization_failed
+from npu_gate.findings.rewrites import quantized_task_metric
+from npu_gate.result.types import GateResult, QuantizationResult
 from npu_gate.stages.context import Settings, new_result
 from npu_gate.stages.run import Run, Stage
 
@@ -93,7 +96,7 @@ def quantize_and_measure(run: Run, float_path: Path) -> None:
     except quant.QuantizationFailed as exc:
         message = f"onnxruntime quantize_static: {exc}"
         result.stages["quantization"] = {"status": "failed", "reason": message}
-        result.findings.append(make_finding("quantization-failed", message, subject="quantization"))
+        result.findings.append(quantization_failed(message))
         return
     if contract.metric is not None and user is not None:
         _metric(contract, user, float_path, quantized, samples.holdout, record, result)
@@ -134,7 +137,6 @@ def _metric(contract: Contract, user: UserCode, float_path: Path, quantized: Pat
     hold-out samples; recorded with its evidence, a miss or an error is a ``task-metric`` finding."""
     from npu_gate.quantize import run as quant_run
     from npu_gate.rewrites.metric import evaluate
-    from npu_gate.stages.rewrites import metric_message
 
     assert contract.metric is not None
     try:
@@ -148,8 +150,7 @@ def _metric(contract: Contract, user: UserCode, float_path: Path, quantized: Pat
     record["metric"] = {**task, "evidence": f"the contract's metric, float (reference) vs {record['mode']} "
                                             f"(candidate) on {len(holdout)} hold-out samples, onnxruntime CPU"}
     if not task["passed"]:
-        result.findings.append(make_finding("task-metric", f"quantized model: {metric_message(task)}",
-                                            subject="quantization metric"))
+        result.findings.append(quantized_task_metric(task))
 
 
 def _placement(quantized: Path, settings: Settings, result: GateResult) -> dict[str, int | str]:
@@ -180,8 +181,7 @@ def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | N
         outputs = record["outputs"] if record is not None else []
         if record is None or not outputs:
             checks.append((name, limit, None, False))
-            result.findings.append(make_finding("gate-exceeded", f"{name}: not measured "
-                                                f"({_why_unmeasured(result)}), limit {limit:g}", subject=name))
+            result.findings.append(unmeasured(name, _why_unmeasured(result), limit))
             continue
         # a NaN output fails every gate (-inf); a null SQNR without it is no noise at all (inf)
         figures = [(-math.inf if o.get("nan") else math.inf if o[key] is None else o[key], o["output"])
@@ -190,7 +190,7 @@ def gate_findings(result: GateResult, gates: Gates) -> list[tuple[str, float | N
         checks.append((name, limit, None if math.isinf(worst) else worst, worst >= limit))
         for figure, output in figures:
             if figure < limit:
-                result.findings.append(_error_finding(record, name, limit, figure, output))
+                result.findings.append(quantization_error(record, name, limit, figure, output))
     return checks
 
 
@@ -199,27 +199,6 @@ def _why_unmeasured(result: GateResult) -> str:
     if row is None:
         return "the quantization stage did not run"
     return f"quantization {row['status']}: {row.get('reason', '')}".rstrip(": ")
-
-
-def _error_finding(record: QuantizationResult, gate: str, limit: float, figure: float, output: str) -> Finding:
-    what = "SQNR" if gate == "min_output_sqnr_db" else "cosine similarity"
-    unit = " dB" if gate == "min_output_sqnr_db" else ""
-    if figure == -math.inf:
-        message = (f"output {output}: {what} is not a number: the float or the quantized output holds NaN on the "
-                   f"hold-out samples, below {gate} {limit:g}{unit}")
-    else:
-        message = f"output {output}: {what} {figure:.4g}{unit} is below {gate} {limit:g}{unit} (hold-out samples)"
-    worst = record["worst_layers"][0] if record["worst_layers"] else None
-    node = None
-    if worst is not None:
-        node = worst["node"]
-        db = "no noise" if worst["sqnr_db"] is None else f"SQNR {worst['sqnr_db']:.4g} dB"
-        where = f"node {node} ({worst['op_type']})" if node else f"tensor {worst['tensor']}"
-        source = worst.get("source") or {}
-        line = f" at {source['file']}:{source['line']}" if source.get("file") and source.get("line") else ""
-        message += f"; worst layer: {where}{line}, {db}"
-    return make_finding("quantization-error", message, subject=f"output {output}", node=node,
-                        constraint=gate, actual=figure, allowed=limit)
 
 
 def beside_probe(model: Path, quant: QuantRequest, probe: ProbeResult, work: Path) -> None:

@@ -13,7 +13,6 @@ CPU reference. Device figures come only from the user's measurement file.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,20 @@ from npu_gate.contract import device_timings as devtimes
 from npu_gate.contract.samples_file import read_samples
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import ModelError, one_line
+from npu_gate.findings.model import replacement_failed
+from npu_gate.findings.numerics import numerics_failed
+from npu_gate.findings.rewrites import (
+    metric_message,
+    replacement_mismatch,
+    replacement_unverified,
+    rewrite_mismatch,
+    rewrite_unmatched,
+    rewrite_unverified,
+    task_metric,
+)
 from npu_gate.model.samples import make_samples
 from npu_gate.model.worker import UserCode
-from npu_gate.result.types import GateResult, NodeResult, make_finding
+from npu_gate.result.types import GateResult, NodeResult
 from npu_gate.rewrites import REWRITES, Applied, apply, apply_matches, copy_model, disjoint
 from npu_gate.rewrites.base import GraphView, Match, Rewrite
 from npu_gate.rewrites.verify import Check, cpu_latency, verify
@@ -159,8 +169,7 @@ class Rewriting:
         done = Counter(a.rewrite for a in self.applied)
         for r in self.contract.rewrites:
             if not done[r.name]:
-                result.findings.append(make_finding("rewrite-unmatched", f"rewrite {r.name} matched no node",
-                                                    subject=r.name))
+                result.findings.append(rewrite_unmatched(r.name))
         result.stages["rewrites"] = {"status": "ok", "applied": [f"{name} ({n} regions)" for name, n in done.items()]}
         result.log.append("rewrites: " + ("; ".join(
             f"{a.rewrite}: {', '.join(n for n, _ in a.replaced)} -> {', '.join(n for n, _ in a.emitted)}"
@@ -229,7 +238,7 @@ class Rewriting:
             except Exception as exc:  # onnxruntime cannot run one of the models on the samples
                 message = f"rewrite verification: onnxruntime: {one_line(exc)}"
                 result.stages["rewrites"].update(status="failed", reason=message)
-                result.findings.append(make_finding("numerics-failed", message))
+                result.findings.append(numerics_failed(message))
                 # What would have run on the same samples says why it did not, not nothing.
                 skipped = {"status": "skipped", "reason": "the rewrite verification failed"}
                 wanted = {"replacement": self.contract.replacement is not None,
@@ -289,21 +298,15 @@ class Rewriting:
                     result.metric = run_metric(self.contract.metric, self.user, ver.reference,
                                                ver.candidate, self.samples)
                     if not result.metric["passed"]:
-                        result.findings.append(make_finding("task-metric", metric_message(result.metric)))
+                        result.findings.append(task_metric(result.metric))
             except Exception as exc:
                 failure = exc
         else:
             result.stages["rewrites"]["reason"] = "not verified: numerics.samples is 0 and no samples_file"
-            result.findings.append(make_finding(
-                "rewrite-unverified", f"rewrites {', '.join(check['applied'])} applied but not verified: "
-                "numerics.samples is 0 and no samples_file"))
+            result.findings.append(rewrite_unverified(check["applied"]))
         for c in checks:
             if not c.passed:
-                where = f"region {c.node} (tensor {c.where})" if c.kind == "region" else f"output {c.where}"
-                who = c.rewrite or ", ".join(check["applied"])
-                result.findings.append(make_finding("rewrite-mismatch", f"{who} at {where}: {_mismatch(c)}",
-                                                    node=c.node if c.kind == "region" else None,
-                                                    subject=None if c.kind == "region" else f"output {c.where}"))
+                result.findings.append(rewrite_mismatch(c, c.rewrite or ", ".join(check["applied"])))
         before_nodes = _by_output(before.nodes)
         after_nodes = _by_output(result.nodes)
         entries = []
@@ -338,15 +341,13 @@ class Rewriting:
         result.replacement = entry
         if loaded.model is None:
             result.stages["replacement"] = {"status": "failed", "reason": loaded.error}
-            result.findings.append(make_finding("export-failed", f"replacement: {loaded.error}"))
+            result.findings.append(replacement_failed(loaded.error))
             return
         entry["before"] = summary(analyse(self.original, settings))
         entry["after"] = summary(analyse(loaded.model, settings))
         if not self.samples:
             result.stages["replacement"] = {"status": "ok", "reason": "not verified: no samples"}
-            result.findings.append(make_finding(
-                "rewrite-unverified", "replacement not compared with the model: numerics.samples is 0 and "
-                "no samples_file"))
+            result.findings.append(replacement_unverified())
             return
         try:
             checks, reference, candidate = repl.compare(self.original, loaded.model, self.samples, *self.default)
@@ -355,22 +356,20 @@ class Rewriting:
         except Exception as exc:
             message = f"replacement verification: onnxruntime: {one_line(exc)}"
             result.stages["replacement"] = {"status": "failed", "reason": message}
-            result.findings.append(make_finding("numerics-failed", message))
+            result.findings.append(numerics_failed(message))
             return
         result.stages["replacement"] = {"status": "ok"}
         entry["verification"] = [c.to_dict() for c in checks]
         for c in checks:
             if not c.passed:
-                result.findings.append(make_finding("rewrite-mismatch",
-                                                    f"replacement at output {c.where}: {_mismatch(c)}",
-                                                    subject=f"replacement output {c.where}"))
+                result.findings.append(replacement_mismatch(c))
         if self.contract.metric is not None and not self.applied:  # the metric judges one candidate
             from npu_gate.rewrites.metric import evaluate as run_metric
 
             result.metric = run_metric(self.contract.metric, self.user, reference, candidate,
                                        self.samples)
             if not result.metric["passed"]:
-                result.findings.append(make_finding("task-metric", metric_message(result.metric)))
+                result.findings.append(task_metric(result.metric))
 
     def _suggest(self, settings: Settings, result: GateResult, timings: dict[str, float]) -> None:
         """Per catalog rewrite: all its matches on CPU-fallback nodes at once; then, if some
@@ -589,13 +588,6 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def _mismatch(c: Check) -> str:
-    """A failed check's numbers against its tolerance, then its problem (if any)."""
-    numbers = None if c.max_abs_err is None else (
-        f"max abs error {_num(c.max_abs_err)}, max rel error {_num(c.max_rel_err)} (atol {c.atol:g}, rtol {c.rtol:g})")
-    return "; ".join(part for part in (numbers, c.problem) if part)
-
-
 def _by_output(nodes: list[NodeResult]) -> dict[str, NodeResult]:
     return {n.outputs[0]["name"]: n for n in nodes if n.outputs}
 
@@ -608,36 +600,6 @@ def _placement(nodes: dict[str, NodeResult], tensor: str, name: str, op_type: st
         return {"node": name, "op_type": op_type, "placement": None, "reasons": [], "partition": None}
     return {"node": name, "op_type": op_type, "placement": found.placement, "reasons": found.reasons,
             "partition": found.partition}
-
-
-def metric_message(metric: dict[str, Any]) -> str:
-    if "error" in metric:
-        return f"task metric could not be computed: {metric['error']}"
-    bad = [c for c in metric["checks"] if not c["passed"]]
-    return "task metric: " + "; ".join(_failed_check(c, list(metric["values"])) for c in bad)
-
-
-def _failed_check(check: dict[str, Any], returned: list[str]) -> str:
-    """Why one threshold failed: ``max_err 2.98e-08 > max 1e-12``, or the value is missing or not finite."""
-    name, value = check["name"], check["value"]
-    if value is None:
-        return f"the metric returned no value {name!r} (it returned {', '.join(returned) or 'nothing'})"
-    if not math.isfinite(value):
-        return f"{name} is {value}, not a finite number"
-    if check["min"] is not None and value < check["min"]:
-        shown, bound = _distinct(value, check["min"])
-        return f"{name} {shown} < min {bound}"
-    shown, bound = _distinct(value, check["max"])
-    return f"{name} {shown} > max {bound}"
-
-
-def _distinct(value: float, bound: float) -> tuple[str, str]:
-    """Both numbers short, with as many digits as it takes to tell them apart."""
-    for digits in range(3, 18):
-        a, b = f"{value:.{digits}g}", f"{bound:.{digits}g}"
-        if a != b:
-            return a, b
-    return repr(value), repr(bound)
 
 
 def _import_user_code(contract: Contract, user: UserCode) -> None:

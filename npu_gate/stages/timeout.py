@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from npu_gate.result.types import GateResult, make_finding
+from npu_gate.findings.gates import gate_timeout
+from npu_gate.result.types import GateResult
 
 DEFAULT_SECONDS = 1800.0  # `--timeout`'s default, and the pipeline's for callers that give none
 RULE = "gate-timeout"
@@ -53,10 +54,7 @@ def finish(deadline: Deadline | None, result: GateResult, before: str | None = N
         return
     after = (f"{before} and the stages after it did not run" if before is not None
              else "what it computed may be incomplete (folding and rewrite trials stop at the limit)")
-    result.findings.append(make_finding(
-        RULE, f"the run reached its time limit of {deadline.seconds:g} s (--timeout) during {deadline.running}: "
-              f"{after}; the verdict rests on what was analysed",
-        subject=deadline.running, constraint="seconds", allowed=deadline.seconds))
+    result.findings.append(gate_timeout(deadline.seconds, deadline.running, after))
 
 
 def timed_out(result: GateResult) -> bool:

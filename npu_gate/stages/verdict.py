@@ -8,7 +8,9 @@ from collections import Counter
 from typing import Any
 
 from npu_gate.contract.parts import Waiver
-from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult, make_finding
+from npu_gate.findings.gates import estimate_exceeded, estimate_unchecked, gate_finding
+from npu_gate.findings.waivers import waiver_expired, waiver_unused
+from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult
 from npu_gate.rules import ERROR
 from npu_gate.stages import timeout
 from npu_gate.stages.context import Settings
@@ -47,7 +49,7 @@ def decide(result: GateResult, settings: Settings) -> None:
         passed = actual is not None and actual <= limit
         result.gates.append(GateCheck(name, limit, actual, passed))
         if not passed:
-            result.findings.append(_gate_finding(result, name, limit, actual))
+            result.findings.append(gate_finding(result, name, limit, actual))
 
     result.gates.extend(GateCheck(*check) for check in gate_findings(result, settings.gates))
     result.gates.extend(estimate_gates(result, settings.gates.max_sram_bytes, settings.gates.max_estimated_ms))
@@ -66,12 +68,9 @@ def decide(result: GateResult, settings: Settings) -> None:
         where = ", ".join(f"{k}={v}" for k, v in waiver.to_dict().items()
                           if k in ("rule", "node", "op_type", "module", "source"))
         if _expired(waiver, settings.today):
-            result.findings.append(make_finding("waiver-expired", f"waivers[{i}] ({where}) expired on "
-                                                f"{waiver.expires} and no longer waives", subject=f"waivers[{i}]"))
+            result.findings.append(waiver_expired(i, where, waiver))
         elif i not in used:
-            hint = _not_unique_hint(waiver, result.nodes)
-            result.findings.append(make_finding("waiver-unused", f"waivers[{i}] ({where}) matched no finding{hint}",
-                                                subject=f"waivers[{i}]"))
+            result.findings.append(waiver_unused(i, where, waiver, result.nodes))
 
     errors = result.active_findings(ERROR)
     result.verdict = FAIL if errors else PASS
@@ -96,13 +95,9 @@ def estimate_gates(result: GateResult, max_sram_bytes: int | None, max_estimated
         passed = actual is not None and actual <= limit
         checks.append(GateCheck(name, limit, actual, passed))
         if actual is None or estimates is None:
-            why = _why_no_estimate(probe, estimates, key)
-            message = f"{name}: could not be checked ({why}), limit {limit:g} {unit}"
+            result.findings.append(estimate_unchecked(name, _why_no_estimate(probe, estimates, key), limit, unit))
         elif not passed:
-            message = f"{name}: {actual:,} {unit} exceeds the limit {limit:,} {unit} ({estimates['evidence']})"
-        else:
-            continue
-        result.findings.append(make_finding("gate-exceeded", message, subject=name))
+            result.findings.append(estimate_exceeded(name, actual, limit, unit, estimates["evidence"]))
     return checks
 
 
@@ -116,45 +111,6 @@ def _why_no_estimate(probe: dict[str, Any], estimates: dict[str, Any] | None, ke
     if estimates is None:
         return f"{probe.get('compiler', {}).get('name', 'the compiler')} gives no such estimate"
     return f"{estimates['evidence']} gives no {key}"
-
-
-def _gate_finding(result: GateResult, name: str, limit: int, actual: int | None) -> Finding:
-    """A gate exceeded; a memory gate's names the NPU partition and the largest tensor live at
-    its peak with the tensor's producer node."""
-    what = "unknown (shapes not static)" if actual is None else actual
-    message = f"{name}: {what} exceeds the limit {limit}"
-    if name not in ("max_peak_activation_bytes", "max_weight_bytes"):
-        return make_finding("gate-exceeded", message, subject=name)
-    npu = [p for p in result.partitions if p.estimated]
-    if not npu:
-        return make_finding("gate-exceeded", message, subject=name)
-    if actual is None:
-        part = next((p for p in npu if p.memory_unknown), npu[0])
-        message += f" (partition {part.id}: {part.memory_unknown})"
-    elif name == "max_peak_activation_bytes":
-        part = max(npu, key=lambda p: p.peak_activation_bytes or 0)
-    else:
-        part = max(npu, key=lambda p: p.weight_bytes or 0)
-    first = part.at_peak[0] if part.at_peak else None
-    if actual is not None:
-        message += f" (estimated upper bound; partition {part.id}"
-        if first is not None:
-            message += (f", largest live at its peak: {first['tensor']} ({first['bytes']:,} B, "
-                        f"from {first['producer'] or 'a graph input'})")
-        message += ")"
-    return make_finding("gate-exceeded", message, subject=name, partition=part.id,
-                        node=first["producer"] if first else None)
-
-
-def _not_unique_hint(waiver: Waiver, nodes: list[NodeResult], most: int = 10) -> str:
-    """For a waiver naming a node by a name several nodes share: the display names to use."""
-    if not waiver.node:
-        return ""
-    names = [n.name for n in nodes if n.original_name == waiver.node]
-    if not names:
-        return ""
-    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
-    return f": node '{waiver.node}' is not unique in the model: use {shown}"
 
 
 def _expired(waiver: Waiver, today: dt.date) -> bool:
