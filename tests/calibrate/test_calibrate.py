@@ -789,8 +789,9 @@ def test_torch_upsampling_under_rknn_rk3588(tmp_path: Path) -> None:
     """F.interpolate as segmentation heads and FPNs write it, exported by TorchScript (scales as a
     Constant, size folded from Shape -> Slice -> Concat): x4, x8 and x0.25 bilinear run on the NPU,
     x6 (never measured) and align_corners x4 on CPU."""
-    torch = pytest.importorskip("torch")
     import warnings
+
+    import torch
 
     from npu_gate.pipeline import inspect_model
 

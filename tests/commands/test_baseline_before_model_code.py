@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = '''\

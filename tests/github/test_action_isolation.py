@@ -18,7 +18,6 @@ from tests.helpers.common import REPO
 from tests.helpers.composite_runner import ActionRun, base_env, run_action
 from tests.helpers.fake_github import WRITE_TOKEN, FakeGitHub
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 PR = 7

@@ -13,7 +13,6 @@ import pytest
 
 from tests.helpers.common import REPO
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = "import torch.nn as nn\n\n\ndef build():\n    return nn.Conv2d(3, 4, 3, padding=1)\n"

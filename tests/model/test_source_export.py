@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 ZOO = '''import torch.nn as nn

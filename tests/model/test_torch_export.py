@@ -13,7 +13,6 @@ import pytest
 
 from tests.helpers.common import REPO, validate_result
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 SEED = REPO / "examples" / "seed-hardswish"

@@ -15,7 +15,6 @@ from npu_gate.contract.spec import load_contract
 from npu_gate.model import worker
 from npu_gate.model.worker import WorkerFailed, child_environment, read_status
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = '''\

@@ -183,9 +183,9 @@ def test_gate_timeout_cannot_be_waived(run_cli: Run, tmp_path: Path) -> None:
                        "finish (raise --timeout instead) and cannot be waived\n")
 
 
+@pytest.mark.torch
 def test_a_torch_contract_skips_numerics_past_the_limit(run_cli: Run, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
     original = analyse.analyse
 
     def past_the_limit(model: Any, settings: Any, *args: Any, **kwargs: Any) -> analyse.Analysis:
