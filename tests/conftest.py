@@ -167,7 +167,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         problems.append("imported torch but is not marked `torch`: mark it @pytest.mark.torch")
     cpu, wall = _cost.pop(item.nodeid, (0.0, 0.0))
     figure = max(cpu, wall / _load_per_core())
-    if figure > SLOW_SECONDS and not item.get_closest_marker("slow"):
+    compiler = any(item.get_closest_marker(m) for m in ("rknn", "qnn", "ethos_u"))  # never in the fast loop
+    if figure > SLOW_SECONDS and not compiler and not item.get_closest_marker("slow"):
         problems.append(f"took {figure:.1f} s (CPU {cpu:.1f} s, wall {wall:.1f} s; limit "
                         f"NPU_GATE_SLOW_TEST_SECONDS={SLOW_SECONDS:g}) but is not marked `slow`: "
                         "mark it @pytest.mark.slow")

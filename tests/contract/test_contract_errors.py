@@ -327,6 +327,7 @@ def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cl
     _exits_2_with(run_cli, path, "x" + "[0]" * 63 + ": nested more than 64 levels deep")
 
 
+@pytest.mark.slow
 def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli):
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"
