@@ -101,6 +101,7 @@ def test_every_hypothesis_is_valid_profile_vocabulary(tmp_path: Path, sweep: str
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_the_ethos_u_sweep_is_torch_points_named_after_their_factories() -> None:
     """The Ethos-U probe lowers PyTorch modules: every point of the ethos-u sweep is a factory of
     npu_gate/calibrate/torch_points.py, on both sides of a limit of Vela 5.2.0's document; the
@@ -116,6 +117,7 @@ def test_the_ethos_u_sweep_is_torch_points_named_after_their_factories() -> None
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_torch_point_is_probed_through_its_factory(tmp_path: Path) -> None:
     """measure() exports a torch point beside a copy of torch_points.py and hands the compiler the
     factory, that folder and the input shape (the Ethos-U driver lowers the module from there)."""

@@ -113,6 +113,7 @@ def _run(tmp_path: Path, fake: FakeGitHub, python: Path, pythonpath: str = str(R
     return run_action(REPO, inputs, env, token=WRITE_TOKEN, workdir=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_hostile_factory_cannot_forge_the_verdict_or_reach_the_token(tmp_path: Path, fake: FakeGitHub) -> None:
     from npu_gate.contract.spec import load_contract
     from npu_gate.pipeline import check_contract

@@ -45,6 +45,7 @@ def test_an_ordinary_output_is_informative() -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_check_warns_on_an_output_inside_atol(tmp_path, run_cli) -> None:
     import json
 

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.torch
 SEED = REPO / "examples" / "seed-hardswish"
 
 
+@pytest.mark.slow
 def test_seed_example_fails_on_clip(tmp_path, run_cli):
     run = run_cli("check", SEED, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md",
                   "--log", tmp_path / "log.txt")
@@ -40,6 +41,7 @@ def test_seed_example_fails_on_clip(tmp_path, run_cli):
     assert "Static prediction against profile `demo` (illustrative)" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.slow
 def test_dynamo_exporter_gives_the_same_placement(tmp_path, run_cli):
     shutil.copy(SEED / "seed_net.py", tmp_path)
     contract = json.loads((SEED / "npu-gate.json").read_text())
@@ -85,6 +87,7 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
     assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
+@pytest.mark.slow
 def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
     """The dynamo exporter wraps the model's own error in a TorchExportError whose first line is
     boilerplate ending in "Next steps:" (with colour codes): the finding leads with the cause."""
@@ -112,6 +115,7 @@ def test_export_error_text():
     assert export_error(KeyError("k")) == "KeyError: 'k'"  # no cause: the error itself, as before
 
 
+@pytest.mark.slow
 def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
     """A factory's module (or torchvision, timm under it) may print or warn when imported: that
     is conversion output too, for the log and never for the terminal (stdout stays the summary)."""

@@ -117,6 +117,7 @@ def test_sys_exit_0_in_the_reference_is_not_a_pass(tmp_path: Path) -> None:
     assert _numerics_failure(doc) == [("numerics-failed", "PyTorch module: SystemExit: 0")]
 
 
+@pytest.mark.slow
 def test_a_hang_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
     from npu_gate.model.samples import make_samples
 

@@ -93,6 +93,7 @@ def test_without_quantization_the_rows_are_synthetic_and_said_so(write_contract,
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path, monkeypatch) -> None:
     from npu_gate.probe.factory import export_factory
 

@@ -605,6 +605,7 @@ def build_model():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
     import shutil
 
@@ -732,6 +733,7 @@ def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_rewrite_example_passes(run_cli, tmp_path):
     from tests.helpers.common import REPO
 

@@ -185,6 +185,7 @@ def test_gate_timeout_cannot_be_waived(run_cli: Run, tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_a_torch_contract_skips_numerics_past_the_limit(run_cli: Run, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     original = analyse.analyse
