@@ -44,16 +44,17 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 class _TorchImportWatch:
-    """A meta path finder that only looks: who imported torch first (a file), and finds nothing."""
+    """A meta path finder that only looks: which files asked for torch (it finds nothing itself)."""
 
-    importer: str | None = None
+    def __init__(self) -> None:
+        self.askers: list[str] = []
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
-        if name == "torch" and self.importer is None:
+        if name == "torch":
             frame = sys._getframe(1)
-            while frame is not None and frame.f_code.co_filename.startswith(("<frozen", "<")):
+            while frame is not None and frame.f_code.co_filename.startswith("<"):  # importlib's frozen frames
                 frame = frame.f_back
-            self.importer = frame.f_code.co_filename if frame is not None else "?"
+            self.askers.append(frame.f_code.co_filename if frame is not None else "?")
         return None
 
 
@@ -61,11 +62,12 @@ _torch_watch = _TorchImportWatch()
 sys.meta_path.insert(0, _torch_watch)
 
 
-def _torch_imported_by_repo_code() -> bool:
-    if _torch_watch.importer is None:
+def _repo_code_imported_torch(torch_before: bool) -> bool:
+    """Whether torch was first imported since torch_before was read, asked for by npu_gate/ or tests/."""
+    if torch_before or "torch" not in sys.modules:
         return False
-    importer = Path(_torch_watch.importer)
-    return importer.is_relative_to(REPO) and not any(part.startswith(".venv") for part in importer.parts)
+    return any(Path(f).is_relative_to(REPO) and not any(part.startswith(".venv") for part in Path(f).parts)
+               for f in _torch_watch.askers)
 
 
 def _imports_torch(tree: ast.AST) -> bool:
@@ -157,6 +159,7 @@ _torch_escaped: set[str] = set()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     cpu, wall, torch_before = _cpu_seconds(), time.perf_counter(), "torch" in sys.modules
+    _torch_watch.askers.clear()
     try:
         return (yield)
     finally:
@@ -166,6 +169,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     cpu, wall, torch_before = _cpu_seconds(), time.perf_counter(), "torch" in sys.modules
+    _torch_watch.askers.clear()
     try:
         return (yield)
     finally:
@@ -176,7 +180,7 @@ def _account(item: pytest.Item, cpu: float, wall: float, torch_before: bool) -> 
     spent = (_cpu_seconds() - cpu, time.perf_counter() - wall)
     before = _cost.get(item.nodeid, (0.0, 0.0))
     _cost[item.nodeid] = (before[0] + spent[0], before[1] + spent[1])
-    if not torch_before and _torch_imported_by_repo_code() and not item.get_closest_marker("torch"):
+    if _repo_code_imported_torch(torch_before) and not item.get_closest_marker("torch"):
         _torch_escaped.add(item.nodeid)
 
 
