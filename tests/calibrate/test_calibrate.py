@@ -1362,6 +1362,7 @@ def test_the_qdq_sweep_quantizes_each_op_for_the_htp_in_8_and_16_bit() -> None:
 
 
 @NEEDS_QNN_QUANTIZER
+@pytest.mark.slow
 def test_the_builtin_qnn_htp_qdq_profile_is_what_its_record_derives() -> None:
     record = json.loads((profile_dir() / "qnn-htp-qdq.calibration.json").read_text(encoding="utf-8"))
     profile = json.loads((profile_dir() / "qnn-htp-qdq.json").read_text(encoding="utf-8"))

@@ -146,6 +146,7 @@ def test_probe_agreement_onnx_out_keeps_each_probe_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_probe_agreement_onnx_without_models_is_one_line_exit_2(tmp_path: Path) -> None:
     done = _agreement("--onnx", str(tmp_path), "--compiler", "fake")
     assert done.returncode == 2 and done.stdout == ""

@@ -173,6 +173,7 @@ def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
     assert run.err == "npu-gate: error: user code called sys.exit(0); the gate could not run\n"
 
 
+@pytest.mark.slow
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
@@ -192,6 +193,7 @@ def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     assert "Torch IR graph at exception" in (tmp_path / "log.txt").read_text()
 
 
+@pytest.mark.slow
 def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
     # Exported under no_grad, eval-mode MultiheadAttention took PyTorch's fast path
     # (aten::_native_multi_head_attention), which torchscript cannot export: export-failed.
@@ -211,6 +213,7 @@ def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
     assert doc["ops"]["MatMul"] >= 2
 
 
+@pytest.mark.slow
 def test_numeric_mismatch_is_caught(tmp_path, run_cli):
     # Tracing bakes in the branch taken for the export sample; other samples take the other one.
     _write_factory(tmp_path, (
@@ -229,6 +232,7 @@ def test_numeric_mismatch_is_caught(tmp_path, run_cli):
     assert doc["numerics"][0]["max_abs_err"] > 0.01
 
 
+@pytest.mark.slow
 def test_samples_zero_skips_numerics(tmp_path, run_cli):
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
@@ -242,6 +246,7 @@ def test_samples_zero_skips_numerics(tmp_path, run_cli):
     assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "numerics.samples is 0"}
 
 
+@pytest.mark.slow
 def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
     # torchscript lists the tensor of `return y, y` as two graph outputs of one name ("2"):
     # the numerics table showed two identical rows.

@@ -291,6 +291,7 @@ def test_quantization_section_escapes_model_names():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_torch_contract_quantizes_its_export(tmp_path):
     seed = REPO / "examples" / "seed-hardswish"
     shutil.copyfile(seed / "seed_net.py", tmp_path / "seed_net.py")
