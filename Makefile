@@ -1,10 +1,10 @@
-# Two commands for a fresh machine: `make demo` and `make test`.
+# Two commands for a fresh machine: `make demo` and `make test`; `make check` is the fast loop.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= out/demo
 
-.PHONY: demo test lint venv clean
+.PHONY: demo check test lint venv clean
 
 $(BIN)/npu-gate: pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,11 +22,19 @@ demo: venv
 	code=$$?; echo "exit code $$code; evidence bundle in $(OUT): report.md, result.json, conversion.log, minimal/"; \
 	test $$code -le 1
 
+# The fast loop (~2 min on 2 cores): lint, layers, and the tests that need neither torch, a
+# compiler nor the `slow` mark, in parallel. An unmarked test over 3 s of CPU fails (tests/conftest.py).
+check: venv
+	$(BIN)/ruff check npu_gate tests bench examples
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -n auto -m 'not torch and not slow and not rknn and not qnn and not ethos_u'
+
+# Everything `make check` does, plus mypy and the whole default suite (torch and slow included).
 test: venv
 	$(BIN)/ruff check npu_gate tests bench examples
 	$(BIN)/mypy npu_gate
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache

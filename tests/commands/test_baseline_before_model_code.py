@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = '''\
@@ -42,6 +41,7 @@ def _contract(folder: Path, **kwargs: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_factory_rewriting_the_baseline_does_not_change_the_outcome(tmp_path: Path, run_cli) -> None:
     (tmp_path / "rewriting_net.py").write_text(NET, encoding="utf-8")
     forged = tmp_path / "failing.json"

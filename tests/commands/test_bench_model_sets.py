@@ -146,6 +146,7 @@ def test_probe_agreement_onnx_out_keeps_each_probe_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_probe_agreement_onnx_without_models_is_one_line_exit_2(tmp_path: Path) -> None:
     done = _agreement("--onnx", str(tmp_path), "--compiler", "fake")
     assert done.returncode == 2 and done.stdout == ""
@@ -173,6 +174,7 @@ def test_timm_set_without_timm_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_probe_agreement_leaves_real_torch_importable() -> None:
     """The bench reads the torch stub's message from its source: importing npu_gate/probe/torch_stub.py
     installed its import hook, and torchvision's ``from torch.onnx.symbolic_helper import parse_args``

@@ -342,7 +342,6 @@ def test_unreadable_file_in_a_torch_folder_runs_uncached(
 @pytest.mark.torch
 @pytest.mark.slow
 def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Path) -> None:
-    pytest.importorskip("torch")
     contract = torch_contract(tmp_path / "seed")
     first = run_cli("check", contract)
     second = run_cli("check", contract)
@@ -361,7 +360,6 @@ def test_torch_contract_hit_and_miss_on_source_change(run_cli: Run, tmp_path: Pa
 @pytest.mark.slow
 def test_a_module_outside_the_contract_folder_is_a_dependency(run_cli: Run, tmp_path: Path) -> None:
     """The factory's module at the repository root (issue 18): cached, and its change is a miss."""
-    pytest.importorskip("torch")
     (tmp_path / ".git").mkdir()
     contract = torch_contract(tmp_path / "contracts" / "seed")
     (tmp_path / "contracts" / "seed" / "seed_net.py").rename(tmp_path / "seed_net.py")

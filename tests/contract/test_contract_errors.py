@@ -200,10 +200,10 @@ def test_contract_file_is_not_modified(contract_dir, write_contract, run_cli):
     assert (contract_dir / "model.onnx").read_bytes() == model_before
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
 def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_cache):
     """The one error, without a `not cached` note about a result that never came."""
-    pytest.importorskip("torch")
     doc = _base()
     doc["model"] = {"torch": {"factory": "missing_module:build"}}
     path = write_contract(doc)
@@ -233,8 +233,8 @@ def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract, 
                                       f"e.g. {example}\n")
 
 
+@pytest.mark.torch
 def test_factory_that_returns_no_module(tmp_path, write_contract, run_cli):
-    pytest.importorskip("torch")
     (tmp_path / "bad_factory.py").write_text("def build():\n    return 42\n", encoding="utf-8")
     doc = _base()
     doc["model"] = {"torch": {"factory": "bad_factory:build"}}
@@ -327,6 +327,7 @@ def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cl
     _exits_2_with(run_cli, path, "x" + "[0]" * 63 + ": nested more than 64 levels deep")
 
 
+@pytest.mark.slow
 def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli):
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"

@@ -144,9 +144,9 @@ def build():
     (["x", "mask"], 0, ""),
     (["images", "weights"], 0, ""),  # names forward() does not use are free
 ])
+@pytest.mark.torch
 def test_torch_inputs_declared_out_of_forward_order(tmp_path, write_contract, run_cli, names, code, err):
     """The swapped contract used to pass: the exported graph computed forward(mask, x)."""
-    pytest.importorskip("torch")
     (tmp_path / "sem_two_inputs.py").write_text(TWO_INPUTS, encoding="utf-8")
     shapes = {names[0]: [1, 3, 4, 4], names[1]: [1, 3, 4, 4]}
     doc = {"model": {"torch": {"factory": "sem_two_inputs:build", "exporter": "torchscript", "opset": 17}},

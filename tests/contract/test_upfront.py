@@ -140,7 +140,6 @@ def test_a_bad_metric_or_replacement_in_b_stops_before_a_runs(tmp_path: Path, ru
 @pytest.mark.torch
 def test_a_replacement_factory_whose_module_is_missing_stops_before_a_runs(tmp_path: Path, run_cli: Run,
                                                                           cache_dir: Path) -> None:
-    pytest.importorskip("torch")
     a, b = _pair(tmp_path, replacement={"torch": {"factory": "nomod:build"}})
     lines = _stopped_before_a(run_cli("check", a, b, "--cache-dir", cache_dir), cache_dir)
     assert lines == [f"{b}: replacement.torch.factory: cannot import 'nomod': No module named 'nomod'{SEARCHED}"]

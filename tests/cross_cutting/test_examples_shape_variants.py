@@ -44,8 +44,8 @@ def test_what_the_diffs_say() -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
     from npu_gate.contract.spec import load_contract
     from npu_gate.pipeline import check_contract
 

@@ -67,6 +67,7 @@ def example_bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_bundle_contents(example_bundles: tuple[Path, Path]) -> None:
     bundle = example_bundles[0]
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())

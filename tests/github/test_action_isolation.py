@@ -18,7 +18,6 @@ from tests.helpers.common import REPO
 from tests.helpers.composite_runner import ActionRun, base_env, run_action
 from tests.helpers.fake_github import WRITE_TOKEN, FakeGitHub
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 PR = 7
@@ -114,6 +113,7 @@ def _run(tmp_path: Path, fake: FakeGitHub, python: Path, pythonpath: str = str(R
     return run_action(REPO, inputs, env, token=WRITE_TOKEN, workdir=tmp_path)
 
 
+@pytest.mark.slow
 def test_a_hostile_factory_cannot_forge_the_verdict_or_reach_the_token(tmp_path: Path, fake: FakeGitHub) -> None:
     from npu_gate.contract.spec import load_contract
     from npu_gate.pipeline import check_contract

@@ -22,8 +22,9 @@ def _contract(tmp_path: Path, shape: list, **extra: object) -> Path:
     return tmp_path
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_a_named_dim_is_exported_dynamic_and_analysed_at_its_example_size(tmp_path: Path, run_cli) -> None:
-    pytest.importorskip("torch")
     folder = _contract(tmp_path, ["batch", 3, 8, 8], dynamic_dims={"batch": 2})
     run = run_cli("check", folder, "--json", tmp_path / "r.json", "--no-cache", "-q")
     result = json.loads((tmp_path / "r.json").read_text())

@@ -13,7 +13,6 @@ import pytest
 
 from tests.helpers.common import REPO
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = "import torch.nn as nn\n\n\ndef build():\n    return nn.Conv2d(3, 4, 3, padding=1)\n"
@@ -39,6 +38,7 @@ def _console_script(args: list[str], cwd: Path) -> subprocess.CompletedProcess[s
                           timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_a_module_at_the_repository_root_imports_from_a_contract_in_a_subfolder(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "models").mkdir()
@@ -52,6 +52,7 @@ def test_a_module_at_the_repository_root_imports_from_a_contract_in_a_subfolder(
         assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_model_torch_path_and_the_error_naming_the_folders(tmp_path: Path, run_cli) -> None:
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "nets.py").write_text(NET)

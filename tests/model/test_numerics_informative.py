@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from npu_gate.model.numerics import compare_output
 
@@ -43,12 +44,11 @@ def test_an_ordinary_output_is_informative() -> None:
     assert "uninformative" not in c.to_dict()
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_check_warns_on_an_output_inside_atol(tmp_path, run_cli) -> None:
     import json
 
-    import pytest
-
-    pytest.importorskip("torch")
     (tmp_path / "net.py").write_text(
         "import torch\n\n\ndef build():\n    torch.manual_seed(0)\n    m = torch.nn.Linear(4, 3)\n"
         "    with torch.no_grad():\n        m.weight.mul_(1e-9)\n        m.bias.zero_()\n    return m\n")

@@ -13,12 +13,12 @@ import pytest
 
 from tests.helpers.common import REPO, validate_result
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 SEED = REPO / "examples" / "seed-hardswish"
 
 
+@pytest.mark.slow
 def test_seed_example_fails_on_clip(tmp_path, run_cli):
     run = run_cli("check", SEED, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md",
                   "--log", tmp_path / "log.txt")
@@ -41,6 +41,7 @@ def test_seed_example_fails_on_clip(tmp_path, run_cli):
     assert "Static prediction against profile `demo` (illustrative)" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.slow
 def test_dynamo_exporter_gives_the_same_placement(tmp_path, run_cli):
     shutil.copy(SEED / "seed_net.py", tmp_path)
     contract = json.loads((SEED / "npu-gate.json").read_text())
@@ -86,6 +87,7 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
     assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
+@pytest.mark.slow
 def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
     """The dynamo exporter wraps the model's own error in a TorchExportError whose first line is
     boilerplate ending in "Next steps:" (with colour codes): the finding leads with the cause."""
@@ -113,6 +115,7 @@ def test_export_error_text():
     assert export_error(KeyError("k")) == "KeyError: 'k'"  # no cause: the error itself, as before
 
 
+@pytest.mark.slow
 def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
     """A factory's module (or torchvision, timm under it) may print or warn when imported: that
     is conversion output too, for the log and never for the terminal (stdout stays the summary)."""
@@ -170,6 +173,7 @@ def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
     assert run.err == "npu-gate: error: user code called sys.exit(0); the gate could not run\n"
 
 
+@pytest.mark.slow
 def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
@@ -189,6 +193,7 @@ def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
     assert "Torch IR graph at exception" in (tmp_path / "log.txt").read_text()
 
 
+@pytest.mark.slow
 def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
     # Exported under no_grad, eval-mode MultiheadAttention took PyTorch's fast path
     # (aten::_native_multi_head_attention), which torchscript cannot export: export-failed.
@@ -208,6 +213,7 @@ def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
     assert doc["ops"]["MatMul"] >= 2
 
 
+@pytest.mark.slow
 def test_numeric_mismatch_is_caught(tmp_path, run_cli):
     # Tracing bakes in the branch taken for the export sample; other samples take the other one.
     _write_factory(tmp_path, (
@@ -226,6 +232,7 @@ def test_numeric_mismatch_is_caught(tmp_path, run_cli):
     assert doc["numerics"][0]["max_abs_err"] > 0.01
 
 
+@pytest.mark.slow
 def test_samples_zero_skips_numerics(tmp_path, run_cli):
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
@@ -239,6 +246,7 @@ def test_samples_zero_skips_numerics(tmp_path, run_cli):
     assert doc["stages"]["numerics"] == {"status": "skipped", "reason": "numerics.samples is 0"}
 
 
+@pytest.mark.slow
 def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
     # torchscript lists the tensor of `return y, y` as two graph outputs of one name ("2"):
     # the numerics table showed two identical rows.

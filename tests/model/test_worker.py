@@ -15,7 +15,6 @@ from npu_gate.contract.spec import load_contract
 from npu_gate.model import worker
 from npu_gate.model.worker import WorkerFailed, child_environment, read_status
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 NET = '''\
@@ -62,12 +61,14 @@ def _numerics_failure(doc: dict[str, object]) -> list[tuple[str, str]]:
     return [(f["rule"], f["message"]) for f in doc["findings"] if f["rule"] == "numerics-failed"]  # type: ignore[index, union-attr]
 
 
+@pytest.mark.slow
 def test_an_honest_model_passes_numerics_through_the_child(tmp_path: Path) -> None:
     doc = _check(_contract(tmp_path))
     assert doc["stages"]["numerics"] == {"status": "ok", "samples": 2}  # type: ignore[index]
     assert [c["passed"] for c in doc["numerics"]] == [True]  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_a_crash_in_the_reference_is_a_numerics_failure(tmp_path: Path) -> None:
     doc = _check(_contract(tmp_path, reference="os._exit(3)"))
     assert doc["verdict"] == "fail"
@@ -118,6 +119,7 @@ def test_sys_exit_0_in_the_reference_is_not_a_pass(tmp_path: Path) -> None:
     assert _numerics_failure(doc) == [("numerics-failed", "PyTorch module: SystemExit: 0")]
 
 
+@pytest.mark.slow
 def test_a_hang_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
     from npu_gate.model.samples import make_samples
 
@@ -140,6 +142,7 @@ def test_a_garbage_status_is_a_failure_not_data(tmp_path: Path) -> None:
         ("numerics-failed", "PyTorch module: the model code's process wrote an unreadable status")]
 
 
+@pytest.mark.slow
 def test_what_the_factory_patches_stays_in_the_child(tmp_path: Path) -> None:
     """A factory that forces a pass in the gate's own modules patches only the child's copies."""
     forge = ("import npu_gate.pipeline as p, npu_gate.stages.verdict as v\n"

@@ -214,8 +214,8 @@ class Net(nn.Module):
 
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset", "gelu"), [(False, 17, "gelu-erf"), (True, 18, "gelu-erf-half-first")])
+@pytest.mark.slow
 def test_exported_hardswish_gelu_and_silu_match(tmp_path: Path, dynamo: bool, opset: int, gelu: str) -> None:
-    pytest.importorskip("torch")
     path = export_net(NETS, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     result = inspect_model(path, load_profile("rknn-rk3588-fused"))
     assert [(f["pattern"], len(f["nodes"]), f["device"]) for f in result.fusions] == [

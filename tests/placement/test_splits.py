@@ -197,6 +197,7 @@ def test_the_memory_estimate_counts_a_split_nodes_weights_once(tmp_path: Path) -
     assert weights == {0: 131136 + 2048, 2: 2048}
 
 
+@pytest.mark.slow
 def test_the_rknn_splits_entries_are_what_their_record_derives() -> None:
     """The base profile's MatMul/Gemm entries are copied from ``profile calibrate --from-record`` on the
     checked-in splits record (docs/records/): re-derived here without the compiler, they cannot drift

@@ -132,7 +132,6 @@ def test_no_legacy_core_retry_on_the_pytorch_route(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    pytest.importorskip("torch")  # probe --factory exports the module in the gate's own process
     return probe_venv(VENV, "ethos-u", "Ethos-U")  # the probe runs from the fixtures folder (--factory imports from it)
 
 
@@ -150,6 +149,7 @@ def _placed(doc: dict) -> dict[str, tuple[str | None, str | None]]:
 
 
 @pytest.mark.ethos_u
+@pytest.mark.torch
 def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli, monkeypatch, tmp_path,
                                                                            venv) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u55-128")
@@ -169,6 +169,7 @@ def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_
 
 
 @pytest.mark.ethos_u
+@pytest.mark.torch
 def test_u85_runs_the_whole_constraint_net(run_cli, monkeypatch, tmp_path, venv) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u85-256")
     assert set(_placed(doc).values()) == {("npu", None)} and len(doc["nodes"]) == 8

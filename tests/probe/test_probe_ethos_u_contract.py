@@ -92,8 +92,9 @@ def test_without_quantization_the_rows_are_synthetic_and_said_so(write_contract,
     assert values.shape == (4, 1, 3, 8, 8) and values.min() >= -1 and values.max() <= 1 and values.min() < 0
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path, monkeypatch) -> None:
-    pytest.importorskip("torch")
     from npu_gate.probe.factory import export_factory
 
     (tmp_path / "net.py").write_text(NET, encoding="utf-8")
@@ -112,7 +113,6 @@ def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path, monk
 
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    pytest.importorskip("torch")
     return probe_venv(VENV, "ethos-u", "Ethos-U")
 
 
@@ -128,6 +128,7 @@ def _example(name: str, tmp_path: Path, venv: Path) -> Path:
 
 
 @pytest.mark.ethos_u
+@pytest.mark.torch
 def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(run_cli, tmp_path, venv) -> None:
     out, md = tmp_path / "result.json", tmp_path / "report.md"
     run = run_cli("check", _example("ethos-u-constraints", tmp_path, venv), "--no-cache", "--json", out,
@@ -156,6 +157,7 @@ def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(r
 
 
 @pytest.mark.ethos_u
+@pytest.mark.torch
 def test_mobilenet_example_runs_wholly_on_u55(run_cli, tmp_path, venv) -> None:
     out = tmp_path / "result.json"
     run = run_cli("check", _example("ethos-u-mobilenet", tmp_path, venv), "--no-cache", "--json", out, "--quiet")

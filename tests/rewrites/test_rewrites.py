@@ -184,7 +184,6 @@ class Net(nn.Module):
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
 def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
-    pytest.importorskip("torch")
     path = export_net(EXPORTED_NET, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     original = onnx.load(str(path))
     names = ["decompose-hardswish", "decompose-hardsigmoid", "gelu-tanh", "decompose-layernorm",

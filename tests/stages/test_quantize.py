@@ -290,8 +290,9 @@ def test_quantization_section_escapes_model_names():
     assert "<code>y&#124;&#60;img src=x&#62;</code>" in section and "<code>n&#60;script&#62;</code>" in section
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_torch_contract_quantizes_its_export(tmp_path):
-    pytest.importorskip("torch")
     seed = REPO / "examples" / "seed-hardswish"
     shutil.copyfile(seed / "seed_net.py", tmp_path / "seed_net.py")
     doc = json.loads((seed / "npu-gate.json").read_text())

@@ -473,7 +473,6 @@ def test_builder_clip_uses_inputs_from_opset_11():
 
 @pytest.mark.torch
 def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
-    pytest.importorskip("torch")
     import shutil
 
     from tests.helpers.common import REPO
@@ -606,8 +605,8 @@ def build_model():
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
-    pytest.importorskip("torch")
     import shutil
 
     from tests.helpers.common import REPO
@@ -632,7 +631,6 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
 
 @pytest.mark.torch
 def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path, run_cli):
-    pytest.importorskip("torch")
     import shutil
 
     from tests.helpers.common import REPO
@@ -735,8 +733,8 @@ def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_rewrite_example_passes(run_cli, tmp_path):
-    pytest.importorskip("torch")
     from tests.helpers.common import REPO
 
     run = run_cli("check", REPO / "examples" / "rewrite-hardswish", "--json", tmp_path / "r.json", "-q")

@@ -123,6 +123,7 @@ def test_a_timed_out_result_is_not_cached(run_cli: Run, tmp_path: Path, slow_ana
     assert len(list(cache_dir.rglob("*.json"))) == 1
 
 
+@pytest.mark.slow
 def test_the_probe_gets_the_time_left_as_its_timeout(run_cli: Run, tmp_path: Path) -> None:
     model = tiny_model()
     model.graph.node[0].name = "hang_me"  # the fake compiler hangs on it; its own timeout is 30 s
@@ -183,9 +184,10 @@ def test_gate_timeout_cannot_be_waived(run_cli: Run, tmp_path: Path) -> None:
                        "finish (raise --timeout instead) and cannot be waived\n")
 
 
+@pytest.mark.torch
+@pytest.mark.slow
 def test_a_torch_contract_skips_numerics_past_the_limit(run_cli: Run, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
     original = analyse.analyse
 
     def past_the_limit(model: Any, settings: Any, *args: Any, **kwargs: Any) -> analyse.Analysis:
