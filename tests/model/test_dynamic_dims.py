@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.common import RunCli
+
 NET = ("import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
        "        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)\n\n    def forward(self, x):\n"
        "        y = self.conv(x)\n        return y.view(y.size(0), -1)\n\n\ndef build():\n    return Net()\n")
@@ -22,7 +24,7 @@ def _contract(tmp_path: Path, shape: list, **extra: object) -> Path:
     return tmp_path
 
 
-def test_a_named_dim_is_exported_dynamic_and_analysed_at_its_example_size(tmp_path: Path, run_cli) -> None:
+def test_a_named_dim_is_exported_dynamic_and_analysed_at_its_example_size(tmp_path: Path, run_cli: RunCli) -> None:
     pytest.importorskip("torch")
     folder = _contract(tmp_path, ["batch", 3, 8, 8], dynamic_dims={"batch": 2})
     run = run_cli("check", folder, "--json", tmp_path / "r.json", "--no-cache", "-q")
@@ -44,7 +46,8 @@ def test_a_named_dim_is_exported_dynamic_and_analysed_at_its_example_size(tmp_pa
     (["batch", 3, 8, 8], {}, "inputs[0].shape[0]: the named dim 'batch' has no example size: add dynamic_dims.batch"),
     ([1, 3, 8, 8], {"batch": 2}, "dynamic_dims.batch: no inputs[].shape names it"),
 ])
-def test_named_dims_need_their_example_sizes(tmp_path: Path, run_cli, shape: list, dims: dict, problem: str) -> None:
+def test_named_dims_need_their_example_sizes(tmp_path: Path, run_cli: RunCli, shape: list, dims: dict,
+                                             problem: str) -> None:
     folder = _contract(tmp_path, shape, dynamic_dims=dims)
     run = run_cli("check", folder)
     assert run.code == 2 and problem in run.err, run.err

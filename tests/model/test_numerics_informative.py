@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from npu_gate.model.numerics import compare_output
+from tests.helpers.common import RunCli
 
 RNG = np.random.default_rng(0)
 
@@ -43,7 +46,7 @@ def test_an_ordinary_output_is_informative() -> None:
     assert "uninformative" not in c.to_dict()
 
 
-def test_check_warns_on_an_output_inside_atol(tmp_path, run_cli) -> None:
+def test_check_warns_on_an_output_inside_atol(tmp_path: Path, run_cli: RunCli) -> None:
     import json
 
     import pytest

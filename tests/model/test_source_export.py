@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.common import RunCli
+
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
@@ -82,7 +84,7 @@ def _resizes(doc: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
-def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run_cli, exporter: str) -> None:
+def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run_cli: RunCli, exporter: str) -> None:
     doc = _check(run_cli, _repo(tmp_path, exporter), tmp_path / "r.json")
     resizes = _resizes(doc)
     assert [n["stable_key"] for n in resizes] == ["up1/Resize#0", "up2/Resize#0"]
@@ -103,7 +105,7 @@ def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run
     assert sorted(f["node"] for f in findings) == sorted(n["name"] for n in resizes)
 
 
-def test_reports_speak_pytorch(tmp_path: Path, run_cli) -> None:
+def test_reports_speak_pytorch(tmp_path: Path, run_cli: RunCli) -> None:
     contract_dir = _repo(tmp_path, "dynamo")
     run = run_cli("check", contract_dir, "--markdown", tmp_path / "r.md", "--no-cache")
     assert run.code == 1
@@ -115,7 +117,7 @@ def test_reports_speak_pytorch(tmp_path: Path, run_cli) -> None:
     assert f"{where} Net.up1 (Up)" in report and f"{where} Net.up2 (Up)" in report
 
 
-def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli) -> None:
+def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli: RunCli) -> None:
     """up1 becomes nearest: dynamo renames up2's node (node_upsample_bilinear2d_1 ->
     node_upsample_bilinear2d); matched by stable key, only up1 changed."""
     before = _check(run_cli, _repo(tmp_path, "dynamo"), tmp_path / "before.json")
@@ -135,7 +137,7 @@ def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli) -> No
     assert diff["nodes_added"] == [] and diff["nodes_removed"] == []
 
 
-def test_waivers_by_module_and_by_source_line(tmp_path: Path, run_cli) -> None:
+def test_waivers_by_module_and_by_source_line(tmp_path: Path, run_cli: RunCli) -> None:
     waivers = [{"rule": "op-constraint", "module": "up2", "reason": "upsampled on the host for now"}]
     doc = _check(run_cli, _repo(tmp_path, "dynamo", waivers=waivers), tmp_path / "r.json")
     waived = {f["node"]: f["waived"] for f in doc["findings"] if f["rule"] == "op-constraint"}

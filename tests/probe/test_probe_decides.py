@@ -27,7 +27,7 @@ from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.rules import INFO, PLACEMENT_RULES, RULES
 from npu_gate.stages import analyse as analyse_stage
 from npu_gate.stages.context import Settings, new_result
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, validate_result
 
 TODAY = dt.date(2026, 12, 2)
 FAKE = {"compiler": "fake", "target": "fake1"}  # the fake runs every op but Erf on the NPU
@@ -67,7 +67,7 @@ def contract(tmp_path: Path, save_model, write_contract):
     return make
 
 
-def test_measured_placement_downgrades_profile_limit_findings(contract, run_cli, tmp_path) -> None:
+def test_measured_placement_downgrades_profile_limit_findings(contract, run_cli: RunCli, tmp_path: Path) -> None:
     """Bug 1: max_rank 3 puts both rank-4 nodes on CPU; the fake compiler runs them on the NPU."""
     out = tmp_path / "r.json"
     run = run_cli("check", contract(RANK3, {**FAKE, "decide": "measured"}), "--json", out)
@@ -85,7 +85,7 @@ def test_measured_placement_downgrades_profile_limit_findings(contract, run_cli,
     assert not [f for f in doc["findings"] if f["severity"] == "error"]
 
 
-def test_the_prediction_decides_profile_limit_findings_by_default(contract, run_cli, tmp_path) -> None:
+def test_the_prediction_decides_profile_limit_findings_by_default(contract, run_cli: RunCli, tmp_path: Path) -> None:
     """The same contract without ``decide: measured``: the rank-4 nodes are CPU fallbacks."""
     out = tmp_path / "r.json"
     run = run_cli("check", contract(RANK3, FAKE), "--json", out)
@@ -124,7 +124,7 @@ def test_without_a_layout_the_probe_agrees(contract) -> None:
     assert (summary["compared"], summary["agree"], summary["disagree"]) == (2, 2, 0)
 
 
-def test_a_check_with_a_probe_analyses_the_model_once(contract, monkeypatch) -> None:
+def test_a_check_with_a_probe_analyses_the_model_once(contract, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe used to run inspect_model again on the file it built."""
     calls: list[str] = []
     original = analyse_stage.analyse

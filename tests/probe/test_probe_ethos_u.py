@@ -21,7 +21,7 @@ import pytest
 from npu_gate.probe.base import ChildRun
 from npu_gate.probe.ethos_u import LEGACY, EthosUCompiler, estimates, parse_rejected, parse_vela, rows_for
 from tests.helpers import probe_models
-from tests.helpers.common import REPO, probe_venv
+from tests.helpers.common import REPO, RunCli, SaveModel, probe_venv
 
 FIXTURES = REPO / "tests" / "fixtures" / "ethos_u"
 # absolute: a contract resolves a relative venv from its own folder
@@ -136,7 +136,7 @@ def venv() -> Path:
     return probe_venv(VENV, "ethos-u", "Ethos-U")  # the probe runs from the fixtures folder (--factory imports from it)
 
 
-def _probe(run_cli, monkeypatch, tmp_path: Path, venv: Path, target: str) -> dict:
+def _probe(run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, venv: Path, target: str) -> dict:
     monkeypatch.chdir(FIXTURES)  # --factory nets:... imports from the working folder
     out = tmp_path / "probe.json"
     run = run_cli("probe", "--factory", "nets:constraint_net", "--compiler", "ethos-u", "--target", target,
@@ -150,7 +150,9 @@ def _placed(doc: dict) -> dict[str, tuple[str | None, str | None]]:
 
 
 @pytest.mark.ethos_u
-def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli, monkeypatch, tmp_path,
+def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli: RunCli,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path,
                                                                            venv) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u55-128")
     assert doc["compiler"] == {"name": "ethos-u-vela", "version": "5.2.0", "target": "ethos-u55-128",
@@ -169,14 +171,15 @@ def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_
 
 
 @pytest.mark.ethos_u
-def test_u85_runs_the_whole_constraint_net(run_cli, monkeypatch, tmp_path, venv) -> None:
+def test_u85_runs_the_whole_constraint_net(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           venv) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u85-256")
     assert set(_placed(doc).values()) == {("npu", None)} and len(doc["nodes"]) == 8
     assert doc["estimates"]["evidence"].startswith("estimated by Vela 5.2.0 for Ethos_U85_256")
     assert doc["estimates"]["npu_partitions"] == 1
 
 
-def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_an_onnx_model_without_a_factory_is_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -190,7 +193,7 @@ def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_pat
                                "converter as much as on Vela)")
 
 
-def test_quantize_is_refused_before_the_factory_runs(run_cli, tmp_path: Path) -> None:
+def test_quantize_is_refused_before_the_factory_runs(run_cli: RunCli, tmp_path: Path) -> None:
     """Arm's flow always builds int8 with its own quantizer: --quantize is refused up front, before the
     factory is imported (a missing module would give another error)."""
     run = run_cli("probe", "--factory", "no_such_module:net", "--compiler", "ethos-u", "--quantize", "int8",

@@ -21,7 +21,7 @@ from npu_gate.profile.spec import load_profile
 from npu_gate.render.probe import layer_rows, markdown, quantization_text, text
 from npu_gate.resources import load_schema
 from tests.helpers import probe_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, RunCli, SaveModel
 
 FIXTURE = REPO / "tests" / "fixtures" / "rknn" / "seed_hardswish_int8"
 ATTEMPT = FIXTURE / "work" / "attempt-1"
@@ -144,7 +144,7 @@ def test_report_puts_both_evidences_side_by_side() -> None:
 
 # --- the command's input ---
 
-def test_samples_for_a_float_build_are_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_samples_for_a_float_build_are_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--calibration", "c.npz")
     assert run.code == 2
@@ -152,7 +152,7 @@ def test_samples_for_a_float_build_are_refused(run_cli, save_model, tmp_path: Pa
         "npu-gate: error: --calibration c.npz: samples are for --quantize int8 or int16 (given: no --quantize)"]
 
 
-def test_a_mode_the_plugin_does_not_build_is_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_a_mode_the_plugin_does_not_build_is_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--quantize", "int16")
     assert run.code == 2
@@ -162,7 +162,7 @@ def test_a_mode_the_plugin_does_not_build_is_refused(run_cli, save_model, tmp_pa
         FakeCompiler().check_quant_mode("int8")
 
 
-def test_a_missing_samples_file_is_one_line(run_cli, save_model, tmp_path: Path) -> None:
+def test_a_missing_samples_file_is_one_line(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     missing = tmp_path / "missing.npz"
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--quantize", "int8",
@@ -172,7 +172,7 @@ def test_a_missing_samples_file_is_one_line(run_cli, save_model, tmp_path: Path)
         f"npu-gate: error: {missing}: --calibration: cannot read: No such file or directory"]
 
 
-def test_an_ill_shaped_samples_file_is_one_line(run_cli, save_model, tmp_path: Path) -> None:
+def test_an_ill_shaped_samples_file_is_one_line(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     bad = tmp_path / "bad.npz"
     np.savez(bad, images=np.zeros((4, 3, 8, 8), dtype=np.float32))
