@@ -142,7 +142,7 @@ def test_explain_command(run_cli: RunCli) -> None:
      "'rknn-toolkit2-v2.1:roialign-batch-1'?"),
     ("qqqq-zzzz", ""),
 ])
-def test_explain_suggests_the_nearest_ids(run_cli: RunCli, ref, hint) -> None:
+def test_explain_suggests_the_nearest_ids(run_cli: RunCli, ref: str, hint: str) -> None:
     run = run_cli("explain", ref)
     assert (run.code, run.out) == (2, "")
     assert run.err == (f"npu-gate: error: {ref}: unknown rule or constraint id{hint} (see `npu-gate rules` "

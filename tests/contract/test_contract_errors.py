@@ -20,12 +20,12 @@ def _base(onnx_file: str = "model.onnx") -> dict:
 
 
 @pytest.fixture
-def contract_dir(tmp_path: Path, save_model) -> Path:
+def contract_dir(tmp_path: Path, save_model: SaveModel) -> Path:
     save_model(model_zoo.conv_relu())
     return tmp_path
 
 
-def test_negative_dim_names_json_path(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_negative_dim_names_json_path(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["shape"][2] = -3
     run = run_cli("check", write_contract(doc))
@@ -34,7 +34,7 @@ def test_negative_dim_names_json_path(contract_dir, write_contract: WriteContrac
     assert "Traceback" not in run.err
 
 
-def test_every_schema_error_is_reported(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_every_schema_error_is_reported(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     del doc["target"]
     doc["inputs"][0]["dtype"] = "float64"
@@ -50,7 +50,7 @@ def test_every_schema_error_is_reported(contract_dir, write_contract: WriteContr
     assert len(lines) == 4
 
 
-def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir, write_contract: WriteContract,
+def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir: Path, write_contract: WriteContract,
                                                       run_cli: RunCli) -> None:
     doc = _base()
     doc["gatse"] = doc.pop("gates", {"max_cpu_nodes": 0})
@@ -67,7 +67,8 @@ def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir, write_contra
     ]
 
 
-def test_unknown_profile_is_a_contract_error(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_unknown_profile_is_a_contract_error(contract_dir: Path, write_contract: WriteContract,
+                                             run_cli: RunCli) -> None:
     doc = _base()
     doc["target"]["profile"] = "hisilicon-magic"
     run = run_cli("check", write_contract(doc))
@@ -84,13 +85,13 @@ def test_unknown_profile_is_a_contract_error(contract_dir, write_contract: Write
             "'rknn-toolkit2-v2.1'? (built-in: ascend-atc, demo") in run.err
 
 
-def test_missing_model_file(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_missing_model_file(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     run = run_cli("check", write_contract(_base("nope.onnx")))
     assert run.code == 2
     assert "model.onnx: file 'nope.onnx' not found" in run.err
 
 
-def test_file_that_is_not_onnx(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_file_that_is_not_onnx(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     (contract_dir / "junk.onnx").write_bytes(b"\xff\xfe this is not protobuf \x00\x01" * 10)
     run = run_cli("check", write_contract(_base("junk.onnx")))
     assert run.code == 2
@@ -105,7 +106,7 @@ def test_invalid_json_names_line_and_column(tmp_path: Path, run_cli: RunCli) -> 
     assert f"{path}:2:14: invalid JSON" in run.err
 
 
-def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_unknown_waiver_rule_and_bad_date(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["waivers"] = [
         {"rule": "unsupported-opp", "reason": "typo"},
@@ -117,7 +118,7 @@ def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract: WriteCon
     assert "waivers[1].expires: '2026-02-30' is not a date" in run.err
 
 
-def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_contract: WriteContract,
+def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir: Path, write_contract: WriteContract,
                                                           run_cli: RunCli) -> None:
     doc = _base()
     doc["waivers"] = [{"rule": "unsupported-op", "reason": "y", "expires": "next week"}]
@@ -126,7 +127,7 @@ def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_co
     assert run.err.endswith("waivers[0].expires: 'next week': expected a date, YYYY-MM-DD (e.g. 2027-03-01)\n")
 
 
-def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_contract: WriteContract,
+def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir: Path, write_contract: WriteContract,
                                                         run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["dtype"] = "f" * 1_000_000
@@ -138,7 +139,7 @@ def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_cont
     assert len(line) == len("npu-gate: error: ") + 500 and line.endswith("f…")
 
 
-def test_semantic_input_errors(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_semantic_input_errors(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"].append({"name": "x", "shape": [1], "dtype": "int64", "range": [5, 1],
                           "layout": "NCHW"})
@@ -149,7 +150,7 @@ def test_semantic_input_errors(contract_dir, write_contract: WriteContract, run_
     assert "inputs[1].layout: 'NCHW' has 4 letters but the shape has rank 1" in run.err
 
 
-def test_a_layout_letter_twice_is_refused(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_a_layout_letter_twice_is_refused(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["layout"] = "NCHH"  # layout constraints look dims up by letter
     run = run_cli("check", write_contract(doc))
@@ -157,7 +158,7 @@ def test_a_layout_letter_twice_is_refused(contract_dir, write_contract: WriteCon
     assert "inputs[0].layout: 'NCHH' names H more than once: each letter is one dimension" in run.err
 
 
-def test_range_the_dtype_cannot_hold(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_range_the_dtype_cannot_hold(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     """Samples are drawn from the range: values the dtype cannot hold would wrap around
     (uint8 300 is 44) or become infinite (float16), and an integer range without a whole
     number has nothing to draw (it was an internal error)."""
@@ -187,7 +188,7 @@ def test_no_contract_in_folder(tmp_path: Path, run_cli: RunCli) -> None:
     assert "no npu-gate.json" in run.err
 
 
-def test_contract_found_in_current_folder(contract_dir, write_contract: WriteContract, run_cli: RunCli,
+def test_contract_found_in_current_folder(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     write_contract(_base())
     monkeypatch.chdir(contract_dir)
@@ -196,7 +197,7 @@ def test_contract_found_in_current_folder(contract_dir, write_contract: WriteCon
     assert run.err == ""
 
 
-def test_contract_file_is_not_modified(contract_dir, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_contract_file_is_not_modified(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     path = write_contract(_base())
     before = path.read_bytes()
     model_before = (contract_dir / "model.onnx").read_bytes()
@@ -225,8 +226,8 @@ def test_factory_that_cannot_be_imported(tmp_path: Path, write_contract: WriteCo
     ("factory", "net", "seed_net:build_model"), ("factory", "a.b:c.d", "seed_net:build_model"),
     ("callable", "metrics.agreement", "metrics:agreement"),
 ])
-def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract: WriteContract, run_cli: RunCli, key,
-                                                  value, example) -> None:
+def test_module_callable_pattern_is_said_in_words(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli,
+                                                  key: str, value: str, example: str) -> None:
     doc = _base()
     if key == "factory":
         doc["model"] = {"torch": {"factory": value}}
@@ -250,7 +251,7 @@ def test_factory_that_returns_no_module(tmp_path: Path, write_contract: WriteCon
     assert "bad_factory:build() returned int, not a torch.nn.Module" in run.err
 
 
-def test_yaml_contract(contract_dir, run_cli: RunCli) -> None:
+def test_yaml_contract(contract_dir: Path, run_cli: RunCli) -> None:
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"
     path.write_text(
@@ -264,7 +265,7 @@ def test_yaml_contract(contract_dir, run_cli: RunCli) -> None:
     assert json.loads((contract_dir / "r.json").read_text())["name"] == contract_dir.name
 
 
-def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_contract: WriteContract,
+def test_several_contracts_with_one_json_output_is_refused(contract_dir: Path, write_contract: WriteContract,
                                                            run_cli: RunCli) -> None:
     a = write_contract(_base(), "a.json")
     b = write_contract(_base(), "b.json")
@@ -314,13 +315,13 @@ def _exits_2_with(run_cli, path: Path, line: str) -> None:
     (', "numerics": {"atol": 1e999}', "numerics.atol: Infinity is not allowed: numbers must be finite"),
     (', "rewrites": [{"name": "x", "atol": NaN}]', "rewrites[0].atol: NaN is not allowed: numbers must be finite"),
 ])
-def test_malformed_values_are_one_line_errors(contract_dir, run_cli: RunCli, tail, line) -> None:
+def test_malformed_values_are_one_line_errors(contract_dir: Path, run_cli: RunCli, tail, line) -> None:
     path = contract_dir / "npu-gate.json"
     path.write_text(_contract_text(tail), encoding="utf-8")
     _exits_2_with(run_cli, path, line)
 
 
-def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contract: WriteContract,
+def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir: Path, write_contract: WriteContract,
                                                      run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["shape"] = [2.0, 3, 7, 5]
@@ -329,7 +330,7 @@ def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contrac
     _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape: 100 items, at most 32")
 
 
-def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cli: RunCli) -> None:
+def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir: Path, run_cli: RunCli) -> None:
     path = contract_dir / "npu-gate.json"
     path.write_text('{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     _exits_2_with(run_cli, path, "invalid JSON: nested too deep to read (at most 64 levels)")
@@ -337,7 +338,7 @@ def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cl
     _exits_2_with(run_cli, path, "x" + "[0]" * 63 + ": nested more than 64 levels deep")
 
 
-def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli: RunCli) -> None:
+def test_yaml_nan_infinity_and_deep_nesting(contract_dir: Path, run_cli: RunCli) -> None:
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"
     base = ("model: {onnx: model.onnx}\ninputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
@@ -352,7 +353,7 @@ def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli: RunCli) -> No
     _exits_2_with(run_cli, path, "invalid YAML: nested too deep to read (at most 64 levels)")
 
 
-def test_a_profile_with_nan_or_infinity_is_refused(contract_dir, write_contract: WriteContract,
+def test_a_profile_with_nan_or_infinity_is_refused(contract_dir: Path, write_contract: WriteContract,
                                                    run_cli: RunCli) -> None:
     profile = contract_dir / "p.npu-profile.json"
     ops = '{"Conv": {}, "Relu": {"constraints": [{"id": "c", "when": {"input": 0, "rank": {"max": NaN}}}]}}'

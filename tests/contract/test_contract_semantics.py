@@ -43,7 +43,8 @@ def _f32(*values: float) -> np.ndarray:
     (1.3, 1.0, 0.0, 0.25, False),  # limit 0.25 < 0.3
     (0.125, 0.0, 0.125, 1.0, True),  # a zero reference: atol alone
 ])
-def test_tolerance_is_atol_plus_rtol_times_the_reference(got, ref, atol, rtol, passed) -> None:
+def test_tolerance_is_atol_plus_rtol_times_the_reference(got: float, ref: float, atol: float, rtol: float,
+                                                         passed: bool) -> None:
     c = compare_output("y", [(_f32(got), _f32(ref))], atol, rtol)
     assert (c.passed, c.problem) == (passed, None)
 
@@ -147,7 +148,7 @@ def build():
     (["images", "weights"], 0, ""),  # names forward() does not use are free
 ])
 def test_torch_inputs_declared_out_of_forward_order(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli,
-                                                    names, code, err) -> None:
+                                                    names: list[str], code: int, err: str) -> None:
     """The swapped contract used to pass: the exported graph computed forward(mask, x)."""
     pytest.importorskip("torch")
     (tmp_path / "sem_two_inputs.py").write_text(TWO_INPUTS, encoding="utf-8")

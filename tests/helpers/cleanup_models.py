@@ -96,7 +96,10 @@ def cubic() -> onnx.ModelProto:
 def if_runtime() -> onnx.ModelProto:
     """An If whose condition is computed from the input; input y is read only inside its branches."""
     c1, w1 = _conv("c1", "x", "a")
-    out = lambda n: [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE)]  # noqa: E731
+
+    def out(n: str) -> list[onnx.ValueInfoProto]:
+        return [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE)]
+
     then_g = helper.make_graph([helper.make_node("Relu", ["y"], ["o1"], name="tr")], "then", [], out("o1"))
     else_g = helper.make_graph([helper.make_node("Sigmoid", ["y"], ["o2"], name="es")], "else", [], out("o2"))
     zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
@@ -349,7 +352,7 @@ def stacked_octaves(order: str = "export", through: tuple[int, int, int] = (2, 1
     return _model(nodes + chain + ends, inits, out_shape=out_shape, inputs=inputs)
 
 
-def octave_cases() -> dict[str, tuple[str, tuple[int, int, int], str]]:
+def octave_cases() -> dict[str, tuple[str, tuple[int, ...], str]]:
     """The 162 node-order cases: name -> (order, through, tail), named ``{order}_{tail}_{through}``."""
     return {f"{order}_{tail}_{''.join(map(str, through))}": (order, through, tail)
             for order in ("export", "oldest", "interleaved") for tail in ("transpose", "relu")

@@ -140,7 +140,7 @@ def test_a_dynamic_dim_makes_the_figures_unknown_with_the_reason(tmp_path: Path)
 
 
 @pytest.mark.parametrize(("sram", "found"), [(47, True), (48, False)])
-def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path: Path, sram, found) -> None:
+def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path: Path, sram: int, found: bool) -> None:
     result = inspect(tmp_path, diamond(), memory={"sram_bytes": sram, "evidence": "test budget"})
     budget = [f for f in result.findings if f.rule == "memory-budget"]
     if not found:
@@ -158,7 +158,7 @@ def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path: Path, sram, found
 
 @pytest.mark.parametrize(("budget", "key", "actual"), [
     ({"weight_bytes": 31}, "weight_bytes", 32), ({"dram_bytes": 96}, "dram_bytes", 97)])
-def test_weight_and_dram_budgets(tmp_path: Path, budget, key, actual) -> None:
+def test_weight_and_dram_budgets(tmp_path: Path, budget: dict[str, int], key: str, actual: int) -> None:
     result = inspect(tmp_path, if_model(), memory={**budget, "evidence": "test budget"})
     f, = [f for f in result.findings if f.rule == "memory-budget"]
     assert (f.constraint, f.actual, f.allowed, f.partition) == (f"memory.{key}", actual, actual - 1, 0)
@@ -171,7 +171,7 @@ def test_weight_and_dram_budgets(tmp_path: Path, budget, key, actual) -> None:
 @pytest.mark.parametrize(("gate", "limit", "passed"), [
     ("max_peak_activation_bytes", 47, False), ("max_peak_activation_bytes", 48, True),
     ("max_weight_bytes", 31, False), ("max_weight_bytes", 32, True)])
-def test_memory_gates(tmp_path: Path, gate, limit, passed) -> None:
+def test_memory_gates(tmp_path: Path, gate: str, limit: int, passed: bool) -> None:
     result = inspect(tmp_path, diamond() if gate == "max_peak_activation_bytes" else if_model())
     result.gates, result.findings = [], []
     verdict.decide(result, Settings(profile=load_profile("demo"), gates=Gates(**{gate: limit})))

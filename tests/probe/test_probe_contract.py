@@ -14,7 +14,7 @@ import pytest
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.probe.fake import FakeCompiler
-from tests.helpers.common import REPO, RunCli, WriteContract, validate_result
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 2)
@@ -22,7 +22,7 @@ GATES = {"max_cpu_nodes": 0, "max_npu_partitions": 1}
 
 
 @pytest.fixture
-def contract(save_model, write_contract):
+def contract(save_model: SaveModel, write_contract: WriteContract):
     save_model(seed_onnx())
 
     def make(probe: dict | None = None, **extra):

@@ -27,7 +27,7 @@ from npu_gate.result.types import CPU, FOLDED, NPU
 from npu_gate.rules import INFO, PLACEMENT_RULES, RULES
 from npu_gate.stages import analyse as analyse_stage
 from npu_gate.stages.context import Settings, new_result
-from tests.helpers.common import RunCli, validate_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 TODAY = dt.date(2026, 12, 2)
 FAKE = {"compiler": "fake", "target": "fake1"}  # the fake runs every op but Erf on the NPU
@@ -49,7 +49,7 @@ def conv_add() -> onnx.ModelProto:
 
 
 @pytest.fixture
-def contract(tmp_path: Path, save_model, write_contract):
+def contract(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract):
     """A contract gating ``conv_add`` (max_cpu_nodes 0) with a profile file written next to it."""
     save_model(conv_add())
 

@@ -153,7 +153,7 @@ def _placed(doc: dict) -> dict[str, tuple[str | None, str | None]]:
 def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli: RunCli,
                                                                             monkeypatch: pytest.MonkeyPatch,
                                                                             tmp_path: Path,
-                                                                           venv) -> None:
+                                                                           venv: Path) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u55-128")
     assert doc["compiler"] == {"name": "ethos-u-vela", "version": "5.2.0", "target": "ethos-u55-128",
                                "plugin": "ethos-u", "core": "regor (default)"}
@@ -172,7 +172,7 @@ def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_
 
 @pytest.mark.ethos_u
 def test_u85_runs_the_whole_constraint_net(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                           venv) -> None:
+                                           venv: Path) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u85-256")
     assert set(_placed(doc).values()) == {("npu", None)} and len(doc["nodes"]) == 8
     assert doc["estimates"]["evidence"].startswith("estimated by Vela 5.2.0 for Ethos_U85_256")

@@ -133,7 +133,7 @@ def _example(name: str, tmp_path: Path, venv: Path) -> Path:
 
 @pytest.mark.ethos_u
 def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(run_cli: RunCli, tmp_path: Path,
-                                                                               venv) -> None:
+                                                                               venv: Path) -> None:
     out, md = tmp_path / "result.json", tmp_path / "report.md"
     run = run_cli("check", _example("ethos-u-constraints", tmp_path, venv), "--no-cache", "--json", out,
                   "--markdown", md, "--quiet")
@@ -161,7 +161,7 @@ def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(r
 
 
 @pytest.mark.ethos_u
-def test_mobilenet_example_runs_wholly_on_u55(run_cli: RunCli, tmp_path: Path, venv) -> None:
+def test_mobilenet_example_runs_wholly_on_u55(run_cli: RunCli, tmp_path: Path, venv: Path) -> None:
     out = tmp_path / "result.json"
     run = run_cli("check", _example("ethos-u-mobilenet", tmp_path, venv), "--no-cache", "--json", out, "--quiet")
     assert run.code == 0, run.err

@@ -56,7 +56,7 @@ def _validate(doc: dict) -> None:
 
 def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cli: RunCli, save_model: SaveModel,
                                                                           tmp_path: Path,
-                                                                          venv) -> None:
+                                                                          venv: Path) -> None:
     model = save_model(sqrt_negative(), "sqrt_negative.onnx")
     out, page = tmp_path / "probe.json", tmp_path / "probe.md"
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", venv, "--quantize", "int8",
@@ -85,8 +85,8 @@ def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cl
            "AssertionError: scale issue" in page.read_text(encoding="utf-8")
 
 
-def test_the_quantizers_error_is_escaped_in_the_reports(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_quantizers_error_is_escaped_in_the_reports(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                        venv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The error line is the quantizer's text (untrusted): escaped in the Markdown and the terminal."""
     from npu_gate.quantize import qnn
     from npu_gate.quantize.run import QuantizationFailed
@@ -116,7 +116,7 @@ def test_a_missing_venv_is_still_exit_2(run_cli: RunCli, save_model: SaveModel, 
 
 def test_a_contracts_probe_reports_the_failed_quantization_and_the_gate_fails(run_cli: RunCli, save_model: SaveModel,
                                                                               write_contract: WriteContract,
-                                                                               tmp_path: Path, venv) -> None:
+                                                                               tmp_path: Path, venv: Path) -> None:
     save_model(sqrt_negative())
     doc = {"model": {"onnx": "model.onnx"},
            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [0, 1]}],

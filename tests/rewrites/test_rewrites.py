@@ -57,7 +57,7 @@ def test_exact_rewrites_within_1e6(name, build, census) -> None:
 
 
 @pytest.mark.parametrize(("axis", "bias", "opset"), [(-1, True, 17), (2, False, 17), (1, True, 18), (-3, False, 18)])
-def test_layernorm_respects_axis_bias_and_opset(axis, bias, opset) -> None:
+def test_layernorm_respects_axis_bias_and_opset(axis: int, bias: bool, opset: int) -> None:
     original = zoo.layernorm(axis, bias, opset)
     rewritten, applied = apply(original, [REWRITES["decompose-layernorm"]])
     onnx.checker.check_model(rewritten, full_check=True)
@@ -184,7 +184,7 @@ class Net(nn.Module):
 
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
-def test_catalog_matches_what_the_exporters_write(tmp_path: Path, dynamo, opset) -> None:
+def test_catalog_matches_what_the_exporters_write(tmp_path: Path, dynamo: bool, opset: int) -> None:
     pytest.importorskip("torch")
     path = export_net(EXPORTED_NET, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     original = onnx.load(str(path))
@@ -249,7 +249,7 @@ def _by_hand(order: str) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("order", ["x*clip/6", "x*clip*(1/6)", "x*(clip/6)"])
-def test_fuse_hardswish_matches_every_order(order) -> None:
+def test_fuse_hardswish_matches_every_order(order: str) -> None:
     original = _by_hand(order)
     fused, applied = apply(original, [REWRITES["fuse-hardswish"]])
     assert ops(fused) == Counter({"HardSwish": 1}) and len(fused.graph.initializer) == 0
@@ -312,7 +312,7 @@ def test_reflect_pad_with_axes_input_and_crops() -> None:
 
 
 @pytest.mark.parametrize(("opset", "matched"), [(9, False), (10, True)])
-def test_reflect_pad_needs_the_slice_of_opset_10(opset, matched) -> None:
+def test_reflect_pad_needs_the_slice_of_opset_10(opset: int, matched: bool) -> None:
     """Before opset 10 Slice has no steps input: the reversed slices cannot be written."""
     node = onnx.helper.make_node("Pad", ["x"], ["y"], name="pad", mode="reflect", pads=[0, 0, 1, 2, 0, 0, 2, 1])
     original = zoo.model([node], [], out_shape=[1, 4, 9, 9], opset=opset)
