@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,7 +12,7 @@ from tests.helpers import model_zoo
 from tests.helpers.common import RunCli, SaveModel, WriteContract
 
 
-def _base(onnx_file: str = "model.onnx") -> dict:
+def _base(onnx_file: str = "model.onnx") -> dict[str, Any]:
     return {
         "model": {"onnx": onnx_file},
         "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],

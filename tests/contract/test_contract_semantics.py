@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from tests.helpers import model_zoo
 from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 
-def _conv_relu_contract(**extra: object) -> dict:
+def _conv_relu_contract(**extra: object) -> dict[str, Any]:
     """model_zoo.conv_relu under demo: Relu (relu0) is not in the profile."""
     return {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
             "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}], **extra}

@@ -304,7 +304,7 @@ def qdq_conv() -> onnx.ModelProto:
     return _model(nodes, inits)
 
 
-def stacked_octaves(order: str = "export", through: tuple[int, int, int] = (2, 1, 0),
+def stacked_octaves(order: str = "export", through: tuple[int, ...] = (2, 1, 0),
                     tail: str = "transpose") -> onnx.ModelProto:
     """basic-pitch's CQT tail in small (docs/rknn.md, basic-pitch): three tf.stack pairs of
     Transpose(0,2,3,1) -> Reshape[-1,172,36] -> Unsqueeze(3) paths (``through``, oldest stack first: how

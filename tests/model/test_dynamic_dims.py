@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ NET = ("import torch\n\n\nclass Net(torch.nn.Module):\n    def __init__(self):\n
        "        y = self.conv(x)\n        return y.view(y.size(0), -1)\n\n\ndef build():\n    return Net()\n")
 
 
-def _contract(tmp_path: Path, shape: list, **extra: object) -> Path:
+def _contract(tmp_path: Path, shape: list[Any], **extra: object) -> Path:
     (tmp_path / "net.py").write_text(NET)
     doc = {"model": {"torch": {"factory": "net:build", "exporter": "torchscript", "opset": 17}},
            "inputs": [{"name": "x", "shape": shape, "dtype": "float32"}], "target": {"profile": "demo"},
@@ -46,7 +47,7 @@ def test_a_named_dim_is_exported_dynamic_and_analysed_at_its_example_size(tmp_pa
     (["batch", 3, 8, 8], {}, "inputs[0].shape[0]: the named dim 'batch' has no example size: add dynamic_dims.batch"),
     ([1, 3, 8, 8], {"batch": 2}, "dynamic_dims.batch: no inputs[].shape names it"),
 ])
-def test_named_dims_need_their_example_sizes(tmp_path: Path, run_cli: RunCli, shape: list, dims: dict,
+def test_named_dims_need_their_example_sizes(tmp_path: Path, run_cli: RunCli, shape: list[Any], dims: dict[str, Any],
                                              problem: str) -> None:
     folder = _contract(tmp_path, shape, dynamic_dims=dims)
     run = run_cli("check", folder)

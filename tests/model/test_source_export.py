@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ INTERPOLATE_LINE = ZOO.splitlines().index(
     "        return F.interpolate(x, scale_factor=2, mode=self.mode, align_corners=align)") + 1
 
 
-def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list | None = None) -> Path:
+def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list[Any] | None = None) -> Path:
     """A repository (``.git``) with the model code in models/ and the contract in contracts/net/."""
     (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / "models").mkdir(exist_ok=True)
@@ -73,13 +74,13 @@ def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list 
     return contract_dir
 
 
-def _check(run_cli, contract_dir: Path, out: Path, *extra: str) -> dict:
+def _check(run_cli, contract_dir: Path, out: Path, *extra: str) -> dict[str, Any]:
     run = run_cli("check", contract_dir, "--json", out, "-q", "--no-cache", *extra)
     assert run.code in (0, 1), run.err
     return json.loads(out.read_text())
 
 
-def _resizes(doc: dict) -> list[dict]:
+def _resizes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [n for n in doc["nodes"] if n["op_type"] == "Resize"]
 
 

@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,17 +36,17 @@ def _raw(name: str, attempt: int = 1) -> str:
     return (FIXTURES / name / "work" / f"attempt-{attempt}" / "compiler.log").read_bytes().decode("utf-8")
 
 
-def _replay(name: str, profile: str = "demo") -> dict:
+def _replay(name: str, profile: str = "demo") -> dict[str, Any]:
     folder = FIXTURES / name
     result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile(profile))
     return result.to_dict()
 
 
-def _actuals(doc: dict) -> dict[str, tuple]:
+def _actuals(doc: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {n["name"]: (n["predicted"], n["actual"], n["became"]) for n in doc["nodes"]}
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
@@ -333,7 +334,7 @@ def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:
 
 # --- predicted vs actual rank adapters (profile rank_adapters; rknn-rk3588-fused has the rule) ---
 
-def _adapters(doc: dict) -> tuple:
+def _adapters(doc: dict[str, Any]) -> tuple[Any, ...]:
     s = doc["summary"]
     a = s["adapters"]
     return ([(p["tensor"], p["side"], p["device"]) for p in a["predicted"]] if a["predicted"] is not None else None,
@@ -362,7 +363,7 @@ def _adapters(doc: dict) -> tuple:
     ("layernorm_no_epsilon", ([("x", "input", "npu"), ("y", "output", "npu")], [], False,
                               (1, 0), (1, 0), (0, 1), 0)),
 ])
-def test_predicted_adapters_against_the_compiler_added_ones(name: str, expected: tuple) -> None:
+def test_predicted_adapters_against_the_compiler_added_ones(name: str, expected: tuple[Any, ...]) -> None:
     doc = _replay(name, "rknn-rk3588-fused")
     _validate(doc)
     assert _adapters(doc) == expected
@@ -492,7 +493,7 @@ def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
 
 # --- the plug-in machinery on the fake compiler: real child processes ---
 
-def _fake_probe(save_model: Callable, model, tmp_path: Path, **options) -> dict:
+def _fake_probe(save_model: Callable[..., Any], model, tmp_path: Path, **options) -> dict[str, Any]:
     path = save_model(model)
     result = probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo"),
                    options=options, keep=tmp_path / "work", timeout=options.pop("timeout", None))

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ def build_model():
 '''
 
 
-def _torch_contract(write_contract, tmp_path: Path, **extra) -> Path:
+def _torch_contract(write_contract: WriteContract, tmp_path: Path, **extra: Any) -> Path:
     (tmp_path / "net.py").write_text(NET, encoding="utf-8")
     doc = {"model": {"torch": {"factory": "net:build_model", "kwargs": {}}}, "inputs": INPUTS,
            "target": {"profile": "demo", "probe": {"compiler": "ethos-u", "target": "ethos-u55-128"}}, **extra}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,8 @@ def venv() -> Path:
     return probe_venv(VENV, "qnn", "onnxruntime-qnn")
 
 
-def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str, *extra: str) -> tuple[int, dict]:
+def _probe(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path, name: str,
+           *extra: str) -> tuple[int, dict[str, Any]]:
     model = save_model(qnn_models.MODELS[name](), f"{name}.onnx")
     out = tmp_path / f"{name}.json"
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", venv, "--json", out,

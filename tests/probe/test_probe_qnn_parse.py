@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -23,7 +24,7 @@ from tests.helpers.common import REPO, RunCli, SaveModel
 FIXTURES = REPO / "tests" / "fixtures" / "qnn"
 
 
-def _replay(name: str, profile: str = "demo") -> dict:
+def _replay(name: str, profile: str = "demo") -> dict[str, Any]:
     folder = FIXTURES / name
     return replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile(profile)).to_dict()
 
@@ -32,7 +33,7 @@ def _log(name: str) -> list[str]:
     return clean_log((FIXTURES / name / "work" / "attempt-1" / "compiler.log").read_text(encoding="utf-8"))
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))

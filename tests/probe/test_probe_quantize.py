@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def _table(k: int = 0) -> list[str]:
     return (ATTEMPT / f"accuracy-{k}" / "error_analysis.txt").read_text(encoding="utf-8").splitlines()
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
@@ -85,7 +86,7 @@ def test_accuracy_of_a_float_build_is_none_and_a_failed_analysis_says_why(tmp_pa
 
 # --- the replayed int8 build: placement, accuracy mapped to ONNX nodes, report ---
 
-def _replayed() -> dict:
+def _replayed() -> dict[str, Any]:
     result = replay(FIXTURE / "model.onnx", RknnCompiler(), "rk3588", FIXTURE / "work", load_profile("rknn-rk3588"))
     return result.to_dict()
 

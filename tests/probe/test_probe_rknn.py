@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ def venv() -> Path:
     return probe_venv(VENV, "rknn", "RKNN-Toolkit2")
 
 
-def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict]:
+def _probe(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict[str, Any]]:
     model = save_model(probe_models.MODELS[name](), f"{name}.onnx")
     out = tmp_path / f"{name}.json"
     run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
@@ -120,7 +121,7 @@ CLEANUP_BUILDS = {"elim1": (8, []), "elim2": (10, []), "cast2": (4, ["c_f"]), "d
 
 @pytest.mark.parametrize("name", sorted(CLEANUP_BUILDS))
 def test_cleanup_cases_build_and_the_partition_counts_agree(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
-                                                            venv: Path, name) -> None:
+                                                            venv: Path, name: str) -> None:
     from tests.helpers.cleanup_models import MODELS
 
     model = save_model(MODELS[name](), f"{name}.onnx")
@@ -145,7 +146,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
-                                                                venv: Path, name) -> None:
+                                                                venv: Path, name: str) -> None:
     from tests.helpers.cleanup_models import MODELS
 
     model = save_model(MODELS[name](), f"{name}.onnx")
@@ -198,7 +199,7 @@ ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_no
 
 @pytest.mark.parametrize("name", ATTENTION_BUILDS)
 def test_an_attention_with_a_qdq_group_left_out_builds(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
-                                                       venv: Path, name) -> None:
+                                                       venv: Path, name: str) -> None:
     """quantized-attention-crash's other side: without the QDQ pairs before or after the Softmax, on the
     MatMul inputs or on the output, the toolkit does not fuse the chain into its attention op and builds it;
     a QDQ Conv (no attention) builds too: a QDQ model as such is not refused."""
@@ -249,7 +250,7 @@ def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(
 HARDSWISH = ["/Add", "/Clip", "/Mul", "/Div"]
 
 
-def _int8_layers(q: dict) -> list[tuple]:
+def _int8_layers(q: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(r["op_type"], r["tensor"], r["entire"], r["single"], r["nodes"]) for r in q["accuracy"]["layers"]]
 
 
