@@ -22,7 +22,7 @@ import onnx
 import pytest
 
 from npu_gate.cli import main
-from tests.helpers.common import REPO, CliRun
+from tests.helpers.common import REPO, CliRun, Golden, RunCli, SaveModel, WriteContract
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -227,7 +227,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture
-def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
+def run_cli(capsys: pytest.CaptureFixture[str]) -> RunCli:
     def run(*args: str) -> CliRun:
         code = main([str(a) for a in args])
         captured = capsys.readouterr()
@@ -237,7 +237,7 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliRun]:
 
 
 @pytest.fixture
-def save_model(tmp_path: Path) -> Callable[[onnx.ModelProto, str], Path]:
+def save_model(tmp_path: Path) -> SaveModel:
     def save(model: onnx.ModelProto, name: str = "model.onnx") -> Path:
         path = tmp_path / name
         path.write_bytes(model.SerializeToString())
@@ -247,7 +247,7 @@ def save_model(tmp_path: Path) -> Callable[[onnx.ModelProto, str], Path]:
 
 
 @pytest.fixture
-def write_contract(tmp_path: Path) -> Callable[..., Path]:
+def write_contract(tmp_path: Path) -> WriteContract:
     def write(doc: dict[str, Any], name: str = "npu-gate.json") -> Path:
         path = tmp_path / name
         path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
@@ -257,7 +257,7 @@ def write_contract(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+def golden(request: pytest.FixtureRequest) -> Golden:
     """Compare text with tests/golden/<name>; rewrite it with --update-goldens."""
     update = request.config.getoption("--update-goldens")
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.common import RunCli
+
 pytestmark = pytest.mark.torch
 
 NET = '''\
@@ -42,7 +44,7 @@ def _contract(folder: Path, **kwargs: str) -> Path:
 
 
 @pytest.mark.slow
-def test_a_factory_rewriting_the_baseline_does_not_change_the_outcome(tmp_path: Path, run_cli) -> None:
+def test_a_factory_rewriting_the_baseline_does_not_change_the_outcome(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "rewriting_net.py").write_text(NET, encoding="utf-8")
     forged = tmp_path / "failing.json"
     assert run_cli("check", _contract(tmp_path), "--json", forged, "-q").code == 1

@@ -17,7 +17,7 @@ import npu_gate
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 from npu_gate.rules import RETIRED, RULES
 from tests.helpers import model_zoo
-from tests.helpers.common import REPO, validate_result
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, validate_result
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -28,12 +28,12 @@ ISSUE_RULE_IDS = {"onnx-checker", "shape-inference", "dynamic-input", "dynamic-s
                   "op-constraint", "numeric-mismatch", "export-failed", "gate-exceeded", "contract-invalid"}
 
 
-def test_version_is_the_one_in_pyproject():
+def test_version_is_the_one_in_pyproject() -> None:
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert meta["project"]["version"] == npu_gate.__version__
 
 
-def test_schemas_load_and_are_valid():
+def test_schemas_load_and_are_valid() -> None:
     from jsonschema import Draft202012Validator
 
     for name in SCHEMA_NAMES:
@@ -43,7 +43,7 @@ def test_schemas_load_and_are_valid():
         assert schema["$id"]
 
 
-def test_every_schema_is_listed_and_ships_in_the_wheel():
+def test_every_schema_is_listed_and_ships_in_the_wheel() -> None:
     """The wheel maps schemas/ to npu_gate/schemas; load_schema knows each file by name."""
     files = sorted(p.name for p in (REPO / "schemas").glob("*.json"))
     assert files == sorted(f"{name}.schema.json" for name in SCHEMA_NAMES)
@@ -69,7 +69,7 @@ def _source_tree(tmp_path: Path) -> Path:
     return tree
 
 
-def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path):
+def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path: Path) -> None:
     """Built from a working tree with stray files in it, the wheel still holds exactly the
     package's modules, the built-in profiles with their calibration records and the schemas."""
     from hatchling.builders.wheel import WheelBuilder
@@ -95,7 +95,7 @@ def test_the_wheel_holds_the_package_its_profiles_and_schemas_only(tmp_path):
     assert entry_points.split() == ["[console_scripts]", "npu-gate", "=", "npu_gate.cli:main"]
 
 
-def test_the_sdist_holds_what_its_tests_read(tmp_path):
+def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
     """The sdist ships the test suite, so also the root files the tests read: the action, the
     hook manifest and the benches."""
     from hatchling.builders.sdist import SdistBuilder
@@ -110,7 +110,7 @@ def test_the_sdist_holds_what_its_tests_read(tmp_path):
             "examples/seed-hardswish/npu-gate.json"} <= names
 
 
-def test_rule_ids_are_kebab_case_documented_and_not_retired():
+def test_rule_ids_are_kebab_case_documented_and_not_retired() -> None:
     assert set(RULES) >= ISSUE_RULE_IDS
     for rule in RULES.values():
         assert rule.id.replace("-", "").isalnum() and rule.id == rule.id.lower()
@@ -118,7 +118,7 @@ def test_rule_ids_are_kebab_case_documented_and_not_retired():
         assert rule.id not in RETIRED
 
 
-def test_rules_command(run_cli):
+def test_rules_command(run_cli: RunCli) -> None:
     run = run_cli("rules")
     assert run.code == 0
     assert [line.split()[0] for line in run.out.splitlines()] == list(RULES)
@@ -126,7 +126,7 @@ def test_rules_command(run_cli):
     assert {r["id"] for r in json.loads(run.out)} == set(RULES)
 
 
-def test_explain_command(run_cli):
+def test_explain_command(run_cli: RunCli) -> None:
     run = run_cli("explain", "unsupported-op")
     assert run.code == 0 and run.out.startswith("unsupported-op (error)")
     run = run_cli("explain", "no-such-rule")
@@ -142,14 +142,14 @@ def test_explain_command(run_cli):
      "'rknn-toolkit2-v2.1:roialign-batch-1'?"),
     ("qqqq-zzzz", ""),
 ])
-def test_explain_suggests_the_nearest_ids(run_cli, ref, hint):
+def test_explain_suggests_the_nearest_ids(run_cli: RunCli, ref: str, hint: str) -> None:
     run = run_cli("explain", ref)
     assert (run.code, run.out) == (2, "")
     assert run.err == (f"npu-gate: error: {ref}: unknown rule or constraint id{hint} (see `npu-gate rules` "
                        "and `npu-gate profile show NAME`)\n")
 
 
-def test_profiles_command(run_cli):
+def test_profiles_command(run_cli: RunCli) -> None:
     run = run_cli("profiles")
     assert run.code == 0
     lines = {line.split()[0]: line.split()[1] for line in run.out.splitlines()}
@@ -158,7 +158,7 @@ def test_profiles_command(run_cli):
     assert list(lines) == sorted(lines)
 
 
-def test_inspect_json_and_exit_codes(tmp_path, run_cli, save_model):
+def test_inspect_json_and_exit_codes(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     path = save_model(model_zoo.conv_relu())
     run = run_cli("inspect", path, "--json", tmp_path / "r.json")
     assert run.code == 1  # Relu is not in demo
@@ -173,7 +173,7 @@ def test_inspect_json_and_exit_codes(tmp_path, run_cli, save_model):
     assert run.code == 2 and "missing.onnx: file not found" in run.err
 
 
-def test_bad_profile_file_lists_every_problem(tmp_path, run_cli, save_model):
+def test_bad_profile_file_lists_every_problem(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     path = save_model(model_zoo.conv_relu())
     profile = tmp_path / "bad.json"
     profile.write_text(json.dumps({"name": "bad", "description": "d", "source": "s", "evidence": "rumour",
@@ -183,7 +183,7 @@ def test_bad_profile_file_lists_every_problem(tmp_path, run_cli, save_model):
     assert "evidence: 'rumour' is not one of" in run.err
 
 
-def test_inspect_never_imports_torch_or_onnxruntime(tmp_path, save_model):
+def test_inspect_never_imports_torch_or_onnxruntime(tmp_path: Path, save_model: SaveModel) -> None:
     path = save_model(model_zoo.conv_relu())
     code = (
         "import sys\n"
@@ -198,8 +198,9 @@ def test_inspect_never_imports_torch_or_onnxruntime(tmp_path, save_model):
 
 
 def test_without_torch_a_torch_contract_stops_the_check_before_any_model_runs(
-    tmp_path, monkeypatch, run_cli, save_model, write_contract
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, save_model: SaveModel,
+    write_contract: WriteContract
+) -> None:
     """The ONNX-only install (no [torch] extra): whatever the order of the contracts, the
     torch one is named with the extra to install, exit 2, and no contract runs."""
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as without the extra
@@ -216,7 +217,7 @@ def test_without_torch_a_torch_contract_stops_the_check_before_any_model_runs(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.onnx", "npu-gate.onnx.json"]  # no npu-gate-out/
 
 
-def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
+def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, save_model: SaveModel) -> None:
     path = save_model(model_zoo.conv_relu())
 
     def boom(*args, **kwargs):
@@ -229,7 +230,8 @@ def test_internal_errors_are_one_line(monkeypatch, run_cli, save_model):
 
 
 def test_internal_error_with_a_multiline_message_is_one_line_and_its_traceback_goes_to_the_log(
-        monkeypatch, run_cli, save_model, write_contract, tmp_path):
+        monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, save_model: SaveModel, write_contract: WriteContract,
+        tmp_path: Path) -> None:
     save_model(model_zoo.conv_relu())
     contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
                                "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]})
@@ -258,7 +260,7 @@ HELP_CODE = 0 if sys.version_info >= (3, 11) else 141
     (["rules"], 141), (["rules", "--format", "json"], 141), (["profile", "show", "demo"], 141),
     (["--help"], HELP_CODE), (["check", "--help"], HELP_CODE),
 ])
-def test_a_reader_that_stops_early_ends_the_run_quietly(args, code):
+def test_a_reader_that_stops_early_ends_the_run_quietly(args, code) -> None:
     """`npu-gate rules | head -3`: stdout's reader is gone before anything is written."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # every write to stdout fails with EPIPE
@@ -270,12 +272,12 @@ def test_a_reader_that_stops_early_ends_the_run_quietly(args, code):
     assert (done.returncode, done.stderr) == (code, "")
 
 
-def test_rule_docs_are_up_to_date(run_cli):
+def test_rule_docs_are_up_to_date(run_cli: RunCli) -> None:
     run = run_cli("rules", "--format", "markdown")
     assert run.out == (REPO / "docs" / "rules.md").read_text(), "regenerate: npu-gate rules --format markdown"
 
 
-def test_builtin_profiles_are_valid():
+def test_builtin_profiles_are_valid() -> None:
     from npu_gate.calibrate import RECORD_VERSION
     from npu_gate.resources import builtin_profile_names, profile_dir
     from npu_gate.validation import schema_problems
@@ -294,7 +296,7 @@ def test_builtin_profiles_are_valid():
         assert schema_problems(json.loads(path.read_text()), "profile", path.name) == []
 
 
-def test_rewrite_names_match_the_catalog():
+def test_rewrite_names_match_the_catalog() -> None:
     from npu_gate.contract.rewrite_names import REWRITE_NAMES
     from npu_gate.rewrites import REWRITES
 
@@ -318,8 +320,9 @@ def test_captured_c_stdio_output_stays_out_of_a_buffered_stdout() -> None:
 
 
 def test_without_torch_a_torch_replacement_is_named_by_diff_and_check_onnx(
-    tmp_path, monkeypatch, run_cli, save_model, write_contract
-):
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, save_model: SaveModel,
+    write_contract: WriteContract
+) -> None:
     """`diff` and `check-onnx` gate a contract without `check`'s torch test: its torch
     replacement must still name the missing extra, not its factory's module failing to import."""
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` fails, as without the extra
@@ -335,7 +338,7 @@ def test_without_torch_a_torch_replacement_is_named_by_diff_and_check_onnx(
         assert run.code == 2 and run.err.endswith(message) and run.err.count("\n") == 1, (args, run.err)
 
 
-def test_check_of_several_contracts_ends_with_the_overall_count(run_cli, tmp_path):
+def test_check_of_several_contracts_ends_with_the_overall_count(run_cli: RunCli, tmp_path: Path) -> None:
     from tests.helpers.hook_fixtures import tiny_model, write_onnx_contract
 
     write_onnx_contract(tmp_path / "a")  # every node on the NPU: passes

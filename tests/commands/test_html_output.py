@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers.common import RunCli, SaveModel
 from tests.helpers.gate_models import seed_onnx
 
 
@@ -18,7 +19,7 @@ def _contract(tmp_path: Path) -> Path:
     return path
 
 
-def test_inspect_writes_the_page(tmp_path: Path, run_cli, save_model) -> None:
+def test_inspect_writes_the_page(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     model = save_model(seed_onnx())
     run = run_cli("inspect", model, "--html", tmp_path / "r.html", "-q")
     assert run.code == 1
@@ -27,7 +28,7 @@ def test_inspect_writes_the_page(tmp_path: Path, run_cli, save_model) -> None:
     assert "<h2>❌ npu-gate: <b>FAIL</b> · model</h2>" in page
 
 
-def test_check_writes_the_page_from_a_cache_hit_too(tmp_path: Path, run_cli) -> None:
+def test_check_writes_the_page_from_a_cache_hit_too(tmp_path: Path, run_cli: RunCli) -> None:
     contract = _contract(tmp_path)
     first = run_cli("check", contract, "--html", tmp_path / "a.html", "-q")
     second = run_cli("check", contract, "--html", tmp_path / "b.html")
@@ -38,7 +39,7 @@ def test_check_writes_the_page_from_a_cache_hit_too(tmp_path: Path, run_cli) -> 
     assert a.split("<h3>Timings</h3>")[0] == b.split("<h3>Timings</h3>")[0]  # the same page but timings
 
 
-def test_html_onto_an_input_is_refused(tmp_path: Path, run_cli) -> None:
+def test_html_onto_an_input_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
     contract = _contract(tmp_path)
     before = contract.read_bytes()
     run = run_cli("check", contract, "--html", contract)

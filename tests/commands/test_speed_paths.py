@@ -131,7 +131,7 @@ def test_bench_before_prints_the_before_column() -> None:
     assert "linear growth: n/a (needs three sizes or more)" in lines
 
 
-def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, monkeypatch) -> None:
+def test_constant_values_are_read_only_when_a_value_test_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A profile without value tests never reads a constant's value; one with them reads the
     tensors it tests, once per test."""
     from npu_gate.graph import shape_values

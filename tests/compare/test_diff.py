@@ -10,7 +10,7 @@ from onnx import helper
 
 from npu_gate.render import diff_md
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_diff
+from tests.helpers.common import RunCli, WriteContract, validate_diff
 
 
 def _save(model: onnx.ModelProto, path: Path) -> Path:
@@ -18,7 +18,7 @@ def _save(model: onnx.ModelProto, path: Path) -> Path:
     return path
 
 
-def test_identical_models(run_cli, tmp_path: Path) -> None:
+def test_identical_models(run_cli: RunCli, tmp_path: Path) -> None:
     a = _save(model_zoo.conv_relu(), tmp_path / "a.onnx")
     b = _save(model_zoo.conv_relu(), tmp_path / "b.onnx")
     out = tmp_path / "d.json"
@@ -31,7 +31,7 @@ def test_identical_models(run_cli, tmp_path: Path) -> None:
     assert (doc["ops"], doc["nodes_added"], doc["nodes_changed"]) == ({}, [], [])
 
 
-def test_attribute_and_shape_change(run_cli, tmp_path: Path) -> None:
+def test_attribute_and_shape_change(run_cli: RunCli, tmp_path: Path) -> None:
     a = _save(model_zoo.conv_relu(), tmp_path / "a.onnx")
     model = model_zoo.conv_relu()
     conv = model.graph.node[0]
@@ -69,7 +69,7 @@ def test_attribute_and_shape_change(run_cli, tmp_path: Path) -> None:
     assert "  boundary_bytes: 1,024 (1 KiB) -> 576\n" in diff_md.render_text(doc)
 
 
-def test_sides_show_the_profile_evidence(run_cli, tmp_path: Path) -> None:
+def test_sides_show_the_profile_evidence(run_cli: RunCli, tmp_path: Path) -> None:
     """Placements are predictions resting on the profile's evidence: the diff shows it, as every
     report that uses a profile does (JSON `a.evidence`, Markdown `demo (illustrative)`)."""
     a = _save(model_zoo.conv_relu(), tmp_path / "a.onnx")
@@ -85,7 +85,7 @@ def test_sides_show_the_profile_evidence(run_cli, tmp_path: Path) -> None:
     assert "| profile | demo (illustrative) | ort-nnapi (vendor-documentation) |" in md_out.read_text()
 
 
-def test_model_against_contract_shows_folding(run_cli, write_contract, tmp_path: Path) -> None:
+def test_model_against_contract_shows_folding(run_cli: RunCli, write_contract: WriteContract, tmp_path: Path) -> None:
     model = _save(model_zoo.dynamic_reshape_chain(), tmp_path / "model.onnx")
     contract = write_contract(
         {
@@ -128,7 +128,7 @@ def test_model_against_contract_shows_folding(run_cli, write_contract, tmp_path:
     )
 
 
-def test_unusable_side_exits_2(run_cli, tmp_path: Path) -> None:
+def test_unusable_side_exits_2(run_cli: RunCli, tmp_path: Path) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("hello")
     a = _save(model_zoo.conv_relu(), tmp_path / "a.onnx")
@@ -143,7 +143,7 @@ def test_unusable_side_exits_2(run_cli, tmp_path: Path) -> None:
     assert "neither a result JSON" in run_cli("diff", a, other).err
 
 
-def test_compare_exporters_contract_key(run_cli, write_contract, tmp_path: Path) -> None:
+def test_compare_exporters_contract_key(run_cli: RunCli, write_contract: WriteContract, tmp_path: Path) -> None:
     from npu_gate.contract.spec import load_contract
 
     doc = {

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import model_zoo
+from tests.helpers.common import RunCli, SaveModel, WriteContract
 
 
-def _base(onnx_file: str = "model.onnx") -> dict:
+def _base(onnx_file: str = "model.onnx") -> dict[str, Any]:
     return {
         "model": {"onnx": onnx_file},
         "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}],
@@ -19,12 +21,12 @@ def _base(onnx_file: str = "model.onnx") -> dict:
 
 
 @pytest.fixture
-def contract_dir(tmp_path: Path, save_model) -> Path:
+def contract_dir(tmp_path: Path, save_model: SaveModel) -> Path:
     save_model(model_zoo.conv_relu())
     return tmp_path
 
 
-def test_negative_dim_names_json_path(contract_dir, write_contract, run_cli):
+def test_negative_dim_names_json_path(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["shape"][2] = -3
     run = run_cli("check", write_contract(doc))
@@ -33,7 +35,7 @@ def test_negative_dim_names_json_path(contract_dir, write_contract, run_cli):
     assert "Traceback" not in run.err
 
 
-def test_every_schema_error_is_reported(contract_dir, write_contract, run_cli):
+def test_every_schema_error_is_reported(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     del doc["target"]
     doc["inputs"][0]["dtype"] = "float64"
@@ -49,7 +51,8 @@ def test_every_schema_error_is_reported(contract_dir, write_contract, run_cli):
     assert len(lines) == 4
 
 
-def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir, write_contract, run_cli):
+def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir: Path, write_contract: WriteContract,
+                                                      run_cli: RunCli) -> None:
     doc = _base()
     doc["gatse"] = doc.pop("gates", {"max_cpu_nodes": 0})
     doc["waivres"] = []
@@ -65,7 +68,8 @@ def test_misspelt_keys_suggest_the_nearest_valid_ones(contract_dir, write_contra
     ]
 
 
-def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_cli):
+def test_unknown_profile_is_a_contract_error(contract_dir: Path, write_contract: WriteContract,
+                                             run_cli: RunCli) -> None:
     doc = _base()
     doc["target"]["profile"] = "hisilicon-magic"
     run = run_cli("check", write_contract(doc))
@@ -82,20 +86,20 @@ def test_unknown_profile_is_a_contract_error(contract_dir, write_contract, run_c
             "'rknn-toolkit2-v2.1'? (built-in: ascend-atc, demo") in run.err
 
 
-def test_missing_model_file(contract_dir, write_contract, run_cli):
+def test_missing_model_file(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     run = run_cli("check", write_contract(_base("nope.onnx")))
     assert run.code == 2
     assert "model.onnx: file 'nope.onnx' not found" in run.err
 
 
-def test_file_that_is_not_onnx(contract_dir, write_contract, run_cli):
+def test_file_that_is_not_onnx(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     (contract_dir / "junk.onnx").write_bytes(b"\xff\xfe this is not protobuf \x00\x01" * 10)
     run = run_cli("check", write_contract(_base("junk.onnx")))
     assert run.code == 2
     assert "junk.onnx: not an ONNX model" in run.err
 
 
-def test_invalid_json_names_line_and_column(tmp_path, run_cli):
+def test_invalid_json_names_line_and_column(tmp_path: Path, run_cli: RunCli) -> None:
     path = tmp_path / "npu-gate.json"
     path.write_text('{"model": {"onnx": "m.onnx"},\n  "inputs": [,]}', encoding="utf-8")
     run = run_cli("check", path)
@@ -103,7 +107,7 @@ def test_invalid_json_names_line_and_column(tmp_path, run_cli):
     assert f"{path}:2:14: invalid JSON" in run.err
 
 
-def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract, run_cli):
+def test_unknown_waiver_rule_and_bad_date(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["waivers"] = [
         {"rule": "unsupported-opp", "reason": "typo"},
@@ -115,7 +119,8 @@ def test_unknown_waiver_rule_and_bad_date(contract_dir, write_contract, run_cli)
     assert "waivers[1].expires: '2026-02-30' is not a date" in run.err
 
 
-def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_contract, run_cli):
+def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir: Path, write_contract: WriteContract,
+                                                          run_cli: RunCli) -> None:
     doc = _base()
     doc["waivers"] = [{"rule": "unsupported-op", "reason": "y", "expires": "next week"}]
     run = run_cli("check", write_contract(doc))
@@ -123,7 +128,8 @@ def test_waiver_date_that_is_not_a_date_is_named_in_words(contract_dir, write_co
     assert run.err.endswith("waivers[0].expires: 'next week': expected a date, YYYY-MM-DD (e.g. 2027-03-01)\n")
 
 
-def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_contract, run_cli):
+def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir: Path, write_contract: WriteContract,
+                                                        run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["dtype"] = "f" * 1_000_000
     path = write_contract(doc)
@@ -134,7 +140,7 @@ def test_a_huge_value_in_a_contract_is_quoted_shortened(contract_dir, write_cont
     assert len(line) == len("npu-gate: error: ") + 500 and line.endswith("f…")
 
 
-def test_semantic_input_errors(contract_dir, write_contract, run_cli):
+def test_semantic_input_errors(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"].append({"name": "x", "shape": [1], "dtype": "int64", "range": [5, 1],
                           "layout": "NCHW"})
@@ -145,7 +151,7 @@ def test_semantic_input_errors(contract_dir, write_contract, run_cli):
     assert "inputs[1].layout: 'NCHW' has 4 letters but the shape has rank 1" in run.err
 
 
-def test_a_layout_letter_twice_is_refused(contract_dir, write_contract, run_cli):
+def test_a_layout_letter_twice_is_refused(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["layout"] = "NCHH"  # layout constraints look dims up by letter
     run = run_cli("check", write_contract(doc))
@@ -153,7 +159,7 @@ def test_a_layout_letter_twice_is_refused(contract_dir, write_contract, run_cli)
     assert "inputs[0].layout: 'NCHH' names H more than once: each letter is one dimension" in run.err
 
 
-def test_range_the_dtype_cannot_hold(contract_dir, write_contract, run_cli):
+def test_range_the_dtype_cannot_hold(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     """Samples are drawn from the range: values the dtype cannot hold would wrap around
     (uint8 300 is 44) or become infinite (float16), and an integer range without a whole
     number has nothing to draw (it was an internal error)."""
@@ -177,13 +183,14 @@ def test_range_the_dtype_cannot_hold(contract_dir, write_contract, run_cli):
     ]
 
 
-def test_no_contract_in_folder(tmp_path, run_cli):
+def test_no_contract_in_folder(tmp_path: Path, run_cli: RunCli) -> None:
     run = run_cli("check", tmp_path)
     assert run.code == 2
     assert "no npu-gate.json" in run.err
 
 
-def test_contract_found_in_current_folder(contract_dir, write_contract, run_cli, monkeypatch):
+def test_contract_found_in_current_folder(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     write_contract(_base())
     monkeypatch.chdir(contract_dir)
     run = run_cli("check", "-q")
@@ -191,7 +198,7 @@ def test_contract_found_in_current_folder(contract_dir, write_contract, run_cli,
     assert run.err == ""
 
 
-def test_contract_file_is_not_modified(contract_dir, write_contract, run_cli):
+def test_contract_file_is_not_modified(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     path = write_contract(_base())
     before = path.read_bytes()
     model_before = (contract_dir / "model.onnx").read_bytes()
@@ -202,7 +209,8 @@ def test_contract_file_is_not_modified(contract_dir, write_contract, run_cli):
 
 @pytest.mark.torch
 @pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
-def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_cache):
+def test_factory_that_cannot_be_imported(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli,
+                                         no_cache) -> None:
     """The one error, without a `not cached` note about a result that never came."""
     doc = _base()
     doc["model"] = {"torch": {"factory": "missing_module:build"}}
@@ -219,7 +227,8 @@ def test_factory_that_cannot_be_imported(tmp_path, write_contract, run_cli, no_c
     ("factory", "net", "seed_net:build_model"), ("factory", "a.b:c.d", "seed_net:build_model"),
     ("callable", "metrics.agreement", "metrics:agreement"),
 ])
-def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract, run_cli, key, value, example):
+def test_module_callable_pattern_is_said_in_words(contract_dir: Path, write_contract: WriteContract, run_cli: RunCli,
+                                                  key: str, value: str, example: str) -> None:
     doc = _base()
     if key == "factory":
         doc["model"] = {"torch": {"factory": value}}
@@ -234,7 +243,7 @@ def test_module_callable_pattern_is_said_in_words(contract_dir, write_contract, 
 
 
 @pytest.mark.torch
-def test_factory_that_returns_no_module(tmp_path, write_contract, run_cli):
+def test_factory_that_returns_no_module(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     (tmp_path / "bad_factory.py").write_text("def build():\n    return 42\n", encoding="utf-8")
     doc = _base()
     doc["model"] = {"torch": {"factory": "bad_factory:build"}}
@@ -243,7 +252,7 @@ def test_factory_that_returns_no_module(tmp_path, write_contract, run_cli):
     assert "bad_factory:build() returned int, not a torch.nn.Module" in run.err
 
 
-def test_yaml_contract(contract_dir, run_cli):
+def test_yaml_contract(contract_dir: Path, run_cli: RunCli) -> None:
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"
     path.write_text(
@@ -257,7 +266,8 @@ def test_yaml_contract(contract_dir, run_cli):
     assert json.loads((contract_dir / "r.json").read_text())["name"] == contract_dir.name
 
 
-def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_contract, run_cli):
+def test_several_contracts_with_one_json_output_is_refused(contract_dir: Path, write_contract: WriteContract,
+                                                           run_cli: RunCli) -> None:
     a = write_contract(_base(), "a.json")
     b = write_contract(_base(), "b.json")
     run = run_cli("check", a, b, "--json", contract_dir / "r.json")
@@ -265,7 +275,8 @@ def test_several_contracts_with_one_json_output_is_refused(contract_dir, write_c
     assert "--json, --markdown, --html, --log and --out take one contract" in run.err
 
 
-def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path, save_model, run_cli):
+def test_a_model_that_cannot_be_read_does_not_hide_the_other_contracts(tmp_path: Path, save_model: SaveModel,
+                                                                       run_cli: RunCli) -> None:
     """check a b: a's model is not ONNX; b still runs and its verdict is printed; the exit is 2."""
     save_model(model_zoo.conv_relu(), "good.onnx")
     (tmp_path / "junk.onnx").write_bytes(b"not a model")
@@ -305,13 +316,14 @@ def _exits_2_with(run_cli, path: Path, line: str) -> None:
     (', "numerics": {"atol": 1e999}', "numerics.atol: Infinity is not allowed: numbers must be finite"),
     (', "rewrites": [{"name": "x", "atol": NaN}]', "rewrites[0].atol: NaN is not allowed: numbers must be finite"),
 ])
-def test_malformed_values_are_one_line_errors(contract_dir, run_cli, tail, line):
+def test_malformed_values_are_one_line_errors(contract_dir: Path, run_cli: RunCli, tail, line) -> None:
     path = contract_dir / "npu-gate.json"
     path.write_text(_contract_text(tail), encoding="utf-8")
     _exits_2_with(run_cli, path, line)
 
 
-def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contract, run_cli):
+def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir: Path, write_contract: WriteContract,
+                                                     run_cli: RunCli) -> None:
     doc = _base()
     doc["inputs"][0]["shape"] = [2.0, 3, 7, 5]
     _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape[0]: 2.0 is not of type 'integer', 'string'")
@@ -319,7 +331,7 @@ def test_a_float_dim_and_a_rank_above_32_are_refused(contract_dir, write_contrac
     _exits_2_with(run_cli, write_contract(doc), "inputs[0].shape: 100 items, at most 32")
 
 
-def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cli):
+def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir: Path, run_cli: RunCli) -> None:
     path = contract_dir / "npu-gate.json"
     path.write_text('{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     _exits_2_with(run_cli, path, "invalid JSON: nested too deep to read (at most 64 levels)")
@@ -328,7 +340,7 @@ def test_nesting_too_deep_is_one_line_not_a_recursion_error(contract_dir, run_cl
 
 
 @pytest.mark.slow
-def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli):
+def test_yaml_nan_infinity_and_deep_nesting(contract_dir: Path, run_cli: RunCli) -> None:
     pytest.importorskip("yaml")
     path = contract_dir / "npu-gate.yaml"
     base = ("model: {onnx: model.onnx}\ninputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
@@ -343,7 +355,8 @@ def test_yaml_nan_infinity_and_deep_nesting(contract_dir, run_cli):
     _exits_2_with(run_cli, path, "invalid YAML: nested too deep to read (at most 64 levels)")
 
 
-def test_a_profile_with_nan_or_infinity_is_refused(contract_dir, write_contract, run_cli):
+def test_a_profile_with_nan_or_infinity_is_refused(contract_dir: Path, write_contract: WriteContract,
+                                                   run_cli: RunCli) -> None:
     profile = contract_dir / "p.npu-profile.json"
     ops = '{"Conv": {}, "Relu": {"constraints": [{"id": "c", "when": {"input": 0, "rank": {"max": NaN}}}]}}'
     profile.write_text('{"name": "p", "description": "d", "source": "s", "evidence": "illustrative", '

@@ -4,6 +4,8 @@ samples, the numeric comparison, waivers, input order and shapes, YAML contracts
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,16 +15,16 @@ from npu_gate.model.numerics import compare_output
 from npu_gate.model.samples import make_samples
 from npu_gate.pipeline import check_contract
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 
-def _conv_relu_contract(**extra: object) -> dict:
+def _conv_relu_contract(**extra: object) -> dict[str, Any]:
     """model_zoo.conv_relu under demo: Relu (relu0) is not in the profile."""
     return {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
             "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}], **extra}
 
 
-def test_bool_and_integer_samples_stay_in_the_range():
+def test_bool_and_integer_samples_stay_in_the_range() -> None:
     specs = [InputSpec("t", [64], "bool", None, (1, 1)), InputSpec("f", [64], "bool", None, (0, 0)),
              InputSpec("u", [64], "uint8", None, (250, 255)), InputSpec("i", [64], "int64", None, (0.5, 1.5))]
     sample = make_samples(specs, 1, 0)[0]
@@ -42,12 +44,13 @@ def _f32(*values: float) -> np.ndarray:
     (1.3, 1.0, 0.0, 0.25, False),  # limit 0.25 < 0.3
     (0.125, 0.0, 0.125, 1.0, True),  # a zero reference: atol alone
 ])
-def test_tolerance_is_atol_plus_rtol_times_the_reference(got, ref, atol, rtol, passed):
+def test_tolerance_is_atol_plus_rtol_times_the_reference(got: float, ref: float, atol: float, rtol: float,
+                                                         passed: bool) -> None:
     c = compare_output("y", [(_f32(got), _f32(ref))], atol, rtol)
     assert (c.passed, c.problem) == (passed, None)
 
 
-def test_nan_never_matches_and_the_problem_says_where():
+def test_nan_never_matches_and_the_problem_says_where() -> None:
     """NaN on both sides in the same places used to read "non-finite values differ"."""
     same = _f32(np.nan, 1.0)
     c = compare_output("y", [(_f32(1.0, 1.0), _f32(1.0, 1.0)), (same, same.copy())], 1.0, 1.0)
@@ -57,7 +60,7 @@ def test_nan_never_matches_and_the_problem_says_where():
     assert c.problem == "NaN on sample(s) 0: 0 of 2 values, 2 in the reference; NaN never counts as a match"
 
 
-def test_infinities_pass_only_when_equal_and_are_counted():
+def test_infinities_pass_only_when_equal_and_are_counted() -> None:
     inf = _f32(np.inf, -np.inf, 2.0)
     c = compare_output("y", [(inf, inf.copy()), (inf, inf.copy())], 1e-4, 1e-3)
     assert (c.passed, c.max_abs_err, c.problem) == (True, 0.0, "4 infinite values, the same on both sides")
@@ -67,7 +70,7 @@ def test_infinities_pass_only_when_equal_and_are_counted():
     assert (c.passed, c.problem) == (False, "infinite values differ from the reference on sample(s) 0")
 
 
-def test_integer_outputs_past_2_53_are_compared_exactly():
+def test_integer_outputs_past_2_53_are_compared_exactly() -> None:
     """As float64, 2**53 + 1 and 2**53 are the same number: an int64 id off by one passed."""
     big = 2**53
     got = np.array([[big + 1, 7], [-3, 2**62]], dtype=np.int64)
@@ -80,7 +83,8 @@ def test_integer_outputs_past_2_53_are_compared_exactly():
     assert (c.passed, c.max_abs_err) == (True, 2.0)  # the tolerance still applies to integers
 
 
-def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model, write_contract):
+def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model: SaveModel,
+                                                           write_contract: WriteContract) -> None:
     """The first matching waiver waives; a later one that matches the same finding is used
     too (it used to be reported as "matched no finding"), and an expired one is reported
     as expired whether or not another waiver covers the finding."""
@@ -104,7 +108,7 @@ def test_a_waiver_shadowed_by_an_earlier_one_is_not_unused(save_model, write_con
     assert result.verdict == "pass"
 
 
-def test_yaml_contract_with_an_unquoted_expiry_date(save_model, tmp_path, run_cli):
+def test_yaml_contract_with_an_unquoted_expiry_date(save_model: SaveModel, tmp_path: Path, run_cli: RunCli) -> None:
     """YAML reads `2027-01-10` as a date; the contract wants the text JSON has (it was
     refused: "datetime.date(2027, 1, 10) is not of type 'string'")."""
     pytest.importorskip("yaml")
@@ -145,7 +149,8 @@ def build():
     (["images", "weights"], 0, ""),  # names forward() does not use are free
 ])
 @pytest.mark.torch
-def test_torch_inputs_declared_out_of_forward_order(tmp_path, write_contract, run_cli, names, code, err):
+def test_torch_inputs_declared_out_of_forward_order(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli,
+                                                    names: list[str], code: int, err: str) -> None:
     """The swapped contract used to pass: the exported graph computed forward(mask, x)."""
     (tmp_path / "sem_two_inputs.py").write_text(TWO_INPUTS, encoding="utf-8")
     shapes = {names[0]: [1, 3, 4, 4], names[1]: [1, 3, 4, 4]}
@@ -173,8 +178,9 @@ MODEL_INPUTS = "(model inputs: x [1, 3, 8, 8] float32)"
      [f"inputs[0].name: 'input' is not an input of the model {MODEL_INPUTS}",
       f"inputs[1].shape: [2, 3, 8, 8] for input x contradicts the model's [1, 3, 8, 8] {MODEL_INPUTS}"]),
 ])
-def test_a_contract_input_the_model_contradicts_is_a_contract_error(save_model, write_contract, run_cli,
-                                                                     inputs, errors):
+def test_a_contract_input_the_model_contradicts_is_a_contract_error(save_model: SaveModel,
+                                                                    write_contract: WriteContract, run_cli: RunCli,
+                                                                     inputs, errors) -> None:
     """Issue 19: a wrong input name, or a shape that the model's static dims contradict, is exit 2
     with one line per input naming the JSON path and the model's inputs, before any analysis."""
     save_model(model_zoo.conv_relu())
@@ -184,7 +190,8 @@ def test_a_contract_input_the_model_contradicts_is_a_contract_error(save_model, 
     assert run.err.splitlines() == [f"npu-gate: error: {path}: {e}" for e in errors]
 
 
-def test_waiver_findings_cannot_be_waived(save_model, write_contract, run_cli):
+def test_waiver_findings_cannot_be_waived(save_model: SaveModel, write_contract: WriteContract,
+                                          run_cli: RunCli) -> None:
     """They are reported after the waivers are applied: such a waiver could only ever be
     reported as unused itself."""
     save_model(model_zoo.conv_relu())

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 
 def _add_constant(constant: TensorProto) -> onnx.ModelProto:
@@ -27,7 +28,8 @@ def _add_constant(constant: TensorProto) -> onnx.ModelProto:
     return model_zoo._model(graph)
 
 
-def test_unreadable_small_initializer_is_a_checker_finding(run_cli, save_model, tmp_path: Path) -> None:
+def test_unreadable_small_initializer_is_a_checker_finding(run_cli: RunCli, save_model: SaveModel,
+                                                           tmp_path: Path) -> None:
     """raw_data shorter than the dims need: numpy cannot read it, the pattern matcher skips it."""
     short = TensorProto(name="c", data_type=TensorProto.FLOAT, dims=[1, 4], raw_data=b"\0\0\0")
     path = save_model(_add_constant(short))
@@ -40,7 +42,7 @@ def test_unreadable_small_initializer_is_a_checker_finding(run_cli, save_model, 
                        "shape and type (16 bytes required)."]
 
 
-def test_string_constant_that_is_not_utf8_is_skipped(run_cli, save_model) -> None:
+def test_string_constant_that_is_not_utf8_is_skipped(run_cli: RunCli, save_model: SaveModel) -> None:
     """numpy_helper cannot decode a STRING tensor holding invalid UTF-8: the matcher skips it."""
     graph = helper.make_graph(
         [helper.make_node("Identity", ["s"], ["y"], name="id0")],
@@ -54,7 +56,8 @@ def test_string_constant_that_is_not_utf8_is_skipped(run_cli, save_model) -> Non
     assert "1 node: 0 npu, 0 cpu, 1 folded" in run.out
 
 
-def test_onnxruntime_log_never_prints_model_text(capfd, write_contract, tmp_path: Path) -> None:
+def test_onnxruntime_log_never_prints_model_text(capfd: pytest.CaptureFixture[str], write_contract: WriteContract,
+                                                 tmp_path: Path) -> None:
     """onnxruntime logs a failing node's name raw to stderr (the C++ side, not sys.stderr):
     a name holding terminal escape sequences would reach the user's terminal. Its log is off;
     the failure is reported by the stage that ran it."""
@@ -81,7 +84,8 @@ def test_onnxruntime_log_never_prints_model_text(capfd, write_contract, tmp_path
     assert "while running Tile node" in stage["reason"]
 
 
-def test_contract_input_too_big_to_sample_is_a_contract_error(run_cli, save_model, write_contract) -> None:
+def test_contract_input_too_big_to_sample_is_a_contract_error(run_cli: RunCli, save_model: SaveModel,
+                                                              write_contract: WriteContract) -> None:
     """Dims near 2**62 (copied from a model's declared shapes): numpy cannot draw the samples."""
     save_model(model_zoo.conv_relu())
     doc = {"model": {"onnx": "model.onnx"},
@@ -108,7 +112,7 @@ def _external_entry(path: Path, key: str, value: str) -> None:
     path.write_bytes(model.SerializeToString())
 
 
-def test_external_data_that_does_not_fit_its_file_is_refused(run_cli, tmp_path: Path) -> None:
+def test_external_data_that_does_not_fit_its_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     """Weights are not read for analysis, so a truncated data file or a bad offset/length used to
     pass unnoticed (exit 0); they are checked against the file's size without reading it."""
     path = model_zoo.external_data(tmp_path)  # w: float32 [64, 64] = 16384 bytes
@@ -129,7 +133,7 @@ def test_external_data_that_does_not_fit_its_file_is_refused(run_cli, tmp_path: 
     assert run_cli("inspect", path, "-q").code == 1
 
 
-def test_dims_near_2_to_the_63_print_no_warning(run_cli, save_model, recwarn) -> None:
+def test_dims_near_2_to_the_63_print_no_warning(run_cli: RunCli, save_model: SaveModel, recwarn) -> None:
     """A Reshape to [2**62, 2**62]: onnxruntime's symbolic inference overflows a numpy product,
     whose RuntimeWarning used to reach the terminal; the checker finding names the overflow."""
     graph = helper.make_graph(
@@ -144,8 +148,9 @@ def test_dims_near_2_to_the_63_print_no_warning(run_cli, save_model, recwarn) ->
     assert [str(w.message) for w in recwarn] == []
 
 
-def test_a_loop_that_never_ends_stops_the_run_not_the_gate(run_cli, write_contract, tmp_path: Path,
-                                                          monkeypatch) -> None:
+def test_a_loop_that_never_ends_stops_the_run_not_the_gate(run_cli: RunCli, write_contract: WriteContract,
+                                                           tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Loop with trip count 2**62 and a condition that stays true: onnxruntime would run it for
     ever in the suggestions stage; the run is stopped and the stage says so."""
     from npu_gate.model import numerics
@@ -189,7 +194,7 @@ def _identity(dtype: int, shape: list[int]) -> onnx.ModelProto:
     return model_zoo._model(graph, opset=21, ir_version=10)
 
 
-def test_reduce_inputs_numpy_cannot_hold(run_cli, save_model, tmp_path: Path) -> None:
+def test_reduce_inputs_numpy_cannot_hold(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     """{inputs} for a float8 input: float32 values, as for bfloat16; for dims near 2**62: a
     one-line error, not numpy's 'array is too big'."""
     check = shlex.join([sys.executable, "-c", "import sys; sys.exit(1)", "{model}", "{inputs}"])
@@ -203,7 +208,7 @@ def test_reduce_inputs_numpy_cannot_hold(run_cli, save_model, tmp_path: Path) ->
                        f"{2**66:,} bytes, more than the 2,147,483,648 generated per tensor; pass --inputs\n")
 
 
-def test_a_model_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: Path) -> None:
+def test_a_model_path_that_is_not_a_regular_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     """/dev/zero would be read until memory runs out, a FIFO until a writer comes."""
     import os
 
@@ -214,7 +219,7 @@ def test_a_model_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: P
         assert (run.code, run.err) == (2, f"npu-gate: error: {path}: not a regular file\n")
 
 
-def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path: Path) -> None:
+def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     """`check /dev/zero` (or a FIFO named like a contract) hung reading it."""
     import os
 
@@ -233,7 +238,7 @@ def test_a_contract_path_that_is_not_a_regular_file_is_refused(run_cli, tmp_path
         assert (run.code, run.err) == (2, f"npu-gate: error: {args[-1]}: not a regular file\n")
 
 
-def test_error_lines_show_quoted_text_on_one_line(run_cli, tmp_path: Path) -> None:
+def test_error_lines_show_quoted_text_on_one_line(run_cli: RunCli, tmp_path: Path) -> None:
     # An error that quotes file text (here the result names of a merged document) must not
     # start a new line: on a runner, a line starting with "::" is a workflow command.
     merged = tmp_path / "merged.json"

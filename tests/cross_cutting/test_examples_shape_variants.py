@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, Golden, RunCli, WriteContract
 
 EXAMPLE = REPO / "examples" / "shape-variants"
 
@@ -83,7 +83,8 @@ def test_compare_exporters_on_the_example(tmp_path: Path) -> None:
     ) in text.render(gated)
 
 
-def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_path: Path) -> None:
+def test_exported_dynamic_batch_under_a_contract(run_cli: RunCli, write_contract: WriteContract,
+                                                 tmp_path: Path) -> None:
     """The TorchScript export with a dynamic batch, gated with batch 1: both chains fold."""
     import shutil
 
@@ -117,7 +118,7 @@ def test_exported_dynamic_batch_under_a_contract(run_cli, write_contract, tmp_pa
     ]
 
 
-def test_report_of_the_dynamic_batch_variant(run_cli, tmp_path: Path, golden) -> None:
+def test_report_of_the_dynamic_batch_variant(run_cli: RunCli, tmp_path: Path, golden: Golden) -> None:
     """The whole Markdown report (but the measured Timings) of the exported dynamic-batch
     model: shape chains that stay, dynamic dims, and the fix's effect."""
     md = tmp_path / "report.md"

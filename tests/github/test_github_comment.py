@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -205,7 +206,7 @@ def test_workflow_commands_escape_data_and_properties() -> None:
     assert out.getvalue() == "::error file=a%2Cb%3Ac.json::50%25 off%0Anext\n"
 
 
-def test_outputs_use_a_heredoc_for_multiline_values(tmp_path) -> None:
+def test_outputs_use_a_heredoc_for_multiline_values(tmp_path: Path) -> None:
     path = tmp_path / "out"
     workflow.set_outputs({"one": "1", "many": "a\nb"}, {"GITHUB_OUTPUT": str(path)})
     lines = path.read_text().splitlines()

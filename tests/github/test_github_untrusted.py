@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from npu_gate.github.untrusted import WORD_JOINER, neutralise
+from tests.helpers.common import RunCli
 from tests.helpers.gfm import VISIBLE, assert_inert, gfm, hostile_model, readable, write_case
 
 ATTACK = """\
@@ -61,7 +63,7 @@ def test_exact_rewrites(text: str, expected: str) -> None:
     assert neutralise(text) == expected
 
 
-def test_our_own_report_reads_the_same(tmp_path, run_cli) -> None:
+def test_our_own_report_reads_the_same(tmp_path: Path, run_cli: RunCli) -> None:
     """A real report (hostile names, tables, <details>, <code>) through the neutraliser renders to
     the same tags and the same visible text."""
     case = write_case(tmp_path / "case", hostile_model())

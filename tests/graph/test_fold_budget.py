@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import TensorProto as T
@@ -54,7 +55,7 @@ def bomb_model(n: int = 2**24) -> onnx.ModelProto:
     ])
 
 
-def _budget_findings(result_findings: list) -> list:
+def _budget_findings(result_findings: list[Any]) -> list[Any]:
     return [f for f in result_findings if f.rule == "fold-budget"]
 
 

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.result.types import SCHEMA_VERSION
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 _F = TensorProto.FLOAT
 _I = TensorProto.INT64
@@ -179,7 +180,7 @@ def _placements(doc: dict[str, Any]) -> dict[str, str]:
     return {n["name"]: n["placement"] for n in doc["nodes"]}
 
 
-def test_chain_stays_without_contract(run_cli, save_model, tmp_path) -> None:
+def test_chain_stays_without_contract(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     code, doc = _inspect(run_cli, save_model, model_zoo.dynamic_reshape_chain(), tmp_path)
     assert code == 1
     assert doc["shape_chains"] == [
@@ -217,7 +218,7 @@ def test_chain_stays_without_contract(run_cli, save_model, tmp_path) -> None:
 
 
 def test_chain_folds_under_contract_and_keeps_names(
-    run_cli, save_model, write_contract, tmp_path
+    run_cli: RunCli, save_model: SaveModel, write_contract: WriteContract, tmp_path: Path
 ) -> None:
     code, doc = _check(
         run_cli,
@@ -256,7 +257,7 @@ def test_chain_folds_under_contract_and_keeps_names(
     assert doc["partitions"] == [{"id": 0, "device": "cpu", "nodes": ["reshape0"]}]
 
 
-def test_shape_start_reads_only_static_dims(run_cli, save_model, tmp_path) -> None:
+def test_shape_start_reads_only_static_dims(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, shape_with_start(), tmp_path)
     [chain] = doc["shape_chains"]
     assert chain["status"] == "folds"
@@ -267,7 +268,7 @@ def test_shape_start_reads_only_static_dims(run_cli, save_model, tmp_path) -> No
 
 
 def test_resize_sizes_chain_and_empty_optional_inputs(
-    run_cli, save_model, write_contract, tmp_path
+    run_cli: RunCli, save_model: SaveModel, write_contract: WriteContract, tmp_path: Path
 ) -> None:
     model = resize_to_input_size()
     _, doc = _inspect(run_cli, save_model, model, tmp_path)
@@ -311,7 +312,7 @@ def test_resize_sizes_chain_and_empty_optional_inputs(
     assert doc["boundaries"] == [{"tensor": "z", "bytes": 768, "from": 0, "to": 1}]
 
 
-def test_data_dependent_chain_stays_and_says_so(run_cli, save_model, tmp_path) -> None:
+def test_data_dependent_chain_stays_and_says_so(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, data_dependent_expand(), tmp_path)
     [chain] = doc["shape_chains"]
     assert chain["status"] == "stays"
@@ -323,7 +324,7 @@ def test_data_dependent_chain_stays_and_says_so(run_cli, save_model, tmp_path) -
     assert "not an input dim (data-dependent or unknown to shape inference)" in finding["message"]
 
 
-def test_chain_inside_loop_body(run_cli, save_model, tmp_path) -> None:
+def test_chain_inside_loop_body(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, loop_with_chain([2, 3, 4]), tmp_path)
     chains = {c["consumer"]: c for c in doc["shape_chains"]}
     assert set(chains) == {"body_reshape", "body_back"}
@@ -344,7 +345,8 @@ def test_chain_inside_loop_body(run_cli, save_model, tmp_path) -> None:
     )
 
 
-def test_a_chain_that_folds_in_a_loop_body_is_placed_folded(run_cli, save_model, tmp_path) -> None:
+def test_a_chain_that_folds_in_a_loop_body_is_placed_folded(run_cli: RunCli, save_model: SaveModel,
+                                                            tmp_path: Path) -> None:
     """The body's Shape of a static tensor folds for placement as it does for the chain: its
     nodes used to be CPU fallback (`op Shape not in profile demo`) under a chain that folds."""
     _, doc = _inspect(run_cli, save_model, loop_with_chain([2, 3, 4]), tmp_path)
@@ -358,7 +360,7 @@ def test_a_chain_that_folds_in_a_loop_body_is_placed_folded(run_cli, save_model,
 
 
 def test_allow_dynamic_shapes_makes_it_a_warning(
-    run_cli, save_model, write_contract, tmp_path
+    run_cli: RunCli, save_model: SaveModel, write_contract: WriteContract, tmp_path: Path
 ) -> None:
     save_model(model_zoo.dynamic_reshape_chain())
     contract = write_contract(
@@ -376,7 +378,7 @@ def test_allow_dynamic_shapes_makes_it_a_warning(
     assert [f.severity for f in result.findings if f.rule == "dynamic-input"] == ["warning"]
 
 
-def test_markdown_section(run_cli, save_model, tmp_path) -> None:
+def test_markdown_section(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     path = save_model(model_zoo.dynamic_reshape_chain())
     md = tmp_path / "r.md"
     assert run_cli("inspect", path, "--markdown", md, "-q").code == 1
@@ -389,7 +391,8 @@ def test_markdown_section(run_cli, save_model, tmp_path) -> None:
     assert ("<code>x&#91;0&#93;</code> = N from input <code>x&#91;0&#93;</code>") in text
 
 
-def test_symbolic_inference_fills_what_onnx_leaves_unknown(run_cli, save_model, tmp_path) -> None:
+def test_symbolic_inference_fills_what_onnx_leaves_unknown(run_cli: RunCli, save_model: SaveModel,
+                                                           tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
     # ONNX writes unk__ dims for the Resize output; onnxruntime's symbolic inference knows H, W.
     assert doc["stages"]["symbolic_shapes"] == {"status": "ok", "unknown": 1, "resolved": 1}
@@ -414,7 +417,7 @@ def test_symbolic_inference_fills_what_onnx_leaves_unknown(run_cli, save_model, 
     ]
 
 
-def test_known_graph_never_imports_onnxruntime(save_model) -> None:
+def test_known_graph_never_imports_onnxruntime(save_model: SaveModel) -> None:
     import subprocess
     import sys
 
@@ -430,7 +433,8 @@ def test_known_graph_never_imports_onnxruntime(save_model) -> None:
     assert out.stdout.split() == ["1", "False", "False", "False"]
 
 
-def test_dynamic_dims_traced(run_cli, save_model, write_contract, tmp_path) -> None:
+def test_dynamic_dims_traced(run_cli: RunCli, save_model: SaveModel, write_contract: WriteContract,
+                             tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, model_zoo.symbolic_dims(), tmp_path)
     assert [(d["input"], d["dim"], d["symbol"]) for d in doc["dynamic_dims"]] == [
         ("x", 0, "batch"),
@@ -491,7 +495,8 @@ def resize_sizes_from_two_shapes() -> onnx.ModelProto:
     )
 
 
-def test_blocking_dims_are_the_ones_that_reach_the_consumer(run_cli, save_model, tmp_path) -> None:
+def test_blocking_dims_are_the_ones_that_reach_the_consumer(run_cli: RunCli, save_model: SaveModel,
+                                                            tmp_path: Path) -> None:
     _, doc = _inspect(run_cli, save_model, resize_sizes_from_two_shapes(), tmp_path)
     [chain] = doc["shape_chains"]
     assert chain["status"] == "stays"
@@ -501,7 +506,7 @@ def test_blocking_dims_are_the_ones_that_reach_the_consumer(run_cli, save_model,
     ]
 
 
-def test_partially_static_chain_says_so(run_cli, save_model, tmp_path) -> None:
+def test_partially_static_chain_says_so(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = resize_sizes_from_two_shapes()
     # Take batch and channels from constants: only Shape(x)[2], [3] (static) reach sizes.
     model.graph.node[3].input[0] = "const_nc"
@@ -613,7 +618,7 @@ def test_value_constraints_read_what_folding_computes(tmp_path: Path) -> None:
 
 
 def test_symbolic_inference_unavailable_keeps_onnx_shapes(
-    run_cli, save_model, tmp_path, monkeypatch
+    run_cli: RunCli, save_model: SaveModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import sys
 
@@ -635,7 +640,7 @@ def test_symbolic_inference_unavailable_keeps_onnx_shapes(
 
 
 def test_symbolic_inference_without_the_tools_file_fails_naming_it(
-    run_cli, save_model, tmp_path, monkeypatch
+    run_cli: RunCli, save_model: SaveModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import importlib.machinery
     import sys
@@ -653,7 +658,7 @@ def test_symbolic_inference_without_the_tools_file_fails_naming_it(
     assert doc["stages"]["symbolic_shapes"]["reason"] == f"ModuleNotFoundError: onnxruntime has no {tools_file}"
 
 
-def test_symbolic_inference_imports_neither_torch_nor_onnxruntime(save_model) -> None:
+def test_symbolic_inference_imports_neither_torch_nor_onnxruntime(save_model: SaveModel) -> None:
     # onnxruntime/tools/__init__.py imports torch whenever it is installed; inspect never imports torch.
     import subprocess
     import sys
@@ -684,7 +689,7 @@ def resize_then_custom_op() -> onnx.ModelProto:
 
 
 def test_symbolic_inference_stopping_early_writes_nothing_and_keeps_its_shapes(
-    run_cli, save_model, tmp_path, monkeypatch
+    run_cli: RunCli, save_model: SaveModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # onnxruntime saves its partial model as sym_shape_infer_temp.onnx in the current folder
     # (the user's repository) when it stops early; npu-gate runs it in a scratch folder.
@@ -710,7 +715,8 @@ def test_symbolic_inference_stopping_early_writes_nothing_and_keeps_its_shapes(
     assert shapes["mystery0"] is None
 
 
-def test_symbolic_inference_that_learns_nothing_fails(run_cli, save_model, tmp_path, monkeypatch) -> None:
+def test_symbolic_inference_that_learns_nothing_fails(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     model = _model(
         [helper.make_node("Mystery", ["x"], ["m"], name="mystery0", domain="com.example")],
@@ -751,7 +757,8 @@ def reshape_through_mod() -> onnx.ModelProto:
     )
 
 
-def test_shapes_onnx_cannot_propagate_come_from_the_folded_graph(run_cli, save_model, tmp_path) -> None:
+def test_shapes_onnx_cannot_propagate_come_from_the_folded_graph(run_cli: RunCli, save_model: SaveModel,
+                                                                 tmp_path: Path) -> None:
     # Every static nn.MultiheadAttention exported with torchscript used to fail the gate with
     # dynamic-shape errors: its Reshape's shape folds, but ONNX left the output unknown.
     code, doc = _inspect(run_cli, save_model, reshape_through_mod(), tmp_path)
@@ -766,7 +773,7 @@ def test_shapes_onnx_cannot_propagate_come_from_the_folded_graph(run_cli, save_m
     assert [n["placement"] for n in doc["nodes"]] == ["cpu", "folded", "folded", "folded", "folded", "cpu", "cpu"]
 
 
-def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_path) -> None:
+def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     """folded.onnx: Shape of a computed tensor with a static shape is replaced by its value
     (the reference evaluator never has that tensor), so the whole chain folds."""
     path = save_model(reshape_through_mod())
@@ -779,7 +786,7 @@ def test_the_bundle_folds_shape_of_a_runtime_tensor(run_cli, save_model, tmp_pat
     assert numpy_helper.to_array(target).tolist() == [2, -1]
 
 
-def test_only_shape_like_folding_is_evaluated_again(tmp_path) -> None:
+def test_only_shape_like_folding_is_evaluated_again(tmp_path: Path) -> None:
     """Weight arithmetic that folds (here W * 2, 4096 elements) is not evaluated to re-infer shapes."""
     from npu_gate.graph import shape_values
     from npu_gate.pipeline import Artifacts, inspect_model

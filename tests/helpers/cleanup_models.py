@@ -96,7 +96,10 @@ def cubic() -> onnx.ModelProto:
 def if_runtime() -> onnx.ModelProto:
     """An If whose condition is computed from the input; input y is read only inside its branches."""
     c1, w1 = _conv("c1", "x", "a")
-    out = lambda n: [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE)]  # noqa: E731
+
+    def out(n: str) -> list[onnx.ValueInfoProto]:
+        return [helper.make_tensor_value_info(n, TensorProto.FLOAT, SHAPE)]
+
     then_g = helper.make_graph([helper.make_node("Relu", ["y"], ["o1"], name="tr")], "then", [], out("o1"))
     else_g = helper.make_graph([helper.make_node("Sigmoid", ["y"], ["o2"], name="es")], "else", [], out("o2"))
     zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
@@ -301,7 +304,7 @@ def qdq_conv() -> onnx.ModelProto:
     return _model(nodes, inits)
 
 
-def stacked_octaves(order: str = "export", through: tuple[int, int, int] = (2, 1, 0),
+def stacked_octaves(order: str = "export", through: tuple[int, ...] = (2, 1, 0),
                     tail: str = "transpose") -> onnx.ModelProto:
     """basic-pitch's CQT tail in small (docs/rknn.md, basic-pitch): three tf.stack pairs of
     Transpose(0,2,3,1) -> Reshape[-1,172,36] -> Unsqueeze(3) paths (``through``, oldest stack first: how
@@ -349,7 +352,7 @@ def stacked_octaves(order: str = "export", through: tuple[int, int, int] = (2, 1
     return _model(nodes + chain + ends, inits, out_shape=out_shape, inputs=inputs)
 
 
-def octave_cases() -> dict[str, tuple[str, tuple[int, int, int], str]]:
+def octave_cases() -> dict[str, tuple[str, tuple[int, ...], str]]:
     """The 162 node-order cases: name -> (order, through, tail), named ``{order}_{tail}_{through}``."""
     return {f"{order}_{tail}_{''.join(map(str, through))}": (order, through, tail)
             for order in ("export", "oldest", "interleaved") for tail in ("transpose", "relu")

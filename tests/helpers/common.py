@@ -3,11 +3,15 @@ run (the ``run_cli`` fixture's result) and the schema checks of result documents
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from npu_gate.resources import load_schema
+
+if TYPE_CHECKING:
+    import onnx
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,6 +21,25 @@ class CliRun:
     code: int
     out: str
     err: str
+
+
+RunCli = Callable[..., CliRun]
+"""The ``run_cli`` fixture: runs ``npu_gate.cli.main`` on its arguments (each turned into a string)."""
+
+Golden = Callable[[str, str], None]
+"""The ``golden`` fixture: ``golden(name, text)`` compares ``text`` with tests/golden/<name>."""
+
+
+class SaveModel(Protocol):
+    """The ``save_model`` fixture: writes a model into the test's tmp_path, returns its path."""
+
+    def __call__(self, model: onnx.ModelProto, name: str = ...) -> Path: ...
+
+
+class WriteContract(Protocol):
+    """The ``write_contract`` fixture: writes a contract document as JSON into tmp_path, returns its path."""
+
+    def __call__(self, doc: dict[str, Any], name: str = ...) -> Path: ...
 
 
 def export_net(source: str, path: Path, *, dynamo: bool, opset: int) -> Path:

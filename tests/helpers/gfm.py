@@ -24,7 +24,8 @@ SHORT = "@octocat #1 GH-3 https://evil.example www.evil.example"  # attribute va
 
 def gfm(text: str) -> str:
     """GitHub's renderer, raw HTML kept (GitHub keeps <code> and <details> too)."""
-    return cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+    html: str = cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+    return html
 
 
 class _Balance(HTMLParser):

@@ -7,7 +7,7 @@ unless a case asks for them as graph inputs. Opset 17, nothing downloaded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,8 +97,8 @@ def conv(
 
 def unary(
     op: str = "Relu",
-    x: list[Any] = (1, 4, 8, 8),
-    dtype: str = "float32",  # type: ignore[assignment]
+    x: Sequence[Any] = (1, 4, 8, 8),
+    dtype: str = "float32",
     opset: int = OPSET,
     **attrs: Any,
 ) -> onnx.ModelProto:
@@ -109,8 +109,8 @@ def unary(
 
 def binary(
     op: str = "Add",
-    a: list[Any] = (1, 4),
-    b: list[Any] = (1, 4),  # type: ignore[assignment]
+    a: Sequence[Any] = (1, 4),
+    b: Sequence[Any] = (1, 4),
     dtype_a: str = "float32",
     dtype_b: str = "float32",
     b_constant: bool = False,
@@ -266,7 +266,7 @@ def node(
         names.append(name)
         dtype = spec.get("dtype", "float32")
         if "value" in spec:
-            values = np.array(spec["value"], dtype=_NP[dtype])
+            values: np.ndarray[Any, Any] = np.array(spec["value"], dtype=_NP[dtype])
             if "shape" in spec:
                 values = values.reshape(spec["shape"])
             initializers.append(numpy_helper.from_array(values, name))

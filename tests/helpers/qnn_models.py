@@ -20,6 +20,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -69,7 +70,7 @@ def qdq_erf_between() -> onnx.ModelProto:
     from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
-    class Reader(CalibrationDataReader):
+    class Reader(CalibrationDataReader):  # type: ignore[misc]  # onnxruntime ships no type hints
         def __init__(self) -> None:
             self.rows = [{"x": np.random.default_rng(i).standard_normal((1, 8, 16, 16)).astype(np.float32)}
                          for i in range(4)]
@@ -92,7 +93,7 @@ def shared_bias() -> onnx.ModelProto:
                for i in (1, 2, 3)]
     biases = [numpy_helper.from_array(np.zeros(4, np.float32), "shared.b"),
               numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "conv3.b")]
-    conv = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
+    conv: dict[str, Any] = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
     nodes = [helper.make_node("Identity", ["shared.b"], ["conv2.b"], name="bias_identity"),
              helper.make_node("Conv", ["x", "conv1.w", "shared.b"], ["a"], name="conv1", **conv),
              helper.make_node("Relu", ["a"], ["r"], name="relu"),
@@ -111,7 +112,7 @@ def _qnn_quantized(model: onnx.ModelProto, shape: tuple[int, ...], weight_type: 
     from onnxruntime.quantization import CalibrationDataReader, QuantType, quantize
     from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
-    class Reader(CalibrationDataReader):
+    class Reader(CalibrationDataReader):  # type: ignore[misc]  # onnxruntime ships no type hints
         def __init__(self) -> None:
             self.rows = [{"x": np.random.default_rng(i).standard_normal(shape).astype(np.float32)} for i in range(4)]
 

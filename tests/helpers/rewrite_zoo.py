@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 SHAPE = [1, 4, 6, 6]
 
 
-def init(name: str, value: object, dtype: object = np.float32) -> onnx.TensorProto:
+def init(name: str, value: npt.ArrayLike, dtype: npt.DTypeLike = np.float32) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
 
 
@@ -29,7 +31,8 @@ def model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], out_shape:
     return m
 
 
-def conv(name: str, x: str, out: str, scale: float = 0.3, seed: int = 0, bias: bool = True) -> tuple:
+def conv(name: str, x: str, out: str, scale: float = 0.3, seed: int = 0,
+         bias: bool = True) -> tuple[onnx.NodeProto, list[onnx.TensorProto]]:
     rng = np.random.default_rng(seed)
     w = init(f"{name}_w", rng.standard_normal((4, 4, 3, 3)) * scale)
     inputs = [x, w.name]
@@ -66,7 +69,7 @@ def hardsigmoid_swish(alpha: float | None = 1 / 6) -> onnx.ModelProto:
     on the output is shrunk, so an error there hides end to end."""
     c0, i0 = conv("conv0", "x", "a", seed=1)
     c1, i1 = conv("conv1", "h", "c", scale=0.003, seed=2, bias=False)
-    attrs = {} if alpha is None else {"alpha": alpha}
+    attrs: dict[str, Any] = {} if alpha is None else {"alpha": alpha}
     nodes = [c0,
              helper.make_node("HardSigmoid", ["a"], ["g"], name="/act/HardSigmoid", **attrs),
              helper.make_node("Mul", ["a", "g"], ["h"], name="/act/Mul"),

@@ -10,7 +10,7 @@ from onnx import TensorProto
 
 from npu_gate.graph.model_file import load_onnx
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, WriteContract, validate_result
 
 
 def test_weights_stay_on_disk_unless_asked(tmp_path: Path) -> None:
@@ -23,7 +23,7 @@ def test_weights_stay_on_disk_unless_asked(tmp_path: Path) -> None:
     assert sha == sha_full
 
 
-def test_inspect_external_data_in_folder(run_cli, tmp_path: Path) -> None:
+def test_inspect_external_data_in_folder(run_cli: RunCli, tmp_path: Path) -> None:
     path = model_zoo.external_data(tmp_path / "m")
     out = tmp_path / "r.json"
     run = run_cli("inspect", path, "--json", out, "-q")
@@ -36,7 +36,7 @@ def test_inspect_external_data_in_folder(run_cli, tmp_path: Path) -> None:
 
 
 def test_small_external_tensors_are_read_for_shape_inference(
-    run_cli, write_contract, tmp_path
+    run_cli: RunCli, write_contract: WriteContract, tmp_path: Path
 ) -> None:
     # Every initializer external, including Reshape's shape inputs (size_threshold=0).
     onnx.save_model(
@@ -62,7 +62,8 @@ def test_small_external_tensors_are_read_for_shape_inference(
     assert doc["shape_chains"][0]["status"] == "folds"
 
 
-def test_external_data_outside_folder_is_refused(run_cli, write_contract, tmp_path) -> None:
+def test_external_data_outside_folder_is_refused(run_cli: RunCli, write_contract: WriteContract,
+                                                 tmp_path: Path) -> None:
     path = model_zoo.external_data_outside(tmp_path)
     run = run_cli("inspect", path)
     assert run.code == 2
@@ -83,7 +84,7 @@ def test_external_data_outside_folder_is_refused(run_cli, write_contract, tmp_pa
     assert run.out == ""
 
 
-def test_missing_external_file_is_refused(run_cli, tmp_path) -> None:
+def test_missing_external_file_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
     path = model_zoo.external_data(tmp_path)
     (tmp_path / "model.onnx.data").unlink()
     run = run_cli("inspect", path)
@@ -93,7 +94,7 @@ def test_missing_external_file_is_refused(run_cli, tmp_path) -> None:
     )
 
 
-def test_value_tests_read_small_external_tensors_only(run_cli, tmp_path: Path) -> None:
+def test_value_tests_read_small_external_tensors_only(run_cli: RunCli, tmp_path: Path) -> None:
     """A value test on an external constant: read when small (like shape inputs), not read when
     large (weights stay on disk), so the test fails with "value not known" although the zeros
     on disk would pass it."""
@@ -133,7 +134,7 @@ def test_value_tests_read_small_external_tensors_only(run_cli, tmp_path: Path) -
     }
 
 
-def test_bundle_minimal_model_carries_its_external_weights(run_cli, tmp_path: Path) -> None:
+def test_bundle_minimal_model_carries_its_external_weights(run_cli: RunCli, tmp_path: Path) -> None:
     # The failing MatMul reads a weight left in model.onnx.data: its minimal model, one folder
     # down in the bundle, holds the weight itself (it once pointed at a data file beside it: exit 2).
     path = model_zoo.external_data(tmp_path / "m")

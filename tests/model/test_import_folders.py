@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, RunCli
 
 pytestmark = pytest.mark.torch
 
@@ -53,7 +53,7 @@ def test_a_module_at_the_repository_root_imports_from_a_contract_in_a_subfolder(
 
 
 @pytest.mark.slow
-def test_model_torch_path_and_the_error_naming_the_folders(tmp_path: Path, run_cli) -> None:
+def test_model_torch_path_and_the_error_naming_the_folders(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "nets.py").write_text(NET)
     contract = _contract(tmp_path / "contracts" / "a", "nets:build")  # no .git: the root is not known

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from npu_gate.model.numerics import compare_output
+from tests.helpers.common import RunCli
 
 RNG = np.random.default_rng(0)
 
@@ -46,7 +49,7 @@ def test_an_ordinary_output_is_informative() -> None:
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_check_warns_on_an_output_inside_atol(tmp_path, run_cli) -> None:
+def test_check_warns_on_an_output_inside_atol(tmp_path: Path, run_cli: RunCli) -> None:
     import json
 
     (tmp_path / "net.py").write_text(

@@ -7,8 +7,11 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.helpers.common import RunCli
 
 pytestmark = pytest.mark.torch
 
@@ -45,7 +48,7 @@ INTERPOLATE_LINE = ZOO.splitlines().index(
     "        return F.interpolate(x, scale_factor=2, mode=self.mode, align_corners=align)") + 1
 
 
-def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list | None = None) -> Path:
+def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list[Any] | None = None) -> Path:
     """A repository (``.git``) with the model code in models/ and the contract in contracts/net/."""
     (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / "models").mkdir(exist_ok=True)
@@ -70,19 +73,19 @@ def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list 
     return contract_dir
 
 
-def _check(run_cli, contract_dir: Path, out: Path, *extra: str) -> dict:
+def _check(run_cli, contract_dir: Path, out: Path, *extra: str) -> dict[str, Any]:
     run = run_cli("check", contract_dir, "--json", out, "-q", "--no-cache", *extra)
     assert run.code in (0, 1), run.err
     return json.loads(out.read_text())
 
 
-def _resizes(doc: dict) -> list[dict]:
+def _resizes(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [n for n in doc["nodes"] if n["op_type"] == "Resize"]
 
 
 @pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
 @pytest.mark.slow
-def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run_cli, exporter: str) -> None:
+def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run_cli: RunCli, exporter: str) -> None:
     doc = _check(run_cli, _repo(tmp_path, exporter), tmp_path / "r.json")
     resizes = _resizes(doc)
     assert [n["stable_key"] for n in resizes] == ["up1/Resize#0", "up2/Resize#0"]
@@ -104,7 +107,7 @@ def test_each_node_names_its_module_and_the_same_stable_keys(tmp_path: Path, run
 
 
 @pytest.mark.slow
-def test_reports_speak_pytorch(tmp_path: Path, run_cli) -> None:
+def test_reports_speak_pytorch(tmp_path: Path, run_cli: RunCli) -> None:
     contract_dir = _repo(tmp_path, "dynamo")
     run = run_cli("check", contract_dir, "--markdown", tmp_path / "r.md", "--no-cache")
     assert run.code == 1
@@ -117,7 +120,7 @@ def test_reports_speak_pytorch(tmp_path: Path, run_cli) -> None:
 
 
 @pytest.mark.slow
-def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli) -> None:
+def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli: RunCli) -> None:
     """up1 becomes nearest: dynamo renames up2's node (node_upsample_bilinear2d_1 ->
     node_upsample_bilinear2d); matched by stable key, only up1 changed."""
     before = _check(run_cli, _repo(tmp_path, "dynamo"), tmp_path / "before.json")
@@ -138,7 +141,7 @@ def test_a_change_to_one_layer_is_that_layer_only(tmp_path: Path, run_cli) -> No
 
 
 @pytest.mark.slow
-def test_waivers_by_module_and_by_source_line(tmp_path: Path, run_cli) -> None:
+def test_waivers_by_module_and_by_source_line(tmp_path: Path, run_cli: RunCli) -> None:
     waivers = [{"rule": "op-constraint", "module": "up2", "reason": "upsampled on the host for now"}]
     doc = _check(run_cli, _repo(tmp_path, "dynamo", waivers=waivers), tmp_path / "r.json")
     waived = {f["node"]: f["waived"] for f in doc["findings"] if f["rule"] == "op-constraint"}

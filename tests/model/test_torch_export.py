@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import REPO, validate_result
+from tests.helpers.common import REPO, RunCli, validate_result
 
 pytestmark = pytest.mark.torch
 
@@ -19,7 +19,7 @@ SEED = REPO / "examples" / "seed-hardswish"
 
 
 @pytest.mark.slow
-def test_seed_example_fails_on_clip(tmp_path, run_cli):
+def test_seed_example_fails_on_clip(tmp_path: Path, run_cli: RunCli) -> None:
     run = run_cli("check", SEED, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md",
                   "--log", tmp_path / "log.txt")
     assert run.code == 1
@@ -42,7 +42,7 @@ def test_seed_example_fails_on_clip(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_dynamo_exporter_gives_the_same_placement(tmp_path, run_cli):
+def test_dynamo_exporter_gives_the_same_placement(tmp_path: Path, run_cli: RunCli) -> None:
     shutil.copy(SEED / "seed_net.py", tmp_path)
     contract = json.loads((SEED / "npu-gate.json").read_text())
     contract["model"]["torch"]["exporter"] = "dynamo"
@@ -70,7 +70,7 @@ def _write_factory(folder: Path, body: str, **contract_extra) -> Path:
     return folder
 
 
-def test_export_failure_is_a_finding(tmp_path, run_cli):
+def test_export_failure_is_a_finding(tmp_path: Path, run_cli: RunCli) -> None:
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
         "    def forward(self, x):\n"
@@ -88,7 +88,7 @@ def test_export_failure_is_a_finding(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
+def test_dynamo_export_failure_names_the_cause(tmp_path: Path, run_cli: RunCli) -> None:
     """The dynamo exporter wraps the model's own error in a TorchExportError whose first line is
     boilerplate ending in "Next steps:" (with colour codes): the finding leads with the cause."""
     _write_factory(tmp_path, (
@@ -106,7 +106,7 @@ def test_dynamo_export_failure_names_the_cause(tmp_path, run_cli):
     assert finding["message"].endswith(")") and "\x1b" not in finding["message"]
 
 
-def test_export_error_text():
+def test_export_error_text() -> None:
     from npu_gate.model.export import export_error
 
     wrapper = RuntimeError("Failed. \x1b[96mThis is step 1/3\x1b[0m of it. Next steps:\n- a")
@@ -116,7 +116,7 @@ def test_export_error_text():
 
 
 @pytest.mark.slow
-def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path):
+def test_what_the_factory_module_prints_at_import_goes_to_the_log(tmp_path: Path) -> None:
     """A factory's module (or torchvision, timm under it) may print or warn when imported: that
     is conversion output too, for the log and never for the terminal (stdout stays the summary)."""
     _write_factory(tmp_path, (
@@ -149,7 +149,7 @@ SYS_EXIT_CASES = [
 
 
 @pytest.mark.parametrize(("body", "code", "says"), SYS_EXIT_CASES, ids=["import", "factory", "export", "numerics"])
-def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path, run_cli, body, code, says):
+def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path: Path, run_cli: RunCli, body, code, says) -> None:
     _write_factory(tmp_path, body)
     run = run_cli("check", tmp_path, "--no-cache", "-q", "--json", tmp_path / "r.json")
     assert run.code == code
@@ -160,7 +160,8 @@ def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path, run_cli, body, co
         assert [f"{f['rule']}: {f['message']}" for f in doc["findings"] if f["severity"] == "error"] == [says]
 
 
-def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
+def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli,
+                                               tmp_path: Path) -> None:
     """The CLI's safety net: npu-gate raises no SystemExit while it runs a command."""
     _write_factory(tmp_path, "def build():\n    return nn.Identity()\n")
 
@@ -174,7 +175,7 @@ def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch, run_cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
+def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path: Path) -> None:
     # torchscript prints "Torch IR graph at exception" from C++ when a symbolic fails. With
     # stdout a pipe and no PYTHONUNBUFFERED that text sat in C's buffer past the capture and
     # reached the terminal at exit, even with -q.
@@ -194,7 +195,7 @@ def test_exporter_cpp_output_goes_to_the_log_not_to_a_buffered_stdout(tmp_path):
 
 
 @pytest.mark.slow
-def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
+def test_multihead_attention_exports_with_torchscript(tmp_path: Path, run_cli: RunCli) -> None:
     # Exported under no_grad, eval-mode MultiheadAttention took PyTorch's fast path
     # (aten::_native_multi_head_attention), which torchscript cannot export: export-failed.
     _write_factory(tmp_path, (
@@ -214,7 +215,7 @@ def test_multihead_attention_exports_with_torchscript(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_numeric_mismatch_is_caught(tmp_path, run_cli):
+def test_numeric_mismatch_is_caught(tmp_path: Path, run_cli: RunCli) -> None:
     # Tracing bakes in the branch taken for the export sample; other samples take the other one.
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
@@ -233,7 +234,7 @@ def test_numeric_mismatch_is_caught(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_samples_zero_skips_numerics(tmp_path, run_cli):
+def test_samples_zero_skips_numerics(tmp_path: Path, run_cli: RunCli) -> None:
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
         "    def forward(self, x):\n"
@@ -247,7 +248,7 @@ def test_samples_zero_skips_numerics(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
+def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path: Path, run_cli: RunCli) -> None:
     # torchscript lists the tensor of `return y, y` as two graph outputs of one name ("2"):
     # the numerics table showed two identical rows.
     _write_factory(tmp_path, (
@@ -263,7 +264,7 @@ def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path, run_cli):
     assert [(n["output"], n["passed"]) for n in doc["numerics"]] == [("2 (output 1)", True), ("2 (output 2)", True)]
 
 
-def test_a_factory_that_cannot_be_imported_leaves_its_traceback_in_the_log(tmp_path, run_cli):
+def test_a_factory_that_cannot_be_imported_leaves_its_traceback_in_the_log(tmp_path: Path, run_cli: RunCli) -> None:
     # Exit 2 with one line on the terminal; the details (what the module printed, the
     # traceback down to the user's line) belong in --log.
     _write_factory(tmp_path, "print('hello at import')\nimport nonexistent_pkg_xyz  # noqa\n\n"

@@ -15,7 +15,7 @@ from npu_gate.placement.partitions import partition_devices
 from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
 from tests.helpers.cleanup_models import MODELS
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, validate_result
 
 HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrative"}
 RKNN = "measured: rknn-toolkit2 2.5.0 rk3588"
@@ -390,7 +390,7 @@ def test_malformed_refusals_are_profile_errors(tmp_path: Path, entry: dict[str, 
     assert raised.value.args == (f"{path}: {problem}",)
 
 
-def test_lint_warns_of_a_lowering_into_an_op_the_profile_lacks(run_cli, tmp_path: Path) -> None:
+def test_lint_warns_of_a_lowering_into_an_op_the_profile_lacks(run_cli: RunCli, tmp_path: Path) -> None:
     path = tmp_path / "p.json"
     path.write_text(json.dumps(HEAD | {"ops": {"Add": {"constraints": []}, "Relu": {"constraints": []}}, "lowers": [
         {"op": "Sum", "to": "Mean", "evidence": "e"}, {"op": "Relu", "to": "Add", "evidence": "e"}]}))

@@ -64,7 +64,7 @@ def memory(result: GateResult) -> list[tuple[int | None, int | None, list[tuple[
             for p in result.partitions if p.estimated]
 
 
-def test_diamond_peak_is_both_branches_and_their_source(tmp_path):
+def test_diamond_peak_is_both_branches_and_their_source(tmp_path: Path) -> None:
     # steps: A {x, a} 32; B {a, b} 32; C {a, b, c} 48; D {b, c, y} 48: the first 48 is the peak
     result = inspect(tmp_path, diamond())
     assert memory(result) == [(0, 48, [("a", 16, "A"), ("b", 16, "B"), ("c", 16, "C")])]
@@ -76,7 +76,7 @@ def test_diamond_peak_is_both_branches_and_their_source(tmp_path):
     assert s["memory"]["estimate"].startswith("estimated upper bound")
 
 
-def test_long_skip_connection_keeps_its_tensor_live(tmp_path):
+def test_long_skip_connection_keeps_its_tensor_live(tmp_path: Path) -> None:
     # s is read by the first and the last node: live through every step
     # steps: {x, s} 64; {s, t1} 64; {s, t1, t2} 96; {s, t2, t3} 96; {s, t3, y} 96
     m = model([helper.make_node("Relu", ["x"], ["s"], name="n0"),
@@ -108,7 +108,7 @@ def if_model() -> onnx.ModelProto:
                  [f32("y", [1, 4])])
 
 
-def test_if_counts_its_largest_branch_and_every_branch_weights(tmp_path):
+def test_if_counts_its_largest_branch_and_every_branch_weights(tmp_path: Path) -> None:
     # outside: cond 1 + x 16 + y 16 = 33; inside the larger branch: t1 + t_out = 32
     result = inspect(tmp_path, if_model())
     assert memory(result) == [(32, 65, [("x", 16, None), ("y", 16, "if0"), ("cond", 1, None)])]
@@ -116,7 +116,7 @@ def test_if_counts_its_largest_branch_and_every_branch_weights(tmp_path):
     assert memory(inspect(tmp_path, if_model(), runtime_dtype="float16"))[0][:2] == (16, 1 + 8 + 8 + 16)
 
 
-def test_float16_profile_sizes_float_weights_in_float16(tmp_path):
+def test_float16_profile_sizes_float_weights_in_float16(tmp_path: Path) -> None:
     w = numpy_helper.from_array(np.ones((1, 4), np.float32), "w")
     shape = numpy_helper.from_array(np.array([4, 1], np.int64), "shape")  # int64: stays 8 bytes each
     m = model([helper.make_node("Mul", ["x", "w"], ["m"], name="mul"),
@@ -126,7 +126,7 @@ def test_float16_profile_sizes_float_weights_in_float16(tmp_path):
     assert memory(inspect(tmp_path, m, runtime_dtype="float16")) == [(8 + 16, 16, [("m", 8, "mul"), ("x", 8, None)])]
 
 
-def test_a_dynamic_dim_makes_the_figures_unknown_with_the_reason(tmp_path):
+def test_a_dynamic_dim_makes_the_figures_unknown_with_the_reason(tmp_path: Path) -> None:
     m = diamond()
     m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
     result = inspect(tmp_path, m, memory={"sram_bytes": 1000, "evidence": "test budget"})
@@ -140,7 +140,7 @@ def test_a_dynamic_dim_makes_the_figures_unknown_with_the_reason(tmp_path):
 
 
 @pytest.mark.parametrize(("sram", "found"), [(47, True), (48, False)])
-def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path, sram, found):
+def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path: Path, sram: int, found: bool) -> None:
     result = inspect(tmp_path, diamond(), memory={"sram_bytes": sram, "evidence": "test budget"})
     budget = [f for f in result.findings if f.rule == "memory-budget"]
     if not found:
@@ -158,7 +158,7 @@ def test_budget_exceeded_by_one_byte_and_met_exactly(tmp_path, sram, found):
 
 @pytest.mark.parametrize(("budget", "key", "actual"), [
     ({"weight_bytes": 31}, "weight_bytes", 32), ({"dram_bytes": 96}, "dram_bytes", 97)])
-def test_weight_and_dram_budgets(tmp_path, budget, key, actual):
+def test_weight_and_dram_budgets(tmp_path: Path, budget: dict[str, int], key: str, actual: int) -> None:
     result = inspect(tmp_path, if_model(), memory={**budget, "evidence": "test budget"})
     f, = [f for f in result.findings if f.rule == "memory-budget"]
     assert (f.constraint, f.actual, f.allowed, f.partition) == (f"memory.{key}", actual, actual - 1, 0)
@@ -171,7 +171,7 @@ def test_weight_and_dram_budgets(tmp_path, budget, key, actual):
 @pytest.mark.parametrize(("gate", "limit", "passed"), [
     ("max_peak_activation_bytes", 47, False), ("max_peak_activation_bytes", 48, True),
     ("max_weight_bytes", 31, False), ("max_weight_bytes", 32, True)])
-def test_memory_gates(tmp_path, gate, limit, passed):
+def test_memory_gates(tmp_path: Path, gate: str, limit: int, passed: bool) -> None:
     result = inspect(tmp_path, diamond() if gate == "max_peak_activation_bytes" else if_model())
     result.gates, result.findings = [], []
     verdict.decide(result, Settings(profile=load_profile("demo"), gates=Gates(**{gate: limit})))
@@ -191,7 +191,7 @@ def test_memory_gates(tmp_path, gate, limit, passed):
         assert f.message.startswith("max_weight_bytes: 32 exceeds the limit 31 (estimated upper bound; partition 0")
 
 
-def test_cpu_partitions_are_not_estimated(tmp_path):
+def test_cpu_partitions_are_not_estimated(tmp_path: Path) -> None:
     m = diamond()
     m.graph.node[1].op_type = "Sigmoid"  # not in the profile: B on CPU splits the diamond
     result = inspect(tmp_path, m)
@@ -204,7 +204,7 @@ def test_cpu_partitions_are_not_estimated(tmp_path):
     assert result.summary["peak_activation_bytes"] == 48
 
 
-def test_profile_memory_needs_evidence(tmp_path):
+def test_profile_memory_needs_evidence(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="evidence"):
         load_profile(str(profile_file(tmp_path, memory={"sram_bytes": 10})))
     with pytest.raises(ProfileError, match="memory: states no budget"):
@@ -213,7 +213,7 @@ def test_profile_memory_needs_evidence(tmp_path):
         load_profile(str(profile_file(tmp_path, runtime_dtype="int3")))
 
 
-def test_builtin_profiles_state_no_budget_and_rknn_runs_float16():
+def test_builtin_profiles_state_no_budget_and_rknn_runs_float16() -> None:
     from npu_gate.resources import builtin_profile_names
 
     for name in builtin_profile_names():
@@ -226,7 +226,7 @@ def test_builtin_profiles_state_no_budget_and_rknn_runs_float16():
     assert load_profile("demo").runtime_dtype is None
 
 
-def test_a_tensor_arriving_from_another_partition_dies_at_its_last_reader(tmp_path):
+def test_a_tensor_arriving_from_another_partition_dies_at_its_last_reader(tmp_path: Path) -> None:
     # A | S (cpu) | C D E F: a and s arrive in the last partition and are read by C only
     # steps there: C {a, s, c} 48; D {c, d} 32; E {d, e} 32; F {d, e, y} 48
     m = model([helper.make_node("Relu", ["x"], ["a"], name="A"),
@@ -258,7 +258,7 @@ def two_convs() -> onnx.ModelProto:
                  [f32("x", [1, 3, 4, 4])], [f32("y", [1, 4, 4, 4])], [w1, b1, w2])
 
 
-def test_a_layout_pads_channels_aligns_buffers_and_keeps_biases_wide(tmp_path):
+def test_a_layout_pads_channels_aligns_buffers_and_keeps_biases_wide(tmp_path: Path) -> None:
     # unpadded float16: x 96, t 128, y 128 bytes; steps {x, t} 224, {t, y} 256; weights 24 + 8 + 8
     assert memory(inspect(tmp_path, two_convs(), runtime_dtype="float16")) == [
         (40, 256, [("t", 128, "conv1"), ("y", 128, "conv2")])]
@@ -272,7 +272,7 @@ def test_a_layout_pads_channels_aligns_buffers_and_keeps_biases_wide(tmp_path):
     assert not any(f.rule == "memory-budget" for f in result.findings)  # a layout is no budget
 
 
-def test_a_layout_needs_no_budget_but_memory_needs_one_or_the_other(tmp_path):
+def test_a_layout_needs_no_budget_but_memory_needs_one_or_the_other(tmp_path: Path) -> None:
     load_profile(str(profile_file(tmp_path, memory={"layout": {"buffer_align": 64}, "evidence": "measured"})))
     with pytest.raises(ProfileError, match=r"no budget .* and no layout"):
         load_profile(str(profile_file(tmp_path, memory={"evidence": "a datasheet"})))

@@ -116,7 +116,7 @@ def test_commutative_inputs_match_in_either_order(tmp_path: Path, add_first: boo
     ({"extra_reader": True}, "the Add's result is also read outside the match"),
     ({"other_x": True}, "Mul reads another tensor than the Add"),
 ])
-def test_near_misses_do_not_match(tmp_path: Path, options: dict, why: str) -> None:
+def test_near_misses_do_not_match(tmp_path: Path, options: dict[str, Any], why: str) -> None:
     profile = load_profile(str(_profile(tmp_path, patterns=[HARDSWISH])))
     result = inspect_model(_hardswish_net(tmp_path / "m.onnx", **options), profile)
     assert result.fusions == [], why
@@ -175,7 +175,7 @@ def test_patterns_of_the_base_are_inherited_and_replaced_by_name(tmp_path: Path)
     (HARDSWISH | {"nodes": [{"op": "Clp", "inputs": [{"tensor": "x"}]}]},
      "patterns[0].nodes[0].op: unknown op type 'Clp' (did you mean 'Clip'?)"),
 ])
-def test_pattern_problems(tmp_path: Path, pattern: dict, problem: str) -> None:
+def test_pattern_problems(tmp_path: Path, pattern: dict[str, Any], problem: str) -> None:
     with pytest.raises(ProfileError) as info:
         load_profile(str(_profile(tmp_path, patterns=[pattern])))
     assert any(problem in line for line in str(info.value).splitlines()), str(info.value)
@@ -244,7 +244,7 @@ def test_fused_profile_agrees_with_the_compiler_on_the_lesson_net() -> None:
     ("gelu_half_first", (6, 6, 1, 1), (6, 6, 1, 1)),
     ("attention", (5, 5, 1, 1), (5, 5, 1, 1)),
 ])
-def test_fused_profile_against_its_base(name: str, base: tuple, fused: tuple) -> None:
+def test_fused_profile_against_its_base(name: str, base: tuple[Any, ...], fused: tuple[Any, ...]) -> None:
     assert _agreement(name, "rknn-toolkit2-v2.1") == base
     assert _agreement(name, "rknn-rk3588-fused") == fused
 
@@ -309,7 +309,7 @@ def test_reports_name_the_fused_patterns() -> None:
     ("gelu_head", [("y", "output", "npu")]),
     ("seed_hardswish", []),
 ])
-def test_rank_adapters_predict_the_compilers_reshapes(name: str, devices: list) -> None:
+def test_rank_adapters_predict_the_compilers_reshapes(name: str, devices: list[Any]) -> None:
     result = inspect_model(FIXTURES / name / "model.onnx", load_profile("rknn-rk3588-fused"))
     assert [(a["tensor"], a["at"], a["device"]) for a in result.rank_adapters] == devices
     warnings = [f.message for f in result.findings if f.rule == "rank-adapter"]

@@ -23,7 +23,7 @@ def _facts(nodes, outputs):
     return graph_facts.collect(inferred, [], None, frozenset())
 
 
-def test_units_adapters_and_a_shared_dq():
+def test_units_adapters_and_a_shared_dq() -> None:
     """x → q_in (input adapter) → dq_x, read by both mm and add (in both units, placed with mm);
     weights dq_w → mm; mm → q_mm → dq_mm → add; add → q_add → dq_out (output adapter)."""
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q_in"),
@@ -48,12 +48,12 @@ def test_units_adapters_and_a_shared_dq():
     assert units.absorbed() == {i for i, n in enumerate(facts.nodes) if n.op_type in qdq}
 
 
-def test_a_float_graph_has_no_units():
+def test_a_float_graph_has_no_units() -> None:
     facts = _facts([helper.make_node("Relu", ["x"], ["y"], name="relu")], ["y"])
     assert node_units(facts) is None
 
 
-def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype():
+def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype() -> None:
     """QNN's int16 config writes com.microsoft Q/DQ (uint16 before opset 21); ONNX shape inference
     does not type their outputs, so the unit's dtype is the zero point's."""
     inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
@@ -94,7 +94,7 @@ PER_CHANNEL_REASON = ("no QDQ unit: the bias of {} (Conv) is uint8, not int32: "
                       "QNN EP does not support a standalone DQ op with per-channel quantization")
 
 
-def test_a_conv_with_a_uint8_bias_has_no_unit_and_its_dqs_are_nodes_of_their_own():
+def test_a_conv_with_a_uint8_bias_has_no_unit_and_its_dqs_are_nodes_of_their_own() -> None:
     """qdq_shared_bias: onnxruntime's quantizer made the shared bias uint8 (an activation's Q/DQ after
     the Identity), so conv1 and conv2 form no unit: their Q/DQ are standalone, conv3's unit is whole."""
     from tests.helpers.common import REPO
@@ -123,7 +123,7 @@ def test_a_conv_with_a_uint8_bias_has_no_unit_and_its_dqs_are_nodes_of_their_own
     assert sorted(names[i] for i in units.dtypes) == ["bias_identity", "conv3"]  # conv1, conv2: float
 
 
-def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so():
+def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so() -> None:
     """The prediction agrees with the EP (tests/fixtures/qnn/qdq_shared_bias): the per-channel weight
     DQs of conv1 and conv2 on CPU with the EP's reason, the per-tensor bias DQs on the HTP, each a
     standalone-qdq finding for the two CPU ones only."""
@@ -149,7 +149,7 @@ def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so():
     assert len(evidence) == 1 and evidence.pop().startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
 
 
-def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before():
+def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before() -> None:
     """demo states nothing about standalone Q/DQ: the weight DQs fold, no standalone-qdq finding."""
     result = _shared_bias_result("qdq_shared_bias", "demo")
     placed = {n.name: n.placement for n in result.nodes}
@@ -158,7 +158,7 @@ def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before():
     assert not [f for f in result.findings if f.rule == "standalone-qdq"]
 
 
-def test_npu_gates_qnn_preparation_gives_every_conv_its_unit():
+def test_npu_gates_qnn_preparation_gives_every_conv_its_unit() -> None:
     """int8_shared_bias: the QDQ model npu-gate's --quantize int8 made (Identity folded first): every
     Conv has an int32 bias and its unit; nothing is standalone, nothing on CPU."""
     result = _shared_bias_result("int8_shared_bias", "qnn-htp-qdq")

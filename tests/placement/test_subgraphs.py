@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -14,7 +15,7 @@ from tests.helpers import model_zoo
 from tests.helpers.common import validate_result
 
 
-def _run(tmp_path: Path, model: onnx.ModelProto, ops: list[str]) -> dict:
+def _run(tmp_path: Path, model: onnx.ModelProto, ops: list[str]) -> dict[str, Any]:
     profile = {
         "name": "sub",
         "description": "test",

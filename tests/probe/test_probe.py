@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from npu_gate.profile.spec import load_profile
 from npu_gate.render.probe import markdown, text
 from npu_gate.resources import load_schema
 from tests.helpers import model_zoo, probe_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, Golden, RunCli, SaveModel
 
 FIXTURES = REPO / "tests" / "fixtures" / "rknn"
 FAKE = FakeCompiler()
@@ -35,17 +36,17 @@ def _raw(name: str, attempt: int = 1) -> str:
     return (FIXTURES / name / "work" / f"attempt-{attempt}" / "compiler.log").read_bytes().decode("utf-8")
 
 
-def _replay(name: str, profile: str = "demo") -> dict:
+def _replay(name: str, profile: str = "demo") -> dict[str, Any]:
     folder = FIXTURES / name
     result = replay(folder / "model.onnx", RknnCompiler(), "rk3588", folder / "work", load_profile(profile))
     return result.to_dict()
 
 
-def _actuals(doc: dict) -> dict[str, tuple]:
+def _actuals(doc: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     return {n["name"]: (n["predicted"], n["actual"], n["became"]) for n in doc["nodes"]}
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
@@ -333,7 +334,7 @@ def test_renamed_swap_keeps_origins_and_adapters_have_none() -> None:
 
 # --- predicted vs actual rank adapters (profile rank_adapters; rknn-rk3588-fused has the rule) ---
 
-def _adapters(doc: dict) -> tuple:
+def _adapters(doc: dict[str, Any]) -> tuple[Any, ...]:
     s = doc["summary"]
     a = s["adapters"]
     return ([(p["tensor"], p["side"], p["device"]) for p in a["predicted"]] if a["predicted"] is not None else None,
@@ -362,7 +363,7 @@ def _adapters(doc: dict) -> tuple:
     ("layernorm_no_epsilon", ([("x", "input", "npu"), ("y", "output", "npu")], [], False,
                               (1, 0), (1, 0), (0, 1), 0)),
 ])
-def test_predicted_adapters_against_the_compiler_added_ones(name: str, expected: tuple) -> None:
+def test_predicted_adapters_against_the_compiler_added_ones(name: str, expected: tuple[Any, ...]) -> None:
     doc = _replay(name, "rknn-rk3588-fused")
     _validate(doc)
     assert _adapters(doc) == expected
@@ -492,14 +493,15 @@ def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
 
 # --- the plug-in machinery on the fake compiler: real child processes ---
 
-def _fake_probe(save_model: Callable, model, tmp_path: Path, **options) -> dict:
+def _fake_probe(save_model: Callable[..., Any], model, tmp_path: Path, **options) -> dict[str, Any]:
     path = save_model(model)
     result = probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo"),
                    options=options, keep=tmp_path / "work", timeout=options.pop("timeout", None))
     return result.to_dict()
 
 
-def test_fake_compiler_fusion_and_segments_through_the_cli(run_cli, save_model, tmp_path: Path) -> None:
+def test_fake_compiler_fusion_and_segments_through_the_cli(run_cli: RunCli, save_model: SaveModel,
+                                                           tmp_path: Path) -> None:
     path = save_model(model_zoo.conv_relu())
     out = tmp_path / "probe.json"
     run = run_cli("probe", path, "--compiler", "fake", "--target", "fake1", "--json", out,
@@ -515,8 +517,8 @@ def test_fake_compiler_fusion_and_segments_through_the_cli(run_cli, save_model, 
     assert "| <code>relu0</code> | Relu" in (tmp_path / "probe.md").read_text()
 
 
-def test_fake_child_runs_in_its_work_folder_with_our_pythonpath_removed(save_model, tmp_path: Path,
-                                                                       monkeypatch) -> None:
+def test_fake_child_runs_in_its_work_folder_with_our_pythonpath_removed(save_model: SaveModel, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", "/nowhere")
     _fake_probe(save_model, probe_models.erf_between(), tmp_path)
     attempt = tmp_path / "work" / "attempt-1"
@@ -528,13 +530,13 @@ def test_fake_child_runs_in_its_work_folder_with_our_pythonpath_removed(save_mod
     assert "ROW 1 Erf CPU erf" in log  # written to fd 1 by os.write, below Python's buffers
 
 
-def test_fake_erf_between_gives_two_npu_segments(save_model, tmp_path: Path) -> None:
+def test_fake_erf_between_gives_two_npu_segments(save_model: SaveModel, tmp_path: Path) -> None:
     doc = _fake_probe(save_model, probe_models.erf_between(), tmp_path)
     assert [s["device"] for s in doc["segments"]] == ["npu", "cpu", "npu"]
     assert doc["summary"]["npu_segments"] == 2
 
 
-def test_fake_crash_is_isolated(save_model, tmp_path: Path) -> None:
+def test_fake_crash_is_isolated(save_model: SaveModel, tmp_path: Path) -> None:
     doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, crash=True)
     assert doc["status"] == "crashed"
     assert doc["error"] == "the compiler process was killed by SIGSEGV (stage: build)"
@@ -542,7 +544,7 @@ def test_fake_crash_is_isolated(save_model, tmp_path: Path) -> None:
     assert doc["findings"][0]["rule"] == "compiler-failed"
 
 
-def test_fake_hang_is_killed_at_the_timeout(save_model, tmp_path: Path) -> None:
+def test_fake_hang_is_killed_at_the_timeout(save_model: SaveModel, tmp_path: Path) -> None:
     doc = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, hang=True, timeout=1.0)
     _validate(doc)
     assert doc["status"] == "crashed"
@@ -550,7 +552,7 @@ def test_fake_hang_is_killed_at_the_timeout(save_model, tmp_path: Path) -> None:
     assert doc["attempts"][0]["returncode"] is None
 
 
-def test_fake_failure_and_retry(save_model, tmp_path: Path) -> None:
+def test_fake_failure_and_retry(save_model: SaveModel, tmp_path: Path) -> None:
     failed = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail="unsupported thing")
     assert (failed["status"], failed["error"]) == ("failed", "build: unsupported thing")
     retried = _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail_rule="fuse_x")
@@ -559,7 +561,7 @@ def test_fake_failure_and_retry(save_model, tmp_path: Path) -> None:
                                                            {"fail_rule": "fuse_x", "disable_rules": ["fuse_x"]}]
 
 
-def test_a_kept_work_folder_holds_only_the_last_probes_attempts(save_model, tmp_path: Path) -> None:
+def test_a_kept_work_folder_holds_only_the_last_probes_attempts(save_model: SaveModel, tmp_path: Path) -> None:
     """A second probe into the same --keep-work folder used to leave the first probe's attempt-2
     beside its own attempt-1, and a replay of the folder then read that stale attempt as the last."""
     _fake_probe(save_model, model_zoo.conv_relu(), tmp_path, fail_rule="fuse_x")
@@ -570,7 +572,8 @@ def test_a_kept_work_folder_holds_only_the_last_probes_attempts(save_model, tmp_
     assert (failed["status"], replayed["status"], len(replayed["attempts"])) == ("failed", "failed", 1)
 
 
-def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> None:
+def test_cli_exit_1_for_compiler_failed(run_cli: RunCli, save_model: SaveModel,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
     original = FakeCompiler.request
     monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "crash": True})
     run = run_cli("probe", save_model(model_zoo.conv_relu()), "--compiler", "fake", "--target", "fake1")
@@ -588,13 +591,14 @@ def test_cli_exit_1_for_compiler_failed(run_cli, save_model, monkeypatch) -> Non
      "/nonexistent/venv/bin/python: no rknn-toolkit2 environment there; create one with "
      "`npu-gate probe setup rknn VENV` and pass --venv VENV"),
 ])
-def test_cli_exit_2_when_the_probe_cannot_run(run_cli, save_model, args: list[str], message: str) -> None:
+def test_cli_exit_2_when_the_probe_cannot_run(run_cli: RunCli, save_model: SaveModel, args: list[str],
+                                              message: str) -> None:
     run = run_cli("probe", save_model(model_zoo.conv_relu()), *args)
     assert run.code == 2
     assert run.err.startswith(f"npu-gate: error: {message}")
 
 
-def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> None:
+def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli: RunCli, save_model: SaveModel) -> None:
     model = probe_models.erf_between()
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
     path = save_model(model)
@@ -609,7 +613,8 @@ def test_cli_exit_2_for_inputs_the_model_does_not_fix(run_cli, save_model) -> No
     assert fixed.code == 0, fixed.err
 
 
-def test_the_prediction_uses_the_shapes_given_to_the_compiler(run_cli, save_model, tmp_path: Path) -> None:
+def test_the_prediction_uses_the_shapes_given_to_the_compiler(run_cli: RunCli, save_model: SaveModel,
+                                                              tmp_path: Path) -> None:
     """The prediction used to analyse the model with its own dynamic batch while the compiler
     built it with --inputs: a constraint on that dim failed (unknown), both Convs were predicted
     on CPU and disagreed with the build (1/3 nodes, 0 npu / 1 cpu partitions)."""
@@ -632,12 +637,12 @@ def test_the_prediction_uses_the_shapes_given_to_the_compiler(run_cli, save_mode
                 d["summary"]["predicted_cpu_partitions"]) == (3, 2, 1)
 
 
-def test_cli_exit_2_for_a_missing_model(run_cli, tmp_path: Path) -> None:
+def test_cli_exit_2_for_a_missing_model(run_cli: RunCli, tmp_path: Path) -> None:
     run = run_cli("probe", tmp_path / "absent.onnx", "--compiler", "fake")
     assert run.code == 2 and "absent.onnx: no such model file" in run.err
 
 
-def test_setup_creates_then_reuses_a_venv(run_cli, tmp_path: Path) -> None:
+def test_setup_creates_then_reuses_a_venv(run_cli: RunCli, tmp_path: Path) -> None:
     venv = tmp_path / "venv-fake"
     first = run_cli("probe", "setup", "fake", venv)
     assert first.code == 0, first.err
@@ -648,7 +653,7 @@ def test_setup_creates_then_reuses_a_venv(run_cli, tmp_path: Path) -> None:
     assert second.code == 0 and second.out.rstrip().endswith("reused")
 
 
-def test_setup_refuses_a_folder_that_is_not_its_venv(run_cli, tmp_path: Path) -> None:
+def test_setup_refuses_a_folder_that_is_not_its_venv(run_cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "precious.txt").write_text("keep me")
     run = run_cli("probe", "setup", "fake", tmp_path)
     assert run.code == 2
@@ -656,7 +661,7 @@ def test_setup_refuses_a_folder_that_is_not_its_venv(run_cli, tmp_path: Path) ->
     assert (tmp_path / "precious.txt").exists()
 
 
-def test_rknn_setup_refuses_a_python_its_pins_have_no_wheels_for(run_cli, tmp_path: Path) -> None:
+def test_rknn_setup_refuses_a_python_its_pins_have_no_wheels_for(run_cli: RunCli, tmp_path: Path) -> None:
     """npu-gate runs on 3.10 to 3.13; the rknn venv only works on 3.11:
     one line naming --python, before any venv is made (not pip's wall of Requires-Python)."""
     fake_python = tmp_path / "python3.10"
@@ -681,7 +686,7 @@ def test_rknn_setup_steps_are_the_documented_pins() -> None:
     assert rknn.stub_torch(torch=False) and not rknn.stub_torch(torch=True)
 
 
-def test_markdown_escapes_node_names(save_model, tmp_path: Path) -> None:
+def test_markdown_escapes_node_names(save_model: SaveModel, tmp_path: Path) -> None:
     model = model_zoo.conv_relu()
     model.graph.node[1].name = "<img src=x>@team"
     path = save_model(model)
@@ -717,7 +722,7 @@ def test_lineage_rules() -> None:
     assert via == {"a": ["absorb"], "b": ["absorb"], "c": ["lower"], "d": ["drop"]}
 
 
-def test_markdown_and_text_reports_golden(golden) -> None:
+def test_markdown_and_text_reports_golden(golden: Golden) -> None:
     from npu_gate.render.probe import text
 
     folder = FIXTURES / "gelu_head"
@@ -779,7 +784,7 @@ def test_a_timeout_under_a_second_is_printed_as_it_was() -> None:
     assert status_of(late, CompilerOutput()) == ("crashed", "timed out after 2 s (stage: load)")
 
 
-def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_model, tmp_path: Path) -> None:
+def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_model: SaveModel, tmp_path: Path) -> None:
     """It showed as `rknn-toolkit2 ? rk3588`: the version is read from the venv's .dist-info instead."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -807,7 +812,8 @@ def _two_input_model(ir_version: int = 8):
 
 
 @pytest.mark.parametrize("with_prediction", [True, False])
-def test_given_inputs_are_completed_with_the_static_ones(save_model, tmp_path: Path, with_prediction: bool) -> None:
+def test_given_inputs_are_completed_with_the_static_ones(save_model: SaveModel, tmp_path: Path,
+                                                         with_prediction: bool) -> None:
     """Issue 20: a compiler told only some inputs ignores the others (RKNN: no value info for 'h');
     every model input is passed, the static ones with the model's own shape."""
     path = save_model(_two_input_model())
@@ -817,14 +823,14 @@ def test_given_inputs_are_completed_with_the_static_ones(save_model, tmp_path: P
     assert request["inputs"] == [{"name": "x", "shape": [2, 4]}, {"name": "h", "shape": [1, 4]}]
 
 
-def test_no_given_inputs_leaves_the_compiler_the_model_s_own(save_model, tmp_path: Path) -> None:
+def test_no_given_inputs_leaves_the_compiler_the_model_s_own(save_model: SaveModel, tmp_path: Path) -> None:
     path = save_model(_two_input_model())
     probe(path, FAKE, "fake1", FAKE.python(tmp_path), inputs=None, keep=tmp_path / "work")
     request = json.loads((tmp_path / "work" / "attempt-1" / "request.json").read_text(encoding="utf-8"))
     assert request["inputs"] == []
 
 
-def test_a_multi_line_compiler_error_is_kept_whole(save_model, tmp_path: Path) -> None:
+def test_a_multi_line_compiler_error_is_kept_whole(save_model: SaveModel, tmp_path: Path) -> None:
     """Issue 20: the error was cut to its last fragment ("build: is not output of any previous nodes.")."""
     wrapped = ("Traceback (most recent call last):\n  File \"rknn/api/build.py\", line 9, in build\n"
                "    self._fold(graph)\nRuntimeError: Node (If_3) input 'h'\n  is not output of any previous nodes.")
@@ -834,7 +840,7 @@ def test_a_multi_line_compiler_error_is_kept_whole(save_model, tmp_path: Path) -
         "build: RuntimeError: Node (If_3) input 'h' is not output of any previous nodes.")
 
 
-def test_a_compiler_error_drops_python_s_position_markers(save_model, tmp_path: Path) -> None:
+def test_a_compiler_error_drops_python_s_position_markers(save_model: SaveModel, tmp_path: Path) -> None:
     """Silero VAD's build failed inside onnxruntime with a 3.11 traceback: the ^^^ line under the
     frame's code came first in the error ("build: ^^^^ onnxruntime.capi...")."""
     wrapped = ("Traceback (most recent call last):\n  File \"rknn/api/build.py\", line 9, in build\n"

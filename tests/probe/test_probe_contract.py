@@ -7,26 +7,32 @@ import datetime as dt
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
+from npu_gate.probe.base import Compiler
 from npu_gate.probe.fake import FakeCompiler
-from tests.helpers.common import REPO, validate_result
+from npu_gate.result.probe import ProbeResult
+from npu_gate.result.types import GateResult
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 2)
 GATES = {"max_cpu_nodes": 0, "max_npu_partitions": 1}
+MakeContract = Callable[..., Path]  # the ``contract`` fixture: contract(probe, **top-level keys) -> its path
 
 
 @pytest.fixture
-def contract(save_model, write_contract):
+def contract(save_model: SaveModel, write_contract: WriteContract) -> MakeContract:
     save_model(seed_onnx())
 
-    def make(probe: dict | None = None, **extra):
-        target: dict = {"profile": "demo"}
+    def make(probe: dict[str, Any] | None = None, **extra: Any) -> Path:
+        target: dict[str, Any] = {"profile": "demo"}
         if probe is not None:
             target["probe"] = probe
         doc = {"model": {"onnx": "model.onnx"}, "target": target, "gates": GATES,
@@ -36,11 +42,11 @@ def contract(save_model, write_contract):
     return make
 
 
-def _findings(result) -> list[tuple]:
+def _findings(result: GateResult) -> list[tuple[str, str, str | None, bool]]:
     return [(f.rule, f.severity, f.node, f.waived) for f in result.findings]
 
 
-def test_measured_placement_decides(contract) -> None:
+def test_measured_placement_decides(contract: MakeContract) -> None:
     result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1", "decide": "measured"})),
                             today=TODAY)
     validate_result(result.to_dict())
@@ -59,7 +65,8 @@ def test_measured_placement_decides(contract) -> None:
     assert any(line.startswith("probe: ROW 0 Conv NPU") for line in result.log)
 
 
-def test_prediction_decides_by_default_and_the_probe_is_reported(contract, run_cli, tmp_path) -> None:
+def test_prediction_decides_by_default_and_the_probe_is_reported(contract: MakeContract, run_cli: RunCli,
+                                                                 tmp_path: Path) -> None:
     path = contract({"compiler": "fake", "target": "fake1"})
     run = run_cli("check", path, "--json", tmp_path / "r.json", "--markdown", tmp_path / "r.md")
     assert run.code == 1
@@ -73,7 +80,8 @@ def test_prediction_decides_by_default_and_the_probe_is_reported(contract, run_c
     assert "The verdict rests on the profile's prediction" in report
 
 
-def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) -> None:
+def test_compiler_failure_is_a_finding_and_can_be_waived(contract: MakeContract,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     original = FakeCompiler.request
     monkeypatch.setattr(FakeCompiler, "request", lambda self, *a: {**original(self, *a), "fail": "no"})
     waivers = [{"rule": "compiler-failed", "reason": "vendor bug #7"},
@@ -88,7 +96,8 @@ def test_compiler_failure_is_a_finding_and_can_be_waived(contract, monkeypatch) 
     assert result.stages["probe"]["reason"] == "build: no"
 
 
-def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch) -> None:
+def test_the_report_of_a_failed_build_compares_no_segments(contract: MakeContract,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The Markdown report used to set the 0 / 0 segments of a build that never happened against
     the prediction ("0 npu / 0 cpu vs 2 npu / 1 cpu (differ)") where the text said there were none."""
     from npu_gate.render.markdown import render as render_markdown
@@ -105,13 +114,13 @@ def test_the_report_of_a_failed_build_compares_no_segments(contract, monkeypatch
     assert "differ" not in report
 
 
-def test_unknown_compiler_is_a_contract_error(contract, run_cli) -> None:
+def test_unknown_compiler_is_a_contract_error(contract: MakeContract, run_cli: RunCli) -> None:
     run = run_cli("check", contract({"compiler": "hisi", "target": "x"}))
     assert run.code == 2
     assert "target.probe.compiler: unknown compiler 'hisi' (known: ethos-u, qnn, rknn)" in run.err
 
 
-def test_soc_model_is_a_qnn_key(contract, run_cli) -> None:
+def test_soc_model_is_a_qnn_key(contract: MakeContract, run_cli: RunCli) -> None:
     run = run_cli("check", contract({"compiler": "rknn", "target": "rk3588", "soc_model": 57}))
     assert run.code == 2
     assert run.err.endswith("target.probe.soc_model: only the qnn compiler takes a SoC model "
@@ -120,7 +129,7 @@ def test_soc_model_is_a_qnn_key(contract, run_cli) -> None:
     assert run.code == 2 and "target.probe.soc_model" in run.err
 
 
-def test_a_target_the_compiler_refuses_names_the_contract_key(contract, run_cli) -> None:
+def test_a_target_the_compiler_refuses_names_the_contract_key(contract: MakeContract, run_cli: RunCli) -> None:
     path = contract({"compiler": "fake", "target": "rk1"})
     run = run_cli("check", path)
     assert run.code == 2
@@ -128,7 +137,8 @@ def test_a_target_the_compiler_refuses_names_the_contract_key(contract, run_cli)
                        "config: unknown target rk1\n")
 
 
-def test_missing_compiler_venv_stops_the_check(contract, run_cli, tmp_path, monkeypatch) -> None:
+def test_missing_compiler_venv_stops_the_check(contract: MakeContract, run_cli: RunCli, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The message names the contract and its key; `check` has no --venv to suggest."""
     path = contract({"compiler": "rknn", "target": "rk3588", "venv": "no-such-venv"})
     run = run_cli("check", path)
@@ -144,7 +154,7 @@ def test_missing_compiler_venv_stops_the_check(contract, run_cli, tmp_path, monk
                               f"(no {tmp_path}/.venv-rknn/bin/python)")
 
 
-def test_the_probe_builds_the_rewritten_graph_the_gate_checks(contract) -> None:
+def test_the_probe_builds_the_rewritten_graph_the_gate_checks(contract: MakeContract) -> None:
     """With rewrites, the gate checks the rewritten graph: the compiler must build that one,
     not the file as given, or `decide: measured` would judge a graph nobody gated."""
     path = contract({"compiler": "fake", "target": "fake1", "decide": "measured"}, rewrites=["fuse-hardswish"])
@@ -156,7 +166,7 @@ def test_the_probe_builds_the_rewritten_graph_the_gate_checks(contract) -> None:
     assert result.stages["rewrites"]["applied"] == ["fuse-hardswish (1 regions)"]
 
 
-def test_without_rewrites_the_probe_builds_the_file_as_given(contract) -> None:
+def test_without_rewrites_the_probe_builds_the_file_as_given(contract: MakeContract) -> None:
     result = check_contract(load_contract(contract({"compiler": "fake", "target": "fake1"})), today=TODAY)
     assert [n["op_type"] for n in result.stages["probe"]["nodes"]] == [n.op_type for n in result.nodes]
     assert "Clip" in [n["op_type"] for n in result.stages["probe"]["nodes"]]
@@ -170,7 +180,8 @@ def _replay_instead_of_building(name: str, folder: Path, monkeypatch: pytest.Mon
     fixture = REPO / "tests" / "fixtures" / "rknn" / name
     shutil.copy(fixture / "model.onnx", folder / "model.onnx")
 
-    def replayed(model, compiler, target, python, *, prediction, **options):
+    def replayed(model: Path, compiler: Compiler, target: str, python: Path, *, prediction: GateResult | None,
+                 **options: Any) -> ProbeResult:
         result = runner.replay(fixture / "model.onnx", compiler, target, fixture / "work", prediction)
         result.timings["total_s"] = 0.0
         return result
@@ -178,7 +189,8 @@ def _replay_instead_of_building(name: str, folder: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(runner, "probe", replayed)
 
 
-def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, monkeypatch) -> None:
+def test_stages_probe_carries_the_adapter_comparison(write_contract: WriteContract, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """stages.probe.summary of a check: the rknn fixture rank2_odd_dims replayed in place of a build."""
     from npu_gate.render.markdown import render as render_markdown
     from npu_gate.render.text import render as render_text
@@ -215,8 +227,9 @@ def test_stages_probe_carries_the_adapter_comparison(write_contract, tmp_path, m
 
 
 
-def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(write_contract, tmp_path,
-                                                                           monkeypatch) -> None:
+def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(write_contract: WriteContract,
+                                                                            tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """decide: measured on the rknn fixture gelu_head (replayed in place of a build): the Flatten
     that `demo` sends to CPU was removed by the compiler (no CPU node, one NPU segment measured),
     yet its unsupported-op error used to stay and fail the gate."""
@@ -237,7 +250,7 @@ def test_measured_a_predicted_cpu_node_the_compiler_folded_away_is_no_error(writ
 CACHED = "result from cache (key "
 
 
-def _rknn_venv(folder, version: str = "2.5.0"):
+def _rknn_venv(folder: Path, version: str = "2.5.0") -> Path:
     """The files the cache key reads from an rknn venv (nothing in it is run)."""
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "python").symlink_to(sys.executable)
@@ -246,11 +259,12 @@ def _rknn_venv(folder, version: str = "2.5.0"):
     return folder
 
 
-def test_the_cache_key_covers_the_compiler_venv(contract, tmp_path) -> None:
+def test_the_cache_key_covers_the_compiler_venv(contract: MakeContract, tmp_path: Path) -> None:
     from npu_gate import cache
 
     venv = _rknn_venv(tmp_path / "venv-rknn")
     loaded = load_contract(contract({"compiler": "rknn", "target": "rk3588", "venv": "venv-rknn"}))
+    assert loaded.probe is not None
     assert cache.probe_environment(loaded.probe) == {
         "compiler": "rknn", "venv": str(venv.resolve()), "python": str(Path(sys.executable).resolve()),
         "manifest": cache._sha256_file(venv / "npu-gate-probe.json"), "installed": "2.5.0"}
@@ -267,8 +281,9 @@ def test_the_cache_key_covers_the_compiler_venv(contract, tmp_path) -> None:
         cache.contract_key(loaded, TODAY)
 
 
-def test_a_cached_probe_verdict_is_not_replayed_once_the_venv_is_gone(contract, run_cli, tmp_path,
-                                                                      monkeypatch) -> None:
+def test_a_cached_probe_verdict_is_not_replayed_once_the_venv_is_gone(contract: MakeContract, run_cli: RunCli,
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The walkthrough's case: the venv removed, `check` still passed from the cache."""
     monkeypatch.setattr(FakeCompiler, "python", lambda self, venv: venv / "bin" / "python")
     (tmp_path / "venv-fake" / "bin").mkdir(parents=True)

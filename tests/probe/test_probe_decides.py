@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -23,13 +23,21 @@ from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
-from npu_gate.result.types import CPU, FOLDED, NPU
+from npu_gate.result.types import CPU, FOLDED, NPU, GateResult
 from npu_gate.rules import INFO, PLACEMENT_RULES, RULES
 from npu_gate.stages import analyse as analyse_stage
-from npu_gate.stages.context import Settings, new_result
-from tests.helpers.common import validate_result
+from npu_gate.stages.context import Artifacts, Settings, new_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 
 TODAY = dt.date(2026, 12, 2)
+
+
+class MakeContract(Protocol):
+    """The ``contract`` fixture: writes the profile and a contract gating ``conv_add``, returns its path."""
+
+    def __call__(self, profile: dict[str, Any], probe: dict[str, Any] | None, layout: str | None = None) -> Path: ...
+
+
 FAKE = {"compiler": "fake", "target": "fake1"}  # the fake runs every op but Erf on the NPU
 EVIDENCE = "measured: fake-compiler 0.1 fake1"
 HEAD = {"description": "d", "source": "s", "evidence": "illustrative"}
@@ -49,7 +57,7 @@ def conv_add() -> onnx.ModelProto:
 
 
 @pytest.fixture
-def contract(tmp_path: Path, save_model, write_contract):
+def contract(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> MakeContract:
     """A contract gating ``conv_add`` (max_cpu_nodes 0) with a profile file written next to it."""
     save_model(conv_add())
 
@@ -67,7 +75,8 @@ def contract(tmp_path: Path, save_model, write_contract):
     return make
 
 
-def test_measured_placement_downgrades_profile_limit_findings(contract, run_cli, tmp_path) -> None:
+def test_measured_placement_downgrades_profile_limit_findings(contract: MakeContract, run_cli: RunCli,
+                                                              tmp_path: Path) -> None:
     """Bug 1: max_rank 3 puts both rank-4 nodes on CPU; the fake compiler runs them on the NPU."""
     out = tmp_path / "r.json"
     run = run_cli("check", contract(RANK3, {**FAKE, "decide": "measured"}), "--json", out)
@@ -85,7 +94,8 @@ def test_measured_placement_downgrades_profile_limit_findings(contract, run_cli,
     assert not [f for f in doc["findings"] if f["severity"] == "error"]
 
 
-def test_the_prediction_decides_profile_limit_findings_by_default(contract, run_cli, tmp_path) -> None:
+def test_the_prediction_decides_profile_limit_findings_by_default(contract: MakeContract, run_cli: RunCli,
+                                                                  tmp_path: Path) -> None:
     """The same contract without ``decide: measured``: the rank-4 nodes are CPU fallbacks."""
     out = tmp_path / "r.json"
     run = run_cli("check", contract(RANK3, FAKE), "--json", out)
@@ -98,7 +108,7 @@ def test_the_prediction_decides_profile_limit_findings_by_default(contract, run_
     assert [(g["name"], g["actual"], g["passed"]) for g in doc["gates"][:1]] == [("max_cpu_nodes", 2, False)]
 
 
-def test_the_probe_compares_with_the_gates_own_placement(contract) -> None:
+def test_the_probe_compares_with_the_gates_own_placement(contract: MakeContract) -> None:
     """Bug 2: the NHWC input fails conv-nchw, so the gate puts Conv on CPU; the probe's
     prediction is that placement (it used to be recomputed without the layout: npu, 2/2 agree)."""
     result = check_contract(load_contract(contract(NCHW_CONV, FAKE, layout="NHWC")), today=TODAY)
@@ -116,7 +126,7 @@ def test_the_probe_compares_with_the_gates_own_placement(contract) -> None:
         sum(1 for p in result.partitions if p.device == NPU), sum(1 for p in result.partitions if p.device == CPU))
 
 
-def test_without_a_layout_the_probe_agrees(contract) -> None:
+def test_without_a_layout_the_probe_agrees(contract: MakeContract) -> None:
     """The counter-check: no declared layout, Conv passes conv-nchw, prediction and compiler agree."""
     result = check_contract(load_contract(contract(NCHW_CONV, FAKE)), today=TODAY)
     assert result.verdict == "pass"
@@ -124,12 +134,13 @@ def test_without_a_layout_the_probe_agrees(contract) -> None:
     assert (summary["compared"], summary["agree"], summary["disagree"]) == (2, 2, 0)
 
 
-def test_a_check_with_a_probe_analyses_the_model_once(contract, monkeypatch) -> None:
+def test_a_check_with_a_probe_analyses_the_model_once(contract: MakeContract, monkeypatch: pytest.MonkeyPatch) -> None:
     """The probe used to run inspect_model again on the file it built."""
     calls: list[str] = []
     original = analyse_stage.analyse
 
-    def counting(model, settings, result, keep=None):
+    def counting(model: onnx.ModelProto, settings: Settings, result: GateResult,
+                 keep: Artifacts | None = None) -> analyse_stage.Analysis:
         calls.append(model.graph.name)
         return original(model, settings, result, keep)
 
@@ -177,7 +188,7 @@ def three_ways() -> onnx.ModelProto:
 
 
 @pytest.fixture
-def analysis(tmp_path: Path):
+def analysis(tmp_path: Path) -> tuple[analyse_stage.Analysis, GateResult]:
     profile = {**HEAD, "name": "three-ways", "limits": {"max_rank": 2},
                "ops": {"Add": {"constraints": [{"id": "add-fp16", "input": 0, "dtype": ["float16"]}]},
                        "Mul": {"constraints": []},
@@ -192,7 +203,7 @@ def analysis(tmp_path: Path):
     return analyse_stage.analyse(three_ways(), settings, result), result
 
 
-def test_the_cpu_fallback_findings_are_the_placement_rules(analysis) -> None:
+def test_the_cpu_fallback_findings_are_the_placement_rules(analysis: tuple[analyse_stage.Analysis, GateResult]) -> None:
     analysed, result = analysis
     assert {n.name: n.placement for n in result.nodes} == {
         "relu0": CPU, "add0": CPU, "mul0": CPU, "q0": CPU, "dq0": CPU, "abs0": CPU, "q1": CPU, "dq1": CPU,
@@ -208,7 +219,7 @@ def test_the_cpu_fallback_findings_are_the_placement_rules(analysis) -> None:
     assert {r.id for r in RULES.values() if r.placement} == PLACEMENT_RULES
 
 
-def test_a_measurement_downgrades_every_placement_rule(analysis) -> None:
+def test_a_measurement_downgrades_every_placement_rule(analysis: tuple[analyse_stage.Analysis, GateResult]) -> None:
     """What bug 1 broke: measured on the NPU, each of the registry's rules becomes info."""
     analysed, _ = analysis
     nodes = {name: ProbeNode(name, op, CPU, NPU, runs_on=NPU)
@@ -221,7 +232,7 @@ def test_a_measurement_downgrades_every_placement_rule(analysis) -> None:
     assert not [f for f in findings if f.severity != INFO]
 
 
-def test_minimal_models_and_the_review_read_the_registry(analysis) -> None:
+def test_minimal_models_and_the_review_read_the_registry(analysis: tuple[analyse_stage.Analysis, GateResult]) -> None:
     """The evidence bundle's minimal models blame a node for each placement rule's finding; the
     rewrite review's CPU rows read the same registry."""
     from npu_gate.evidence.minimal import distinct_failures
@@ -232,4 +243,4 @@ def test_minimal_models_and_the_review_read_the_registry(analysis) -> None:
     assert {(f.rule, f.node_name) for f in failures} == {
         ("unsupported-op", "relu0"), ("op-constraint", "add0"), ("profile-limit", "mul0"),
         ("quantized-op-unsupported", "abs0"), ("standalone-qdq", "dqw")}
-    assert rewrites.PLACEMENT_RULES is PLACEMENT_RULES
+    assert vars(rewrites)["PLACEMENT_RULES"] is PLACEMENT_RULES  # not re-exported: mypy sees no attribute

@@ -15,13 +15,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from npu_gate.probe.base import ChildRun
+from npu_gate.probe.base import ChildRun, CompilerOutput
 from npu_gate.probe.ethos_u import LEGACY, EthosUCompiler, estimates, parse_rejected, parse_vela, rows_for
 from tests.helpers import probe_models
-from tests.helpers.common import REPO, probe_venv
+from tests.helpers.common import REPO, RunCli, SaveModel, probe_venv
+
+if TYPE_CHECKING:
+    import onnx
 
 FIXTURES = REPO / "tests" / "fixtures" / "ethos_u"
 # absolute: a contract resolves a relative venv from its own folder
@@ -34,8 +38,9 @@ def _log(name: str) -> list[str]:
     return (FIXTURES / name).read_text(encoding="utf-8").split("\n")
 
 
-def _response() -> dict:
-    return json.loads((FIXTURES / "u55_constraint.response.json").read_text(encoding="utf-8"))
+def _response() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((FIXTURES / "u55_constraint.response.json").read_text(encoding="utf-8"))
+    return doc
 
 
 def test_rejected_table_rows_with_wrapped_cells_joined() -> None:
@@ -102,7 +107,8 @@ def test_nodes_without_a_lowered_match_are_unmapped_not_guessed() -> None:
     assert len(unmapped) == 6
 
 
-def _run(tmp_path: Path, response: dict, log: list[str], legacy: bool = False) -> tuple[EthosUCompiler, object]:
+def _run(tmp_path: Path, response: dict[str, Any], log: list[str],
+         legacy: bool = False) -> tuple[EthosUCompiler, CompilerOutput]:
     (tmp_path / "request.json").write_text(json.dumps({"model": str(FIXTURES / "constraint_net.onnx"),
                                                        **({LEGACY: True} if legacy else {})}), encoding="utf-8")
     compiler = EthosUCompiler()
@@ -135,23 +141,26 @@ def venv() -> Path:
     return probe_venv(VENV, "ethos-u", "Ethos-U")  # the probe runs from the fixtures folder (--factory imports from it)
 
 
-def _probe(run_cli, monkeypatch, tmp_path: Path, venv: Path, target: str) -> dict:
+def _probe(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, venv: Path, target: str) -> dict[str, Any]:
     monkeypatch.chdir(FIXTURES)  # --factory nets:... imports from the working folder
     out = tmp_path / "probe.json"
     run = run_cli("probe", "--factory", "nets:constraint_net", "--compiler", "ethos-u", "--target", target,
                   "--venv", venv, "--inputs", "x:1,3,32,32", "--json", out, "--quiet")
     assert run.code == 0, run.err
-    return json.loads(out.read_text(encoding="utf-8"))
+    doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return doc
 
 
-def _placed(doc: dict) -> dict[str, tuple[str | None, str | None]]:
+def _placed(doc: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
     return {n["name"]: (n["actual"], n["reason"]) for n in doc["nodes"]}
 
 
 @pytest.mark.ethos_u
 @pytest.mark.torch
-def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli, monkeypatch, tmp_path,
-                                                                           venv) -> None:
+def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_cli: RunCli,
+                                                                            monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path,
+                                                                           venv: Path) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u55-128")
     assert doc["compiler"] == {"name": "ethos-u-vela", "version": "5.2.0", "target": "ethos-u55-128",
                                "plugin": "ethos-u", "core": "regor (default)"}
@@ -160,7 +169,7 @@ def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_
     assert placed["node_upsample_bilinear2d"] == ("cpu", "Op is not supported on U55.")
     # measured: ExecuTorch 1.5.1 lowers the stride-4 Conv and the 8x8/stride-8 MaxPool to U55 all the same
     assert placed["node_conv2d_1"] == ("npu", None)
-    assert placed["node_max_pool2d"][0] == "npu" and "got [8, 8]" in placed["node_max_pool2d"][1]
+    assert placed["node_max_pool2d"][0] == "npu" and "got [8, 8]" in (placed["node_max_pool2d"][1] or "")
     assert {n for n, (actual, _) in placed.items() if actual == "cpu"} == {"node_convolution",
                                                                            "node_upsample_bilinear2d"}
     assert doc["estimates"]["evidence"] == ("estimated by Vela 5.2.0 for Ethos_U55_128, Ethos_U55_High_End_Embedded, "
@@ -170,14 +179,15 @@ def test_u55_puts_the_stride3_conv_transpose_and_bilinear_resize_on_the_cpu(run_
 
 @pytest.mark.ethos_u
 @pytest.mark.torch
-def test_u85_runs_the_whole_constraint_net(run_cli, monkeypatch, tmp_path, venv) -> None:
+def test_u85_runs_the_whole_constraint_net(run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           venv: Path) -> None:
     doc = _probe(run_cli, monkeypatch, tmp_path, venv, "ethos-u85-256")
     assert set(_placed(doc).values()) == {("npu", None)} and len(doc["nodes"]) == 8
     assert doc["estimates"]["evidence"].startswith("estimated by Vela 5.2.0 for Ethos_U85_256")
     assert doc["estimates"]["npu_partitions"] == 1
 
 
-def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_an_onnx_model_without_a_factory_is_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
@@ -191,7 +201,7 @@ def test_an_onnx_model_without_a_factory_is_refused(run_cli, save_model, tmp_pat
                                "converter as much as on Vela)")
 
 
-def test_quantize_is_refused_before_the_factory_runs(run_cli, tmp_path: Path) -> None:
+def test_quantize_is_refused_before_the_factory_runs(run_cli: RunCli, tmp_path: Path) -> None:
     """Arm's flow always builds int8 with its own quantizer: --quantize is refused up front, before the
     factory is imported (a missing module would give another error)."""
     run = run_cli("probe", "--factory", "no_such_module:net", "--compiler", "ethos-u", "--quantize", "int8",
@@ -212,7 +222,7 @@ def test_a_replay_without_the_gate_export_fails_with_the_reason(tmp_path: Path) 
 
 # --- Convs the exporter fused with their BatchNorm ---
 
-def _conv(name: str, scope: str, line: int, fused: bool = True):
+def _conv(name: str, scope: str, line: int, fused: bool = True) -> onnx.NodeProto:
     from onnx import helper
 
     node = helper.make_node("Conv", [f"{name}_in"], [f"{name}_out"], name=name)
@@ -225,12 +235,12 @@ def _conv(name: str, scope: str, line: int, fused: bool = True):
     return node
 
 
-def _lowered(name: str, module_path: str, line: int, device: str) -> dict:
+def _lowered(name: str, module_path: str, line: int, device: str) -> dict[str, Any]:
     return {"name": name, "target": "aten.convolution.default", "device": device, "module_path": module_path,
             "torch_fn": None, "stack_trace": f'File "/work/models/net.py", line {line}, in forward\n    x = self.f(x)'}
 
 
-def _fused_rows(tmp_path: Path, nodes: list, placement: list[dict]) -> tuple[dict, list[str]]:
+def _fused_rows(tmp_path: Path, nodes: list[Any], placement: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
     import onnx
     from onnx import helper
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from npu_gate.contract.spec import load_contract
 from npu_gate.errors import GateError
 from npu_gate.stages.compiler import factory_options
-from tests.helpers.common import REPO, probe_venv, validate_result
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, probe_venv, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 # absolute: a contract resolves a relative venv from its own folder
@@ -37,14 +38,15 @@ def build_model():
 '''
 
 
-def _torch_contract(write_contract, tmp_path: Path, **extra) -> Path:
+def _torch_contract(write_contract: WriteContract, tmp_path: Path, **extra: Any) -> Path:
     (tmp_path / "net.py").write_text(NET, encoding="utf-8")
     doc = {"model": {"torch": {"factory": "net:build_model", "kwargs": {}}}, "inputs": INPUTS,
            "target": {"profile": "demo", "probe": {"compiler": "ethos-u", "target": "ethos-u55-128"}}, **extra}
     return write_contract(doc)
 
 
-def test_an_onnx_contract_cannot_name_ethos_u(save_model, write_contract, run_cli) -> None:
+def test_an_onnx_contract_cannot_name_ethos_u(save_model: SaveModel, write_contract: WriteContract,
+                                              run_cli: RunCli) -> None:
     save_model(seed_onnx())
     path = write_contract({"model": {"onnx": "model.onnx"},
                            "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
@@ -57,7 +59,8 @@ def test_an_onnx_contract_cannot_name_ethos_u(save_model, write_contract, run_cl
         "as much as on Vela (docs/ethos-u.md)")
 
 
-def test_the_torchscript_exporter_cannot_be_tied_to_the_compiler(write_contract, tmp_path, run_cli) -> None:
+def test_the_torchscript_exporter_cannot_be_tied_to_the_compiler(write_contract: WriteContract, tmp_path: Path,
+                                                                 run_cli: RunCli) -> None:
     path = _torch_contract(write_contract, tmp_path)
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["model"]["torch"]["exporter"] = "torchscript"
@@ -69,7 +72,8 @@ def test_the_torchscript_exporter_cannot_be_tied_to_the_compiler(write_contract,
         "nodes through the dynamo exporter's metadata: use \"dynamo\" (got 'torchscript')")
 
 
-def test_calibration_rows_come_from_the_quantization_samples_file(write_contract, tmp_path) -> None:
+def test_calibration_rows_come_from_the_quantization_samples_file(write_contract: WriteContract,
+                                                                  tmp_path: Path) -> None:
     rows = np.random.default_rng(5).uniform(-1, 1, (6, 1, 3, 8, 8)).astype(np.float32)
     np.savez(tmp_path / "calib.npz", x=rows)
     contract = load_contract(_torch_contract(write_contract, tmp_path, quantization={
@@ -84,7 +88,7 @@ def test_calibration_rows_come_from_the_quantization_samples_file(write_contract
         np.testing.assert_array_equal(np.stack([data[f"s{k}i0"] for k in range(4)]), rows[:4])
 
 
-def test_without_quantization_the_rows_are_synthetic_and_said_so(write_contract, tmp_path) -> None:
+def test_without_quantization_the_rows_are_synthetic_and_said_so(write_contract: WriteContract, tmp_path: Path) -> None:
     options, words = factory_options(load_contract(_torch_contract(write_contract, tmp_path)), tmp_path)
     assert words == "4 synthetic rows drawn from the inputs' ranges (the contract has no quantization)"
     with np.load(options["samples_file"], allow_pickle=False) as data:
@@ -94,7 +98,8 @@ def test_without_quantization_the_rows_are_synthetic_and_said_so(write_contract,
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path, monkeypatch) -> None:
+def test_probe_factory_builds_the_module_outside_the_gate_process(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from npu_gate.probe.factory import export_factory
 
     (tmp_path / "net.py").write_text(NET, encoding="utf-8")
@@ -129,7 +134,8 @@ def _example(name: str, tmp_path: Path, venv: Path) -> Path:
 
 @pytest.mark.ethos_u
 @pytest.mark.torch
-def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(run_cli, tmp_path, venv) -> None:
+def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(run_cli: RunCli, tmp_path: Path,
+                                                                               venv: Path) -> None:
     out, md = tmp_path / "result.json", tmp_path / "report.md"
     run = run_cli("check", _example("ethos-u-constraints", tmp_path, venv), "--no-cache", "--json", out,
                   "--markdown", md, "--quiet")
@@ -158,7 +164,7 @@ def test_constraint_example_on_u55_fails_on_the_two_ops_vela_leaves_on_the_cpu(r
 
 @pytest.mark.ethos_u
 @pytest.mark.torch
-def test_mobilenet_example_runs_wholly_on_u55(run_cli, tmp_path, venv) -> None:
+def test_mobilenet_example_runs_wholly_on_u55(run_cli: RunCli, tmp_path: Path, venv: Path) -> None:
     out = tmp_path / "result.json"
     run = run_cli("check", _example("ethos-u-mobilenet", tmp_path, venv), "--no-cache", "--json", out, "--quiet")
     assert run.code == 0, run.err

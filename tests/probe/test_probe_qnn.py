@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import qnn_models
-from tests.helpers.common import REPO, probe_venv
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, probe_venv
 
 pytestmark = pytest.mark.qnn
 
@@ -28,7 +29,8 @@ def venv() -> Path:
     return probe_venv(VENV, "qnn", "onnxruntime-qnn")
 
 
-def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str, *extra: str) -> tuple[int, dict]:
+def _probe(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path, name: str,
+           *extra: str) -> tuple[int, dict[str, Any]]:
     model = save_model(qnn_models.MODELS[name](), f"{name}.onnx")
     out = tmp_path / f"{name}.json"
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", venv, "--json", out,
@@ -37,7 +39,7 @@ def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str, *extra: s
     return run.code, json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_erf_between_two_htp_segments(run_cli, save_model, tmp_path, venv) -> None:
+def test_erf_between_two_htp_segments(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between")
     assert code == 0 and doc["status"] == "ok" and doc["evidence"] == EVIDENCE
     assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [
@@ -49,7 +51,7 @@ def test_erf_between_two_htp_segments(run_cli, save_model, tmp_path, venv) -> No
     assert (response["precision"], response["soc_model"]) == ("fp16", 57)
 
 
-def test_einsum_equation_the_htp_refuses(run_cli, save_model, tmp_path, venv) -> None:
+def test_einsum_equation_the_htp_refuses(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "einsum_unsupported", "--soc-model", "69")
     assert code == 0
     einsum = next(n for n in doc["nodes"] if n["name"] == "einsum")
@@ -58,7 +60,8 @@ def test_einsum_equation_the_htp_refuses(run_cli, save_model, tmp_path, venv) ->
     assert response["soc_model"] == 69
 
 
-def test_qdq_model_is_used_as_is_with_its_input_quantize_an_io_adapter(run_cli, save_model, tmp_path, venv) -> None:
+def test_qdq_model_is_used_as_is_with_its_input_quantize_an_io_adapter(run_cli: RunCli, save_model: SaveModel,
+                                                                       tmp_path: Path, venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "qdq_erf_between")
     assert code == 0
     q = next(n for n in doc["nodes"] if n["name"] == "x_QuantizeLinear")
@@ -70,7 +73,8 @@ def test_qdq_model_is_used_as_is_with_its_input_quantize_an_io_adapter(run_cli, 
     assert response["precision"] == "qdq"
 
 
-def test_unknown_target_is_a_configuration_error(run_cli, save_model, tmp_path, venv) -> None:
+def test_unknown_target_is_a_configuration_error(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                 venv: Path) -> None:
     model = save_model(qnn_models.det(), "det.onnx")
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "gpu", "--venv", venv)
     assert run.code == 2
@@ -78,7 +82,8 @@ def test_unknown_target_is_a_configuration_error(run_cli, save_model, tmp_path, 
                        "target 'gpu' (onnxruntime-qnn offline: htp)\n")
 
 
-def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
+def test_contract_decides_on_the_measured_placement(run_cli: RunCli, save_model: SaveModel,
+                                                    write_contract: WriteContract, tmp_path: Path, venv: Path) -> None:
     """demo sends the Clip of the lesson's HardSwish to CPU; the HTP takes it: measured, it passes."""
     save_model(qnn_models.MODELS["seed_hardswish"]())
     doc = {"model": {"onnx": "model.onnx"},
@@ -106,7 +111,8 @@ QDQ_ERF = [  # erf_between quantized for the HTP: every node as the EP placed it
 ]
 
 
-def test_quantize_int8_prepares_a_qdq_model_and_maps_every_node(run_cli, save_model, tmp_path, venv) -> None:
+def test_quantize_int8_prepares_a_qdq_model_and_maps_every_node(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                                venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between", "--quantize", "int8", "--profile", "qnn-htp")
     assert code == 0
     assert [(n["name"], n["actual"]) for n in doc["nodes"]] == QDQ_ERF
@@ -117,8 +123,9 @@ def test_quantize_int8_prepares_a_qdq_model_and_maps_every_node(run_cli, save_mo
     assert response["precision"] == "qdq"
 
 
-def test_contract_quantization_int16_probes_the_qnn_qdq_model(run_cli, save_model, write_contract, tmp_path,
-                                                              venv) -> None:
+def test_contract_quantization_int16_probes_the_qnn_qdq_model(run_cli: RunCli, save_model: SaveModel,
+                                                              write_contract: WriteContract, tmp_path: Path,
+                                                              venv: Path) -> None:
     save_model(qnn_models.MODELS["erf_between"]())
     doc = {"model": {"onnx": "model.onnx"},
            "inputs": [{"name": "x", "shape": [1, 8, 16, 16], "dtype": "float32", "range": [-1, 1]}],
@@ -148,7 +155,8 @@ SHARED_BIAS = [  # qdq_shared_bias (onnxruntime's QNN quantizer alone): conv1 an
 STANDALONE = "QNN EP does not support a standalone DQ op with per-channel quantization"
 
 
-def test_standalone_per_channel_dqs_on_cpu_as_predicted(run_cli, save_model, tmp_path, venv) -> None:
+def test_standalone_per_channel_dqs_on_cpu_as_predicted(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                        venv: Path) -> None:
     """A Conv whose bias DQ is uint8 forms no QDQ unit: the EP refuses its per-channel weight DQ alone,
     and qnn-htp-qdq's standalone_qdq entries predict it (the DQs the layout pass re-creates for the
     unit-less Convs are unmapped, never guessed)."""
@@ -162,7 +170,8 @@ def test_standalone_per_channel_dqs_on_cpu_as_predicted(run_cli, save_model, tmp
     assert doc["preparation"]["method"] == "as-is"
 
 
-def test_quantize_int8_folds_the_identity_so_every_conv_has_its_unit(run_cli, save_model, tmp_path, venv) -> None:
+def test_quantize_int8_folds_the_identity_so_every_conv_has_its_unit(run_cli: RunCli, save_model: SaveModel,
+                                                                     tmp_path: Path, venv: Path) -> None:
     """The same float model through npu-gate's --quantize int8: the Identity of the shared bias is
     folded before quantizing, every Conv gets an int32 bias, nothing but the input adapter on CPU."""
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "shared_bias", "--quantize", "int8",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -18,12 +19,12 @@ from npu_gate.profile.spec import load_profile
 from npu_gate.resources import load_schema
 from npu_gate.result.probe import OpRow, Rewrite
 from tests.helpers import qnn_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, RunCli, SaveModel
 
 FIXTURES = REPO / "tests" / "fixtures" / "qnn"
 
 
-def _replay(name: str, profile: str = "demo") -> dict:
+def _replay(name: str, profile: str = "demo") -> dict[str, Any]:
     folder = FIXTURES / name
     return replay(folder / "model.onnx", QnnCompiler(), "htp", folder / "work", load_profile(profile)).to_dict()
 
@@ -32,7 +33,7 @@ def _log(name: str) -> list[str]:
     return clean_log((FIXTURES / name / "work" / "attempt-1" / "compiler.log").read_text(encoding="utf-8"))
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
@@ -196,7 +197,7 @@ def test_onnxruntimes_own_fusion_stands_for_the_node_and_its_vanished_reader() -
         Rewrite(rule="MatMulAddFusion", removed=["/qkv/MatMul", "/qkv/Add"], added=["/qkv/MatMul/MatMulAddFusion"])]
 
 
-def test_qnn_setup_refuses_a_python_it_has_no_wheels_for(run_cli, tmp_path: Path) -> None:
+def test_qnn_setup_refuses_a_python_it_has_no_wheels_for(run_cli: RunCli, tmp_path: Path) -> None:
     fake_python = tmp_path / "python3.10"
     fake_python.write_text("#!/bin/sh\necho 3.10\n")
     fake_python.chmod(0o755)
@@ -208,14 +209,15 @@ def test_qnn_setup_refuses_a_python_it_has_no_wheels_for(run_cli, tmp_path: Path
     assert not venv.exists()
 
 
-def test_soc_model_is_for_qnn_only(run_cli, save_model) -> None:
+def test_soc_model_is_for_qnn_only(run_cli: RunCli, save_model: SaveModel) -> None:
     model = save_model(qnn_models.det(), "det.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--soc-model", "57")
     assert (run.code, run.err) == (2, "npu-gate: error: --soc-model: only the qnn compiler takes a SoC model "
                                       "(--compiler rknn)\n")
 
 
-def test_quantize_flags_are_refused_where_they_mean_nothing(run_cli, save_model, tmp_path) -> None:
+def test_quantize_flags_are_refused_where_they_mean_nothing(run_cli: RunCli, save_model: SaveModel,
+                                                            tmp_path: Path) -> None:
     model = save_model(qnn_models.det(), "det.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--quantize", "int16")
     assert (run.code, run.err) == (2, "npu-gate: error: --quantize int16: the rknn plug-in builds int8 or fp16 or "

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -17,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.resources import load_schema
-from tests.helpers.common import schema_errors
+from tests.helpers.common import RunCli, SaveModel, WriteContract, schema_errors
 
 ERROR = "QNN QDQ preparation (int8) failed: AssertionError: scale issue"
 MESSAGE = (f"sqrt_negative.onnx: {ERROR}; the onnxruntime-qnn build was not run, so the int8 model's placement "
@@ -47,15 +48,16 @@ def venv(tmp_path: Path) -> Path:
     return folder
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
 
 
-def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cli, save_model, tmp_path,
-                                                                          venv) -> None:
+def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cli: RunCli, save_model: SaveModel,
+                                                                          tmp_path: Path,
+                                                                          venv: Path) -> None:
     model = save_model(sqrt_negative(), "sqrt_negative.onnx")
     out, page = tmp_path / "probe.json", tmp_path / "probe.md"
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", venv, "--quantize", "int8",
@@ -84,7 +86,8 @@ def test_probe_quantize_int8_that_the_quantizer_refuses_is_a_failed_probe(run_cl
            "AssertionError: scale issue" in page.read_text(encoding="utf-8")
 
 
-def test_the_quantizers_error_is_escaped_in_the_reports(run_cli, save_model, tmp_path, venv, monkeypatch) -> None:
+def test_the_quantizers_error_is_escaped_in_the_reports(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                        venv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The error line is the quantizer's text (untrusted): escaped in the Markdown and the terminal."""
     from npu_gate.quantize import qnn
     from npu_gate.quantize.run import QuantizationFailed
@@ -103,7 +106,7 @@ def test_the_quantizers_error_is_escaped_in_the_reports(run_cli, save_model, tmp
     assert "\x1b" not in run.out and "\x1b" not in text
 
 
-def test_a_missing_venv_is_still_exit_2(run_cli, save_model, tmp_path) -> None:
+def test_a_missing_venv_is_still_exit_2(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(sqrt_negative(), "sqrt_negative.onnx")
     run = run_cli("probe", model, "--compiler", "qnn", "--target", "htp", "--venv", tmp_path / "none",
                   "--quantize", "int8")
@@ -112,8 +115,9 @@ def test_a_missing_venv_is_still_exit_2(run_cli, save_model, tmp_path) -> None:
                        "there; create one with `npu-gate probe setup qnn VENV` and pass --venv VENV\n")
 
 
-def test_a_contracts_probe_reports_the_failed_quantization_and_the_gate_fails(run_cli, save_model, write_contract,
-                                                                               tmp_path, venv) -> None:
+def test_a_contracts_probe_reports_the_failed_quantization_and_the_gate_fails(run_cli: RunCli, save_model: SaveModel,
+                                                                              write_contract: WriteContract,
+                                                                               tmp_path: Path, venv: Path) -> None:
     save_model(sqrt_negative())
     doc = {"model": {"onnx": "model.onnx"},
            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [0, 1]}],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from npu_gate.profile.spec import load_profile
 from npu_gate.render.probe import layer_rows, markdown, quantization_text, text
 from npu_gate.resources import load_schema
 from tests.helpers import probe_models
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, RunCli, SaveModel
 
 FIXTURE = REPO / "tests" / "fixtures" / "rknn" / "seed_hardswish_int8"
 ATTEMPT = FIXTURE / "work" / "attempt-1"
@@ -32,7 +33,7 @@ def _table(k: int = 0) -> list[str]:
     return (ATTEMPT / f"accuracy-{k}" / "error_analysis.txt").read_text(encoding="utf-8").splitlines()
 
 
-def _validate(doc: dict) -> None:
+def _validate(doc: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     errors = list(Draft202012Validator(load_schema("probe")).iter_errors(doc))
@@ -85,7 +86,7 @@ def test_accuracy_of_a_float_build_is_none_and_a_failed_analysis_says_why(tmp_pa
 
 # --- the replayed int8 build: placement, accuracy mapped to ONNX nodes, report ---
 
-def _replayed() -> dict:
+def _replayed() -> dict[str, Any]:
     result = replay(FIXTURE / "model.onnx", RknnCompiler(), "rk3588", FIXTURE / "work", load_profile("rknn-rk3588"))
     return result.to_dict()
 
@@ -144,7 +145,7 @@ def test_report_puts_both_evidences_side_by_side() -> None:
 
 # --- the command's input ---
 
-def test_samples_for_a_float_build_are_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_samples_for_a_float_build_are_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--calibration", "c.npz")
     assert run.code == 2
@@ -152,7 +153,7 @@ def test_samples_for_a_float_build_are_refused(run_cli, save_model, tmp_path: Pa
         "npu-gate: error: --calibration c.npz: samples are for --quantize int8 or int16 (given: no --quantize)"]
 
 
-def test_a_mode_the_plugin_does_not_build_is_refused(run_cli, save_model, tmp_path: Path) -> None:
+def test_a_mode_the_plugin_does_not_build_is_refused(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--quantize", "int16")
     assert run.code == 2
@@ -162,7 +163,7 @@ def test_a_mode_the_plugin_does_not_build_is_refused(run_cli, save_model, tmp_pa
         FakeCompiler().check_quant_mode("int8")
 
 
-def test_a_missing_samples_file_is_one_line(run_cli, save_model, tmp_path: Path) -> None:
+def test_a_missing_samples_file_is_one_line(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     missing = tmp_path / "missing.npz"
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", tmp_path / "none", "--quantize", "int8",
@@ -172,7 +173,7 @@ def test_a_missing_samples_file_is_one_line(run_cli, save_model, tmp_path: Path)
         f"npu-gate: error: {missing}: --calibration: cannot read: No such file or directory"]
 
 
-def test_an_ill_shaped_samples_file_is_one_line(run_cli, save_model, tmp_path: Path) -> None:
+def test_an_ill_shaped_samples_file_is_one_line(run_cli: RunCli, save_model: SaveModel, tmp_path: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "m.onnx")
     bad = tmp_path / "bad.npz"
     np.savez(bad, images=np.zeros((4, 3, 8, 8), dtype=np.float32))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import probe_models
-from tests.helpers.common import REPO, probe_venv
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, probe_venv
 
 pytestmark = pytest.mark.rknn
 
@@ -26,7 +27,7 @@ def venv() -> Path:
     return probe_venv(VENV, "rknn", "RKNN-Toolkit2")
 
 
-def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict]:
+def _probe(run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path, name: str) -> tuple[int, dict[str, Any]]:
     model = save_model(probe_models.MODELS[name](), f"{name}.onnx")
     out = tmp_path / f"{name}.json"
     run = run_cli("probe", model, "--compiler", "rknn", "--target", "rk3588", "--venv", venv,
@@ -35,7 +36,8 @@ def _probe(run_cli, save_model, tmp_path: Path, venv: Path, name: str) -> tuple[
     return run.code, json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_lesson_net_builds_as_one_npu_op_with_the_clip_fused_away(run_cli, save_model, tmp_path, venv) -> None:
+def test_lesson_net_builds_as_one_npu_op_with_the_clip_fused_away(run_cli: RunCli, save_model: SaveModel,
+                                                                  tmp_path: Path, venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "seed_hardswish")
     assert code == 0 and doc["status"] == "ok"
     assert doc["compiler"] == {"name": "rknn-toolkit2", "version": "2.5.0", "target": "rk3588", "plugin": "rknn"}
@@ -50,7 +52,8 @@ def test_lesson_net_builds_as_one_npu_op_with_the_clip_fused_away(run_cli, save_
                                          "evidence": "measured: rknn-toolkit2 2.5.0 rk3588"}
 
 
-def test_cpu_only_op_between_npu_ops_gives_two_npu_segments(run_cli, save_model, tmp_path, venv) -> None:
+def test_cpu_only_op_between_npu_ops_gives_two_npu_segments(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                            venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "erf_between")
     assert code == 0
     assert [(s["device"], s["nodes"]) for s in doc["segments"]] == [
@@ -58,7 +61,8 @@ def test_cpu_only_op_between_npu_ops_gives_two_npu_segments(run_cli, save_model,
     assert doc["summary"]["npu_segments"] == 2
 
 
-def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli, save_model, tmp_path, venv) -> None:
+def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                    venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "resize_cubic")
     assert code == 1
     assert doc["status"] == "crashed"
@@ -66,7 +70,8 @@ def test_toolkit_crash_is_a_compiler_failed_verdict(run_cli, save_model, tmp_pat
     assert [f["rule"] for f in doc["findings"]] == ["compiler-failed"]
 
 
-def test_resize_behind_a_conv_the_compiler_inserts(run_cli, save_model, tmp_path, venv) -> None:
+def test_resize_behind_a_conv_the_compiler_inserts(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                   venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "resize_odd_dims")
     assert code == 0 and doc["status"] == "ok"
     resize = doc["nodes"][0]
@@ -76,7 +81,8 @@ def test_resize_behind_a_conv_the_compiler_inserts(run_cli, save_model, tmp_path
     assert doc["summary"]["compiler_added_ops"] == 1
 
 
-def test_unnamed_nodes_are_mapped_by_their_output_names(run_cli, save_model, tmp_path, venv) -> None:
+def test_unnamed_nodes_are_mapped_by_their_output_names(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                        venv: Path) -> None:
     code, doc = _probe(run_cli, save_model, tmp_path, venv, "unnamed_nodes")
     assert code == 0 and doc["status"] == "ok"
     assert [(n["name"], n["actual"], n["became"]) for n in doc["nodes"]] == [
@@ -84,7 +90,8 @@ def test_unnamed_nodes_are_mapped_by_their_output_names(run_cli, save_model, tmp
     assert doc["summary"]["compiler_added_ops"] == 0
 
 
-def test_contract_decides_on_the_measured_placement(run_cli, save_model, write_contract, tmp_path, venv) -> None:
+def test_contract_decides_on_the_measured_placement(run_cli: RunCli, save_model: SaveModel,
+                                                    write_contract: WriteContract, tmp_path: Path, venv: Path) -> None:
     save_model(probe_models.seed_hardswish())
     doc = {"model": {"onnx": "model.onnx"},
            "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
@@ -113,7 +120,8 @@ CLEANUP_BUILDS = {"elim1": (8, []), "elim2": (10, []), "cast2": (4, ["c_f"]), "d
 
 
 @pytest.mark.parametrize("name", sorted(CLEANUP_BUILDS))
-def test_cleanup_cases_build_and_the_partition_counts_agree(run_cli, save_model, tmp_path, venv, name) -> None:
+def test_cleanup_cases_build_and_the_partition_counts_agree(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                            venv: Path, name: str) -> None:
     from tests.helpers.cleanup_models import MODELS
 
     model = save_model(MODELS[name](), f"{name}.onnx")
@@ -137,7 +145,8 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli, save_model, tmp_path, venv, name) -> None:
+def test_refused_cases_fail_with_the_wording_the_profile_quotes(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                                venv: Path, name: str) -> None:
     from tests.helpers.cleanup_models import MODELS
 
     model = save_model(MODELS[name](), f"{name}.onnx")
@@ -165,7 +174,8 @@ def torch_venv() -> Path:
     return venv
 
 
-def test_basic_pitchs_refusal_depends_on_the_order_of_the_nodes(run_cli, save_model, tmp_path, torch_venv) -> None:
+def test_basic_pitchs_refusal_depends_on_the_order_of_the_nodes(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                                torch_venv: Path) -> None:
     """basic-pitch's refusal (docs/records/rknn.md): the same 23-node graph fails the default build inside the
     toolkit's remove_concat_slice with the nodes in tf2onnx's order and builds with each stack right after
     its own paths (tests/placement/test_cleanup.py: `remove-concat-slice-node-order` predicts the first)."""
@@ -188,7 +198,8 @@ ATTENTION_BUILDS = ["attn_float", "attn_pre", "attn_post", "attn_noin", "attn_no
 
 
 @pytest.mark.parametrize("name", ATTENTION_BUILDS)
-def test_an_attention_with_a_qdq_group_left_out_builds(run_cli, save_model, tmp_path, venv, name) -> None:
+def test_an_attention_with_a_qdq_group_left_out_builds(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                       venv: Path, name: str) -> None:
     """quantized-attention-crash's other side: without the QDQ pairs before or after the Softmax, on the
     MatMul inputs or on the output, the toolkit does not fuse the chain into its attention op and builds it;
     a QDQ Conv (no attention) builds too: a QDQ model as such is not refused."""
@@ -203,8 +214,9 @@ def test_an_attention_with_a_qdq_group_left_out_builds(run_cli, save_model, tmp_
     assert "fuse_matmul_softmax_matmul_to_sdpa" not in json.dumps(doc["log"])
 
 
-def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(run_cli, save_model, tmp_path,
-                                                                                venv) -> None:
+def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(run_cli: RunCli, save_model: SaveModel,
+                                                                                tmp_path: Path,
+                                                                                venv: Path) -> None:
     """bn_eps: the identity BatchNormalization of epsilon 0.1 after a Relu is removed (the gate predicts it
     and warns eliminated-changes-numerics), the one after a Conv folded into it; the toolkit's simulator
     gives onnxruntime's output times sqrt(1.1) (the removed one's 1/sqrt(1.1) is gone; the folded one is
@@ -238,7 +250,7 @@ def test_an_identity_batchnorm_of_epsilon_0_1_is_removed_and_changes_the_output(
 HARDSWISH = ["/Add", "/Clip", "/Mul", "/Div"]
 
 
-def _int8_layers(q: dict) -> list[tuple]:
+def _int8_layers(q: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [(r["op_type"], r["tensor"], r["entire"], r["single"], r["nodes"]) for r in q["accuracy"]["layers"]]
 
 
@@ -252,7 +264,7 @@ LESSON_INT8_LAYERS = [  # 32 calibration + 8 hold-out samples drawn with seed 0 
 
 
 def test_lesson_net_in_int8_is_one_npu_convhardswish_with_the_simulators_accuracy(
-        run_cli, save_model, tmp_path, venv) -> None:
+        run_cli: RunCli, save_model: SaveModel, tmp_path: Path, venv: Path) -> None:
     model = save_model(probe_models.MODELS["seed_hardswish"](), "seed_hardswish.onnx")
     out = tmp_path / "int8.json"
     run = run_cli("probe", model, "--compiler", "rknn", "--venv", venv, "--quantize", "int8",
@@ -273,7 +285,8 @@ def test_lesson_net_in_int8_is_one_npu_convhardswish_with_the_simulators_accurac
     assert "quantized int8: 32 synthetic calibration samples" in run.out
 
 
-def test_contract_quantization_builds_int8_with_the_stages_samples(write_contract, tmp_path, venv) -> None:
+def test_contract_quantization_builds_int8_with_the_stages_samples(write_contract: WriteContract, tmp_path: Path,
+                                                                   venv: Path) -> None:
     from npu_gate.contract.spec import load_contract
     from npu_gate.pipeline import check_contract
 
@@ -302,7 +315,8 @@ def test_contract_quantization_builds_int8_with_the_stages_samples(write_contrac
     assert "    quantized int8: 32 synthetic calibration samples" in text.render(result)
 
 
-def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli, save_model, tmp_path, venv) -> None:
+def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                           venv: Path) -> None:
     import numpy as np
 
     model = save_model(probe_models.MODELS["seed_hardswish"](), "seed_hardswish.onnx")
@@ -320,7 +334,8 @@ def test_int8_from_a_samples_file_says_it_is_not_synthetic(run_cli, save_model, 
         "Input", "exDataConvert", "Conv", "HardSwish", "exDataConvert"]
 
 
-def test_a_matmul_head_above_8192_outputs_is_split_as_predicted(run_cli, save_model, tmp_path, venv) -> None:
+def test_a_matmul_head_above_8192_outputs_is_split_as_predicted(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                                venv: Path) -> None:
     """The `splits` entry of rknn-rk3588 (issue 20): an NPU Conv, its Transpose back on the CPU, an NPU
     Reshape; the predicted split agrees with the compiler's and the partition counts with its segments."""
     from npu_gate.calibrate.sweeps import f32, model, node
@@ -346,7 +361,8 @@ HEADS = {  # case -> (NPU segments, the Reshape the toolkit adds right after the
 
 
 @pytest.mark.parametrize("name", sorted(HEADS))
-def test_a_concat_of_flattened_levels_gets_a_reshape_after_it(run_cli, save_model, tmp_path, torch_venv,
+def test_a_concat_of_flattened_levels_gets_a_reshape_after_it(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                              torch_venv: Path,
                                                               name: str) -> None:
     """The evidence of rknn-toolkit2-v2.1's `concat-of-flattened-levels-reshape-after` split (nudenet's
     YOLOv8 head, docs/rknn.md): with real torch the toolkit moves the flattening Reshapes past the Concat
@@ -373,7 +389,8 @@ OCTAVE_SAMPLE = ["export_transpose_120", "export_transpose_112", "oldest_transpo
 
 
 @pytest.mark.parametrize("name", OCTAVE_SAMPLE)
-def test_the_node_order_refusal_matches_the_toolkit(run_cli, save_model, tmp_path, torch_venv, name: str) -> None:
+def test_the_node_order_refusal_matches_the_toolkit(run_cli: RunCli, save_model: SaveModel, tmp_path: Path,
+                                                    torch_venv: Path, name: str) -> None:
     """The default build fails in remove_concat_slice exactly where the profile predicts
     remove-concat-slice-node-order; the probe's retry with that rule disabled builds."""
     from tests.helpers.cleanup_models import octave_cases, stacked_octaves

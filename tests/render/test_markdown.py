@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
@@ -10,6 +11,7 @@ from onnx import TensorProto, helper
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.render import json_, markdown, text
+from tests.helpers.common import Golden, RunCli, SaveModel, WriteContract
 from tests.helpers.gate_models import seed_onnx
 
 EVIL = "</details><img src=x onerror=alert(1)> @someone #12 | *x* `y` [z](http://e)"
@@ -27,7 +29,7 @@ def strip_timings(report: str) -> str:
     return report.split("### Timings")[0]
 
 
-def test_names_from_the_model_are_escaped(tmp_path, run_cli, save_model):
+def test_names_from_the_model_are_escaped(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     path = save_model(hostile_model())
     run = run_cli("inspect", path, "--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json")
     whole = (tmp_path / "r.md").read_text()
@@ -49,7 +51,8 @@ def test_names_from_the_model_are_escaped(tmp_path, run_cli, save_model):
     assert json.loads((tmp_path / "r.json").read_text())["nodes"][0]["name"] == EVIL
 
 
-def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path, save_model, write_contract):
+def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path: Path, save_model: SaveModel,
+                                                                  write_contract: WriteContract) -> None:
     save_model(seed_onnx())
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}]}
@@ -63,7 +66,7 @@ def test_report_starts_with_the_verdict_and_states_the_prediction(tmp_path, save
                         "### Review", "### Timings"]
 
 
-def test_golden_reports(tmp_path, save_model, write_contract, golden):
+def test_golden_reports(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract, golden: Golden) -> None:
     save_model(seed_onnx())
     doc = {"name": "seed-onnx", "model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}],
@@ -77,7 +80,7 @@ def test_golden_reports(tmp_path, save_model, write_contract, golden):
     golden("seed-onnx.json", json_.render(result))
 
 
-def test_report_readability(tmp_path, run_cli, save_model):
+def test_report_readability(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     """Shapes, attribute values, counts and long names as a reader wants them."""
     long_name = "L" * 3000
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -110,7 +113,7 @@ def test_report_readability(tmp_path, run_cli, save_model):
     assert "<summary>Op census and shapes (1 node)</summary>" in (tmp_path / "one.md").read_text()
 
 
-def test_terminal_numerics_line_names_the_output():
+def test_terminal_numerics_line_names_the_output() -> None:
     from npu_gate.result.types import GateResult
 
     result = GateResult(name="m", verdict="pass", profile={"name": "demo", "evidence": "illustrative"},
@@ -119,7 +122,8 @@ def test_terminal_numerics_line_names_the_output():
     assert "\n  numerics (output 13): ok (max abs err 2e-07, atol 0.0001)\n" in text.render(result)
 
 
-def test_findings_at_many_nodes_are_one_row_and_the_verdict_names_the_rules(save_model, write_contract):
+def test_findings_at_many_nodes_are_one_row_and_the_verdict_names_the_rules(save_model: SaveModel,
+                                                                            write_contract: WriteContract) -> None:
     """300 nodes failing for one reason are one row naming the first few, so the gate's own
     errors stay in sight; the verdict line says which rules failed."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -141,7 +145,7 @@ def test_findings_at_many_nodes_are_one_row_and_the_verdict_names_the_rules(save
     assert len(review) == 1 and review[0].startswith(f"| {names} | Relu ")
 
 
-def test_sizes_show_the_exact_bytes_and_a_unit():
+def test_sizes_show_the_exact_bytes_and_a_unit() -> None:
     from npu_gate.render.cells import size
 
     assert [size(v) for v in (None, 0, 1023, 1024, 1536, 12_288, 1_048_575, 5 * 2**30)] == [
@@ -150,7 +154,7 @@ def test_sizes_show_the_exact_bytes_and_a_unit():
     assert size(32_768, signed=True) == "+32,768 (+32 KiB)" and size(-512, signed=True) == "-512"
 
 
-def test_summary_says_whether_the_compared_outputs_matched():
+def test_summary_says_whether_the_compared_outputs_matched() -> None:
     """The numerics stage's "ok" means it ran; the summary row also says how the outputs compared."""
     from npu_gate.result.types import GateResult
 
@@ -163,7 +167,7 @@ def test_summary_says_whether_the_compared_outputs_matched():
     assert "| Stage: numerics | ok, 1 output within tolerance |" in markdown.render(result)
 
 
-def test_many_partitions_are_folded_away(save_model, write_contract):
+def test_many_partitions_are_folded_away(save_model: SaveModel, write_contract: WriteContract) -> None:
     """Past 20 partitions their tables would push Numerics and Gates out of sight: folded, like the census."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
@@ -186,7 +190,8 @@ def test_many_partitions_are_folded_away(save_model, write_contract):
     assert folded.index("### Numerics") > last_row
 
 
-def test_a_waived_gate_reads_waived_also_in_a_result_from_before_subjects(tmp_path, save_model, write_contract):
+def test_a_waived_gate_reads_waived_also_in_a_result_from_before_subjects(tmp_path: Path, save_model: SaveModel,
+                                                                          write_contract: WriteContract) -> None:
     """Schema 1.5 results (merge, --baseline) have no findings[].subject: the gate's row still
     reads waived, its gate taken from the message as that version wrote it."""
     from npu_gate.result.read import result_from_dict

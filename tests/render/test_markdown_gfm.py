@@ -9,10 +9,12 @@ Markdown source: outside <code> (where GitHub neither mentions nor references) n
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import onnx
 
 from npu_gate.escape import md, md_code
+from tests.helpers.common import RunCli, SaveModel
 from tests.helpers.gfm import HOSTILE, SHORT, VISIBLE, assert_inert, gfm, hostile_model, readable, write_case
 
 
@@ -42,7 +44,7 @@ def test_bidi_and_invisible_characters_show_as_escapes() -> None:
         assert "a\\u202egnp.exe\\u200bb\\x1b]0;t\\x07\\u2066c" in readable(rendered)
 
 
-def test_check_report_renders_inert(tmp_path, run_cli) -> None:
+def test_check_report_renders_inert(tmp_path: Path, run_cli: RunCli) -> None:
     case = write_case(tmp_path / "case", hostile_model())
     run = run_cli("check", case, "--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json")
     assert run.code == 1
@@ -75,7 +77,7 @@ def test_check_report_renders_inert(tmp_path, run_cli) -> None:
     assert f"node name: {VISIBLE}" in readable(merged.split("New findings:")[1])
 
 
-def test_diff_report_renders_inert(tmp_path, run_cli, save_model) -> None:
+def test_diff_report_renders_inert(tmp_path: Path, run_cli: RunCli, save_model: SaveModel) -> None:
     a = save_model(hostile_model(), "a.onnx")
     other = hostile_model()
     other.graph.node[1].attribute[0].s = b"plain"

@@ -14,7 +14,7 @@ import pytest
 from npu_gate.render import html, markdown, mermaid
 from npu_gate.result.read import result_from_dict
 from npu_gate.result.types import GateResult, NodeResult, PartitionResult
-from tests.helpers.common import REPO
+from tests.helpers.common import REPO, Golden
 
 SEED = REPO / "tests" / "golden" / "seed-onnx.json"
 HOSTILE = '"]; click P0 "javascript:alert(1)"\n```\n<img src=x onerror=alert(1)>'
@@ -99,7 +99,7 @@ def test_large_graphs_show_partitions_not_nodes_and_never_drop_the_map() -> None
     assert '  P1["<b>NPU partition 1: 1 node</b><br/>Relu"]' in block
 
 
-def test_the_html_page_is_self_contained_and_escaped(golden) -> None:
+def test_the_html_page_is_self_contained_and_escaped(golden: Golden) -> None:
     page = html.render(_seed())
     golden("seed-onnx.html", page)
     assert "<script" not in page and "mermaid" not in page and "http-equiv=\"Content-Security-Policy\"" in page

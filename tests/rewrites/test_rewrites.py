@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -13,7 +14,7 @@ from npu_gate.model.samples import make_samples
 from npu_gate.rewrites import REWRITES, apply, rewrites_markdown
 from npu_gate.rewrites.verify import verify
 from tests.helpers import rewrite_zoo as zoo
-from tests.helpers.common import REPO, export_net
+from tests.helpers.common import REPO, RunCli, export_net
 
 
 def samples(count: int = 4, lo: float = -3.0, hi: float = 3.0, name: str = "x",
@@ -39,7 +40,7 @@ EXACT_CASES = [
 
 
 @pytest.mark.parametrize(("name", "build", "census"), EXACT_CASES)
-def test_exact_rewrites_within_1e6(name, build, census):
+def test_exact_rewrites_within_1e6(name, build, census) -> None:
     original = build()
     rewritten, applied = apply(original, [REWRITES[name]])
     onnx.checker.check_model(rewritten, full_check=True)
@@ -56,7 +57,7 @@ def test_exact_rewrites_within_1e6(name, build, census):
 
 
 @pytest.mark.parametrize(("axis", "bias", "opset"), [(-1, True, 17), (2, False, 17), (1, True, 18), (-3, False, 18)])
-def test_layernorm_respects_axis_bias_and_opset(axis, bias, opset):
+def test_layernorm_respects_axis_bias_and_opset(axis: int, bias: bool, opset: int) -> None:
     original = zoo.layernorm(axis, bias, opset)
     rewritten, applied = apply(original, [REWRITES["decompose-layernorm"]])
     onnx.checker.check_model(rewritten, full_check=True)
@@ -72,7 +73,7 @@ def test_layernorm_respects_axis_bias_and_opset(axis, bias, opset):
     assert all(c.passed for c in checks), [c.max_abs_err for c in checks]
 
 
-def test_layernorm_on_float16_normalises_in_stash_type_as_onnx_defines_it():
+def test_layernorm_on_float16_normalises_in_stash_type_as_onnx_defines_it() -> None:
     """LayerNormalization computes mean and variance in stash_type (float32 by default): the
     decomposition computed them in float16, where (x - mean)**2 overflows past 255. onnxruntime's
     CPU runs float16 Pow in float32, so only the graph shows it."""
@@ -98,7 +99,7 @@ def test_layernorm_on_float16_normalises_in_stash_type_as_onnx_defines_it():
     assert "Cast" not in ops(rewritten)
 
 
-def test_fuse_inverts_decompose():
+def test_fuse_inverts_decompose() -> None:
     original = zoo.hardswish()
     decomposed, _ = apply(original, [REWRITES["decompose-hardswish"]])
     fused, applied = apply(decomposed, [REWRITES["fuse-hardswish"]])
@@ -108,7 +109,7 @@ def test_fuse_inverts_decompose():
                                    ("hswish/decomposed/Mul", "Mul"), ("hswish/decomposed/Div", "Div")]
 
 
-def test_emitted_names_derive_from_the_original_node():
+def test_emitted_names_derive_from_the_original_node() -> None:
     _, applied = apply(zoo.hardswish(), [REWRITES["decompose-hardswish"]])
     assert applied[0].anchor == "hswish"
     assert applied[0].emitted == [("hswish/decomposed/Add", "Add"), ("hswish/decomposed/Clip", "Clip"),
@@ -117,7 +118,7 @@ def test_emitted_names_derive_from_the_original_node():
     assert fused[0].emitted == [("/act/Clip/fused/HardSwish", "HardSwish")]
 
 
-def test_hardsigmoid_uses_the_nodes_alpha_and_the_onnx_default():
+def test_hardsigmoid_uses_the_nodes_alpha_and_the_onnx_default() -> None:
     for alpha, expected in ((1 / 6, 1 / 6), (None, 0.2)):
         rewritten, _ = apply(zoo.hardsigmoid_swish(alpha), [REWRITES["decompose-hardsigmoid"]])
         by_name = {t.name: float(onnx.numpy_helper.to_array(t)) for t in rewritten.graph.initializer
@@ -125,14 +126,14 @@ def test_hardsigmoid_uses_the_nodes_alpha_and_the_onnx_default():
         assert by_name == {"/act/HardSigmoid/decomposed/alpha": pytest.approx(expected)}
 
 
-def test_fuse_leaves_other_hardsigmoids_alone():
+def test_fuse_leaves_other_hardsigmoids_alone() -> None:
     # ONNX default alpha 0.2 is not HardSwish's 1/6: no match, nothing changes.
     rewritten, applied = apply(zoo.hardsigmoid_swish(None), [REWRITES["fuse-hardswish"]])
     assert applied == [] and ops(rewritten) == ops(zoo.hardsigmoid_swish(None))
 
 
 @pytest.mark.parametrize("build", [zoo.gelu_op, zoo.gelu_erf])
-def test_gelu_tanh_is_approximate_and_its_error_is_measured(build):
+def test_gelu_tanh_is_approximate_and_its_error_is_measured(build) -> None:
     original = build()
     rewritten, applied = apply(original, [REWRITES["gelu-tanh"]])
     assert not applied[0].exact
@@ -143,20 +144,20 @@ def test_gelu_tanh_is_approximate_and_its_error_is_measured(build):
     assert 3e-4 < checks[0].max_abs_err < 1e-3
 
 
-def test_no_match_returns_an_equal_copy():
+def test_no_match_returns_an_equal_copy() -> None:
     original = zoo.reflect_pad()
     rewritten, applied = apply(original, [REWRITES["decompose-hardswish"]])
     assert applied == [] and rewritten == original and rewritten is not original
 
 
-def test_rewrite_docs_are_up_to_date(run_cli):
+def test_rewrite_docs_are_up_to_date(run_cli: RunCli) -> None:
     run = run_cli("rewrites", "--format", "markdown")
     assert run.code == 0
     assert run.out == (REPO / "docs" / "rewrites.md").read_text() == rewrites_markdown(), \
         "regenerate: npu-gate rewrites --format markdown > docs/rewrites.md"
 
 
-def test_rewrites_command_lists_the_catalog(run_cli):
+def test_rewrites_command_lists_the_catalog(run_cli: RunCli) -> None:
     run = run_cli("rewrites")
     names = [line.split()[0] for line in run.out.splitlines()]
     assert names == ["decompose-hardswish", "fuse-hardswish", "decompose-hardsigmoid", "gelu-tanh",
@@ -183,7 +184,7 @@ class Net(nn.Module):
 
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
-def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
+def test_catalog_matches_what_the_exporters_write(tmp_path: Path, dynamo: bool, opset: int) -> None:
     path = export_net(EXPORTED_NET, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     original = onnx.load(str(path))
     names = ["decompose-hardswish", "decompose-hardsigmoid", "gelu-tanh", "decompose-layernorm",
@@ -201,7 +202,7 @@ def test_catalog_matches_what_the_exporters_write(tmp_path, dynamo, opset):
     assert len(gelu) == 1 and 1e-4 < gelu[0].max_abs_err < 1e-3
 
 
-def test_each_region_is_judged_on_its_own_error():
+def test_each_region_is_judged_on_its_own_error() -> None:
     """A wrong rewrite upstream must not make an exact one downstream look wrong."""
     c0, i0 = zoo.conv("conv0", "x", "a", seed=1)
     c1, i1 = zoo.conv("conv1", "h", "b", seed=2)
@@ -247,7 +248,7 @@ def _by_hand(order: str) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("order", ["x*clip/6", "x*clip*(1/6)", "x*(clip/6)"])
-def test_fuse_hardswish_matches_every_order(order):
+def test_fuse_hardswish_matches_every_order(order: str) -> None:
     original = _by_hand(order)
     fused, applied = apply(original, [REWRITES["fuse-hardswish"]])
     assert ops(fused) == Counter({"HardSwish": 1}) and len(fused.graph.initializer) == 0
@@ -255,7 +256,7 @@ def test_fuse_hardswish_matches_every_order(order):
     assert all(c.passed for c in checks)
 
 
-def test_fuse_hardswish_leaves_shared_intermediates_alone():
+def test_fuse_hardswish_leaves_shared_intermediates_alone() -> None:
     model = _by_hand("x*clip/6")
     model.graph.output.append(onnx.helper.make_tensor_value_info("g", onnx.TensorProto.FLOAT, zoo.SHAPE))
     _, applied = apply(model, [REWRITES["fuse-hardswish"]])
@@ -268,7 +269,7 @@ def test_fuse_hardswish_leaves_shared_intermediates_alone():
     ("gelu-tanh", zoo.gelu_erf, "one"),
     ("gelu-tanh", zoo.gelu_erf, "half"),
 ])
-def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, constant):
+def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, constant) -> None:
     """x + [[[[[3]]]]] has rank 5: HardSwish(x) or the tanh form would drop that shape."""
     model = build()
     [init] = [t for t in model.graph.initializer if t.name == constant]
@@ -279,7 +280,7 @@ def test_a_constant_that_broadcasts_the_rank_up_is_not_matched(name, build, cons
     assert apply(model, [REWRITES[name]])[1] == []
 
 
-def test_fuse_hardswish_leaves_an_intermediate_a_subgraph_reads_alone():
+def test_fuse_hardswish_leaves_an_intermediate_a_subgraph_reads_alone() -> None:
     """An If body reading the Clip output consumes it too: fusing would leave the body
     reading a tensor no node produces (an invalid graph)."""
     h = onnx.helper
@@ -296,7 +297,7 @@ def test_fuse_hardswish_leaves_an_intermediate_a_subgraph_reads_alone():
     onnx.checker.check_model(rewritten, full_check=True)
 
 
-def test_reflect_pad_with_axes_input_and_crops():
+def test_reflect_pad_with_axes_input_and_crops() -> None:
     h = onnx.helper
     node = h.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="pad", mode="reflect")
     inits = [zoo.init("pads", [2, 0, 1, 3], np.int64), zoo.init("axes", [-1, 1], np.int64)]
@@ -310,7 +311,7 @@ def test_reflect_pad_with_axes_input_and_crops():
 
 
 @pytest.mark.parametrize(("opset", "matched"), [(9, False), (10, True)])
-def test_reflect_pad_needs_the_slice_of_opset_10(opset, matched):
+def test_reflect_pad_needs_the_slice_of_opset_10(opset: int, matched: bool) -> None:
     """Before opset 10 Slice has no steps input: the reversed slices cannot be written."""
     node = onnx.helper.make_node("Pad", ["x"], ["y"], name="pad", mode="reflect", pads=[0, 0, 1, 2, 0, 0, 2, 1])
     original = zoo.model([node], [], out_shape=[1, 4, 9, 9], opset=opset)

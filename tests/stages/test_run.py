@@ -174,7 +174,6 @@ def test_the_exporter_comparison_is_made_with_the_verdict_the_gated_graph_got() 
 @pytest.mark.slow
 def test_a_compared_exporter_is_in_the_result_only_after_the_verdict(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
     seen: list[object] = []
     decide = verdict.decide
 
