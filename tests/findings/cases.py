@@ -109,15 +109,28 @@ def check(model: Model, profile: str | dict[str, Any] = "demo", *args: str,
     return build
 
 
-def check_torch(forward: str, **contract: Any) -> Build:
-    """A torch contract: ``net.py``'s module returns ``forward`` (an expression of x, [1, 4]),
-    exported by torchscript, opset 17, under demo."""
-    source = (f"import torch\n\n\ndef refuse(x):\n    raise RuntimeError('unsupported thing in forward')\n\n\n"
-              f"class Net(torch.nn.Module):\n"
-              f"    def forward(self, x):\n        return {forward}\n\n\ndef build():\n    return Net()\n")
+TORCH_NET = """import torch
 
+
+def refuse(x):
+    raise RuntimeError("unsupported thing in forward")
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return {forward}
+
+
+def build():
+    return Net()
+"""
+
+
+def check_torch(forward: str, **contract: Any) -> Build:
+    """A torch contract: ``net.py``'s module returns ``forward``, an expression of its input x
+    ([1, 4] in [-1, 1]; ``refuse(x)`` raises), exported by torchscript at opset 17, under demo."""
     def build(folder: Path) -> list[str]:
-        (folder / "net.py").write_text(source, encoding="utf-8")
+        (folder / "net.py").write_text(TORCH_NET.format(forward=forward), encoding="utf-8")
         doc = {"model": {"torch": {"factory": "net:build", "exporter": "torchscript", "opset": 17}},
                "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [-1, 1]}],
                "target": {"profile": "demo"}, **contract}
@@ -278,16 +291,13 @@ def qdq_relu(dtype: int) -> Model:
     return make
 
 
-def with_op(model: Model, op: str) -> Model:
-    """``model`` with its last node's op type replaced (``acme::Mystery``: a custom-domain op)."""
+def mystery_last(model: Model) -> Model:
+    """``model`` with its last node turned into ``acme::Mystery``, a custom-domain op no runtime knows."""
     def make() -> onnx.ModelProto:
         built = model()
         node = built.graph.node[-1]
-        if "::" in op:
-            node.domain, node.op_type = op.split("::")
-            built.opset_import.append(helper.make_opsetid(node.domain, 1))
-        else:
-            node.op_type = op
+        node.domain, node.op_type = "acme", "Mystery"
+        built.opset_import.append(helper.make_opsetid("acme", 1))
         return built
 
     return make
@@ -306,6 +316,7 @@ def hardswish_with_six(six: float) -> Model:
 
 
 def renamed(model: Model, old: str, new: str) -> Model:
+    """``model`` with its node ``old`` named ``new``."""
     def make() -> onnx.ModelProto:
         built = model()
         for node in built.graph.node:
@@ -475,8 +486,8 @@ CASES: list[RuleCase] = [
           check_torch("x * 2"), 0,
           [{"severity": "warning", "subject": "output 2"}],
           "output 2: the reference is all zero over 4 samples", torch=True, slow=True),
-    _case("numerics-failed",  # onnxruntime cannot run the model the rewrite is verified against
-          check(with_op(rewrite_zoo.hardswish, "acme::Mystery"), ELEMENTWISE, rewrites=["decompose-hardswish"]), 1,
+    _case("numerics-failed",  # onnxruntime cannot run the model the rewrite is verified on (its last Conv)
+          check(mystery_last(rewrite_zoo.hardswish), ELEMENTWISE, rewrites=["decompose-hardswish"]), 1,
           check(rewrite_zoo.hardswish, ELEMENTWISE, rewrites=["decompose-hardswish"]), 0,
           [{"severity": "error"}],
           "rewrite verification: onnxruntime: Fail: [ONNXRuntimeError] : 1 : FAIL : Fatal error: acme:Mystery(-1) is "
@@ -495,7 +506,7 @@ CASES: list[RuleCase] = [
             "allowed": ["float32", "uint8"], "evidence": "illustrative"}],
           "Relu has no int8 kernel on the target (relu-no-int8: input 0 dtype int8 not in [float32, uint8])"),
     _case("quantization-failed",
-          check(with_op(tiny_with("Relu"), "acme::Mystery"), RELU, quantization={}), 1,
+          check(mystery_last(tiny_with("Relu")), RELU, quantization={}), 1,
           check(tiny_with("Relu"), RELU, quantization={}), 0,
           [{"severity": "error", "subject": "quantization"}],
           "onnxruntime quantize_static: Fail: [ONNXRuntimeError] : 1 : FAIL : Load model from "),
