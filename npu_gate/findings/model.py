@@ -69,9 +69,10 @@ def checker_findings(checker_errors: list[str], strict_error: str | None, facts:
         out.append(make_finding("onnx-checker", message, node=named.name if named else None,
                                 op_type=named.key if named else None))
     if strict_error:  # the full check's strict shape inference failed: the model is invalid
-        node = graph_facts.node_named_in(strict_error)
-        known = {n.name for n in facts.nodes}
-        out.append(make_finding("onnx-checker", f"full check: {strict_error}", node=node if node in known else None))
+        name = graph_facts.node_named_in(strict_error)
+        node = next((n for n in facts.nodes if n.name == name), None)
+        out.append(make_finding("onnx-checker", f"full check: {strict_error}", node=node.name if node else None,
+                                op_type=node.key if node else None))
     return out
 
 

@@ -393,7 +393,7 @@ CASES: list[RuleCase] = [
     _case("onnx-checker",
           inspect(tiny_with(output=[1, 4, 1])), 1,
           inspect(tiny_with(output=[1, 4])), 0,
-          [{"severity": "error", "node": "add0"}],  # the full check's failure: a node, no op_type
+          [{"severity": "error", "node": "add0", "op_type": "Add"}],  # the full check names the node
           "full check: [ShapeInferenceError] Inference error(s): (op_type:Add, node name: add0): "
           "[ShapeInferenceError] Inferred shape and existing shape differ in rank: (2) vs (3)"),
     _case("fold-budget",
