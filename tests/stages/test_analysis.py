@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -13,12 +14,13 @@ from onnx import TensorProto, helper, numpy_helper
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract, inspect_model
 from npu_gate.profile.spec import load_profile
+from npu_gate.result.types import GateResult
 from tests.helpers import model_zoo
 from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 
-def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
+def write_profile(tmp_path: Path, ops: dict[str, dict[str, Any]], name: str = "test-npu") -> Path:
     doc = {"name": name, "description": "test profile", "source": "tests", "evidence": "illustrative",
            "ops": ops}
     path = tmp_path / f"{name}.json"
@@ -26,7 +28,8 @@ def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
     return path
 
 
-def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict | None = None, profile: str = "demo"):
+def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict[str, dict[str, Any]] | None = None,
+            profile: str = "demo") -> GateResult:
     path = tmp_path / "m.onnx"
     path.write_bytes(model.SerializeToString())
     ref = str(write_profile(tmp_path, ops)) if ops is not None else profile
@@ -35,15 +38,15 @@ def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict | None = None, pro
     return result
 
 
-def placements(result) -> dict[str, str]:
+def placements(result: GateResult) -> dict[str, str]:
     return {n.name: n.placement for n in result.nodes}
 
 
-def partitions(result) -> list[tuple[str, list[str]]]:
+def partitions(result: GateResult) -> list[tuple[str, list[str]]]:
     return [(p.device, p.nodes) for p in result.partitions]
 
 
-def rules(result, waived: bool | None = None) -> list[tuple[str, str | None]]:
+def rules(result: GateResult, waived: bool | None = None) -> list[tuple[str, str | None]]:
     return [(f.rule, f.node) for f in result.findings if waived is None or f.waived == waived]
 
 
@@ -126,11 +129,15 @@ def test_initializer_listed_as_input_is_a_weight(tmp_path: Path) -> None:
     assert result.verdict == "pass"
 
 
-def test_initializer_declared_in_contract_is_an_input(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> None:
+def test_initializer_declared_in_contract_is_an_input(tmp_path: Path, save_model: SaveModel,
+                                                      write_contract: WriteContract) -> None:
     save_model(model_zoo.ir3_initializer_as_input())
     profile = write_profile(tmp_path, {"MatMul": {}})
     x, w = model_zoo.ir3_initializer_as_input().graph.input
-    dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
+
+    def dims(v: onnx.ValueInfoProto) -> list[int]:
+        return [d.dim_value for d in v.type.tensor_type.shape.dim]
+
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": profile.name},
            "inputs": [{"name": "x", "shape": dims(x), "dtype": "float32"},
                       {"name": "w", "shape": dims(w), "dtype": "float32"}]}
@@ -237,7 +244,8 @@ def test_a_message_without_placeholders_explains_the_failure_it_follows(tmp_path
     assert result.findings[0].message == "conv-stride: attribute strides [1, 1] not in {2}; measured on CPU at stride 1"
 
 
-def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> None:
+def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path: Path, save_model: SaveModel,
+                                                                   write_contract: WriteContract) -> None:
     save_model(model_zoo.symbolic_dims())
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "x", "shape": [2, 3, 4, 5], "dtype": "float32"}]}
@@ -255,7 +263,8 @@ def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path: Pat
     assert result.summary["dynamic_inputs"] == ["x"]
 
 
-def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> None:
+def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path: Path, save_model: SaveModel,
+                                                             write_contract: WriteContract) -> None:
     """No shape at all is not "[?]" (which reads as rank 1), and there is no dim to name as the fix."""
     model = model_zoo.conv_relu()
     model.graph.input[0].type.tensor_type.ClearField("shape")
@@ -275,7 +284,8 @@ def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path: Path, sav
     (TensorProto.FLOAT8E4M3FN, "float8e4m3fn", 5),  # one byte each
     (TensorProto.INT4, "int4", 3),  # packed: ceil(5 * 4 / 8)
 ])
-def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path: Path, elem_type, dtype, nbytes) -> None:
+def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path: Path, elem_type: int, dtype: str,
+                                                              nbytes: int) -> None:
     """A static tensor of a later element type has a byte size: boundary_bytes is not null for it
     (a max_boundary_bytes gate read such a model as "unknown (shapes not static)")."""
     graph = helper.make_graph(
@@ -302,7 +312,8 @@ def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path: Path) ->
     assert result.boundaries[0].bytes is None
 
 
-def test_allow_dynamic_shapes_makes_them_warnings(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> None:
+def test_allow_dynamic_shapes_makes_them_warnings(tmp_path: Path, save_model: SaveModel,
+                                                  write_contract: WriteContract) -> None:
     save_model(model_zoo.symbolic_dims())
     profile = write_profile(tmp_path, {"Relu": {}, "Flatten": {}})
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": profile.name},
@@ -313,7 +324,8 @@ def test_allow_dynamic_shapes_makes_them_warnings(tmp_path: Path, save_model: Sa
     assert result.verdict == "pass"
 
 
-def test_input_mismatches_that_are_findings(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract) -> None:
+def test_input_mismatches_that_are_findings(tmp_path: Path, save_model: SaveModel,
+                                            write_contract: WriteContract) -> None:
     """A dtype the model does not have and a model input the contract leaves out stay
     input-mismatch findings; a wrong name or shape is a contract error (tests/contract)."""
     model = model_zoo.conv_relu()
@@ -354,7 +366,8 @@ def _clear(value: onnx.ValueInfoProto, path: str) -> None:
     ("output", "type", "graph output 'y': Field 'type' of 'value_info' is required but missing."),
     ("input", "name", "graph input 0 (no name): Field 'name' of 'value_info' is required to be non-empty."),
 ])
-def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_path: Path, side, path, message) -> None:
+def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_path: Path, side: str, path: str,
+                                                                         message: str) -> None:
     """onnx.checker's text names no tensor; the finding names the graph input or output it is about."""
     model = model_zoo.conv_relu()
     _clear(getattr(model.graph, side)[0], path)
@@ -389,7 +402,7 @@ def _checker_text(model: onnx.ModelProto) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(model_zoo.ALL_SIMPLE))
-def test_messy_models_never_crash(tmp_path: Path, name) -> None:
+def test_messy_models_never_crash(tmp_path: Path, name: str) -> None:
     result = inspect(tmp_path, model_zoo.ALL_SIMPLE[name]())
     assert result.verdict in ("pass", "fail")
     assert result.summary["node_count"] == len(model_zoo.ALL_SIMPLE[name]().graph.node)
@@ -442,7 +455,8 @@ def _overridable_initializer(ir_version: int) -> onnx.ModelProto:
     return model
 
 
-def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path: Path, save_model: SaveModel, write_contract: WriteContract, run_cli: RunCli) -> None:
+def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path: Path, save_model: SaveModel,
+                                                               write_contract: WriteContract, run_cli: RunCli) -> None:
     # IR >= 4: an initializer also listed in graph.input is a default the caller may override
     # (onnxruntime computes with the fed x), so nothing it feeds is folded.
     path = save_model(_overridable_initializer(8))
@@ -471,12 +485,12 @@ def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path: Pat
 
 def _with_bytes(model: onnx.ModelProto, placeholder: bytes, raw: bytes) -> bytes:
     """The serialised model with a same-length placeholder replaced by raw (invalid UTF-8) bytes."""
-    data = model.SerializeToString()
+    data: bytes = model.SerializeToString()
     assert len(placeholder) == len(raw) and placeholder in data
     return data.replace(placeholder, raw)
 
 
-def _add_model(name: str = "ZZQ", **attrs) -> onnx.ModelProto:
+def _add_model(name: str = "ZZQ", **attrs: Any) -> onnx.ModelProto:
     x = helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     node = helper.make_node("Add", [name, name], ["y"], name="add", **attrs)
@@ -615,4 +629,5 @@ def test_a_fusion_pattern_does_not_match_an_overridable_initializer(tmp_path: Pa
     fed = inspect(tmp_path, _hardswish_with_overridable_three(8), profile="rknn-rk3588-fused")
     assert fed.fusions == []
     weight = inspect(tmp_path, _hardswish_with_overridable_three(3), profile="rknn-rk3588-fused")
+    assert weight.fusions is not None
     assert [f["pattern"] for f in weight.fusions] == ["hardswish-add-clip-mul-div"]

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import shutil
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -20,12 +21,13 @@ from npu_gate.pipeline import check_contract
 from npu_gate.quantize import run as quant
 from npu_gate.quantize.samples import sample_sets
 from npu_gate.render import markdown, text
+from npu_gate.result.types import GateResult
 from tests.helpers.common import REPO, RunCli, WriteContract, validate_result
 
 EXAMPLE = REPO / "examples" / "quantize-mobilenet"
 
 
-def _summary(result):
+def _summary(result: GateResult) -> list[tuple[str, str | None, str | None]]:
     return [(f.rule, f.node, f.subject) for f in result.findings]
 
 
@@ -88,12 +90,20 @@ def test_models_are_rebuilt_byte_for_byte(tmp_path: Path) -> None:
     assert (EXAMPLE / "mobilenet.onnx").stat().st_size < 200_000
 
 
+class MobilenetContract(Protocol):
+    """The ``mobilenet_contract`` fixture: a contract on the example's mobilenet, with these keys."""
+
+    def __call__(self, quantization: dict[str, Any] | None = None, gates: dict[str, Any] | None = None,
+                 model: str = ...) -> Path: ...
+
+
 @pytest.fixture
-def mobilenet_contract(tmp_path: Path, write_contract):
+def mobilenet_contract(tmp_path: Path, write_contract: WriteContract) -> MobilenetContract:
     shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
 
-    def make(quantization=None, gates=None, model="model.onnx"):
-        doc = {"model": {"onnx": model}, "target": {"profile": "rknn-rk3588"},
+    def make(quantization: dict[str, Any] | None = None, gates: dict[str, Any] | None = None,
+             model: str = "model.onnx") -> Path:
+        doc: dict[str, Any] = {"model": {"onnx": model}, "target": {"profile": "rknn-rk3588"},
                "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}]}
         if quantization is not None:
             doc["quantization"] = quantization
@@ -104,7 +114,7 @@ def mobilenet_contract(tmp_path: Path, write_contract):
     return make
 
 
-def test_gate_without_quantization_is_a_contract_error(mobilenet_contract) -> None:
+def test_gate_without_quantization_is_a_contract_error(mobilenet_contract: MobilenetContract) -> None:
     path = mobilenet_contract(gates={"min_output_sqnr_db": 30})
     with pytest.raises(ContractError) as err:
         load_contract(path)
@@ -112,7 +122,8 @@ def test_gate_without_quantization_is_a_contract_error(mobilenet_contract) -> No
                                   "(the figure is measured on the quantized model)"]
 
 
-def test_samples_file_split_so_holdout_is_never_calibration(tmp_path: Path, mobilenet_contract, run_cli: RunCli) -> None:
+def test_samples_file_split_so_holdout_is_never_calibration(tmp_path: Path, mobilenet_contract: MobilenetContract,
+                                                            run_cli: RunCli) -> None:
     rows = np.random.default_rng(3).uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32)
     np.savez(tmp_path / "calib.npz", images=rows)
     contract = load_contract(mobilenet_contract({"calibration": {"samples_file": "calib.npz", "count": 9},
@@ -135,7 +146,7 @@ def test_samples_file_split_so_holdout_is_never_calibration(tmp_path: Path, mobi
     assert run.code == 2 and "calib.npz has 12 rows" in run.err
 
 
-def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract) -> None:
+def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract: MobilenetContract) -> None:
     contract = load_contract(mobilenet_contract({"calibration": {"count": 5}, "holdout": {"count": 2}}))
     sets = sample_sets(contract)
     drawn = make_samples(contract.inputs, 7, 0)
@@ -143,7 +154,7 @@ def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract) 
     assert [r["images"].tobytes() for r in sets.holdout] == [r["images"].tobytes() for r in drawn[5:]]
 
 
-def test_already_quantized_model_is_analysed_as_it_is(tmp_path: Path, mobilenet_contract) -> None:
+def test_already_quantized_model_is_analysed_as_it_is(tmp_path: Path, mobilenet_contract: MobilenetContract) -> None:
     rows = make_samples(load_contract(mobilenet_contract()).inputs, 4, 0)
     quant.quantize(tmp_path / "model.onnx", tmp_path / "int8.onnx", rows, Quantization())
     result = check_contract(load_contract(mobilenet_contract({}, {"min_output_cosine": 0.9}, model="int8.onnx")))
@@ -156,7 +167,7 @@ def test_already_quantized_model_is_analysed_as_it_is(tmp_path: Path, mobilenet_
     assert result.verdict == "fail"  # a gate never fails open
 
 
-def test_mode_none_skips(mobilenet_contract) -> None:
+def test_mode_none_skips(mobilenet_contract: MobilenetContract) -> None:
     result = check_contract(load_contract(mobilenet_contract({"mode": "none"})))
     assert result.stages["quantization"] == {"status": "skipped", "reason": "quantization.mode is none"}
     assert result.verdict == "pass"
@@ -200,7 +211,7 @@ def test_cosine_and_sqnr_edge_cases() -> None:
     assert quant.sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 3.0])) == pytest.approx(10 * np.log10(25 / 1))
 
 
-def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract) -> None:
+def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract: MobilenetContract) -> None:
     """int8 activations (RKNN's asymmetric int8): every unit on the NPU, Q/DQ not counted."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "int8"})))
     assert result.quantization is not None
@@ -210,12 +221,14 @@ def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract) -> None:
     assert _summary(result) == []
 
 
-def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract) -> None:
+def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract: MobilenetContract) -> None:
     """onnxruntime's default QDQ activations are uint8: rknn-rk3588 claims uint8 Add units from the
     calibration's quantized Add points (RKNN-Toolkit2's int8 build of a float Add ran on the NPU)."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
     assert _summary(result) == []
-    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 0
+    assert result.quantization is not None
+    placement = result.quantization["placement"]
+    assert placement is not None and placement["cpu_nodes"] == 0
     from npu_gate.profile.spec import load_profile
 
     [constraint] = load_profile("rknn-rk3588").ops["Add"]["constraints"]
@@ -266,7 +279,8 @@ def test_inspect_quantized_model_counts_units(tmp_path: Path, run_cli: RunCli) -
     assert run.code == 1
 
 
-def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path: Path, mobilenet_contract, run_cli: RunCli) -> None:
+def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path: Path, mobilenet_contract: MobilenetContract,
+                                                              run_cli: RunCli) -> None:
     rng = np.random.default_rng(5)
     np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
     path = mobilenet_contract({"activations": "int8", "calibration": {"samples_file": "calib.npz"}},
@@ -323,7 +337,7 @@ def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path: Path,
     int8 outputs as the candidate, on the hold-out samples."""
     shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
     (tmp_path / "quant_metric.py").write_text(METRIC, encoding="utf-8")
-    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
+    doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
            "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}],
            "quantization": {"mode": "int8"},
            "metric": {"callable": "quant_metric:agreement", "threshold": {"top1_agreement": {"min": 0.75}}}}
@@ -367,6 +381,7 @@ def test_a_nan_output_fails_the_quantization_gates_and_renders(tmp_path: Path, w
     result = check_contract(load_contract(path))
     if result.stages["quantization"]["status"] == "failed":
         pytest.skip(f"the quantizer refused the model here: {result.stages['quantization'].get('reason')}")
+    assert result.quantization is not None
     assert result.quantization["outputs"] == [
         {"output": "y", "max_abs_err": None, "cosine": None, "sqnr_db": None, "nan": True}]
     assert [(g.name, g.actual, g.passed) for g in result.gates if g.name.startswith("min_output")] == [
