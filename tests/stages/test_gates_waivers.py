@@ -5,24 +5,31 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from npu_gate.contract.spec import load_contract
+from npu_gate.contract.spec import Contract, load_contract
 from npu_gate.pipeline import check_contract
+from npu_gate.result.types import GateResult
 from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 2)
 
 
+SeedContract = Callable[..., Contract]
+"""The ``seed_contract`` fixture: the seed net's contract with these top-level keys, loaded."""
+
+
 @pytest.fixture
-def seed_contract(save_model, write_contract):
+def seed_contract(save_model: SaveModel, write_contract: WriteContract) -> SeedContract:
     save_model(seed_onnx())
 
-    def make(**extra):
-        doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+    def make(**extra: Any) -> Contract:
+        doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
                "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}]}
         doc.update(extra)
         return load_contract(write_contract(doc))
@@ -30,11 +37,11 @@ def seed_contract(save_model, write_contract):
     return make
 
 
-def summary(result):
+def summary(result: GateResult) -> list[tuple[str, str | None, bool]]:
     return [(f.rule, f.node, f.waived) for f in result.findings]
 
 
-def test_gates_exceeded(seed_contract) -> None:
+def test_gates_exceeded(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(gates={"max_cpu_nodes": 0, "max_npu_partitions": 1,
                                                  "max_boundary_bytes": 12288}), today=TODAY)
     assert [(g.name, g.limit, g.actual, g.passed) for g in result.gates] == [
@@ -46,13 +53,13 @@ def test_gates_exceeded(seed_contract) -> None:
     assert result.verdict == "fail"
 
 
-def test_no_limits_means_every_gate_passes(seed_contract) -> None:
+def test_no_limits_means_every_gate_passes(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(), today=TODAY)
     assert all(g.passed and g.limit is None for g in result.gates)
     assert summary(result) == [("unsupported-op", "/Clip", False)]
 
 
-def test_active_waiver(seed_contract) -> None:
+def test_active_waiver(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "op_type": "Clip", "reason": "rewrite planned", "expires": "2027-01-01"}
     result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
     assert summary(result) == [("unsupported-op", "/Clip", True)]
@@ -62,7 +69,7 @@ def test_active_waiver(seed_contract) -> None:
     validate_result(result.to_dict())
 
 
-def test_expired_waiver_stops_waiving_and_says_so(seed_contract) -> None:
+def test_expired_waiver_stops_waiving_and_says_so(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "node": "/Clip", "reason": "old", "expires": "2026-12-01"}
     result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
     assert summary(result) == [("unsupported-op", "/Clip", False), ("waiver-expired", None, False)]
@@ -72,12 +79,12 @@ def test_expired_waiver_stops_waiving_and_says_so(seed_contract) -> None:
     assert result.verdict == "fail"
 
 
-def test_waiver_on_its_expiry_day_still_waives(seed_contract) -> None:
+def test_waiver_on_its_expiry_day_still_waives(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "reason": "r", "expires": TODAY.isoformat()}
     assert check_contract(seed_contract(waivers=[waiver]), today=TODAY).verdict == "pass"
 
 
-def test_unused_waiver_is_reported(seed_contract) -> None:
+def test_unused_waiver_is_reported(seed_contract: SeedContract) -> None:
     waivers = [{"rule": "unsupported-op", "op_type": "Clip", "reason": "r"},
                {"rule": "unsupported-op", "node": "/Gone", "reason": "r"}]
     result = check_contract(seed_contract(waivers=waivers), today=TODAY)
@@ -86,7 +93,7 @@ def test_unused_waiver_is_reported(seed_contract) -> None:
     assert result.verdict == "pass"
 
 
-def test_waiving_a_gate(seed_contract) -> None:
+def test_waiving_a_gate(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(
         gates={"max_cpu_nodes": 0},
         waivers=[{"rule": "unsupported-op", "reason": "r"}, {"rule": "gate-exceeded", "reason": "r"}],
@@ -95,7 +102,7 @@ def test_waiving_a_gate(seed_contract) -> None:
     assert [g.passed for g in result.gates] == [False, True, True, True, True]
 
 
-def test_today_flag_controls_expiry(seed_contract, run_cli: RunCli, tmp_path: Path) -> None:
+def test_today_flag_controls_expiry(seed_contract: SeedContract, run_cli: RunCli, tmp_path: Path) -> None:
     contract = seed_contract(waivers=[{"rule": "unsupported-op", "reason": "r", "expires": "2026-06-01"}])
     assert run_cli("check", contract.path, "--today", "2026-05-01", "-q").code == 0
     run = run_cli("check", contract.path, "--today", "2026-07-01", "--json", tmp_path / "r.json")
@@ -188,7 +195,7 @@ def test_unnamed_and_duplicate_nodes_get_display_names(save_model: SaveModel, wr
              helper.make_node("Sigmoid", ["c"], ["y"], name="Relu#2")]
     graph = helper.make_graph(nodes, "g", [x], [y])
     save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+    doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
            "waivers": [{"rule": "unsupported-op", "node": "dup", "reason": "by the model's name"},
                        # copied from a rendered report: the word joiner after "#" is ignored
