@@ -789,8 +789,9 @@ def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placemen
     found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
     assert found == failures
     # the constraint, what failed, then the calibration's evidence
+    # (every one has a constraint: found == failures)
     messages = {f.constraint: f.message for f in result.findings
-                if f.node == "node0" and f.rule == "op-constraint" and f.constraint is not None}  # all of them: found == failures
+                if f.node == "node0" and f.rule == "op-constraint" and f.constraint is not None}
     assert {c: (m.startswith(f"{c}: "), m.endswith(f"; {RESIZE_MESSAGES[c]}")) for c, m in messages.items()} == {
         c: (True, True) for c, _ in failures}
 
