@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Generator
 from functools import cache
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import onnx
@@ -51,7 +52,7 @@ class _TorchImportWatch:
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
         if name == "torch":
-            frame = sys._getframe(1)
+            frame: FrameType | None = sys._getframe(1)
             while frame is not None and frame.f_code.co_filename.startswith("<"):  # importlib's frozen frames
                 frame = frame.f_back
             self.askers.append(frame.f_code.co_filename if frame is not None else "?")

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def _point(pid: str, family: str, status: str = "ok", device: str | None = None,
     return {"point": pid, "family": family, "status": status, "device": device, **more}
 
 
-def _record(families: list[Family], devices: dict[str, str | None], **more: Any) -> dict[str, Any]:
+def _record(families: list[Family], devices: Mapping[str, str | None], **more: Any) -> dict[str, Any]:
     """A record with the given device per point (None: the point crashed)."""
     points = [_point(p.id, f.id, "ok" if devices[p.id] else "crashed", devices[p.id])
               for f in families for p in f.points]
@@ -242,6 +243,7 @@ def test_the_base_claim_is_kept_where_the_points_agree_and_removed_where_they_do
     assert derived.ops["Relu"] is not None and derived.ops["Relu"]["constraints"] == []
     one = derive(_record([softmax], {"softmax-b1": "npu", "softmax-b2": "npu"}), [
         Family("softmax", "Softmax", softmax.points[:1])], base)
+    assert one.ops["Softmax"] is not None
     assert [c["id"] for c in one.ops["Softmax"]["constraints"]] == ["softmax-batch-1"]  # kept: not contradicted
 
 
@@ -787,7 +789,9 @@ def test_resize_under_rknn_rk3588(tmp_path: Path, args: dict[str, Any], placemen
     found = [(f.constraint, f.actual) for f in result.findings if f.node == "node0" and f.rule == "op-constraint"]
     assert found == failures
     # the constraint, what failed, then the calibration's evidence
-    messages = {f.constraint: f.message for f in result.findings if f.node == "node0" and f.rule == "op-constraint"}
+    # (every one has a constraint: found == failures)
+    messages = {f.constraint: f.message for f in result.findings
+                if f.node == "node0" and f.rule == "op-constraint" and f.constraint is not None}
     assert {c: (m.startswith(f"{c}: "), m.endswith(f"; {RESIZE_MESSAGES[c]}")) for c, m in messages.items()} == {
         c: (True, True) for c, _ in failures}
 
@@ -1079,7 +1083,8 @@ def test_one_process_per_point_when_asked(tmp_path: Path) -> None:
 # --- the record's schema (schemas/calibration.schema.json) ----------------------------------
 
 def _builtin_record() -> dict[str, Any]:
-    return json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+    record: dict[str, Any] = json.loads((profile_dir() / "rknn-rk3588.calibration.json").read_text(encoding="utf-8"))
+    return record
 
 
 def test_the_builtin_record_matches_the_schema() -> None:
@@ -1353,7 +1358,7 @@ def test_a_quantized_point_is_placed_in_its_qdq_form() -> None:
     add = single("add-tensor", "Add", {"x": ("float32", X), "x2": ("float32", X)}, None, ["x2"])
     int64 = single("add-tensor-int64", "Add", {"x": ("int64", X), "x2": ("int64", X)}, None, ["x2"])
     devices = {"add-tensor-quantized-int8": "npu", "add-tensor-int64": "cpu"}
-    float_only = {"id": "add-input-dtype", "input": 0, "dtype": ["float32", "float16", "int8", "int32"]}
+    float_only: dict[str, Any] = {"id": "add-input-dtype", "input": 0, "dtype": ["float32", "float16", "int8", "int32"]}
     for dtypes, verdict in ((float_only["dtype"], "unexplained"), ([*float_only["dtype"], "uint8"], "constrained")):
         family = Family("add-dtypes", "Add", [quantized(add), int64], [{**float_only, "dtype": dtypes}])
         assert derive(_record([family], devices), [family]).verdicts["Add"]["verdict"] == verdict

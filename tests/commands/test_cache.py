@@ -17,6 +17,7 @@ import pytest
 
 from npu_gate import cache
 from npu_gate.contract.spec import load_contract
+from npu_gate.versions import tool_versions
 from tests.helpers.common import REPO, CliRun, validate_result
 from tests.helpers.hook_fixtures import tiny_model, write_onnx_contract
 
@@ -234,7 +235,7 @@ def test_dependency_version_change_is_a_miss(run_cli: Run, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     contract = write_onnx_contract(tmp_path)
     assert not hit(run_cli, contract)
-    real = cache.tool_versions()
+    real = tool_versions()
     monkeypatch.setattr(cache, "tool_versions", lambda: real | {"onnx": "0.0.1"})
     assert not hit(run_cli, contract)
 
@@ -521,7 +522,8 @@ def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> Non
     doc["metric"] = {"callable": "task_metric:score"}
     contract_path.write_text(json.dumps(doc))
     shape = doc["inputs"][0]["shape"]
-    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.zeros([1, *shape], np.float32)})
+    # the stubs fear a key named allow_pickle
+    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.zeros([1, *shape], np.float32)})  # type: ignore[arg-type]
     (folder / "board.csv").write_text("scope,key,ms\nmodel,m,1.0\n")
     (folder / "replacement.onnx").write_bytes(tiny_model(cpu_op="Relu").SerializeToString())
     (folder / "task_metric.py").write_text("def score(a, b):\n    return {}\n")
@@ -533,7 +535,7 @@ def test_every_file_the_contract_names_is_part_of_the_key(tmp_path: Path) -> Non
     keys = [key()]
     (folder / "board.csv").write_text("scope,key,ms\nmodel,m,9.99\n")
     keys.append(key())
-    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.ones([1, *shape], np.float32)})
+    np.savez(folder / "real.npz", **{doc["inputs"][0]["name"]: np.ones([1, *shape], np.float32)})  # type: ignore[arg-type]
     keys.append(key())
     (folder / "replacement.onnx").write_bytes(tiny_model(cpu_op="Sigmoid").SerializeToString())
     keys.append(key())

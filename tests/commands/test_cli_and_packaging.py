@@ -10,6 +10,7 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -220,7 +221,7 @@ def test_without_torch_a_torch_contract_stops_the_check_before_any_model_runs(
 def test_internal_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli, save_model: SaveModel) -> None:
     path = save_model(model_zoo.conv_relu())
 
-    def boom(*args, **kwargs):
+    def boom(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("kaboom")
 
     monkeypatch.setattr("npu_gate.pipeline.inspect_model", boom)
@@ -236,7 +237,7 @@ def test_internal_error_with_a_multiline_message_is_one_line_and_its_traceback_g
     contract = write_contract({"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
                                "inputs": [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]})
 
-    def boom(*args, **kwargs):
+    def boom(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("kaboom\x1b[2J\nsecond line\nthird line")
 
     monkeypatch.setattr("npu_gate.pipeline.check_contract", boom)
@@ -260,7 +261,7 @@ HELP_CODE = 0 if sys.version_info >= (3, 11) else 141
     (["rules"], 141), (["rules", "--format", "json"], 141), (["profile", "show", "demo"], 141),
     (["--help"], HELP_CODE), (["check", "--help"], HELP_CODE),
 ])
-def test_a_reader_that_stops_early_ends_the_run_quietly(args, code) -> None:
+def test_a_reader_that_stops_early_ends_the_run_quietly(args: list[str], code: int) -> None:
     """`npu-gate rules | head -3`: stdout's reader is gone before anything is written."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # every write to stdout fails with EPIPE

@@ -75,6 +75,7 @@ def test_tensor_info_from_type_cache_gives_own_shapes() -> None:
     second = graph_facts.tensor_info_from_type("b", value.type)  # same type: cached view
     assert (first.name, first.dtype, first.shape) == ("a", "float32", [1, "N", None, 4])
     assert second.shape == first.shape and second.shape is not first.shape
+    assert first.shape is not None
     first.shape[0] = 7  # symbolic refinement may edit a shape: the other tensor keeps its own
     assert second.shape == [1, "N", None, 4]
     assert graph_facts.tensor_info_from_type("a", value.type).shape == [1, "N", None, 4]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import helper
@@ -146,7 +147,7 @@ def test_unusable_side_exits_2(run_cli: RunCli, tmp_path: Path) -> None:
 def test_compare_exporters_contract_key(run_cli: RunCli, write_contract: WriteContract, tmp_path: Path) -> None:
     from npu_gate.contract.spec import load_contract
 
-    doc = {
+    doc: dict[str, Any] = {
         "model": {"torch": {"factory": "net:build", "compare_exporters": True}},
         "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
         "target": {"profile": "demo"},

@@ -210,7 +210,7 @@ def test_contract_file_is_not_modified(contract_dir: Path, write_contract: Write
 @pytest.mark.torch
 @pytest.mark.parametrize("no_cache", [[], ["--no-cache"]])
 def test_factory_that_cannot_be_imported(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli,
-                                         no_cache) -> None:
+                                         no_cache: list[str]) -> None:
     """The one error, without a `not cached` note about a result that never came."""
     doc = _base()
     doc["model"] = {"torch": {"factory": "missing_module:build"}}
@@ -295,7 +295,7 @@ def _contract_text(tail: str) -> str:
     return json.dumps(_base())[:-1] + tail + "}"
 
 
-def _exits_2_with(run_cli, path: Path, line: str) -> None:
+def _exits_2_with(run_cli: RunCli, path: Path, line: str) -> None:
     """`validate` and `check` both: exit 2, exactly one error line, no traceback."""
     for command in ("validate", "check"):
         run = run_cli(command, path)
@@ -316,7 +316,7 @@ def _exits_2_with(run_cli, path: Path, line: str) -> None:
     (', "numerics": {"atol": 1e999}', "numerics.atol: Infinity is not allowed: numbers must be finite"),
     (', "rewrites": [{"name": "x", "atol": NaN}]', "rewrites[0].atol: NaN is not allowed: numbers must be finite"),
 ])
-def test_malformed_values_are_one_line_errors(contract_dir: Path, run_cli: RunCli, tail, line) -> None:
+def test_malformed_values_are_one_line_errors(contract_dir: Path, run_cli: RunCli, tail: str, line: str) -> None:
     path = contract_dir / "npu-gate.json"
     path.write_text(_contract_text(tail), encoding="utf-8")
     _exits_2_with(run_cli, path, line)

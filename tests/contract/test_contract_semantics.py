@@ -180,7 +180,8 @@ MODEL_INPUTS = "(model inputs: x [1, 3, 8, 8] float32)"
 ])
 def test_a_contract_input_the_model_contradicts_is_a_contract_error(save_model: SaveModel,
                                                                     write_contract: WriteContract, run_cli: RunCli,
-                                                                     inputs, errors) -> None:
+                                                                     inputs: list[dict[str, Any]],
+                                                                     errors: list[str]) -> None:
     """Issue 19: a wrong input name, or a shape that the model's static dims contradict, is exit 2
     with one line per input naming the JSON path and the model's inputs, before any analysis."""
     save_model(model_zoo.conv_relu())

@@ -49,7 +49,8 @@ def test_string_constant_that_is_not_utf8_is_skipped(run_cli: RunCli, save_model
         "string_constant",
         [],
         [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
-        initializer=[helper.make_tensor("s", TensorProto.STRING, [2], [b"ok", b"\xff\xfe"])],
+        # onnx annotates vals as numbers, bytes or an array: a STRING tensor's list of bytes is not in it
+        initializer=[helper.make_tensor("s", TensorProto.STRING, [2], [b"ok", b"\xff\xfe"])],  # type: ignore[list-item]
     )
     run = run_cli("inspect", save_model(model_zoo._model(graph)), "--profile", "rknn-rk3588")
     assert (run.code, run.err) == (0, "")
@@ -133,7 +134,8 @@ def test_external_data_that_does_not_fit_its_file_is_refused(run_cli: RunCli, tm
     assert run_cli("inspect", path, "-q").code == 1
 
 
-def test_dims_near_2_to_the_63_print_no_warning(run_cli: RunCli, save_model: SaveModel, recwarn) -> None:
+def test_dims_near_2_to_the_63_print_no_warning(run_cli: RunCli, save_model: SaveModel,
+                                                recwarn: pytest.WarningsRecorder) -> None:
     """A Reshape to [2**62, 2**62]: onnxruntime's symbolic inference overflows a numpy product,
     whose RuntimeWarning used to reach the terminal; the checker finding names the overflow."""
     graph = helper.make_graph(

@@ -582,7 +582,7 @@ def test_minimal_model_dynamic_chain(tmp_path: Path) -> None:
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    ops = {op: {} for op in ("Relu", "NonZero", "Transpose", "Cast")}
+    ops: dict[str, dict[str, Any]] = {op: {} for op in ("Relu", "NonZero", "Transpose", "Cast")}
     contract = _onnx_contract(
         tmp_path / "c", model, [{"name": "x", "shape": [2, 3], "dtype": "float32"}], ops
     )

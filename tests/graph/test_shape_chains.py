@@ -643,6 +643,7 @@ def test_symbolic_inference_without_the_tools_file_fails_naming_it(
     run_cli: RunCli, save_model: SaveModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import importlib.machinery
+    import importlib.util
     import sys
 
     from npu_gate.graph import symbolic
@@ -652,7 +653,7 @@ def test_symbolic_inference_without_the_tools_file_fails_naming_it(
     spec = importlib.machinery.ModuleSpec("onnxruntime", None, is_package=True)
     spec.submodule_search_locations = [str(fake)]
     monkeypatch.delitem(sys.modules, symbolic._ORT_MODULE, raising=False)
-    monkeypatch.setattr(symbolic.importlib.util, "find_spec", lambda name: spec if name == "onnxruntime" else None)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec if name == "onnxruntime" else None)
     _, doc = _inspect(run_cli, save_model, resize_to_input_size(), tmp_path)
     tools_file = fake / "tools" / "symbolic_shape_infer.py"
     assert doc["stages"]["symbolic_shapes"]["reason"] == f"ModuleNotFoundError: onnxruntime has no {tools_file}"

@@ -73,10 +73,11 @@ def _repo(tmp_path: Path, exporter: str, first: str = "bilinear", waivers: list[
     return contract_dir
 
 
-def _check(run_cli, contract_dir: Path, out: Path, *extra: str) -> dict[str, Any]:
+def _check(run_cli: RunCli, contract_dir: Path, out: Path, *extra: str) -> dict[str, Any]:
     run = run_cli("check", contract_dir, "--json", out, "-q", "--no-cache", *extra)
     assert run.code in (0, 1), run.err
-    return json.loads(out.read_text())
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
 
 
 def _resizes(doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_dynamo_exporter_gives_the_same_placement(tmp_path: Path, run_cli: RunCl
     assert doc["stages"]["suggestions"]["status"] == "ok"
 
 
-def _write_factory(folder: Path, body: str, **contract_extra) -> Path:
+def _write_factory(folder: Path, body: str, **contract_extra: Any) -> Path:
     (folder / "net.py").write_text("import torch\nfrom torch import nn\n\n" + body, encoding="utf-8")
     doc = {"model": {"torch": {"factory": "net:build", "exporter": "torchscript", "opset": 17}},
            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32", "range": [-1, 1]}],
@@ -149,7 +150,8 @@ SYS_EXIT_CASES = [
 
 
 @pytest.mark.parametrize(("body", "code", "says"), SYS_EXIT_CASES, ids=["import", "factory", "export", "numerics"])
-def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path: Path, run_cli: RunCli, body, code, says) -> None:
+def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path: Path, run_cli: RunCli, body: str, code: int,
+                                                     says: str) -> None:
     _write_factory(tmp_path, body)
     run = run_cli("check", tmp_path, "--no-cache", "-q", "--json", tmp_path / "r.json")
     assert run.code == code
@@ -165,7 +167,7 @@ def test_sys_exit_escaping_elsewhere_is_exit_2(monkeypatch: pytest.MonkeyPatch, 
     """The CLI's safety net: npu-gate raises no SystemExit while it runs a command."""
     _write_factory(tmp_path, "def build():\n    return nn.Identity()\n")
 
-    def leaves(*args, **kwargs):
+    def leaves(*args: object, **kwargs: object) -> NoReturn:
         raise SystemExit(0)
 
     monkeypatch.setattr("npu_gate.pipeline.check_contract", leaves)

@@ -14,6 +14,7 @@ from npu_gate.pipeline import inspect_model
 from npu_gate.placement.partitions import partition_devices
 from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
+from npu_gate.result.types import GateResult
 from tests.helpers.cleanup_models import MODELS
 from tests.helpers.common import RunCli, validate_result
 
@@ -21,13 +22,13 @@ HEAD = {"name": "p", "description": "d", "source": "s", "evidence": "illustrativ
 RKNN = "measured: rknn-toolkit2 2.5.0 rk3588"
 
 
-def _inspect(tmp_path: Path, name: str, profile: str | Path = "rknn-rk3588"):
+def _inspect(tmp_path: Path, name: str, profile: str | Path = "rknn-rk3588") -> GateResult:
     path = tmp_path / f"{name}.onnx"
     path.write_bytes(MODELS[name]().SerializeToString())
     return inspect_model(path, load_profile(str(profile)))
 
 
-def _placed(result) -> dict[str, str]:
+def _placed(result: GateResult) -> dict[str, str]:
     return {n.name: n.placement for n in result.nodes}
 
 
@@ -346,7 +347,8 @@ def test_rknn_refusals(tmp_path: Path, name: str, expected: list[dict[str, Any]]
     found = [f for f in result.findings if f.rule == "compiler-will-refuse"]
     assert [{"node": f.node, "subject": f.subject, "constraint": f.constraint, "message": f.message}
             for f in found] == expected
-    assert all(f.severity == "error" and f.evidence == "measured" and f.evidence_detail.startswith(RKNN)
+    assert all(f.severity == "error" and f.evidence == "measured" and f.evidence_detail is not None
+               and f.evidence_detail.startswith(RKNN)
                for f in found)
     validate_result(result.to_dict())
 

@@ -168,13 +168,21 @@ def test_weight_and_dram_budgets(tmp_path: Path, budget: dict[str, int], key: st
     assert [f for f in met.findings if f.rule == "memory-budget"] == []
 
 
+def _one_gate(gate: str, limit: int) -> Gates:
+    """Gates with one of the two memory limits set."""
+    if gate == "max_peak_activation_bytes":
+        return Gates(max_peak_activation_bytes=limit)
+    assert gate == "max_weight_bytes", gate
+    return Gates(max_weight_bytes=limit)
+
+
 @pytest.mark.parametrize(("gate", "limit", "passed"), [
     ("max_peak_activation_bytes", 47, False), ("max_peak_activation_bytes", 48, True),
     ("max_weight_bytes", 31, False), ("max_weight_bytes", 32, True)])
 def test_memory_gates(tmp_path: Path, gate: str, limit: int, passed: bool) -> None:
     result = inspect(tmp_path, diamond() if gate == "max_peak_activation_bytes" else if_model())
     result.gates, result.findings = [], []
-    verdict.decide(result, Settings(profile=load_profile("demo"), gates=Gates(**{gate: limit})))
+    verdict.decide(result, Settings(profile=load_profile("demo"), gates=_one_gate(gate, limit)))
     check, = [g for g in result.gates if g.name == gate]
     assert (check.limit, check.passed) == (limit, passed)
     findings = [f for f in result.findings if f.rule == "gate-exceeded"]

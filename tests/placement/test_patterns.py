@@ -18,7 +18,7 @@ from npu_gate.pipeline import inspect_model
 from npu_gate.pipeline import replay_model as replay
 from npu_gate.probe.rknn import RknnCompiler
 from npu_gate.profile.spec import load_profile
-from npu_gate.result.types import SCHEMA_VERSION
+from npu_gate.result.types import SCHEMA_VERSION, GateResult
 from tests.helpers import probe_models
 from tests.helpers.common import REPO, export_net, validate_result
 
@@ -43,7 +43,7 @@ def _profile(tmp_path: Path, **doc: Any) -> Path:
     return path
 
 
-def _placed(result) -> dict[str, tuple[str, list[str]]]:
+def _placed(result: GateResult) -> dict[str, tuple[str, list[str]]]:
     return {n.name: (n.placement, n.reasons) for n in result.nodes if n.placement != "folded"}
 
 
@@ -52,7 +52,10 @@ def _hardswish_net(path: Path, *, clip_max: float = 6.0, add_first: bool = True,
     """Conv, then x * Clip(x + 3, 0, clip_max) / 6 with initializer constants; the orders
     of commutative inputs, the Clip bound and a second reader of the Add are variable."""
     c = helper.make_node
-    scalar = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)  # noqa: E731
+
+    def scalar(name: str, v: float) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(v, np.float32), name)
+
     nodes = [
         c("Conv", ["x", "w"], ["h"], name="conv", kernel_shape=[1, 1]),
         c("Add", ["h", "three"] if add_first else ["three", "h"], ["a"], name="add"),
@@ -132,7 +135,7 @@ def test_unsupported_fused_op_puts_every_matched_node_on_cpu(tmp_path: Path) -> 
                                "mul": ("cpu", [reason]), "div": ("cpu", [reason])}
     assert [(f.rule, f.node) for f in result.findings if f.rule == "unsupported-op"] == [
         ("unsupported-op", "add"), ("unsupported-op", "clip"), ("unsupported-op", "mul"), ("unsupported-op", "div")]
-    assert result.fusions[0]["device"] == "cpu"
+    assert result.fusions is not None and result.fusions[0]["device"] == "cpu"
 
 
 def test_fused_op_constraints_apply_to_its_inputs(tmp_path: Path) -> None:
@@ -218,6 +221,7 @@ class Net(nn.Module):
 def test_exported_hardswish_gelu_and_silu_match(tmp_path: Path, dynamo: bool, opset: int, gelu: str) -> None:
     path = export_net(NETS, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     result = inspect_model(path, load_profile("rknn-rk3588-fused"))
+    assert result.fusions is not None
     assert [(f["pattern"], len(f["nodes"]), f["device"]) for f in result.fusions] == [
         ("hardswish-add-clip-mul-div", 4, "npu"), (gelu, 5, "npu"), ("silu-sigmoid-mul", 2, "npu")]
     assert (result.summary["cpu_nodes"], result.summary["npu_partitions"]) == (0, 1)
@@ -262,7 +266,8 @@ def test_every_fixture_agrees_at_least_as_well_as_the_demo_profile() -> None:
 
 
 def _built(name: str) -> bool:
-    return json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))["status"] == "ok"
+    status: str = json.loads((FIXTURES / name / "probe.json").read_text(encoding="utf-8"))["status"]
+    return status == "ok"
 
 
 def test_fused_patterns_match_the_probe_models() -> None:
@@ -311,6 +316,7 @@ def test_reports_name_the_fused_patterns() -> None:
 ])
 def test_rank_adapters_predict_the_compilers_reshapes(name: str, devices: list[Any]) -> None:
     result = inspect_model(FIXTURES / name / "model.onnx", load_profile("rknn-rk3588-fused"))
+    assert result.rank_adapters is not None
     assert [(a["tensor"], a["at"], a["device"]) for a in result.rank_adapters] == devices
     warnings = [f.message for f in result.findings if f.rule == "rank-adapter"]
     assert warnings == [a["reason"] for a in result.rank_adapters if a["device"] == "cpu"]
@@ -339,6 +345,7 @@ def test_rank_adapter_messages_and_removal(tmp_path: Path) -> None:
     always_cpu.write_text(json.dumps(HEAD | {"extends": "demo", "ops": {}, "rank_adapters": {"rank": 4}}),
                           encoding="utf-8")
     adapters = inspect_model(FIXTURES / "matmul_rank2" / "model.onnx", load_profile(str(always_cpu))).rank_adapters
+    assert adapters is not None
     assert [a["reason"] for a in adapters] == [
         "graph input x has rank 2: p adds a Reshape to rank 4 on CPU (the profile runs rank adapters on CPU)",
         "graph output y has rank 2: p adds a Reshape to rank 4 on CPU (the profile runs rank adapters on CPU)"]

@@ -7,10 +7,12 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.graph import facts as graph_facts
+from npu_gate.graph.facts import GraphFacts
 from npu_gate.placement.qdq import node_units
+from npu_gate.result.types import GateResult
 
 
-def _facts(nodes, outputs):
+def _facts(nodes: list[onnx.NodeProto], outputs: list[str]) -> GraphFacts:
     inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
              numpy_helper.from_array(np.array(0, np.int8), "z"),
              numpy_helper.from_array(np.ones((4, 4), np.int8), "wq")]
@@ -80,7 +82,7 @@ def test_onnxruntimes_contrib_domain_16_bit_qdq_units_read_the_zero_points_dtype
 
 # onnxruntime forms no unit around a Conv whose bias DQ is not int32 (qnn_models.shared_bias)
 
-def _shared_bias_result(fixture: str, profile: str):
+def _shared_bias_result(fixture: str, profile: str) -> GateResult:
     from npu_gate.pipeline import inspect_model
     from npu_gate.profile.spec import load_profile
     from tests.helpers.common import REPO
@@ -146,7 +148,8 @@ def test_standalone_per_channel_dqs_go_to_cpu_where_the_profile_says_so() -> Non
     assert [(p["device"], p["nodes"][0]) for p in result.to_dict()["partitions"]] == [
         ("cpu", "conv1.w_DequantizeLinear"), ("cpu", "conv2.w_DequantizeLinear"), ("npu", "shared.b_DequantizeLinear")]
     evidence = {f.evidence for f in result.findings if f.rule == "standalone-qdq"}
-    assert len(evidence) == 1 and evidence.pop().startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
+    [text] = evidence
+    assert text is not None and text.startswith("measured: onnxruntime-qnn 2.7.0 (QNN 2.51) htp")
 
 
 def test_a_profile_without_standalone_qdq_folds_the_weight_dqs_as_before() -> None:

@@ -5,6 +5,7 @@ partitions, boundary bytes and findings on tiny models built here (no compiler).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from npu_gate.placement.partitions import boundaries, build_partitions
 from npu_gate.placement.place import Placement
 from npu_gate.profile.spec import load_profile
 from npu_gate.result.probe import ProbeNode
+from npu_gate.result.types import GateResult
 from tests.helpers.common import validate_result
 
 PIECES = [{"op": "Conv", "device": "npu"}, {"op": "Transpose", "device": "cpu"}, {"op": "Reshape", "device": "npu"}]
@@ -44,13 +46,13 @@ def _head(t: int | str, c: int, n: int, op: str = "MatMul", weight: bool = True,
     return onnx.shape_inference.infer_shapes(model)
 
 
-def _inspect(tmp_path: Path, model: onnx.ModelProto, profile: str = "rknn-rk3588"):
+def _inspect(tmp_path: Path, model: onnx.ModelProto, profile: str = "rknn-rk3588") -> GateResult:
     path = tmp_path / "head.onnx"
     path.write_bytes(model.SerializeToString())
     return inspect_model(path, load_profile(profile))
 
 
-def _summary(result) -> tuple[int, int, Any]:
+def _summary(result: GateResult) -> tuple[int, int, Any]:
     s = result.summary
     return s["npu_partitions"], s["cpu_partitions"], s["boundary_bytes"]
 
@@ -89,7 +91,7 @@ def test_a_matmul_head_above_8192_outputs_is_split_into_npu_cpu_npu_partitions(t
     pytest.param(lambda: _head(2, 8, 8193, weight=False), id="runtime-weight"),
     pytest.param(lambda: _head("T", 8, 8193), id="symbolic-t"),  # T could be 1
 ])
-def test_a_head_the_compiler_keeps_whole_is_not_split(tmp_path: Path, model) -> None:
+def test_a_head_the_compiler_keeps_whole_is_not_split(tmp_path: Path, model: Callable[[], onnx.ModelProto]) -> None:
     result = _inspect(tmp_path, model())
     fc = next(n for n in result.nodes if n.name == "fc")
     assert fc.placement == "npu" and fc.split is None

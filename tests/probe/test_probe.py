@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
 
 from npu_gate.errors import GateError
@@ -263,14 +264,15 @@ def test_unnamed_nodes_map_to_the_rows_named_after_their_outputs() -> None:
 
 
 def test_an_unnamed_nodes_output_name_is_not_used_when_another_node_has_that_name() -> None:
-    from types import SimpleNamespace
-
     from npu_gate.probe.runner import compiler_graph_names as graph_names
+    from npu_gate.result.types import GateResult, NodeResult
 
-    def node(name: str, original_name: str | None, output: str) -> SimpleNamespace:
-        return SimpleNamespace(name=name, original_name=original_name, outputs=[{"name": output}])
+    def node(name: str, original_name: str | None, output: str) -> NodeResult:
+        return NodeResult(name, "Relu", "", [], [{"name": output, "shape": None, "dtype": None}], {}, [], "npu", [],
+                          None, original_name=original_name)
 
-    result = SimpleNamespace(nodes=[node("Relu#0", "", "r"), node("Conv#1", "", "conv"), node("conv", None, "y")])
+    result = GateResult("m", "pass", {}, {}, {},
+                        nodes=[node("Relu#0", "", "r"), node("Conv#1", "", "conv"), node("conv", None, "y")])
     assert graph_names(RknnCompiler(), result) == {"Relu#0": "r"}
     assert graph_names(FAKE, result) == {}
 
@@ -493,7 +495,8 @@ def test_refused_model_and_the_retry_with_a_rule_disabled() -> None:
 
 # --- the plug-in machinery on the fake compiler: real child processes ---
 
-def _fake_probe(save_model: Callable[..., Any], model, tmp_path: Path, **options) -> dict[str, Any]:
+def _fake_probe(save_model: Callable[..., Any], model: onnx.ModelProto, tmp_path: Path,
+                **options: Any) -> dict[str, Any]:
     path = save_model(model)
     result = probe(path, FAKE, "fake1", FAKE.python(tmp_path), profile=load_profile("demo"),
                    options=options, keep=tmp_path / "work", timeout=options.pop("timeout", None))
@@ -799,7 +802,7 @@ def test_a_compiler_that_stops_before_saying_its_version_gets_the_venvs(save_mod
     assert text(result).splitlines()[0] == "npu-gate probe: model.onnx: rknn-toolkit2 2.5.0 rk3588: FAILED"
 
 
-def _two_input_model(ir_version: int = 8):
+def _two_input_model(ir_version: int = 8) -> onnx.ModelProto:
     """x [N, 4] (dynamic batch) and a recurrent state h [1, 4] (static): y = x + h."""
     from onnx import TensorProto, helper
 

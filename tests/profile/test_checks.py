@@ -191,7 +191,7 @@ def test_a_when_condition_decides_whether_the_constraint_applies(when: dict[str,
     assert bool(evaluate([c], _node({"group": 1}), tensors, set())) is fails
 
 
-DESCRIBED = [
+DESCRIBED: list[tuple[dict[str, Any], str]] = [
     ({"attribute": "group", "in": [1, 2]}, "attribute group: in {1, 2}"),
     ({"attribute": "strides", "each": True, "in": [1, 2], "max": 2}, "attribute strides: each element in {1, 2}, "
      "each element ≤ 2"),

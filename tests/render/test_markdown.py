@@ -156,11 +156,11 @@ def test_sizes_show_the_exact_bytes_and_a_unit() -> None:
 
 def test_summary_says_whether_the_compared_outputs_matched() -> None:
     """The numerics stage's "ok" means it ran; the summary row also says how the outputs compared."""
-    from npu_gate.result.types import GateResult
+    from npu_gate.result.types import GateResult, NumericsEntry
 
     result = GateResult(name="m", verdict="fail", profile={"name": "demo", "evidence": "illustrative"},
                         versions={}, model={}, stages={"numerics": {"status": "ok"}})
-    check = {"max_abs_err": 0.01, "max_rel_err": 7.9, "atol": 1e-4, "rtol": 1e-3, "samples": 2, "problem": None}
+    check: NumericsEntry = {"max_abs_err": 0.01, "max_rel_err": 7.9, "atol": 1e-4, "rtol": 1e-3, "samples": 2}
     result.numerics = [{"output": "a", "passed": False, **check}, {"output": "b", "passed": True, **check}]
     assert "| Stage: numerics | ok, **1 of 2 outputs outside tolerance** |" in markdown.render(result)
     result.numerics = result.numerics[1:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -13,12 +14,13 @@ from onnx import TensorProto, helper, numpy_helper
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract, inspect_model
 from npu_gate.profile.spec import load_profile
+from npu_gate.result.types import GateResult
 from tests.helpers import model_zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 
-def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
+def write_profile(tmp_path: Path, ops: dict[str, dict[str, Any]], name: str = "test-npu") -> Path:
     doc = {"name": name, "description": "test profile", "source": "tests", "evidence": "illustrative",
            "ops": ops}
     path = tmp_path / f"{name}.json"
@@ -26,7 +28,8 @@ def write_profile(tmp_path: Path, ops: dict, name: str = "test-npu") -> Path:
     return path
 
 
-def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict | None = None, profile: str = "demo"):
+def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict[str, dict[str, Any]] | None = None,
+            profile: str = "demo") -> GateResult:
     path = tmp_path / "m.onnx"
     path.write_bytes(model.SerializeToString())
     ref = str(write_profile(tmp_path, ops)) if ops is not None else profile
@@ -35,19 +38,19 @@ def inspect(tmp_path: Path, model: onnx.ModelProto, ops: dict | None = None, pro
     return result
 
 
-def placements(result) -> dict[str, str]:
+def placements(result: GateResult) -> dict[str, str]:
     return {n.name: n.placement for n in result.nodes}
 
 
-def partitions(result) -> list[tuple[str, list[str]]]:
+def partitions(result: GateResult) -> list[tuple[str, list[str]]]:
     return [(p.device, p.nodes) for p in result.partitions]
 
 
-def rules(result, waived: bool | None = None) -> list[tuple[str, str | None]]:
+def rules(result: GateResult, waived: bool | None = None) -> list[tuple[str, str | None]]:
     return [(f.rule, f.node) for f in result.findings if waived is None or f.waived == waived]
 
 
-def test_seed_net_under_demo(tmp_path):
+def test_seed_net_under_demo(tmp_path: Path) -> None:
     result = inspect(tmp_path, seed_onnx())
     assert placements(result) == {
         "/conv/Conv": "npu", "three_node": "folded", "/Add": "npu", "zero_node": "folded",
@@ -65,7 +68,7 @@ def test_seed_net_under_demo(tmp_path):
     assert result.verdict == "fail"
 
 
-def test_partitions_are_convex_on_a_diamond(tmp_path):
+def test_partitions_are_convex_on_a_diamond(tmp_path: Path) -> None:
     # A→B→D and A→C→D with B on CPU: A, C, D cannot be one NPU partition.
     result = inspect(tmp_path, model_zoo.diamond(), {"Relu": {}, "Sigmoid": {}, "Add": {}, "Constant": {}})
     assert partitions(result) == [("npu", ["A", "C"]), ("cpu", ["B"]), ("npu", ["D"])]
@@ -76,7 +79,7 @@ def test_partitions_are_convex_on_a_diamond(tmp_path):
         "A": 0, "B_min": None, "B_max": None, "B": 1, "C": 0, "D": 2}
 
 
-def test_same_device_branches_join_and_disconnected_ones_do_not(tmp_path):
+def test_same_device_branches_join_and_disconnected_ones_do_not(tmp_path: Path) -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in ("s", "t")]
@@ -95,7 +98,7 @@ def test_same_device_branches_join_and_disconnected_ones_do_not(tmp_path):
     assert result.summary["boundary_bytes"] == 0
 
 
-def test_outer_scope_reads_of_subgraphs_count_as_edges(tmp_path):
+def test_outer_scope_reads_of_subgraphs_count_as_edges(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.if_outer_scope(), {"Relu": {}})
     assert placements(result) == {
         "relu0": "npu", "if0": "cpu",
@@ -105,7 +108,7 @@ def test_outer_scope_reads_of_subgraphs_count_as_edges(tmp_path):
         ("outer_t", 16, 0, 1)]
 
 
-def test_weights_in_constant_nodes_fold(tmp_path):
+def test_weights_in_constant_nodes_fold(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.weights_in_constant_nodes(),
                      {"Conv": {}, "Add": {}})
     assert placements(result) == {"const_w": "folded", "const_b": "folded", "conv0": "npu",
@@ -114,23 +117,27 @@ def test_weights_in_constant_nodes_fold(tmp_path):
     assert result.verdict == "pass"
 
 
-def test_generator_ops_are_not_folded(tmp_path):
+def test_generator_ops_are_not_folded(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.random_generator(), {"Add": {}})
     assert placements(result) == {"random_normal0": "cpu", "add0": "npu"}
     assert rules(result) == [("unsupported-op", "random_normal0")]
 
 
-def test_initializer_listed_as_input_is_a_weight(tmp_path):
+def test_initializer_listed_as_input_is_a_weight(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.ir3_initializer_as_input(), {"MatMul": {}})
     assert [i["name"] for i in result.inputs] == ["x"]
     assert result.verdict == "pass"
 
 
-def test_initializer_declared_in_contract_is_an_input(tmp_path, save_model, write_contract):
+def test_initializer_declared_in_contract_is_an_input(tmp_path: Path, save_model: SaveModel,
+                                                      write_contract: WriteContract) -> None:
     save_model(model_zoo.ir3_initializer_as_input())
     profile = write_profile(tmp_path, {"MatMul": {}})
     x, w = model_zoo.ir3_initializer_as_input().graph.input
-    dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
+
+    def dims(v: onnx.ValueInfoProto) -> list[int]:
+        return [d.dim_value for d in v.type.tensor_type.shape.dim]
+
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": profile.name},
            "inputs": [{"name": "x", "shape": dims(x), "dtype": "float32"},
                       {"name": "w", "shape": dims(w), "dtype": "float32"}]}
@@ -139,7 +146,7 @@ def test_initializer_declared_in_contract_is_an_input(tmp_path, save_model, writ
     assert result.verdict == "pass"
 
 
-def test_resize_gets_its_default_coordinate_transformation_mode(tmp_path):
+def test_resize_gets_its_default_coordinate_transformation_mode(tmp_path: Path) -> None:
     nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="nearest")]
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     graph = helper.make_graph(
@@ -157,7 +164,7 @@ def test_resize_gets_its_default_coordinate_transformation_mode(tmp_path):
     assert result.findings == []
 
 
-def test_conv_spatial_defaults_are_filled(tmp_path):
+def test_conv_spatial_defaults_are_filled(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.conv_relu(), {"Conv": {}, "Relu": {}})
     conv = result.nodes[0]
     assert conv.attributes["kernel_shape"] == [3, 3]
@@ -173,7 +180,7 @@ def test_conv_spatial_defaults_are_filled(tmp_path):
     assert "kernel_shape" in conv.defaulted_attributes
 
 
-def test_deform_conv_spatial_defaults_are_filled(tmp_path):
+def test_deform_conv_spatial_defaults_are_filled(tmp_path: Path) -> None:
     """DeformConv (opset 19) states Conv's defaults in prose too: kernel from the weight, strides
     and dilations 1, pads 0. A constraint on them used to fail: `is absent and has no default`."""
     weight = numpy_helper.from_array(np.ones([8, 4, 3, 3], np.float32), "w")
@@ -196,7 +203,7 @@ def test_deform_conv_spatial_defaults_are_filled(tmp_path):
     assert dconv.defaulted_attributes == ["dilations", "group", "kernel_shape", "offset_group", "pads", "strides"]
 
 
-def test_every_failed_constraint_is_reported_with_its_value(tmp_path):
+def test_every_failed_constraint_is_reported_with_its_value(tmp_path: Path) -> None:
     ops = {"Conv": {"constraints": [
         {"id": "conv-kernel", "attribute": "kernel_shape", "each": True, "max": 1},
         {"id": "conv-stride", "attribute": "strides", "each": True, "in": [2]},
@@ -221,7 +228,7 @@ def test_every_failed_constraint_is_reported_with_its_value(tmp_path):
     assert [f"{f[2]}: {r}" for f, r in zip(found, result.nodes[0].reasons, strict=True)] == [f[5] for f in found]
 
 
-def test_constraint_message_template(tmp_path):
+def test_constraint_message_template(tmp_path: Path) -> None:
     ops = {"Conv": {"constraints": [{"id": "conv-stride", "attribute": "strides", "each": True,
                                      "in": [2], "message": "stride {actual} not in {allowed}"}]},
            "Relu": {}}
@@ -229,7 +236,7 @@ def test_constraint_message_template(tmp_path):
     assert result.findings[0].message == "conv-stride: stride [1, 1] not in [2]"
 
 
-def test_a_message_without_placeholders_explains_the_failure_it_follows(tmp_path):
+def test_a_message_without_placeholders_explains_the_failure_it_follows(tmp_path: Path) -> None:
     """A calibrated profile's evidence used to replace what failed: every Resize constraint read the same."""
     ops = {"Conv": {"constraints": [{"id": "conv-stride", "attribute": "strides", "each": True, "in": [2],
                                      "message": "measured on CPU at stride 1"}]}, "Relu": {}}
@@ -237,7 +244,8 @@ def test_a_message_without_placeholders_explains_the_failure_it_follows(tmp_path
     assert result.findings[0].message == "conv-stride: attribute strides [1, 1] not in {2}; measured on CPU at stride 1"
 
 
-def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, save_model, write_contract):
+def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path: Path, save_model: SaveModel,
+                                                                   write_contract: WriteContract) -> None:
     save_model(model_zoo.symbolic_dims())
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "x", "shape": [2, 3, 4, 5], "dtype": "float32"}]}
@@ -255,7 +263,8 @@ def test_dynamic_input_is_reported_even_when_the_contract_fixes_it(tmp_path, sav
     assert result.summary["dynamic_inputs"] == ["x"]
 
 
-def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path, save_model, write_contract):
+def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path: Path, save_model: SaveModel,
+                                                             write_contract: WriteContract) -> None:
     """No shape at all is not "[?]" (which reads as rank 1), and there is no dim to name as the fix."""
     model = model_zoo.conv_relu()
     model.graph.input[0].type.tensor_type.ClearField("shape")
@@ -275,7 +284,8 @@ def test_an_input_without_a_shape_is_dynamic_of_unknown_rank(tmp_path, save_mode
     (TensorProto.FLOAT8E4M3FN, "float8e4m3fn", 5),  # one byte each
     (TensorProto.INT4, "int4", 3),  # packed: ceil(5 * 4 / 8)
 ])
-def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path, elem_type, dtype, nbytes):
+def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path: Path, elem_type: int, dtype: str,
+                                                              nbytes: int) -> None:
     """A static tensor of a later element type has a byte size: boundary_bytes is not null for it
     (a max_boundary_bytes gate read such a model as "unknown (shapes not static)")."""
     graph = helper.make_graph(
@@ -290,7 +300,7 @@ def test_boundary_bytes_of_float8_and_packed_types_are_known(tmp_path, elem_type
     assert result.summary["boundary_bytes"] == 2 * nbytes
 
 
-def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path):
+def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.symbolic_dims(), {"Relu": {}})
     assert [(f.rule, f.node, f.severity) for f in result.findings] == [
         ("dynamic-input", None, "error"),
@@ -302,7 +312,8 @@ def test_dynamic_shapes_in_inspect_and_unknown_boundary_bytes(tmp_path):
     assert result.boundaries[0].bytes is None
 
 
-def test_allow_dynamic_shapes_makes_them_warnings(tmp_path, save_model, write_contract):
+def test_allow_dynamic_shapes_makes_them_warnings(tmp_path: Path, save_model: SaveModel,
+                                                  write_contract: WriteContract) -> None:
     save_model(model_zoo.symbolic_dims())
     profile = write_profile(tmp_path, {"Relu": {}, "Flatten": {}})
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": profile.name},
@@ -313,7 +324,8 @@ def test_allow_dynamic_shapes_makes_them_warnings(tmp_path, save_model, write_co
     assert result.verdict == "pass"
 
 
-def test_input_mismatches_that_are_findings(tmp_path, save_model, write_contract):
+def test_input_mismatches_that_are_findings(tmp_path: Path, save_model: SaveModel,
+                                            write_contract: WriteContract) -> None:
     """A dtype the model does not have and a model input the contract leaves out stay
     input-mismatch findings; a wrong name or shape is a contract error (tests/contract)."""
     model = model_zoo.conv_relu()
@@ -329,7 +341,7 @@ def test_input_mismatches_that_are_findings(tmp_path, save_model, write_contract
     ]
 
 
-def test_checker_full_check_failure_names_the_node(tmp_path):
+def test_checker_full_check_failure_names_the_node(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.shape_mismatch_broken(), {"MatMul": {}})
     checker = [f for f in result.findings if f.rule == "onnx-checker"]
     assert len(checker) == 1
@@ -354,7 +366,8 @@ def _clear(value: onnx.ValueInfoProto, path: str) -> None:
     ("output", "type", "graph output 'y': Field 'type' of 'value_info' is required but missing."),
     ("input", "name", "graph input 0 (no name): Field 'name' of 'value_info' is required to be non-empty."),
 ])
-def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_path, side, path, message):
+def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_path: Path, side: str, path: str,
+                                                                         message: str) -> None:
     """onnx.checker's text names no tensor; the finding names the graph input or output it is about."""
     model = model_zoo.conv_relu()
     _clear(getattr(model.graph, side)[0], path)
@@ -364,7 +377,7 @@ def test_checker_findings_about_graph_inputs_and_outputs_name_the_tensor(tmp_pat
     assert len(messages) == (2 if path == "name" else 1)
 
 
-def test_checker_findings_name_the_first_graph_value_that_fails(tmp_path):
+def test_checker_findings_name_the_first_graph_value_that_fails(tmp_path: Path) -> None:
     """The checker stops at the first input, then output, that fails: that one is named."""
     from npu_gate.graph.facts import run_checker
 
@@ -389,13 +402,13 @@ def _checker_text(model: onnx.ModelProto) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(model_zoo.ALL_SIMPLE))
-def test_messy_models_never_crash(tmp_path, name):
+def test_messy_models_never_crash(tmp_path: Path, name: str) -> None:
     result = inspect(tmp_path, model_zoo.ALL_SIMPLE[name]())
     assert result.verdict in ("pass", "fail")
     assert result.summary["node_count"] == len(model_zoo.ALL_SIMPLE[name]().graph.node)
 
 
-def test_custom_domain_ops_use_qualified_keys(tmp_path):
+def test_custom_domain_ops_use_qualified_keys(tmp_path: Path) -> None:
     result = inspect(tmp_path, model_zoo.custom_domain_op(), {"Relu": {}, "com.vendor::MyNpuOp": {}})
     assert placements(result) == {"relu0": "npu", "my_npu_op0": "npu", "relu1": "npu"}
     assert result.ops["com.vendor::MyNpuOp"] == 1
@@ -404,7 +417,7 @@ def test_custom_domain_ops_use_qualified_keys(tmp_path):
         ("dynamic-shape", "my_npu_op0", "output shape not static: custom_out unknown")]
 
 
-def test_external_data_loads_and_outside_location_is_refused(tmp_path, run_cli):
+def test_external_data_loads_and_outside_location_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
     inside = model_zoo.external_data(tmp_path / "in")
     run = run_cli("inspect", inside, "-q")
     assert run.code == 1 and run.err == ""
@@ -414,7 +427,7 @@ def test_external_data_loads_and_outside_location_is_refused(tmp_path, run_cli):
     assert "external data location '../secret.bin' is outside the model's folder" in run.err
 
 
-def test_dims_declared_as_minus_one_are_dynamic_not_sizes(tmp_path):
+def test_dims_declared_as_minus_one_are_dynamic_not_sizes(tmp_path: Path) -> None:
     # Some exporters write dim_value -1 for "unknown"; it must never count as a size.
     model = model_zoo.conv_relu()
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
@@ -442,7 +455,8 @@ def _overridable_initializer(ir_version: int) -> onnx.ModelProto:
     return model
 
 
-def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path, save_model, write_contract, run_cli):
+def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path: Path, save_model: SaveModel,
+                                                               write_contract: WriteContract, run_cli: RunCli) -> None:
     # IR >= 4: an initializer also listed in graph.input is a default the caller may override
     # (onnxruntime computes with the fed x), so nothing it feeds is folded.
     path = save_model(_overridable_initializer(8))
@@ -462,7 +476,7 @@ def test_an_overridable_initializer_is_an_input_not_a_constant(tmp_path, save_mo
     assert run.code == 1 and "0 folded" in run.out, run.out
 
 
-def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path):
+def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path: Path) -> None:
     result = inspect(tmp_path, _overridable_initializer(3))
     assert result.inputs == []
     assert placements(result) == {"sin": "folded", "erf": "folded"}
@@ -471,12 +485,12 @@ def test_before_ir_4_an_initializer_listed_as_input_stays_a_weight(tmp_path):
 
 def _with_bytes(model: onnx.ModelProto, placeholder: bytes, raw: bytes) -> bytes:
     """The serialised model with a same-length placeholder replaced by raw (invalid UTF-8) bytes."""
-    data = model.SerializeToString()
+    data: bytes = model.SerializeToString()
     assert len(placeholder) == len(raw) and placeholder in data
     return data.replace(placeholder, raw)
 
 
-def _add_model(name: str = "ZZQ", **attrs) -> onnx.ModelProto:
+def _add_model(name: str = "ZZQ", **attrs: Any) -> onnx.ModelProto:
     x = helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
     node = helper.make_node("Add", [name, name], ["y"], name="add", **attrs)
@@ -485,7 +499,7 @@ def _add_model(name: str = "ZZQ", **attrs) -> onnx.ModelProto:
     return model
 
 
-def test_names_that_are_not_utf8_are_escaped_not_a_crash(tmp_path, run_cli):
+def test_names_that_are_not_utf8_are_escaped_not_a_crash(tmp_path: Path, run_cli: RunCli) -> None:
     # protobuf hands an invalid UTF-8 string over as bytes: JSON, sorting and reports choked on it
     path = tmp_path / "m.onnx"
     path.write_bytes(_with_bytes(_add_model(), b"ZZQ", b"\xff\xfeQ"))
@@ -502,7 +516,7 @@ def test_names_that_are_not_utf8_are_escaped_not_a_crash(tmp_path, run_cli):
     assert (run.code, run.err) == (0, ""), run.err + run.out
 
 
-def test_an_attribute_name_that_is_not_utf8_is_a_checker_finding(tmp_path, run_cli):
+def test_an_attribute_name_that_is_not_utf8_is_a_checker_finding(tmp_path: Path, run_cli: RunCli) -> None:
     path = tmp_path / "m.onnx"
     path.write_bytes(_with_bytes(_add_model(alpha=0.5), b"alpha", b"alph\xff"))
     out = tmp_path / "r.json"
@@ -513,7 +527,7 @@ def test_an_attribute_name_that_is_not_utf8_is_a_checker_finding(tmp_path, run_c
     assert "Unrecognized attribute: alph\\xff" in run.out
 
 
-def test_a_nul_in_an_external_data_location_is_a_one_line_error(tmp_path, run_cli):
+def test_a_nul_in_an_external_data_location_is_a_one_line_error(tmp_path: Path, run_cli: RunCli) -> None:
     from onnx.external_data_helper import set_external_data
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
@@ -542,7 +556,7 @@ def _relu_chain(n: int) -> onnx.ModelProto:
     return model_zoo._model(graph)
 
 
-def test_dynamic_shape_findings_name_their_root_cause(tmp_path):
+def test_dynamic_shape_findings_name_their_root_cause(tmp_path: Path) -> None:
     """Each dynamic-shape finding carries the dynamic input dims it follows from (issue 19); a
     data-dependent shape is its own cause, which the nodes below it inherit."""
     result = inspect(tmp_path, model_zoo.symbolic_dims(), {"Relu": {}})
@@ -561,7 +575,7 @@ def test_dynamic_shape_findings_name_their_root_cause(tmp_path):
     assert [f["cause"] for f in result.to_dict()["findings"] if f["rule"] == "dynamic-shape"] == [["nz"]] * 3
 
 
-def test_dynamic_shape_findings_of_one_cause_are_one_row_and_json_keeps_each(tmp_path, run_cli):
+def test_dynamic_shape_findings_of_one_cause_are_one_row_and_json_keeps_each(tmp_path: Path, run_cli: RunCli) -> None:
     path = tmp_path / "chain.onnx"
     path.write_bytes(_relu_chain(12).SerializeToString())
     profile = write_profile(tmp_path, {"Relu": {}})
@@ -609,10 +623,11 @@ def _hardswish_with_overridable_three(ir_version: int) -> onnx.ModelProto:
     return model
 
 
-def test_a_fusion_pattern_does_not_match_an_overridable_initializer(tmp_path):
+def test_a_fusion_pattern_does_not_match_an_overridable_initializer(tmp_path: Path) -> None:
     """IR >= 4: the initializer is only the default of an input the caller may feed (issue 17:
     the HardSwish pattern's {"const": 3} matched its default value and fused the nodes)."""
     fed = inspect(tmp_path, _hardswish_with_overridable_three(8), profile="rknn-rk3588-fused")
     assert fed.fusions == []
     weight = inspect(tmp_path, _hardswish_with_overridable_three(3), profile="rknn-rk3588-fused")
+    assert weight.fusions is not None
     assert [f["pattern"] for f in weight.fusions] == ["hardswish-add-clip-mul-div"]

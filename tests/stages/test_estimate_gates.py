@@ -4,25 +4,31 @@ stages.probe.estimates), name its source, and fail closed when there is no figur
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
+from npu_gate.result.types import GateResult
 from npu_gate.stages.verdict import estimate_gates
-from tests.helpers.common import validate_result
+from tests.helpers.common import SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 3)
 EVIDENCE = "estimated by Vela 5.2.0 for Ethos_U55_128, Ethos_U55_High_End_Embedded, Shared_Sram"
 
 
+SeedResult = Callable[..., GateResult]
+"""The ``seed_result`` fixture: the seed net checked under these gates."""
+
+
 @pytest.fixture
-def seed_result(save_model, write_contract):
+def seed_result(save_model: SaveModel, write_contract: WriteContract) -> SeedResult:
     save_model(seed_onnx())
 
-    def make(**gates: Any):
+    def make(**gates: Any) -> GateResult:
         doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
                "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}], "gates": gates}
         return check_contract(load_contract(write_contract(doc)), today=TODAY)
@@ -34,14 +40,15 @@ def _probe(status: str = "ok", estimates: dict[str, Any] | None = None, reason: 
     return {"status": status, "reason": reason, "compiler": {"name": "ethos-u-vela"}, "estimates": estimates}
 
 
-def _checks(result, probe, sram, ms):
+def _checks(result: GateResult, probe: dict[str, Any], sram: int | None,
+            ms: float | None) -> tuple[list[tuple[str, Any, Any, bool]], list[str]]:
     result.stages["probe"] = probe
     result.findings = []
     checks = estimate_gates(result, sram, ms)
     return [(c.name, c.limit, c.actual, c.passed) for c in checks], [f.message for f in result.findings]
 
 
-def test_without_a_probe_both_gates_fail_as_not_checked(seed_result) -> None:
+def test_without_a_probe_both_gates_fail_as_not_checked(seed_result: SeedResult) -> None:
     result = seed_result(max_sram_bytes=1024, max_estimated_ms=0.5)
     gates = {g.name: (g.limit, g.actual, g.passed) for g in result.gates}
     assert gates["max_sram_bytes"] == (1024, None, False) and gates["max_estimated_ms"] == (0.5, None, False)
@@ -53,12 +60,12 @@ def test_without_a_probe_both_gates_fail_as_not_checked(seed_result) -> None:
     validate_result(result.to_dict())
 
 
-def test_unset_gates_add_no_check(seed_result) -> None:
+def test_unset_gates_add_no_check(seed_result: SeedResult) -> None:
     result = seed_result()
     assert not {"max_sram_bytes", "max_estimated_ms"} & {g.name for g in result.gates}
 
 
-def test_the_estimate_met_exactly_passes_and_one_over_fails_naming_vela(seed_result) -> None:
+def test_the_estimate_met_exactly_passes_and_one_over_fails_naming_vela(seed_result: SeedResult) -> None:
     result = seed_result()
     estimates = {"evidence": EVIDENCE, "sram_bytes": 24576, "estimated_ms": 0.3095}
     assert _checks(result, _probe(estimates=estimates), 24576, 0.3095) == (
@@ -69,7 +76,7 @@ def test_the_estimate_met_exactly_passes_and_one_over_fails_naming_vela(seed_res
          f"max_estimated_ms: 0.3095 ms exceeds the limit 0.3 ms ({EVIDENCE})"])
 
 
-def test_a_failed_build_or_a_compiler_without_estimates_fails_closed(seed_result) -> None:
+def test_a_failed_build_or_a_compiler_without_estimates_fails_closed(seed_result: SeedResult) -> None:
     result = seed_result()
     failed = _probe("failed", {"evidence": EVIDENCE, "sram_bytes": 1}, reason="lower: Vela exited with status 2")
     assert _checks(result, failed, 10, None) == (

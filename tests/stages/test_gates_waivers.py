@@ -5,23 +5,31 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from npu_gate.contract.spec import load_contract
+from npu_gate.contract.spec import Contract, load_contract
 from npu_gate.pipeline import check_contract
-from tests.helpers.common import REPO, validate_result
+from npu_gate.result.types import GateResult
+from tests.helpers.common import REPO, RunCli, SaveModel, WriteContract, validate_result
 from tests.helpers.gate_models import seed_onnx
 
 TODAY = dt.date(2026, 12, 2)
 
 
+SeedContract = Callable[..., Contract]
+"""The ``seed_contract`` fixture: the seed net's contract with these top-level keys, loaded."""
+
+
 @pytest.fixture
-def seed_contract(save_model, write_contract):
+def seed_contract(save_model: SaveModel, write_contract: WriteContract) -> SeedContract:
     save_model(seed_onnx())
 
-    def make(**extra):
-        doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+    def make(**extra: Any) -> Contract:
+        doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
                "inputs": [{"name": "images", "shape": [1, 3, 16, 16], "dtype": "float32"}]}
         doc.update(extra)
         return load_contract(write_contract(doc))
@@ -29,11 +37,11 @@ def seed_contract(save_model, write_contract):
     return make
 
 
-def summary(result):
+def summary(result: GateResult) -> list[tuple[str, str | None, bool]]:
     return [(f.rule, f.node, f.waived) for f in result.findings]
 
 
-def test_gates_exceeded(seed_contract):
+def test_gates_exceeded(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(gates={"max_cpu_nodes": 0, "max_npu_partitions": 1,
                                                  "max_boundary_bytes": 12288}), today=TODAY)
     assert [(g.name, g.limit, g.actual, g.passed) for g in result.gates] == [
@@ -45,13 +53,13 @@ def test_gates_exceeded(seed_contract):
     assert result.verdict == "fail"
 
 
-def test_no_limits_means_every_gate_passes(seed_contract):
+def test_no_limits_means_every_gate_passes(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(), today=TODAY)
     assert all(g.passed and g.limit is None for g in result.gates)
     assert summary(result) == [("unsupported-op", "/Clip", False)]
 
 
-def test_active_waiver(seed_contract):
+def test_active_waiver(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "op_type": "Clip", "reason": "rewrite planned", "expires": "2027-01-01"}
     result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
     assert summary(result) == [("unsupported-op", "/Clip", True)]
@@ -61,7 +69,7 @@ def test_active_waiver(seed_contract):
     validate_result(result.to_dict())
 
 
-def test_expired_waiver_stops_waiving_and_says_so(seed_contract):
+def test_expired_waiver_stops_waiving_and_says_so(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "node": "/Clip", "reason": "old", "expires": "2026-12-01"}
     result = check_contract(seed_contract(waivers=[waiver]), today=TODAY)
     assert summary(result) == [("unsupported-op", "/Clip", False), ("waiver-expired", None, False)]
@@ -71,12 +79,12 @@ def test_expired_waiver_stops_waiving_and_says_so(seed_contract):
     assert result.verdict == "fail"
 
 
-def test_waiver_on_its_expiry_day_still_waives(seed_contract):
+def test_waiver_on_its_expiry_day_still_waives(seed_contract: SeedContract) -> None:
     waiver = {"rule": "unsupported-op", "reason": "r", "expires": TODAY.isoformat()}
     assert check_contract(seed_contract(waivers=[waiver]), today=TODAY).verdict == "pass"
 
 
-def test_unused_waiver_is_reported(seed_contract):
+def test_unused_waiver_is_reported(seed_contract: SeedContract) -> None:
     waivers = [{"rule": "unsupported-op", "op_type": "Clip", "reason": "r"},
                {"rule": "unsupported-op", "node": "/Gone", "reason": "r"}]
     result = check_contract(seed_contract(waivers=waivers), today=TODAY)
@@ -85,7 +93,7 @@ def test_unused_waiver_is_reported(seed_contract):
     assert result.verdict == "pass"
 
 
-def test_waiving_a_gate(seed_contract):
+def test_waiving_a_gate(seed_contract: SeedContract) -> None:
     result = check_contract(seed_contract(
         gates={"max_cpu_nodes": 0},
         waivers=[{"rule": "unsupported-op", "reason": "r"}, {"rule": "gate-exceeded", "reason": "r"}],
@@ -94,7 +102,7 @@ def test_waiving_a_gate(seed_contract):
     assert [g.passed for g in result.gates] == [False, True, True, True, True]
 
 
-def test_today_flag_controls_expiry(seed_contract, run_cli, tmp_path):
+def test_today_flag_controls_expiry(seed_contract: SeedContract, run_cli: RunCli, tmp_path: Path) -> None:
     contract = seed_contract(waivers=[{"rule": "unsupported-op", "reason": "r", "expires": "2026-06-01"}])
     assert run_cli("check", contract.path, "--today", "2026-05-01", "-q").code == 0
     run = run_cli("check", contract.path, "--today", "2026-07-01", "--json", tmp_path / "r.json")
@@ -117,7 +125,7 @@ def summary_reasons(errors: int, warnings: int) -> list[str]:
     return text.render(result).splitlines()[2:]
 
 
-def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings():
+def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings() -> None:
     assert summary_reasons(7, 2) == [
         "  error unsupported-op [n0]: e0", "  error unsupported-op [n1]: e1", "  error unsupported-op [n2]: e2",
         "  error unsupported-op [n3]: e3", "  warning waiver-expired: w0",
@@ -130,7 +138,7 @@ def test_terminal_summary_lists_errors_first_and_keeps_a_line_for_warnings():
     assert summary_reasons(0, 2) == ["  warning waiver-expired: w0", "  warning waiver-expired: w1"]
 
 
-def test_terminal_summary_gives_one_line_per_message():
+def test_terminal_summary_gives_one_line_per_message() -> None:
     """300 CPU Relus used to take the five lines and hide the gate's own errors in "... 297 more"."""
     from npu_gate.render import text
     from npu_gate.result.types import Finding, GateResult
@@ -152,7 +160,7 @@ def test_terminal_summary_gives_one_line_per_message():
     assert text.render(result).splitlines()[-1] == "  ... 2 more reasons (3 findings) (--markdown PATH lists them)"
 
 
-def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_path):
+def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli: RunCli, tmp_path: Path) -> None:
     """examples/custom-profile has six errors; an expired waiver adds a warning that the
     terminal used to cut (it listed the first five findings in their order)."""
     shutil.copytree(REPO / "examples" / "custom-profile", tmp_path / "cp")
@@ -175,7 +183,7 @@ def test_an_expired_waiver_is_not_cut_from_the_terminal_summary(run_cli, tmp_pat
         "  ... 2 more (--markdown PATH lists them)"]
 
 
-def test_unnamed_and_duplicate_nodes_get_display_names(save_model, write_contract):
+def test_unnamed_and_duplicate_nodes_get_display_names(save_model: SaveModel, write_contract: WriteContract) -> None:
     """``<name or op type>#<index>``; a waiver by a duplicated name says which names to use."""
     from onnx import TensorProto, helper
 
@@ -187,7 +195,7 @@ def test_unnamed_and_duplicate_nodes_get_display_names(save_model, write_contrac
              helper.make_node("Sigmoid", ["c"], ["y"], name="Relu#2")]
     graph = helper.make_graph(nodes, "g", [x], [y])
     save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
+    doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"},
            "inputs": [{"name": "x", "shape": [1, 4], "dtype": "float32"}],
            "waivers": [{"rule": "unsupported-op", "node": "dup", "reason": "by the model's name"},
                        # copied from a rendered report: the word joiner after "#" is ignored

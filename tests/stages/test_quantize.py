@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -19,16 +21,17 @@ from npu_gate.pipeline import check_contract
 from npu_gate.quantize import run as quant
 from npu_gate.quantize.samples import sample_sets
 from npu_gate.render import markdown, text
-from tests.helpers.common import REPO, validate_result
+from npu_gate.result.types import GateResult
+from tests.helpers.common import REPO, RunCli, WriteContract, validate_result
 
 EXAMPLE = REPO / "examples" / "quantize-mobilenet"
 
 
-def _summary(result):
+def _summary(result: GateResult) -> list[tuple[str, str | None, str | None]]:
     return [(f.rule, f.node, f.subject) for f in result.findings]
 
 
-def test_mobilenet_example_quantizes_and_passes(run_cli):
+def test_mobilenet_example_quantizes_and_passes(run_cli: RunCli) -> None:
     result = check_contract(load_contract(EXAMPLE / "npu-gate.json"))
     assert result.verdict == "pass"
     assert result.quantization is not None and result.quantization["graph"] == "the checked graph (no node folds)"
@@ -55,7 +58,7 @@ def test_mobilenet_example_quantizes_and_passes(run_cli):
             ) in run.out.splitlines()
 
 
-def test_outlier_branch_fails_sqnr_and_names_the_layer(run_cli):
+def test_outlier_branch_fails_sqnr_and_names_the_layer(run_cli: RunCli) -> None:
     contract = load_contract(EXAMPLE / "outlier" / "npu-gate.json")
     result = check_contract(contract)
     assert result.verdict == "fail"
@@ -77,7 +80,7 @@ def test_outlier_branch_fails_sqnr_and_names_the_layer(run_cli):
     assert run_cli("check", EXAMPLE / "outlier").code == 1
 
 
-def test_models_are_rebuilt_byte_for_byte(tmp_path):
+def test_models_are_rebuilt_byte_for_byte(tmp_path: Path) -> None:
     spec = importlib.util.spec_from_file_location("make_models", EXAMPLE / "make_models.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -87,12 +90,20 @@ def test_models_are_rebuilt_byte_for_byte(tmp_path):
     assert (EXAMPLE / "mobilenet.onnx").stat().st_size < 200_000
 
 
+class MobilenetContract(Protocol):
+    """The ``mobilenet_contract`` fixture: a contract on the example's mobilenet, with these keys."""
+
+    def __call__(self, quantization: dict[str, Any] | None = None, gates: dict[str, Any] | None = None,
+                 model: str = ...) -> Path: ...
+
+
 @pytest.fixture
-def mobilenet_contract(tmp_path, write_contract):
+def mobilenet_contract(tmp_path: Path, write_contract: WriteContract) -> MobilenetContract:
     shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
 
-    def make(quantization=None, gates=None, model="model.onnx"):
-        doc = {"model": {"onnx": model}, "target": {"profile": "rknn-rk3588"},
+    def make(quantization: dict[str, Any] | None = None, gates: dict[str, Any] | None = None,
+             model: str = "model.onnx") -> Path:
+        doc: dict[str, Any] = {"model": {"onnx": model}, "target": {"profile": "rknn-rk3588"},
                "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}]}
         if quantization is not None:
             doc["quantization"] = quantization
@@ -103,7 +114,7 @@ def mobilenet_contract(tmp_path, write_contract):
     return make
 
 
-def test_gate_without_quantization_is_a_contract_error(mobilenet_contract):
+def test_gate_without_quantization_is_a_contract_error(mobilenet_contract: MobilenetContract) -> None:
     path = mobilenet_contract(gates={"min_output_sqnr_db": 30})
     with pytest.raises(ContractError) as err:
         load_contract(path)
@@ -111,7 +122,8 @@ def test_gate_without_quantization_is_a_contract_error(mobilenet_contract):
                                   "(the figure is measured on the quantized model)"]
 
 
-def test_samples_file_split_so_holdout_is_never_calibration(tmp_path, mobilenet_contract, run_cli):
+def test_samples_file_split_so_holdout_is_never_calibration(tmp_path: Path, mobilenet_contract: MobilenetContract,
+                                                            run_cli: RunCli) -> None:
     rows = np.random.default_rng(3).uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32)
     np.savez(tmp_path / "calib.npz", images=rows)
     contract = load_contract(mobilenet_contract({"calibration": {"samples_file": "calib.npz", "count": 9},
@@ -134,7 +146,7 @@ def test_samples_file_split_so_holdout_is_never_calibration(tmp_path, mobilenet_
     assert run.code == 2 and "calib.npz has 12 rows" in run.err
 
 
-def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract):
+def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract: MobilenetContract) -> None:
     contract = load_contract(mobilenet_contract({"calibration": {"count": 5}, "holdout": {"count": 2}}))
     sets = sample_sets(contract)
     drawn = make_samples(contract.inputs, 7, 0)
@@ -142,7 +154,7 @@ def test_synthetic_holdout_rows_follow_the_calibration_rows(mobilenet_contract):
     assert [r["images"].tobytes() for r in sets.holdout] == [r["images"].tobytes() for r in drawn[5:]]
 
 
-def test_already_quantized_model_is_analysed_as_it_is(tmp_path, mobilenet_contract):
+def test_already_quantized_model_is_analysed_as_it_is(tmp_path: Path, mobilenet_contract: MobilenetContract) -> None:
     rows = make_samples(load_contract(mobilenet_contract()).inputs, 4, 0)
     quant.quantize(tmp_path / "model.onnx", tmp_path / "int8.onnx", rows, Quantization())
     result = check_contract(load_contract(mobilenet_contract({}, {"min_output_cosine": 0.9}, model="int8.onnx")))
@@ -155,14 +167,14 @@ def test_already_quantized_model_is_analysed_as_it_is(tmp_path, mobilenet_contra
     assert result.verdict == "fail"  # a gate never fails open
 
 
-def test_mode_none_skips(mobilenet_contract):
+def test_mode_none_skips(mobilenet_contract: MobilenetContract) -> None:
     result = check_contract(load_contract(mobilenet_contract({"mode": "none"})))
     assert result.stages["quantization"] == {"status": "skipped", "reason": "quantization.mode is none"}
     assert result.verdict == "pass"
     assert "### Quantization\n\nNot run: quantization.mode is none." in markdown.render(result)
 
 
-def test_quantizer_error_is_one_line_finding(tmp_path, write_contract):
+def test_quantizer_error_is_one_line_finding(tmp_path: Path, write_contract: WriteContract) -> None:
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
              helper.make_node("Mystery", ["r"], ["y"], name="odd", domain="acme")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
@@ -183,7 +195,7 @@ def test_quantizer_error_is_one_line_finding(tmp_path, write_contract):
     assert text.render(result).count("quantization int8") == 1
 
 
-def test_bundle_keeps_the_quantized_model(tmp_path, run_cli):
+def test_bundle_keeps_the_quantized_model(tmp_path: Path, run_cli: RunCli) -> None:
     out = tmp_path / "bundle"
     assert run_cli("check", EXAMPLE, "--out", out).code == 0
     model = onnx.load(str(out / "quantized.onnx"))
@@ -191,7 +203,7 @@ def test_bundle_keeps_the_quantized_model(tmp_path, run_cli):
     assert "quantized.onnx" in json.loads((out / "versions.json").read_text())["bundle"]["files"]
 
 
-def test_cosine_and_sqnr_edge_cases():
+def test_cosine_and_sqnr_edge_cases() -> None:
     zero = np.zeros(3)
     assert quant.cosine(zero, zero) == 1.0
     assert quant.cosine(zero, np.ones(3)) == 0.0
@@ -199,7 +211,7 @@ def test_cosine_and_sqnr_edge_cases():
     assert quant.sqnr_db(np.array([3.0, 4.0]), np.array([3.0, 3.0])) == pytest.approx(10 * np.log10(25 / 1))
 
 
-def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
+def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract: MobilenetContract) -> None:
     """int8 activations (RKNN's asymmetric int8): every unit on the NPU, Q/DQ not counted."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "int8"})))
     assert result.quantization is not None
@@ -209,12 +221,14 @@ def test_quantized_graph_placed_by_units_on_rknn(mobilenet_contract):
     assert _summary(result) == []
 
 
-def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract):
+def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contract: MobilenetContract) -> None:
     """onnxruntime's default QDQ activations are uint8: rknn-rk3588 claims uint8 Add units from the
     calibration's quantized Add points (RKNN-Toolkit2's int8 build of a float Add ran on the NPU)."""
     result = check_contract(load_contract(mobilenet_contract({"activations": "uint8"})))
     assert _summary(result) == []
-    assert result.quantization is not None and result.quantization["placement"]["cpu_nodes"] == 0
+    assert result.quantization is not None
+    placement = result.quantization["placement"]
+    assert placement is not None and placement["cpu_nodes"] == 0
     from npu_gate.profile.spec import load_profile
 
     [constraint] = load_profile("rknn-rk3588").ops["Add"]["constraints"]
@@ -223,7 +237,7 @@ def test_uint8_add_units_run_on_rknn_as_its_int8_build_measured(mobilenet_contra
                                           "int8 build")
 
 
-def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path, write_contract):
+def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path: Path, write_contract: WriteContract) -> None:
     """#21: RKNN-Toolkit2 2.5.0 builds the lesson's net in int8 as one NPU ConvHardSwish
     (tests/fixtures/rknn/seed_hardswish_int8); the calibrated profile predicts its QDQ form with
     no CPU node and one NPU partition."""
@@ -247,7 +261,7 @@ def test_rknn_rk3588_predicts_the_lesson_net_in_int8_on_the_npu(tmp_path, write_
     validate_result(result.to_dict())
 
 
-def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
+def test_inspect_quantized_model_counts_units(tmp_path: Path, run_cli: RunCli) -> None:
     rows = make_samples(load_contract(EXAMPLE / "npu-gate.json").inputs, 4, 0)
     quant.quantize(EXAMPLE / "mobilenet.onnx", tmp_path / "int8.onnx", rows, Quantization(activations="int8"))
     run = run_cli("inspect", tmp_path / "int8.onnx", "--profile", "demo", "--json", tmp_path / "r.json")
@@ -265,7 +279,8 @@ def test_inspect_quantized_model_counts_units(tmp_path, run_cli):
     assert run.code == 1
 
 
-def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path, mobilenet_contract, run_cli):
+def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path: Path, mobilenet_contract: MobilenetContract,
+                                                              run_cli: RunCli) -> None:
     rng = np.random.default_rng(5)
     np.savez(tmp_path / "calib.npz", images=rng.uniform(0, 1, (12, 1, 3, 32, 32)).astype(np.float32))
     path = mobilenet_contract({"activations": "int8", "calibration": {"samples_file": "calib.npz"}},
@@ -279,7 +294,7 @@ def test_cache_replays_quantization_and_keys_its_samples_file(tmp_path, mobilene
     assert changed.code == 0 and "result from cache" not in changed.out
 
 
-def test_quantization_section_escapes_model_names():
+def test_quantization_section_escapes_model_names() -> None:
     result = check_contract(load_contract(EXAMPLE / "outlier" / "npu-gate.json"))
     assert result.quantization is not None
     result.quantization["outputs"][0]["output"] = "y|<img src=x>"
@@ -292,7 +307,7 @@ def test_quantization_section_escapes_model_names():
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_torch_contract_quantizes_its_export(tmp_path):
+def test_torch_contract_quantizes_its_export(tmp_path: Path) -> None:
     seed = REPO / "examples" / "seed-hardswish"
     shutil.copyfile(seed / "seed_net.py", tmp_path / "seed_net.py")
     doc = json.loads((seed / "npu-gate.json").read_text())
@@ -317,12 +332,12 @@ def agreement(reference, candidate, samples):
 '''
 
 
-def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path, write_contract):
+def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path: Path, write_contract: WriteContract) -> None:
     """#21: the contract's metric runs on the quantized model too: float outputs as the reference,
     int8 outputs as the candidate, on the hold-out samples."""
     shutil.copyfile(EXAMPLE / "mobilenet.onnx", tmp_path / "model.onnx")
     (tmp_path / "quant_metric.py").write_text(METRIC, encoding="utf-8")
-    doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
+    doc: dict[str, Any] = {"model": {"onnx": "model.onnx"}, "target": {"profile": "rknn-rk3588"},
            "inputs": [{"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32", "range": [0, 1]}],
            "quantization": {"mode": "int8"},
            "metric": {"callable": "quant_metric:agreement", "threshold": {"top1_agreement": {"min": 0.75}}}}
@@ -347,7 +362,7 @@ def test_metric_judges_the_quantized_model_against_the_float_one(tmp_path, write
     assert finding.message.startswith("quantized model: task metric: top1_agreement ")
 
 
-def test_a_nan_output_fails_the_quantization_gates_and_renders(tmp_path, write_contract):
+def test_a_nan_output_fails_the_quantization_gates_and_renders(tmp_path: Path, write_contract: WriteContract) -> None:
     """sqrt(x - 2) is NaN on every hold-out row in [0, 1]: no figure is a number, so both gates fail
     with a finding each (a NaN compares false with any limit: it must not pass them), the result
     stays valid (null figures with "nan": true) and the reports say NaN, not "no noise"."""
@@ -366,6 +381,7 @@ def test_a_nan_output_fails_the_quantization_gates_and_renders(tmp_path, write_c
     result = check_contract(load_contract(path))
     if result.stages["quantization"]["status"] == "failed":
         pytest.skip(f"the quantizer refused the model here: {result.stages['quantization'].get('reason')}")
+    assert result.quantization is not None
     assert result.quantization["outputs"] == [
         {"output": "y", "max_abs_err": None, "cosine": None, "sqnr_db": None, "nan": True}]
     assert [(g.name, g.actual, g.passed) for g in result.gates if g.name.startswith("min_output")] == [

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import onnx
@@ -12,41 +15,43 @@ import pytest
 from npu_gate.contract.spec import load_contract
 from npu_gate.pipeline import check_contract
 from npu_gate.render import markdown, text
+from npu_gate.result.types import GateResult
 from npu_gate.rewrites import REWRITES
 from npu_gate.rewrites.base import Builder, Emitted, GraphView, Match, Rewrite
 from tests.helpers import rewrite_zoo as zoo
-from tests.helpers.common import validate_result
+from tests.helpers.common import RunCli, validate_result
 
 # Runs Add, Mul, Div, Clip but not HardSwish: decompose-hardswish helps here.
-ELEMENTWISE = {"Conv": {}, "Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "ReduceMean": {}}
+ELEMENTWISE: dict[str, dict[str, Any]] = {"Conv": {}, "Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "ReduceMean": {}}
 
 
-def contract(tmp_path, model, ops=None, profile="demo", **extra):
+def contract(tmp_path: Path, model: onnx.ModelProto, ops: dict[str, dict[str, Any]] | None = None,
+             profile: str = "demo", **extra: Any) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
     if ops is not None:
-        doc = {"name": "test-npu", "description": "test", "source": "tests", "evidence": "illustrative", "ops": ops}
-        (tmp_path / "profile.json").write_text(json.dumps(doc))
+        target = {"name": "test-npu", "description": "test", "source": "tests", "evidence": "illustrative", "ops": ops}
+        (tmp_path / "profile.json").write_text(json.dumps(target))
         profile = "profile.json"
     shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-    doc = {"name": "net", "model": {"onnx": "model.onnx"}, "target": {"profile": profile},
+    doc: dict[str, Any] = {"name": "net", "model": {"onnx": "model.onnx"}, "target": {"profile": profile},
            "inputs": [{"name": "x", "shape": shape, "dtype": "float32", "range": [-3, 3]}], **extra}
     path = tmp_path / "npu-gate.json"
     path.write_text(json.dumps(doc))
     return path
 
 
-def check(path):
+def check(path: Path) -> GateResult:
     result = check_contract(load_contract(path))
     validate_result(result.to_dict())
     return result
 
 
-def figures(s):
+def figures(s: Mapping[str, Any]) -> tuple[int, int, int]:
     return (s["cpu_nodes"], s["npu_partitions"], s["cpu_partitions"])
 
 
-def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path):
+def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path: Path) -> None:
     base = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
     assert figures(base.summary) == (1, 2, 1)
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
@@ -55,6 +60,7 @@ def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path):
     assert result.verdict == "pass"
     assert figures(result.summary) == (0, 1, 0)
     assert result.stages["rewrites"] == {"status": "ok", "applied": ["decompose-hardswish (1 regions)"]}
+    assert result.rewrite_check is not None
     assert figures(result.rewrite_check["before"]) == (1, 2, 1)
     assert figures(result.rewrite_check["after"]) == (0, 1, 0)
     assert (result.rewrite_check["before"]["node_count"], result.rewrite_check["after"]["node_count"]) == (3, 6)
@@ -80,7 +86,7 @@ def test_rewrite_moves_the_net_from_two_npu_partitions_to_one(tmp_path):
                                         "see Rewrites applied.")
 
 
-def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path):
+def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path: Path) -> None:
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
     [s] = result.suggestions
     assert (s["rewrite"], s["node"], s["fixes"]) == ("decompose-hardswish", "hswish", ["hswish"])
@@ -93,7 +99,7 @@ def test_suggestion_lists_a_verified_rewrite_with_its_figures(tmp_path):
     assert "add `\"rewrites\": [\"decompose-hardswish\"]` to the contract" in markdown.render(result)
 
 
-def _with_external_weights(path):
+def _with_external_weights(path: Path) -> Path:
     """Move the contract's model weights into model.onnx.data, as the dynamo exporter writes them."""
     import onnx
 
@@ -105,7 +111,7 @@ def _with_external_weights(path):
     return path
 
 
-def test_suggestions_and_rewrites_read_external_weights(tmp_path):
+def test_suggestions_and_rewrites_read_external_weights(tmp_path: Path) -> None:
     # Analysis leaves the weights on disk; suggestions and the proof of applied rewrites run the
     # model with onnxruntime and failed on every dynamo export ("External data path validation failed").
     result = check(_with_external_weights(contract(tmp_path / "a", zoo.hardswish(), ELEMENTWISE)))
@@ -119,7 +125,7 @@ def test_suggestions_and_rewrites_read_external_weights(tmp_path):
     assert [(v["where"], v["passed"]) for v in entry["verification"]] == [("y", True), ("h", True)]
 
 
-def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path):
+def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path: Path) -> None:
     # demo has no Clip and no HardSwish: fusing the lesson's Clip gives a HardSwish on CPU.
     result = check(contract(tmp_path, zoo.hardswish_by_hand()))
     assert result.suggestions == []
@@ -130,7 +136,7 @@ def test_no_suggestion_when_the_rewrite_keeps_the_fallback(tmp_path):
 
 
 @pytest.mark.parametrize(("atol", "listed"), [(1e-4, False), (1e-3, True)])
-def test_suggestions_only_list_rewrites_that_pass_numerics(tmp_path, atol, listed):
+def test_suggestions_only_list_rewrites_that_pass_numerics(tmp_path: Path, atol: float, listed: bool) -> None:
     result = check(contract(tmp_path, zoo.gelu_erf(), {"Mul": {}, "Add": {}, "Tanh": {}, "Div": {}},
                             numerics={"atol": atol, "rtol": 0}))
     assert [s["rewrite"] for s in result.suggestions] == (["gelu-tanh"] if listed else [])
@@ -149,7 +155,8 @@ def _wrong_hardsigmoid(view: GraphView, m: Match) -> Emitted:
     return b.done()
 
 
-def test_wrong_hardsigmoid_is_caught_at_the_region_while_end_to_end_passes(tmp_path, monkeypatch):
+def test_wrong_hardsigmoid_is_caught_at_the_region_while_end_to_end_passes(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     right = REWRITES["decompose-hardsigmoid"]
     wrong = Rewrite(right.name, right.matches, right.emits, True, right.doc, right.find, _wrong_hardsigmoid)
     monkeypatch.setitem(REWRITES, "decompose-hardsigmoid", wrong)
@@ -172,7 +179,7 @@ def test_wrong_hardsigmoid_is_caught_at_the_region_while_end_to_end_passes(tmp_p
     assert not [f for f in good.findings if f.rule == "rewrite-mismatch"]
 
 
-def test_approximate_rewrite_is_reported_with_its_error(tmp_path):
+def test_approximate_rewrite_is_reported_with_its_error(tmp_path: Path) -> None:
     tight = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}}, rewrites=["gelu-tanh"]))
     [entry] = tight.rewrites
     assert entry["exact"] is False and (entry["atol"], entry["rtol"]) == (1e-4, 1e-3)
@@ -187,7 +194,7 @@ def test_approximate_rewrite_is_reported_with_its_error(tmp_path):
     assert loose.rewrites[0]["verification"][0]["max_abs_err"] == tight.rewrites[0]["verification"][0]["max_abs_err"]
 
 
-def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
+def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path: Path) -> None:
     """HardSwish then GELU: the exact rewrite's line must not show gelu-tanh's error as its own."""
     h = onnx.helper
     gelu = zoo.gelu_erf()
@@ -196,7 +203,7 @@ def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
         node.input[:] = ["hs" if i == "x" else i for i in node.input]
         nodes.append(node)
     model = zoo.model(nodes, list(gelu.graph.initializer), opset=17)
-    ops = {"Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "Tanh": {}}
+    ops: dict[str, dict[str, Any]] = {"Add": {}, "Mul": {}, "Div": {}, "Clip": {}, "Tanh": {}}
     rewrites = ["decompose-hardswish", {"name": "gelu-tanh", "atol": 1e-3}]
     result = check(contract(tmp_path, model, ops, rewrites=rewrites))
     region = {e["name"]: next(v["max_abs_err"] for v in e["verification"] if v["kind"] == "region")
@@ -212,11 +219,12 @@ def test_terminal_tells_a_rewrites_own_error_from_the_shared_outputs(tmp_path):
     ]
 
 
-def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, monkeypatch):
+def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """What was applied is still reported, and nothing claims a proof that did not run."""
     import npu_gate.stages.rewrites as stage
 
-    def fail(*args, **kwargs):
+    def fail(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("no kernel for HardSigmoid")
 
     monkeypatch.setattr(stage, "verify", fail)
@@ -235,12 +243,12 @@ def test_a_verification_onnxruntime_cannot_run_is_not_called_verified(tmp_path, 
     assert "replacement" not in result.stages and "metric" not in result.stages  # the contract names neither
 
 
-def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path, monkeypatch):
+def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The replacement, the task metric and the suggestions run on the same samples: when the
     rewrite verification fails first, each stage says it was skipped and why."""
     import npu_gate.stages.rewrites as stage
 
-    def fail(*args, **kwargs):
+    def fail(*args: object, **kwargs: object) -> NoReturn:
         raise RuntimeError("no kernel")
 
     monkeypatch.setattr(stage, "verify", fail)
@@ -253,19 +261,20 @@ def test_what_a_failed_rewrite_verification_stops_says_so(tmp_path, monkeypatch)
     assert [result.stages.get(s) for s in ("replacement", "metric", "suggestions")] == [skipped] * 3
 
 
-def test_unmatched_rewrite_is_a_warning(tmp_path):
+def test_unmatched_rewrite_is_a_warning(tmp_path: Path) -> None:
     result = check(contract(tmp_path, zoo.reflect_pad(), rewrites=["decompose-layernorm"]))
     assert [(f.rule, f.severity, f.message) for f in result.findings if f.rule.startswith("rewrite")] == [
         ("rewrite-unmatched", "warning", "rewrite decompose-layernorm matched no node")]
     assert result.rewrites == [] and result.rewrite_check is None
 
 
-def test_samples_file_rows_are_verified_too(tmp_path):
+def test_samples_file_rows_are_verified_too(tmp_path: Path) -> None:
     rows = np.random.default_rng(5).uniform(-3, 3, (3, *zoo.SHAPE))
     np.savez(tmp_path / "real.npz", x=rows)  # float64 on disk: cast to the contract's dtype
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
                     numerics={"samples": 2, "samples_file": "real.npz"})
     result = check(path)
+    assert result.rewrite_check is not None
     assert result.rewrite_check["samples"] == {"seeded": 2, "seed": 0, "file": "real.npz", "file_samples": 3}
     assert [v["samples"] for v in result.rewrites[0]["verification"]] == [5, 5]
     assert "on 2 seeded samples (seed 0) and 3 rows of <code>real.npz</code>;" in markdown.render(result)
@@ -274,11 +283,12 @@ def test_samples_file_rows_are_verified_too(tmp_path):
     assert "graph optimizations off) on 3 rows of <code>real.npz</code>;" in markdown.render(only_file)
 
 
-def _bad_samples_run(tmp_path, run_cli, inputs, arrays):
+def _bad_samples_run(tmp_path: Path, run_cli: RunCli, inputs: list[dict[str, Any]],
+                     arrays: dict[str, np.ndarray]) -> list[str]:
     """check on a contract whose model file is not ONNX: an error about the samples file
     means it was read before any model was loaded, let alone run."""
     (tmp_path / "model.onnx").write_bytes(b"not onnx")
-    np.savez(tmp_path / "real.npz", **arrays)
+    np.savez(tmp_path / "real.npz", **arrays)  # type: ignore[arg-type]  # the stubs fear a key named allow_pickle
     doc = {"model": {"onnx": "model.onnx"}, "target": {"profile": "demo"}, "inputs": inputs,
            "rewrites": ["decompose-hardswish"], "numerics": {"samples_file": "real.npz"}}
     (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
@@ -287,7 +297,7 @@ def _bad_samples_run(tmp_path, run_cli, inputs, arrays):
     return run.err.strip().splitlines()
 
 
-X = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
+X: dict[str, Any] = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
 
 
 @pytest.mark.parametrize(("array", "problems"), [
@@ -305,12 +315,14 @@ X = {"name": "x", "shape": [1, 4, 6, 6], "dtype": "float32"}
     (np.array([np.inf, -np.inf, 1e300, 0.5] * 36).reshape(1, 1, 4, 6, 6),
      ["array x: 108 of 144 values are not finite as float32 (0 NaN, 108 infinite); samples must be finite"]),
 ])
-def test_samples_file_that_does_not_fit_the_inputs_stops_before_the_model(tmp_path, run_cli, array, problems):
+def test_samples_file_that_does_not_fit_the_inputs_stops_before_the_model(tmp_path: Path, run_cli: RunCli,
+                                                                          array: np.ndarray,
+                                                                          problems: list[str]) -> None:
     lines = _bad_samples_run(tmp_path, run_cli, [X], {"x": array})
     assert lines == [f"npu-gate: error: {tmp_path / 'real.npz'}: numerics.samples_file: {p}" for p in problems]
 
 
-def test_samples_file_problems_of_every_input_are_listed(tmp_path, run_cli):
+def test_samples_file_problems_of_every_input_are_listed(tmp_path: Path, run_cli: RunCli) -> None:
     ints = {"name": "ids", "shape": [5], "dtype": "int64"}
     mask = {"name": "mask", "shape": [5], "dtype": "bool"}
     lines = _bad_samples_run(tmp_path, run_cli, [X, ints, mask], {"ids": np.zeros((2, 5), np.float32)})
@@ -326,7 +338,7 @@ DEVICE_JSON = {"source": "board run 2026-12-01", "timings": [
     {"scope": "node", "key": "hswish", "ms": 0.25}, {"scope": "model", "key": "net", "ms": 2.5}]}
 
 
-def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
+def test_device_timings_are_imported_and_shown(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "board.json").write_text(json.dumps(DEVICE_JSON))
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
     [row] = result.review
@@ -346,7 +358,7 @@ def test_device_timings_are_imported_and_shown(tmp_path, run_cli):
     assert doc["review"][0]["latency"]["device"] == {"scope": "model", "key": "net", "ms": 3.5, "source": None}
 
 
-def test_device_timings_by_partition(tmp_path):
+def test_device_timings_by_partition(tmp_path: Path) -> None:
     (tmp_path / "board.json").write_text(json.dumps({"timings": [{"scope": "partition", "key": "1", "ms": 0.7}]}))
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.json"))
     assert [(p.id, p.device, p.nodes) for p in result.partitions] == [
@@ -355,7 +367,7 @@ def test_device_timings_by_partition(tmp_path):
     assert "device: 0.7 ms (partition <code>1</code>)" in markdown.render(result)
 
 
-def test_device_timings_that_match_nothing_are_warned_about(tmp_path, run_cli):
+def test_device_timings_that_match_nothing_are_warned_about(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "board.csv").write_text("scope,key,ms\nnode,/Nope,1\nnode,hswish,0.25\nnode,conv1,0.1\n"
                                         "partition,7,1\npartition,2,0.5\nmodel,nett,3\nmodel,net,2\n")
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv")
@@ -376,12 +388,13 @@ def test_device_timings_that_match_nothing_are_warned_about(tmp_path, run_cli):
     rewritten = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv",
                                rewrites=["decompose-hardswish"]))
     assert [r["node"] for r in rewritten.review] == ["hswish"]
+    assert rewritten.device_timings is not None
     assert rewritten.device_timings["unmatched"] == [
         {"scope": "node", "key": "/Nope"}, {"scope": "partition", "key": "7"}, {"scope": "partition", "key": "2"},
         {"scope": "model", "key": "nett"}]  # one partition (0) now; file order
 
 
-def test_emitted_name_clash_is_a_model_error(tmp_path, run_cli):
+def test_emitted_name_clash_is_a_model_error(tmp_path: Path, run_cli: RunCli) -> None:
     model = zoo.hardswish()
     model.graph.node[0].name = "hswish/decomposed/Add"
     run = run_cli("check", contract(tmp_path, model, rewrites=["decompose-hardswish"]))
@@ -390,13 +403,13 @@ def test_emitted_name_clash_is_a_model_error(tmp_path, run_cli):
         "rewrites: rewrite decompose-hardswish: emitted name 'hswish/decomposed/Add' already exists in the model")
 
 
-def test_without_device_timings_latency_is_not_measured(tmp_path):
+def test_without_device_timings_latency_is_not_measured(tmp_path: Path) -> None:
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE))
     assert result.review[0]["latency"]["device"] is None
     assert "device: not measured" in markdown.render(result)
 
 
-def test_bad_device_timings_stop_the_run(tmp_path, run_cli):
+def test_bad_device_timings_stop_the_run(tmp_path: Path, run_cli: RunCli) -> None:
     (tmp_path / "board.csv").write_text("scope,key,ms\nchip,net,3.5\nnode,a,-1\n")
     run = run_cli("check", contract(tmp_path, zoo.hardswish(), ELEMENTWISE, device_timings="board.csv"))
     assert run.code == 2
@@ -405,7 +418,7 @@ def test_bad_device_timings_stop_the_run(tmp_path, run_cli):
         f"npu-gate: error: {tmp_path / 'board.csv'}: row 3: ms '-1' is not a finite number of milliseconds >= 0"]
 
 
-def test_device_timings_must_be_finite_numbers(tmp_path, run_cli):
+def test_device_timings_must_be_finite_numbers(tmp_path: Path, run_cli: RunCli) -> None:
     """inf, NaN or true is no measurement: the review table would show `inf ms` as one. (JSON's
     Infinity and NaN are refused by the reader itself: tests/contract/test_device_timings_strict.py.)"""
     (tmp_path / "board.json").write_text('{"timings": [{"scope": "node", "key": "hswish", "ms": "inf"}, '
@@ -431,12 +444,13 @@ def agreement(reference, candidate, samples):
 
 @pytest.mark.parametrize(("threshold", "passed"), [({"max_diff": {"max": 1e-3}}, True),
                                                    ({"max_diff": {"max": 1e-5}}, False)])
-def test_task_metric_is_reported(tmp_path, threshold, passed):
+def test_task_metric_is_reported(tmp_path: Path, threshold: dict[str, dict[str, float]], passed: bool) -> None:
     (tmp_path / "task_metric.py").write_text(METRIC)
     path = contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
                     rewrites=[{"name": "gelu-tanh", "atol": 1e-3}],
                     metric={"callable": "task_metric:agreement", "threshold": threshold})
     result = check(path)
+    assert result.metric is not None
     assert result.metric["values"]["samples"] == 4.0
     assert result.metric["values"]["sign_agreement"] == 1.0
     assert 3e-4 < result.metric["values"]["max_diff"] < 1e-3
@@ -445,7 +459,7 @@ def test_task_metric_is_reported(tmp_path, threshold, passed):
     assert "### Task metric" in markdown.render(result)
 
 
-def test_contract_rejects_unknown_rewrites(tmp_path, run_cli):
+def test_contract_rejects_unknown_rewrites(tmp_path: Path, run_cli: RunCli) -> None:
     run = run_cli("check", contract(tmp_path, zoo.hardswish(), rewrites=["decompose-swish", "gelu-tanh",
                                                                           "gelu-tanh"]))
     assert run.code == 2
@@ -453,14 +467,14 @@ def test_contract_rejects_unknown_rewrites(tmp_path, run_cli):
     assert "rewrites[2]: 'gelu-tanh' is named twice" in run.err
 
 
-def test_rewrite_preserves_untouched_nodes_and_order(tmp_path):
+def test_rewrite_preserves_untouched_nodes_and_order(tmp_path: Path) -> None:
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"])
     names = [n.name for n in check(path).nodes]
     assert names == ["conv0", "hswish/decomposed/Add", "hswish/decomposed/Clip", "hswish/decomposed/Mul",
                      "hswish/decomposed/Div", "conv1"]
 
 
-def test_builder_clip_uses_inputs_from_opset_11():
+def test_builder_clip_uses_inputs_from_opset_11() -> None:
     b = Builder(GraphView(zoo.hardswish()), "n", "t")
     b.clip("x", 0.0, 1.0, "y")
     assert [list(n.input) for n in b.nodes] == [["x", "n/t/min", "n/t/max"]]
@@ -472,7 +486,7 @@ def test_builder_clip_uses_inputs_from_opset_11():
 
 
 @pytest.mark.torch
-def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
+def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path: Path) -> None:
     import shutil
 
     from tests.helpers.common import REPO
@@ -487,6 +501,7 @@ def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
     result = check(tmp_path / "npu-gate.json")
     assert result.verdict == "pass"
     assert result.ops == {"Conv": 1, "HardSwish": 1}
+    assert result.rewrite_check is not None
     assert figures(result.rewrite_check["before"]) == (4, 1, 1)
     assert figures(result.summary) == (0, 1, 0)
     # onnxruntime on the rewritten graph vs eager PyTorch (the contract's own numerics).
@@ -494,7 +509,7 @@ def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path):
     assert result.rewrites[0]["nodes"] == ["/Add", "/Clip", "/Mul", "/Div"]
 
 
-def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
+def test_replacement_onnx_model_is_compared_with_the_original(tmp_path: Path) -> None:
     (tmp_path / "mine.onnx").write_bytes(zoo.hardswish_by_hand().SerializeToString())
     model = zoo.hardswish_by_hand()
     model.graph.node[0].input[1] = "conv1_w"  # same shapes, different weights: a wrong replacement
@@ -503,6 +518,7 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     (tmp_path / "wrong.onnx").write_bytes(model.SerializeToString())
     good = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "mine.onnx"}))
     r = good.replacement
+    assert r is not None
     assert r["model"]["path"] == "mine.onnx"
     assert figures(r["before"]) == (1, 2, 1) and figures(r["after"]) == (0, 1, 0)
     assert [(v["where"], v["passed"]) for v in r["verification"]] == [("y", True)]
@@ -512,6 +528,7 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     assert f"  replacement mine.onnx: verified, max abs err {err:.3g}; cpu nodes 1 → 0, npu partitions 2 → 1 " \
            "(model → replacement)\n" in text.render(good)
     bad = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, replacement={"onnx": "wrong.onnx"}))
+    assert bad.replacement is not None
     [v] = bad.replacement["verification"]
     assert v["passed"] is False and v["max_abs_err"] > 0.01
     assert [f.message for f in bad.findings if f.rule == "rewrite-mismatch"] == [
@@ -520,7 +537,7 @@ def test_replacement_onnx_model_is_compared_with_the_original(tmp_path):
     assert f"  replacement wrong.onnx: MISMATCH, max abs err {v['max_abs_err']:.3g}; " in text.render(bad)
 
 
-def test_rewrites_and_replacements_without_samples_are_a_warning(tmp_path):
+def test_rewrites_and_replacements_without_samples_are_a_warning(tmp_path: Path) -> None:
     """numerics.samples 0 and no samples_file: nothing compared the rewritten graph with the
     original, and the result says so as a finding, not only in a stage's reason."""
     (tmp_path / "mine.onnx").write_bytes(zoo.hardswish_by_hand().SerializeToString())
@@ -537,7 +554,7 @@ def test_rewrites_and_replacements_without_samples_are_a_warning(tmp_path):
     assert "the gate checked the rewritten graph.\n\n**Not verified**: no samples" in report
 
 
-def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):
+def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path: Path) -> None:
     """A replacement (or rewrite) is compared with the original ONNX model: no PyTorch here."""
     flat = zoo.hardswish()
     flat.graph.node.append(onnx.helper.make_node("Flatten", ["y"], ["flat"], name="flatten"))
@@ -549,12 +566,13 @@ def test_a_shape_mismatch_names_the_original_model_not_pytorch(tmp_path):
         "replacement at output y: compared with replacement output flat; shape [1, 144] vs the original [1, 4, 6, 6]"]
 
 
-def test_replacement_file_must_exist(tmp_path, run_cli):
+def test_replacement_file_must_exist(tmp_path: Path, run_cli: RunCli) -> None:
     run = run_cli("check", contract(tmp_path, zoo.hardswish(), replacement={"onnx": "nope.onnx"}))
     assert run.code == 2 and "replacement.onnx: file 'nope.onnx' not found" in run.err
 
 
-def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_model(tmp_path, run_cli):
+def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_model(tmp_path: Path,
+                                                                                  run_cli: RunCli) -> None:
     other = zoo.hardswish_by_hand()
     other.graph.input[0].name = "images"
     other.graph.node[0].input[0] = "images"
@@ -574,7 +592,8 @@ def test_replacement_whose_inputs_differ_from_the_contract_stops_before_the_mode
     ("task_metric:nope", "'task_metric' has no callable 'nope'"),
     ("task_metric:METRIC_NAME", "'task_metric' has no callable 'METRIC_NAME'"),
 ])
-def test_metric_that_cannot_be_imported_stops_before_the_model(tmp_path, run_cli, callable_, problem):
+def test_metric_that_cannot_be_imported_stops_before_the_model(tmp_path: Path, run_cli: RunCli, callable_: str,
+                                                               problem: str) -> None:
     (tmp_path / "task_metric.py").write_text(METRIC + "METRIC_NAME = 'not callable'\n")
     path = contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
                     metric={"callable": callable_})
@@ -606,7 +625,7 @@ def build_model():
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
+def test_replacement_torch_factory_is_exported_and_compared(tmp_path: Path) -> None:
     import shutil
 
     from tests.helpers.common import REPO
@@ -622,6 +641,7 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
     (tmp_path / "npu-gate.json").write_text(json.dumps(doc))
     result = check(tmp_path / "npu-gate.json")
     r = result.replacement
+    assert r is not None
     assert r["model"]["factory"] == "hs_net:build_model"
     assert figures(r["before"]) == (4, 1, 1) and figures(r["after"]) == (0, 1, 0)
     # Same seed, same Conv init: nn.Hardswish equals the hand-written form.
@@ -630,7 +650,7 @@ def test_replacement_torch_factory_is_exported_and_compared(tmp_path):
 
 
 @pytest.mark.torch
-def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path, run_cli):
+def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path: Path, run_cli: RunCli) -> None:
     import shutil
 
     from tests.helpers.common import REPO
@@ -647,7 +667,7 @@ def test_replacement_factory_problems_name_replacement_torch_factory(tmp_path, r
         f"npu-gate: error: {tmp_path / 'npu-gate.json'}: replacement.torch.factory: 'hs_net' has no callable 'nope'"]
 
 
-def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
+def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path: Path) -> None:
     waiver = {"rule": "unsupported-op", "op_type": "HardSwish", "reason": "ships on CPU in v1"}
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, waivers=[waiver]))
     assert [s["rewrite"] for s in result.suggestions] == ["decompose-hardswish"]
@@ -657,7 +677,7 @@ def test_review_strategy_waiver_wins_over_a_suggestion(tmp_path):
     assert row["latency"]["cpu_reference"] == ["cpu_reference_s"]
 
 
-def test_review_names_the_failed_constraint(tmp_path):
+def test_review_names_the_failed_constraint(tmp_path: Path) -> None:
     ops = dict(ELEMENTWISE, HardSwish={"constraints": [
         {"id": "hswish-rank", "input": 0, "rank": {"max": 2}}]})
     result = check(contract(tmp_path, zoo.hardswish(), ops))
@@ -667,7 +687,7 @@ def test_review_names_the_failed_constraint(tmp_path):
     assert "| <code>hswish-rank</code>: " in markdown.render(result)
 
 
-def test_a_rewrite_of_what_an_earlier_rewrite_emitted_is_reviewed(tmp_path):
+def test_a_rewrite_of_what_an_earlier_rewrite_emitted_is_reviewed(tmp_path: Path) -> None:
     """decompose-hardswish then fuse-hardswish: the fuse replaces nodes the model as given
     never had, and the decomposed nodes are not in the checked graph (the review crashed)."""
     result = check(contract(tmp_path, zoo.hardswish(), dict(ELEMENTWISE, HardSwish={}),
@@ -681,10 +701,10 @@ def test_a_rewrite_of_what_an_earlier_rewrite_emitted_is_reviewed(tmp_path):
     assert "<code>hswish/decomposed/Div</code> (emitted by an earlier rewrite); emitted" in markdown.render(result)
 
 
-def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path):
+def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path: Path) -> None:
     """The Div, Add and Muls of the Erf pattern were placed on the NPU by the static
     prediction: nothing ran, so the row must not say so."""
-    ops = {"Div": {}, "Add": {}, "Mul": {}, "Tanh": {}}
+    ops: dict[str, dict[str, Any]] = {"Div": {}, "Add": {}, "Mul": {}, "Tanh": {}}
     result = check(contract(tmp_path, zoo.gelu_erf(), ops, rewrites=[{"name": "gelu-tanh", "atol": 1e-3}]))
     assert [(r["node"], r["reason"]) for r in result.review] == [
         ("/mlp/Div", "none (predicted on the NPU)"),
@@ -695,7 +715,7 @@ def test_review_of_a_replaced_npu_node_says_predicted_not_ran(tmp_path):
     ]
 
 
-def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path):
+def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path: Path) -> None:
     """A profile limit is a CPU fallback like a missing op: its constraint is named, its
     active error means "change the model" and its waiver is the strategy."""
     waiver = {"rule": "profile-limit", "node": "hswish", "reason": "rank 4 accepted on CPU"}
@@ -712,7 +732,7 @@ def test_review_judges_a_node_a_profile_limit_puts_on_cpu(tmp_path):
 
 
 @pytest.mark.parametrize("decide", ["prediction", "measured"])
-def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
+def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path: Path, decide: str) -> None:
     """The fake compiler runs HardSwish on the NPU: when its placement decides, the predicted
     fallback is neither "leave on CPU" nor a rewrite suggestion."""
     probe = {"compiler": "fake", "target": "fake1", "decide": decide}
@@ -734,7 +754,7 @@ def test_a_node_measured_on_the_npu_needs_no_rewrite(tmp_path, decide):
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_rewrite_example_passes(run_cli, tmp_path):
+def test_rewrite_example_passes(run_cli: RunCli, tmp_path: Path) -> None:
     from tests.helpers.common import REPO
 
     run = run_cli("check", REPO / "examples" / "rewrite-hardswish", "--json", tmp_path / "r.json", "-q")
@@ -747,7 +767,7 @@ def test_rewrite_example_passes(run_cli, tmp_path):
     assert [c["passed"] for c in doc["numerics"]] == [True]  # rewritten graph vs PyTorch
 
 
-def test_metric_without_a_candidate_is_skipped_and_says_why(tmp_path):
+def test_metric_without_a_candidate_is_skipped_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "task_metric.py").write_text(METRIC)
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, metric={"callable": "task_metric:agreement"}))
     assert result.metric is None
@@ -755,18 +775,19 @@ def test_metric_without_a_candidate_is_skipped_and_says_why(tmp_path):
                                        "applied and no replacement model was given"}
 
 
-def test_metric_that_raises_is_a_task_metric_error(tmp_path):
+def test_metric_that_raises_is_a_task_metric_error(tmp_path: Path) -> None:
     (tmp_path / "broken_metric.py").write_text(
         "def score(reference, candidate, samples):\n    raise KeyError('logits')\n")
     result = check(contract(tmp_path, zoo.hardswish(), ELEMENTWISE, rewrites=["decompose-hardswish"],
                             metric={"callable": "broken_metric:score"}))
+    assert result.metric is not None
     assert result.metric["error"] == "broken_metric:score: KeyError: 'logits'"
     assert [f.message for f in result.findings if f.rule == "task-metric"] == [
         "task metric could not be computed: broken_metric:score: KeyError: 'logits'"]
     assert result.verdict == "fail"
 
 
-def test_metric_that_calls_sys_exit_is_a_task_metric_error(tmp_path):
+def test_metric_that_calls_sys_exit_is_a_task_metric_error(tmp_path: Path) -> None:
     """sys.exit(0) in the metric used to end npu-gate with exit 0, a "pass" with no report."""
     (tmp_path / "exiting_metric.py").write_text(
         "import sys\n\ndef score(reference, candidate, samples):\n    sys.exit(0)\n")
@@ -778,7 +799,7 @@ def test_metric_that_calls_sys_exit_is_a_task_metric_error(tmp_path):
 
 
 @pytest.mark.parametrize(("bound", "listed"), [(1e-3, True), (1e-5, False)])
-def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
+def test_suggestions_are_judged_on_the_task_metric_too(tmp_path: Path, bound: float, listed: bool) -> None:
     (tmp_path / "task_metric.py").write_text(METRIC)
     result = check(contract(tmp_path, zoo.gelu_op(), {"Mul": {}, "Add": {}, "Tanh": {}},
                             numerics={"atol": 1e-3, "rtol": 0},
@@ -793,9 +814,9 @@ def test_suggestions_are_judged_on_the_task_metric_too(tmp_path, bound, listed):
 
 def test_task_metric_messages_give_the_failed_bound_in_words() -> None:
     """They used to print Python's None: `max_err = 2.98e-08 (min None, max 1e-12)`."""
-    from npu_gate.stages.rewrites import metric_message
+    from npu_gate.findings.rewrites import metric_message
 
-    def message(checks: list[dict], values: dict) -> str:
+    def message(checks: list[dict[str, Any]], values: dict[str, float]) -> str:
         return metric_message({"values": values, "checks": [{"passed": False, "min": None, "max": None, **c}
                                                              for c in checks], "passed": False})
 
