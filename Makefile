@@ -29,11 +29,11 @@ check: venv
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n auto -m 'not torch and not slow and not rknn and not qnn and not ethos_u'
 
-# Everything `make check` does, plus mypy (strict), vulture (dead code, [tool.vulture] in
+# Everything `make check` does, plus mypy (strict, tests included), vulture (dead code, [tool.vulture] in
 # pyproject.toml) and the whole default suite (torch and slow included).
 test: venv
 	$(BIN)/ruff check npu_gate tests bench examples
-	$(BIN)/mypy npu_gate bench
+	$(BIN)/mypy npu_gate bench tests
 	$(BIN)/vulture
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -n auto
