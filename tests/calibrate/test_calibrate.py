@@ -57,8 +57,9 @@ NEEDS_QNN_QUANTIZER = pytest.mark.skipif(OLD_QNN_QUANTIZER, reason="the qdq swee
 
 
 # qdq: onnxruntime's QNN quantizer imports torch when it is installed (5 s)
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.torch, pytest.mark.slow]) if n == "qdq" else n
-                                  for n in SWEEPS])
+# splits: 2 s (a margin below the slow check's 3 s)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.torch, pytest.mark.slow]) if n == "qdq" else
+                                  pytest.param(n, marks=pytest.mark.slow) if n == "splits" else n for n in SWEEPS])
 def test_sweeps_have_unique_ids_and_their_measured_nodes(name: str) -> None:
     if name == "qdq" and OLD_QNN_QUANTIZER:
         pytest.skip("the qdq sweep's points need onnxruntime >= 1.32 (older get_qnn_qdq_config refuses "
@@ -888,6 +889,7 @@ def test_without_value_tests_the_three_ops_stay_unexplained() -> None:
     assert derived.verdicts["Pad"]["contradicted_by"] == ["pad-ch-constant"]
 
 
+@pytest.mark.slow
 def test_without_the_sizes_ratio_linear_resize_by_sizes_contradicts_the_scales_rule() -> None:
     """The hypothesis of before (scales only): the linear points by sizes that ran on the NPU, where
     input 2 is absent, are what it gets wrong; with ratio_to_input every point is predicted."""
@@ -1029,6 +1031,7 @@ def test_schema_reference_is_relative_to_out_when_both_are_in_the_current_folder
     assert schema_reference(Path("p.json")) is None  # the schema is not under the current folder
 
 
+@pytest.mark.slow
 def test_a_crash_and_a_hang_cost_their_point_and_the_sweep_goes_on(tmp_path: Path) -> None:
     """The fake driver crashes (SIGSEGV) on a node named crash_me and hangs on hang_me."""
     def relu_named(pid: str, name: str) -> Any:

@@ -243,6 +243,7 @@ def test_module_callable_pattern_is_said_in_words(contract_dir: Path, write_cont
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_factory_that_returns_no_module(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli) -> None:
     (tmp_path / "bad_factory.py").write_text("def build():\n    return 42\n", encoding="utf-8")
     doc = _base()

@@ -149,6 +149,7 @@ def build():
     (["images", "weights"], 0, ""),  # names forward() does not use are free
 ])
 @pytest.mark.torch
+@pytest.mark.slow
 def test_torch_inputs_declared_out_of_forward_order(tmp_path: Path, write_contract: WriteContract, run_cli: RunCli,
                                                     names: list[str], code: int, err: str) -> None:
     """The swapped contract used to pass: the exported graph computed forward(mask, x)."""

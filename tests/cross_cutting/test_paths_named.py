@@ -25,6 +25,8 @@ import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.common import REPO
 
 ROOTS = ("npu_gate", "tests", "docs", "schemas", "bench", "examples")
@@ -104,6 +106,7 @@ def missing_paths(root: Path) -> list[str]:
             if named not in ALLOWED and not exists(named, p, root)]
 
 
+@pytest.mark.slow
 def test_every_path_named_in_the_package_and_the_docs_exists() -> None:
     assert missing_paths(REPO) == []
 

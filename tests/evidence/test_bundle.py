@@ -170,6 +170,7 @@ def _without_timings(text: str) -> str:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_bundles_are_deterministic(example_bundles: tuple[Path, Path]) -> None:
     a, b = example_bundles
     json_a = (a / "result.json").read_text(encoding="utf-8")

@@ -170,6 +170,7 @@ def test_a_hostile_factory_cannot_forge_the_verdict_or_reach_the_token(tmp_path:
     assert planted.read_text() == "ran"
 
 
+@pytest.mark.slow
 def test_a_changed_clean_copy_is_not_run(tmp_path: Path, fake: FakeGitHub) -> None:
     """The copy the publishing steps run is checked against the digest its step took before
     the gate: code in the gate step (here a sitecustomize on its PYTHONPATH, as model code

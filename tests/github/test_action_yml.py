@@ -73,6 +73,7 @@ def _run(tmp_path: Path, fake: FakeGitHub, token: str = WRITE_TOKEN, **with_: st
     return run_action(REPO, inputs, env, token=token, workdir=tmp_path)
 
 
+@pytest.mark.slow
 def test_failing_gate_reports_comments_then_fails_last(tmp_path: Path, fake: FakeGitHub) -> None:
     add_contract(tmp_path, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
     run = _run(tmp_path, fake, contracts="models/relu/npu-gate.json")
@@ -97,6 +98,7 @@ def test_failing_gate_reports_comments_then_fails_last(tmp_path: Path, fake: Fak
     assert [c["user"]["login"] for c in fake.comments[PR]] == [BOT]
 
 
+@pytest.mark.slow
 def test_the_last_step_names_the_fail_on_value_used(tmp_path: Path, fake: FakeGitHub) -> None:
     add_contract(tmp_path, "relu", model_zoo.conv_relu(), [1, 3, 8, 8])
     run = _run(tmp_path, fake, contracts="models/relu", comment="never", **{"fail-on": "bogus"})

@@ -659,6 +659,7 @@ def test_symbolic_inference_without_the_tools_file_fails_naming_it(
     assert doc["stages"]["symbolic_shapes"]["reason"] == f"ModuleNotFoundError: onnxruntime has no {tools_file}"
 
 
+@pytest.mark.slow
 def test_symbolic_inference_imports_neither_torch_nor_onnxruntime(save_model: SaveModel) -> None:
     # onnxruntime/tools/__init__.py imports torch whenever it is installed; inspect never imports torch.
     import subprocess

@@ -71,6 +71,7 @@ def _write_factory(folder: Path, body: str, **contract_extra: Any) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_export_failure_is_a_finding(tmp_path: Path, run_cli: RunCli) -> None:
     _write_factory(tmp_path, (
         "class Net(nn.Module):\n"
@@ -150,6 +151,7 @@ SYS_EXIT_CASES = [
 
 
 @pytest.mark.parametrize(("body", "code", "says"), SYS_EXIT_CASES, ids=["import", "factory", "export", "numerics"])
+@pytest.mark.slow
 def test_sys_exit_in_user_code_does_not_end_the_gate(tmp_path: Path, run_cli: RunCli, body: str, code: int,
                                                      says: str) -> None:
     _write_factory(tmp_path, body)
@@ -266,6 +268,7 @@ def test_one_tensor_returned_twice_gets_two_named_rows(tmp_path: Path, run_cli: 
     assert [(n["output"], n["passed"]) for n in doc["numerics"]] == [("2 (output 1)", True), ("2 (output 2)", True)]
 
 
+@pytest.mark.slow
 def test_a_factory_that_cannot_be_imported_leaves_its_traceback_in_the_log(tmp_path: Path, run_cli: RunCli) -> None:
     # Exit 2 with one line on the terminal; the details (what the module printed, the
     # traceback down to the user's line) belong in --log.

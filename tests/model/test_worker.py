@@ -77,6 +77,7 @@ def test_a_crash_in_the_reference_is_a_numerics_failure(tmp_path: Path) -> None:
         "numerics-failed", "PyTorch module: the model code's process ended (exit code 3) before answering")]
 
 
+@pytest.mark.slow
 def test_a_crash_during_the_export_is_an_export_failure(tmp_path: Path) -> None:
     path = _contract(tmp_path, reference="pass")
     source = path.with_name("hostile_net.py")
@@ -89,6 +90,7 @@ def test_a_crash_during_the_export_is_an_export_failure(tmp_path: Path) -> None:
     assert [f["rule"] for f in doc["findings"]] == ["export-failed"]
 
 
+@pytest.mark.slow
 def test_a_child_that_forks_and_exits_is_seen_at_once_and_its_session_stopped(tmp_path: Path) -> None:
     """A forked process holding the answer pipe open does not make the gate wait for the limit;
     stopping the child stops every process of its session."""
@@ -114,6 +116,7 @@ def test_a_status_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
         read_status(path)
 
 
+@pytest.mark.slow
 def test_sys_exit_0_in_the_reference_is_not_a_pass(tmp_path: Path) -> None:
     doc = _check(_contract(tmp_path, reference="sys.exit(0)"))
     assert doc["verdict"] == "fail"
@@ -135,6 +138,7 @@ def test_a_hang_is_stopped_at_the_time_limit(tmp_path: Path) -> None:
             user.export("model.torch", "torchscript", tmp_path)
 
 
+@pytest.mark.slow
 def test_a_garbage_status_is_a_failure_not_data(tmp_path: Path) -> None:
     # The model's code replaces what the child writes its status with.
     doc = _check(_contract(tmp_path, reference="import json; json.dumps = lambda *a, **k: '{\"error\": ['"))

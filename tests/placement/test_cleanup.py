@@ -522,6 +522,7 @@ OCTAVES_REFUSED = {
     "oldest_transpose_221", "oldest_transpose_222"}
 
 
+@pytest.mark.slow
 def test_the_node_order_refusal_is_predicted_on_exactly_the_measured_cases(tmp_path: Path) -> None:
     """remove-concat-slice-node-order (npu_gate/placement/stack_order.py) against all 162 measured builds."""
     from tests.helpers.cleanup_models import octave_cases, stacked_octaves

@@ -195,6 +195,7 @@ class Net(nn.Module):
 
 @pytest.mark.torch
 @pytest.mark.parametrize(("dynamo", "opset"), [(False, 17), (True, 18), (True, 20)])
+@pytest.mark.slow
 def test_catalog_matches_what_the_exporters_write(tmp_path: Path, dynamo: bool, opset: int) -> None:
     path = export_net(EXPORTED_NET, tmp_path / "net.onnx", dynamo=dynamo, opset=opset)
     original = onnx.load(str(path))

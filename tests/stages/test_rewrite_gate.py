@@ -486,6 +486,7 @@ def test_builder_clip_uses_inputs_from_opset_11() -> None:
 
 
 @pytest.mark.torch
+@pytest.mark.slow
 def test_torch_contract_checks_the_rewritten_graph_against_pytorch(tmp_path: Path) -> None:
     import shutil
 

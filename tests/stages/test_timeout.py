@@ -102,6 +102,7 @@ def test_check_stops_before_the_probe_and_fails(run_cli: Run, tmp_path: Path, sl
     assert f"  probe: skipped ({REASON})" in run.out
 
 
+@pytest.mark.slow
 def test_no_limit_with_timeout_0(run_cli: Run, tmp_path: Path, slow_analysis: None) -> None:
     contract = write_onnx_contract(tmp_path / "m", tiny_model())
     run = run_cli("check", contract, "--timeout", "0", "--json", tmp_path / "r.json", "--no-cache")
@@ -111,6 +112,7 @@ def test_no_limit_with_timeout_0(run_cli: Run, tmp_path: Path, slow_analysis: No
     assert run.code == 0
 
 
+@pytest.mark.slow
 def test_a_timed_out_result_is_not_cached(run_cli: Run, tmp_path: Path, slow_analysis: None) -> None:
     contract = write_onnx_contract(tmp_path / "m", tiny_model())
     cache_dir = tmp_path / "cache"
