@@ -434,14 +434,19 @@ VERDICTS = ("pass", "fail", "error")
 def publish(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
     """The step after the gate, from a clean interpreter: the gate step's outputs (from
     state.json's ``outputs``) and the job summary (report.md). What does not check out (a
-    missing or malformed state, an unknown verdict) fails closed: ``verdict`` error,
-    ``failed`` true. Stdlib only, like ``comment``."""
+    missing or malformed state, an unknown verdict, a verdict that result.json's findings and
+    gates do not give: ``_contradiction``) fails closed: ``verdict`` error, ``failed`` true.
+    Stdlib only, like ``comment``."""
     env = dict(os.environ if env is None else env)
     stream = out or sys.stdout
     artifacts = (Path.cwd() / _env(env, "ARTIFACTS_DIR", "npu-gate-out")).resolve()
     outputs = _valid_outputs(_read_state(artifacts).get("outputs"))
-    if outputs is None:
-        workflow.command("error", "npu-gate: the gate step left no valid state.json; failing", stream)
+    problem = None if outputs is None else _contradiction(artifacts, outputs, _env(env, "FAIL_ON", "errors"))
+    if outputs is None or problem is not None:
+        from npu_gate.escape import visible
+
+        why = problem or "the gate step left no valid state.json"
+        workflow.command("error", f"npu-gate: {visible(why)}; failing", stream)
         workflow.set_outputs({"verdict": "error", "failed": "true", "fail-on": _env(env, "FAIL_ON", "errors")},
                              env)
         return 0
@@ -453,6 +458,38 @@ def publish(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> 
         workflow.append_summary(_summary(report), env)
     workflow.set_outputs(outputs, env)
     return 0
+
+
+def _contradiction(artifacts: Path, outputs: dict[str, str], fail_on: str) -> str | None:
+    """Why the gate's outputs cannot be published, or None: the verdict is derived again from
+    result.json's findings and gates (a merged document: its results and errors), never read
+    from it or from state.json, and both must state it; and ``failed`` must be true where the
+    derived verdict fails the step whatever the baseline (``fail-on`` as this step's input says:
+    ``error`` unless ``never``, ``fail`` under ``errors``)."""
+    from npu_gate.result.read import verdict_problem
+    from npu_gate.result.types import FAIL
+    from npu_gate.result.verdict import ERROR_VERDICT
+
+    path = artifacts / "result.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        problem = verdict_problem(doc, str(path))
+    except (OSError, ValueError):
+        return f"{path}: cannot be read as JSON"
+    except (KeyError, TypeError, AttributeError):
+        return f"{path}: not an npu-gate result"
+    if problem is not None:
+        return problem
+    derived = doc["verdict"]  # the one its findings and gates give, as just checked
+    if outputs["verdict"] != derived:
+        return (f"{artifacts / STATE_FILE}: verdict {outputs['verdict']!r} contradicts {path}, "
+                f"whose findings and gates give {derived!r}")
+    if fail_on not in ("regressions", "never"):
+        fail_on = "errors"  # as the gate step reads it
+    must_fail = (derived == ERROR_VERDICT and fail_on != "never") or (derived == FAIL and fail_on == "errors")
+    if must_fail and outputs["failed"] != "true":
+        return f"{artifacts / STATE_FILE}: failed false contradicts the verdict {derived!r} under fail-on {fail_on}"
+    return None
 
 
 def _valid_outputs(value: Any) -> dict[str, str] | None:
@@ -514,8 +551,10 @@ def comment(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> 
     if not token:
         workflow.warning("npu-gate: no github-token; PR comment skipped", stream)
         return 0
+    failing = (state.get("failed") or state.get("verdict") != "pass"
+               or _derived_verdict(path.parent) not in (None, "pass"))
     create = (mode == "always"
-              or (mode == "on-failure" and (state.get("failed") or state.get("verdict") != "pass"))
+              or (mode == "on-failure" and failing)
               or (mode == "on-change" and state.get("changed", True)))
     try:
         text = path.read_text(encoding="utf-8")
@@ -537,6 +576,18 @@ def comment(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> 
                  + (f": {posted.url}" if posted.url else "") + "\n")
     workflow.set_outputs({"comment-url": posted.url or "", "comment-action": posted.action}, env)
     return 0
+
+
+def _derived_verdict(folder: Path) -> str | None:
+    """The verdict the findings and gates of the result.json in ``folder`` give (not its
+    ``verdict``), or None without a readable one: ``on-failure`` creates the comment when
+    either the state or this says the gate did not pass."""
+    from npu_gate.result.read import document_verdict
+
+    try:
+        return document_verdict(json.loads((folder / "result.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _check_workflow_run(client: GitHubClient, number: int, env: Mapping[str, str]) -> None:

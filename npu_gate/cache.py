@@ -9,13 +9,16 @@ a new commit keeps the version string, so the version alone cannot tell two buil
 and for a ``target.probe`` contract the compiler venv it builds in (``probe_environment``).
 An entry holds what the CLI prints and writes (JSON, Markdown, terminal text, conversion
 log) and the exit code, so a hit needs none of onnx, onnxruntime, numpy or torch: this
-module imports the standard library only.
+module imports the standard library only (and, on a hit, npu_gate's result reader, to derive the
+verdict again: ``replay_problem``).
 
 ONNX external data files are not known before the model is parsed; an entry lists them
 with their sha256 and a hit re-checks them (stat first, hash when the stat changed).
 
 Entries are written atomically (temp file + ``os.replace``), so concurrent runs never see
-half an entry; an unreadable, foreign or tampered entry is ignored and rewritten.
+half an entry; an unreadable, foreign or tampered entry is ignored and rewritten, and one whose
+stored verdict or exit code is not what its findings and gates give is refused (the run is done
+again): docs/cache.md, "Trust".
 """
 
 from __future__ import annotations
@@ -169,6 +172,26 @@ def _entry_from(doc: dict[str, Any], key: str) -> Entry | None:
             for d in doc["deps"]]
     return Entry(key, doc["exit_code"], doc["json"], doc["markdown"], doc["text"], list(doc["log"]),
                  deps, str(doc.get("created", "")))
+
+
+def replay_problem(entry: Entry) -> str | None:
+    """Why ``entry`` must not be replayed, or None. Its digest only catches damage: whoever can
+    write the cache folder can write an entry with a matching digest. So on every hit the verdict
+    is derived again from the stored JSON's findings and gates, and both the JSON's verdict and the
+    stored exit code must be that verdict: an entry cannot turn a failing result into a pass."""
+    from npu_gate.result.read import document_verdict
+    from npu_gate.result.types import PASS
+
+    try:
+        doc = json.loads(entry.json)
+        derived = document_verdict(doc)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "its JSON is not a result"
+    if doc.get("verdict") != derived:
+        return f"its verdict {str(doc.get('verdict'))[:20]!r} contradicts its findings and gates ({derived!r})"
+    if entry.exit_code != (0 if derived == PASS else 1):
+        return f"its exit code {entry.exit_code} contradicts its verdict {derived!r}"
+    return None
 
 
 def new_entry(key: str, exit_code: int, json_text: str, markdown: str, text: str,

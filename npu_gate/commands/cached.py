@@ -114,9 +114,13 @@ def cached(args: argparse.Namespace, label: str, key_fn: Callable[[], str],
         uncached = f"cannot read {exc.filename}: {exc.strerror}"
     if key is not None and not args.no_cache:
         entry = store.get(key)
-        if entry is not None:
+        refused = cache.replay_problem(entry) if entry is not None else None
+        if entry is not None and refused is None:
             _emit_cached(entry, args)
             return entry.exit_code
+        if refused is not None:  # never replayed: the run below replaces it
+            print(f"npu-gate: note: {label}: cache entry {key[:12]} refused: {refused}; gating afresh",
+                  file=sys.stderr)
     from npu_gate.stages.timeout import timed_out
 
     result, deps = run()

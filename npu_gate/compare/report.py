@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from npu_gate.compare.baseline import Comparison
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS
 from npu_gate.result.types import PASS, GateResult
+from npu_gate.result.verdict import ERROR_VERDICT, combine_verdicts
 
-ERROR = "error"  # combined verdict when a contract could not be gated at all
+ERROR = ERROR_VERDICT  # combined verdict when a contract could not be gated at all
 
 
 @dataclass
@@ -41,11 +42,7 @@ class ModelReport:
 
 
 def combined_verdict(models: list[ModelReport]) -> str:
-    verdicts = {m.verdict for m in models}
-    for v in (ERROR, "fail"):
-        if v in verdicts:
-            return v
-    return "pass"
+    return combine_verdicts(m.verdict for m in models)
 
 
 def should_fail(models: Sequence[ModelReport], fail_on: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import GateError
+from npu_gate.escape import shorten
 from npu_gate.result.types import (
     BoundaryResult,
     Finding,
@@ -20,6 +21,7 @@ from npu_gate.result.types import (
     NodeResult,
     PartitionResult,
 )
+from npu_gate.result.verdict import ERROR_VERDICT, combine_verdicts, derive_verdict
 
 MERGED_KIND = "npu-gate-merged"
 # GateResult fields rebuilt as objects above (the rest are plain JSON values)
@@ -28,14 +30,7 @@ _CONVERTED = frozenset({"findings", "nodes", "partitions", "boundaries", "gates"
 
 def result_from_dict(doc: dict[str, Any]) -> GateResult:
     """The inverse of ``GateResult.to_dict`` (the conversion log is not in the JSON)."""
-    findings = [Finding(rule=f["rule"], severity=f["severity"], message=f["message"],
-                        node=f.get("node"), op_type=f.get("op_type"),
-                        constraint=f.get("constraint"), actual=f.get("actual"),
-                        allowed=f.get("allowed"), waived=bool(f.get("waived")),
-                        waiver_reason=f.get("waiver_reason"), doc=f.get("doc"), evidence=f.get("evidence"),
-                        fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f), cause=f.get("cause"),
-                        partition=f.get("partition"))
-                for f in doc.get("findings", [])]
+    findings = [finding_from_dict(f) for f in doc.get("findings", [])]
     result = GateResult(
         name=doc["name"],
         verdict=doc["verdict"],
@@ -54,7 +49,7 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
         summary=doc.get("summary", {}),
         findings=findings,
         numerics=doc.get("numerics", []),
-        gates=[GateCheck(**g) for g in doc.get("gates", [])],
+        gates=[gate_from_dict(g) for g in doc.get("gates", [])],
         timings=doc.get("timings", {}),
         analysed="node_count" in doc.get("summary", {}),
     )
@@ -63,6 +58,45 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
         if f.name in doc and f.name not in _CONVERTED:
             setattr(result, f.name, doc[f.name])
     return result
+
+
+def finding_from_dict(f: dict[str, Any]) -> Finding:
+    return Finding(rule=f["rule"], severity=f["severity"], message=f["message"],
+                   node=f.get("node"), op_type=f.get("op_type"),
+                   constraint=f.get("constraint"), actual=f.get("actual"),
+                   allowed=f.get("allowed"), waived=bool(f.get("waived")),
+                   waiver_reason=f.get("waiver_reason"), doc=f.get("doc"), evidence=f.get("evidence"),
+                   fix=f.get("fix"), subject=f.get("subject") or _legacy_subject(f), cause=f.get("cause"),
+                   partition=f.get("partition"))
+
+
+def gate_from_dict(g: dict[str, Any]) -> GateCheck:
+    return GateCheck(name=g["name"], limit=g["limit"], actual=g["actual"], passed=g["passed"])
+
+
+def document_verdict(doc: dict[str, Any]) -> str:
+    """The verdict a result document's findings and gates give (``derive_verdict``), or for a
+    merged document the verdict its results and its errors entries add up to. Never the
+    document's own ``verdict``. KeyError, TypeError or AttributeError on a document of neither
+    shape (one read without the schema check, as the Action's publish step reads)."""
+    if doc.get("kind") == MERGED_KIND:
+        errors = doc.get("errors") or []
+        if not isinstance(errors, list) or not isinstance(doc["results"], list):
+            raise TypeError("results and errors: expected lists")
+        return combine_verdicts([*(document_verdict(r) for r in doc["results"]), *[ERROR_VERDICT] * len(errors)])
+    return derive_verdict([finding_from_dict(f) for f in doc["findings"]],
+                          [gate_from_dict(g) for g in doc["gates"]])
+
+
+def verdict_problem(doc: dict[str, Any], where: str) -> str | None:
+    """One line naming ``where`` when the document's stated verdict is not the one its findings
+    and gates (a merged document: its results and errors) give, else None."""
+    derived = document_verdict(doc)
+    stated = doc.get("verdict")
+    if stated == derived:
+        return None
+    parts = "results and errors" if doc.get("kind") == MERGED_KIND else "findings and gates"
+    return f"{where}: verdict {shorten(repr(stated), 40)} contradicts its {parts}, which give {derived!r}: refused"
 
 
 def load_results(path: Path) -> list[dict[str, Any]]:
@@ -75,10 +109,13 @@ def load_results(path: Path) -> list[dict[str, Any]]:
         raise GateError(f"{path}: cannot read: {exc.strerror}") from None
     except ValueError as exc:
         raise GateError(f"{path}: not valid JSON: {exc}") from None
-    if isinstance(doc, dict) and doc.get("kind") == MERGED_KIND:
+    merged = isinstance(doc, dict) and doc.get("kind") == MERGED_KIND
+    if merged:
         results = doc.get("results")
         if not isinstance(results, list):
             raise GateError(f"{path}: results: expected a list of npu-gate results")
+        if not isinstance(doc.get("errors") or [], list):
+            raise GateError(f"{path}: errors: expected a list")
         docs = results
     else:
         docs = [doc]
@@ -87,6 +124,8 @@ def load_results(path: Path) -> list[dict[str, Any]]:
         if not isinstance(d, dict) or not {"name", "verdict", "profile", "summary"} <= d.keys():
             raise GateError(f"{where}: not an npu-gate result (run `npu-gate check --json`)")
         check_result(d, where)
+    if merged and (problem := verdict_problem(doc, str(path))):  # the verdict its results add up to
+        raise GateError(problem)
     return docs
 
 
@@ -98,6 +137,8 @@ def check_result(doc: dict[str, Any], where: str) -> None:
     if problems := schema_problems(doc, "result", where):
         more = [f"{where}: {len(problems) - 10} more problems"] if len(problems) > 10 else []
         raise GateError(*problems[:10], *more)
+    if problem := verdict_problem(doc, where):
+        raise GateError(problem)
 
 
 def _partition(p: dict[str, Any]) -> PartitionResult:

@@ -10,8 +10,8 @@ from typing import Any
 from npu_gate.contract.parts import Waiver
 from npu_gate.findings.gates import estimate_exceeded, estimate_unchecked, gate_finding
 from npu_gate.findings.waivers import waiver_expired, waiver_unused
-from npu_gate.result.types import FAIL, PASS, Finding, GateCheck, GateResult, NodeResult
-from npu_gate.rules import ERROR
+from npu_gate.result.types import Finding, GateCheck, GateResult, NodeResult
+from npu_gate.result.verdict import derive_verdict
 from npu_gate.stages import timeout
 from npu_gate.stages.context import Settings
 from npu_gate.stages.quantize import gate_findings
@@ -72,8 +72,7 @@ def decide(result: GateResult, settings: Settings) -> None:
         elif i not in used:
             result.findings.append(waiver_unused(i, where, waiver, result.nodes))
 
-    errors = result.active_findings(ERROR)
-    result.verdict = FAIL if errors else PASS
+    result.verdict = derive_verdict(result.findings, result.gates)
     counts = Counter(f.severity for f in result.findings if not f.waived)
     result.summary["findings"] = {"error": counts["error"], "warning": counts["warning"],
                                   "info": counts["info"], "waived": sum(f.waived for f in result.findings)}
