@@ -21,7 +21,7 @@ from npu_gate.result.types import (
     NodeResult,
     PartitionResult,
 )
-from npu_gate.result.verdict import ERROR_VERDICT, combine_verdicts, derive_verdict
+from npu_gate.result.verdict import ERROR_VERDICT, Facts, combine_verdicts, derive_verdict
 
 MERGED_KIND = "npu-gate-merged"
 # GateResult fields rebuilt as objects above (the rest are plain JSON values)
@@ -84,8 +84,9 @@ def document_verdict(doc: dict[str, Any]) -> str:
         if not isinstance(errors, list) or not isinstance(doc["results"], list):
             raise TypeError("results and errors: expected lists")
         return combine_verdicts([*(document_verdict(r) for r in doc["results"]), *[ERROR_VERDICT] * len(errors)])
-    return derive_verdict([finding_from_dict(f) for f in doc["findings"]],
-                          [gate_from_dict(g) for g in doc["gates"]])
+    facts = [Facts(f["severity"], bool(f.get("waived")), f.get("subject") or _legacy_subject(f), f.get("constraint"))
+             for f in doc["findings"]]
+    return derive_verdict(facts, [gate_from_dict(g) for g in doc["gates"]])
 
 
 def verdict_problem(doc: dict[str, Any], where: str) -> str | None:
