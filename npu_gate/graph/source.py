@@ -72,6 +72,29 @@ def repository_root(start: Path) -> Path | None:
     return None
 
 
+def repository_of(path: Path) -> Path:
+    """The repository of a contract or profile file, which bounds the files it may name: the git
+    work tree holding it; without one, the working folder when it holds the file (a checkout without
+    ``.git``, as the hooks search one), else the file's own folder. Resolved."""
+    folder = path.resolve().parent
+    root = repository_root(folder)
+    if root is not None:
+        return root
+    cwd = Path.cwd().resolve()
+    return cwd if folder.is_relative_to(cwd) else folder
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, its symlinks resolved, lies in ``root``; a name no file system holds
+    (``usable_path``) never does."""
+    if not usable_path(str(path)):
+        return False
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
+
+
 def node_source(node: NodeProto, root: Path | None) -> Source | None:
     """The source of ``node``, from the dynamo exporter's metadata or a TorchScript scope name;
     None when the model says nothing."""
