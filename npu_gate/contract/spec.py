@@ -187,6 +187,9 @@ class Contract:
 def find_contract(arg: str | None) -> Path:
     """A contract path from the CLI: a file, a folder holding npu-gate.json, or the cwd."""
     base = Path(arg) if arg else Path.cwd()
+    if not usable_path(str(base)):
+        raise ContractError(f"{shorten(arg)}: cannot name a file (a NUL byte, or a name longer than the file "
+                            "system allows)")
     if base.is_dir():
         for name in CONTRACT_NAMES:
             if (base / name).is_file():

@@ -171,3 +171,10 @@ def test_splits_typos_repeats_and_dead_entries_are_profile_check_errors(tmp_path
         f"npu-gate: error: {profile}: splits[0].context.readers[1]: unknown op type 'Transpsoe' in domain ai.onnx; "
         "did you mean 'Transpose' or 'ConvTranspose'?",
     ])
+
+
+def test_a_command_line_name_longer_than_the_system_allows_is_one_line(tmp_path: Path, run_cli: Run) -> None:
+    long = str(tmp_path / ("a" * 300 + ".json"))
+    for command in (["profile", "check", long], ["check", long], ["inspect", long, "--profile", long]):
+        r = run_cli(*command)
+        assert r.code == 2 and len(r.err.splitlines()) == 1 and r.err.startswith("npu-gate: error: "), command
