@@ -335,8 +335,9 @@ def named_paths(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 def repository_problems(doc: dict[str, Any], folder: Path, repository: Path, label: str) -> list[str]:
     """A line for each path the contract names (``named_paths``) that resolves outside its
-    repository (``graph.source.repository_of``: its git work tree, else its folder), symlinks
-    followed, or that no file system could hold (a NUL byte, a name over the system's limits)."""
+    repository (``graph.source.repository_of``: its git work tree; else the working folder holding
+    it, else its folder), symlinks followed, or that no file system could hold (a NUL byte, a name
+    over the system's limits)."""
     problems = []
     for key, ref in named_paths(doc):
         if not usable_path(ref) or not usable_path(str(folder / ref)):
