@@ -247,17 +247,23 @@ def _source_lines(result: GateResult, workspace: Path) -> dict[str, tuple[str, i
     """Node name -> (file, line) of its PyTorch source, for the nodes whose source file is a
     file of the repository (``workspace``): model text, so only a relative path to an existing
     file under it is taken."""
+    from npu_gate.graph.source import in_repository
+
     out = {}
     root = workspace.resolve()
     for n in result.nodes:
         src = n.source
         if not src or not src.get("file") or not isinstance(src.get("line"), int):
             continue
-        relative = Path(str(src["file"]))
-        if relative.is_absolute() or ".." in relative.parts:
+        if not in_repository(str(src["file"])):  # a NUL byte, an over-long name, /etc/passwd, ../x
             continue
-        target = (root / relative).resolve()
-        if target.is_relative_to(root) and target.is_file():
+        relative = Path(str(src["file"]))
+        try:
+            target = (root / relative).resolve()
+            found = target.is_relative_to(root) and target.is_file()
+        except (OSError, ValueError):  # the whole path too long under the workspace
+            continue
+        if found:
             out[n.name] = (relative.as_posix(), int(src["line"]))
     return out
 

@@ -43,7 +43,11 @@ def json_path(parts: Iterable[Any]) -> str:
 
 def read_document(path: Path, label: str) -> Any:
     """Parse a JSON (or, with PyYAML installed, YAML) file; raise ``error_cls``-free ValueError lines."""
-    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
+    try:
+        irregular = path.exists() and not path.is_file()
+    except OSError as exc:  # a name longer than the file system allows
+        raise ValueError(shorten(f"{label}: cannot read: {exc.strerror}", MAX_PROBLEM)) from None
+    if irregular:  # /dev/zero, a FIFO: never read to the end
         raise ValueError(f"{label}: not a regular file")
     try:
         text = path.read_text(encoding="utf-8")

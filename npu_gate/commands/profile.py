@@ -23,10 +23,11 @@ def run(args: argparse.Namespace) -> int:
     from npu_gate.resources import builtin_profile_names, profile_dir
 
     if args.profile_command == "check":
+        from npu_gate.graph.source import usable_path
         from npu_gate.profile.lint import check_file
 
         path = Path(args.file)
-        if not path.is_file():
+        if not usable_path(args.file) or not path.is_file():  # a name too long for the file system too
             raise GateError(f"{args.file}: file not found")
         errors, warnings, deferred = check_file(path)
         for line in warnings:

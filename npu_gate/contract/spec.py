@@ -26,7 +26,8 @@ from npu_gate.contract.parts import Gates as Gates  # re-exported (`x as x`): pa
 from npu_gate.contract.parts import InputSpec as InputSpec
 from npu_gate.contract.parts import Waiver
 from npu_gate.errors import ContractError, ProfileError
-from npu_gate.escape import WORD_JOINER
+from npu_gate.escape import WORD_JOINER, shorten
+from npu_gate.graph.source import inside, repository_of, usable_path
 from npu_gate.profile.compilers import COMPILERS, KNOWN
 from npu_gate.profile.spec import Profile, load_profile
 from npu_gate.rules import RULES
@@ -186,6 +187,9 @@ class Contract:
 def find_contract(arg: str | None) -> Path:
     """A contract path from the CLI: a file, a folder holding npu-gate.json, or the cwd."""
     base = Path(arg) if arg else Path.cwd()
+    if not usable_path(str(base)):
+        raise ContractError(f"{shorten(arg)}: cannot name a file (a NUL byte, or a name longer than the file "
+                            "system allows)")
     if base.is_dir():
         for name in CONTRACT_NAMES:
             if (base / name).is_file():
@@ -204,10 +208,14 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
     doc = read_valid_document(path, "contract", ContractError)
     problems = _semantic_problems(doc, label)
     folder = path.resolve().parent
+    repository = repository_of(path)
+    bound = repository_problems(doc, folder, repository, label)
+    if bound:  # refused before any of them is read
+        raise ContractError(*problems, *bound)
     profile: Profile | None = None
     try:
         profile = load_profile(doc["target"]["profile"], folder, where=f"{label}: target.profile",
-                               check_onnx=check_onnx)
+                               check_onnx=check_onnx, root=repository)
     except ProfileError as exc:
         problems.extend(exc.problems)
     model = doc["model"]
@@ -308,6 +316,37 @@ def load_contract(path: Path, *, check_onnx: bool = True) -> Contract:
         holdout_rows=quant_rows[1],
         complete=check_onnx,
     )
+
+
+def named_paths(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key, path as written) of every file and folder a contract names, but its profile
+    (``target.profile``, a built-in name or a path: ``profile.spec.resolve_ref``) and the
+    compiler's venv (``target.probe.venv``)."""
+    model, replacement, quant = doc.get("model", {}), doc.get("replacement", {}), doc.get("quantization", {})
+    named = [("model.onnx", model.get("onnx")), ("replacement.onnx", replacement.get("onnx")),
+             ("numerics.samples_file", doc.get("numerics", {}).get("samples_file")),
+             ("device_timings", doc.get("device_timings")),
+             ("quantization.calibration.samples_file", quant.get("calibration", {}).get("samples_file")),
+             ("quantization.holdout.samples_file", quant.get("holdout", {}).get("samples_file"))]
+    for key, part in (("model", model), ("replacement", replacement)):
+        named += [(f"{key}.torch.path[{i}]", p) for i, p in enumerate(part.get("torch", {}).get("path", []))]
+    return [(key, ref) for key, ref in named if isinstance(ref, str)]
+
+
+def repository_problems(doc: dict[str, Any], folder: Path, repository: Path, label: str) -> list[str]:
+    """A line for each path the contract names (``named_paths``) that resolves outside its
+    repository (``graph.source.repository_of``: its git work tree; else the working folder holding
+    it, else its folder), symlinks followed, or that no file system could hold (a NUL byte, a name
+    over the system's limits)."""
+    problems = []
+    for key, ref in named_paths(doc):
+        if not usable_path(ref) or not usable_path(str(folder / ref)):
+            problems.append(f"{label}: {key}: {shorten(ref)!r} cannot name a file (a NUL byte, or a name "
+                            "longer than the file system allows)")
+        elif not inside(folder / ref, repository):
+            problems.append(f"{label}: {key}: {shorten(ref)!r} is outside the repository ({repository}): "
+                            "a contract reads only files of its repository")
+    return problems
 
 
 def import_folders(folder: Path, extra: Sequence[str] = ()) -> list[Path]:

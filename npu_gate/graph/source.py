@@ -32,20 +32,30 @@ NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
 NAMESPACE = "namespace"  # older dynamo exporters: ": models.zoo.Net/up: models.zoo.Up/conv2d: aten..."
 
-_FRAME = re.compile(r'File "(?P<file>[^"\n]+)", line (?P<line>\d+), in (?P<function>[^\n]+)\n(?P<code>[^\n]*)')
+# A line number of more than MAX_LINE_DIGITS digits is no source line (and int() of 5,000 digits
+# raises): such a frame does not match, and is dropped.
+MAX_LINE_DIGITS = 9
+_FRAME = re.compile(rf'File "(?P<file>[^"\n]+)", line (?P<line>\d{{1,{MAX_LINE_DIGITS}}}), in (?P<function>[^\n]+)\n'
+                    r'(?P<code>[^\n]*)')
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 # Frames in installed packages are the library's, not the user's: the user's own frame is the
 # innermost other one (below: torch, npu_gate and the standard library wherever they live here).
 _LIBRARY_PARTS = ("/site-packages/", "/dist-packages/")
 _MAX_TEXT = 20_000  # metadata longer than this is not parsed (a hostile model's, not an exporter's)
 _MAX_CODE = 200
+# A file name no file system holds (a NUL byte, a name longer than NAME_MAX or a path longer than
+# PATH_MAX, Linux's limits) is never looked up: it is a name outside the repository, kept shortened.
+NAME_MAX = 255
+PATH_MAX = 4096
+MAX_FILE = 300  # characters of a file name outside the repository that a source keeps
+OUTSIDE = "outside the repository"
 
 
 class Source(TypedDict):
     """What is known of where a node came from; None where it is not."""
 
     file: str | None  # relative to the repository root when it lies under it
-    line: int | None
+    line: int | None  # None for a file outside the repository: no file:line points outside it
     function: str | None
     code: str | None  # the source line, stripped
     module_path: str | None  # the nn.Module's attribute path ("up.conv"; "" for the root module)
@@ -62,6 +72,29 @@ def repository_root(start: Path) -> Path | None:
     return None
 
 
+def repository_of(path: Path) -> Path:
+    """The repository of a contract or profile file, which bounds the files it may name: the git
+    work tree holding it; without one, the working folder when it holds the file (a checkout without
+    ``.git``, as the hooks search one), else the file's own folder. Resolved."""
+    folder = path.resolve().parent
+    root = repository_root(folder)
+    if root is not None:
+        return root
+    cwd = Path.cwd().resolve()
+    return cwd if folder.is_relative_to(cwd) else folder
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, its symlinks resolved, lies in ``root``; a name no file system holds
+    (``usable_path``) never does."""
+    if not usable_path(str(path)):
+        return False
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
+
+
 def node_source(node: NodeProto, root: Path | None) -> Source | None:
     """The source of ``node``, from the dynamo exporter's metadata or a TorchScript scope name;
     None when the model says nothing."""
@@ -73,6 +106,11 @@ def node_source(node: NodeProto, root: Path | None) -> Source | None:
                       module_class=None, root_class=None)
     props = {p.key: p.value for p in node.metadata_props}
     frame = user_frame(props.get(STACK_TRACE, ""), root)
+    file, line = (frame[0], frame[1]) if frame else (None, None)
+    if file is not None and root is not None and not in_repository(file):
+        # outside the repository: its name shortened, and no line, so that nothing (a report's
+        # file:line, an annotation, a waiver's source) points there
+        file, line = _shortened(file), None
     scopes = _quoted_list(props.get(NAME_SCOPES, ""))
     classes = _quoted_list(props.get(CLASS_HIERARCHY, ""))
     module_path: str | None = None
@@ -88,15 +126,16 @@ def node_source(node: NodeProto, root: Path | None) -> Source | None:
         module_path = torchscript_module_path(node.name)
     if frame is None and module_path is None:
         return None
-    return Source(file=frame[0] if frame else None, line=frame[1] if frame else None,
-                  function=frame[2] if frame else None, code=frame[3] if frame else None,
+    return Source(file=file, line=line,
+                  function=frame[2][:_MAX_CODE] if frame else None, code=frame[3] if frame else None,
                   module_path=module_path, module_class=module_class, root_class=root_class)
 
 
 def user_frame(stack_trace: str, root: Path | None) -> tuple[str, int, str, str] | None:
     """(file, line, function, code) of the innermost frame outside torch, npu_gate and installed
     packages; file relative to ``root`` when it lies under it (or when its tail names a file there:
-    a model exported on another machine)."""
+    a model exported on another machine). A frame whose line number has more than
+    ``MAX_LINE_DIGITS`` digits is dropped; a file name no file system holds is never looked up."""
     if not stack_trace or len(stack_trace) > _MAX_TEXT:
         return None
     frames = [m for m in _FRAME.finditer(stack_trace) if not _is_library(m.group("file"))]
@@ -107,10 +146,33 @@ def user_frame(stack_trace: str, root: Path | None) -> tuple[str, int, str, str]
     return relative_file(last.group("file"), root), int(last.group("line")), last.group("function").strip(), code
 
 
+def usable_path(file: str) -> bool:
+    """Whether ``file`` can name a file here at all: no NUL byte, no name longer than NAME_MAX
+    and no path longer than PATH_MAX (bytes, UTF-8). Others are never looked up (they raise)."""
+    if "\0" in file or len(file.encode("utf-8", "surrogatepass")) > PATH_MAX:
+        return False
+    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX for part in file.replace("\\", "/").split("/"))
+
+
+def in_repository(file: str) -> bool:
+    """Whether a source's ``file`` names a file of the repository, from its text alone: a usable
+    relative path that never walks up (``..``), and holds no control character."""
+    posix = file.replace("\\", "/")
+    return (bool(file) and usable_path(file) and not posix.startswith("/") and not _DRIVE.match(posix)
+            and ".." not in posix.split("/") and file.isprintable())
+
+
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def _shortened(file: str) -> str:
+    return file if len(file) <= MAX_FILE else file[: MAX_FILE - 1] + "…"
+
+
 def relative_file(file: str, root: Path | None) -> str:
     """``file`` relative to ``root`` (POSIX separators) when it is under it, or when a tail of
     its path names an existing file under ``root``; else as the model gives it."""
-    if root is None:
+    if root is None or not usable_path(file):
         return file
     path = Path(file)
     try:
@@ -122,8 +184,11 @@ def relative_file(file: str, root: Path | None) -> str:
         return file
     for start in range(1, len(parts)):
         tail = Path(*parts[start:])
-        if (root / tail).is_file():
-            return tail.as_posix()
+        try:
+            if (root / tail).is_file():
+                return tail.as_posix()
+        except OSError:  # the whole path is too long under the root
+            return file
     return file
 
 
@@ -165,7 +230,7 @@ def describe(source: Source | None) -> str | None:
         return None
     parts = []
     if source["file"]:
-        parts.append(f"{source['file']}:{source['line']}" if source["line"] else source["file"])
+        parts.append(place(source["file"], source["line"]))
     if source["module_path"]:
         owner = short_class(source["root_class"])
         path = ".".join(p for p in (owner, source["module_path"]) if p)
@@ -174,6 +239,14 @@ def describe(source: Source | None) -> str | None:
     elif source["module_path"] == "" and source["root_class"]:
         parts.append(short_class(source["root_class"]) or "")
     return " ".join(parts) or None
+
+
+def place(file: str, line: int | None) -> str:
+    """``models/zoo.py:72`` for a file of the repository; ``/etc/passwd (outside the repository)``
+    for any other, never with a line."""
+    if not in_repository(file):
+        return f"{_shortened(file)} ({OUTSIDE})"
+    return f"{file}:{line}" if line else file
 
 
 def _is_library(file: str) -> bool:

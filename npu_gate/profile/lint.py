@@ -27,6 +27,7 @@ def check_file(path: Path) -> FileCheck:
     wherever it can be read; the semantics and the base wait for a valid file (``deferred``).
     Raises ProfileError only when the file cannot be read."""
     from npu_gate.errors import ProfileError
+    from npu_gate.graph.source import repository_of
     from npu_gate.profile.spec import is_calibration_record, load_profile, record_not_profile, semantic_problems
     from npu_gate.validation import read_document, schema_problems
 
@@ -44,7 +45,8 @@ def check_file(path: Path) -> FileCheck:
     base = None
     if doc.get("extends") is not None:
         try:
-            base = load_profile(doc["extends"], path.parent, where=f"{label}: extends")
+            base = load_profile(doc["extends"], path.parent, where=f"{label}: extends",
+                                root=repository_of(path), extended_by=1)
         except ProfileError as exc:
             # The ONNX names do not depend on the base: a broken `extends` must not hide a
             # `Cnov` (the semantics, which compare with the base, wait for it).

@@ -16,10 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import ProfileError
+from npu_gate.escape import shorten
+from npu_gate.graph.source import inside, repository_of, usable_path
 from npu_gate.profile.checks.registry import condition_problems, shape_problems
 from npu_gate.resources import builtin_profile_names, profile_dir
 from npu_gate.validation import read_document, schema_problems
 
+# The longest chain of bases a profile may have (docs/target-profiles.md#extends). The built-in
+# profiles extend at most one base, a user's chain (vendor, board, project, experiment) a few more;
+# each base is read, schema-checked and merged, so the chain's cost is bounded too.
+MAX_EXTENDS = 16
 # lists a profile inherits whole unless it sets them
 COMPILER_PASSES = ("eliminates", "lowers", "refuses", "standalone_qdq", "splits")
 MEMORY_BUDGETS = ("sram_bytes", "dram_bytes", "weight_bytes")  # a profile's memory figures (docs/memory.md)
@@ -104,18 +110,25 @@ def placement_part(
     return doc
 
 
-def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str, str]:
-    """(path, origin, label) of a built-in name or a profile file."""
+def resolve_ref(ref: str, base_dir: Path | None, where: str, root: Path | None = None) -> tuple[Path, str, str]:
+    """(path, origin, label) of a built-in name or a profile file; with a ``root``, a file
+    outside it (symlinks resolved) and outside the built-in profiles is refused unread."""
     if ref in builtin_profile_names():
         return profile_dir() / f"{ref}.json", "builtin", ref
     path = Path(ref)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
     looks_like_path = ref.endswith((".json", ".yaml", ".yml")) or "/" in ref or "\\" in ref
+    if not usable_path(ref) or not usable_path(str(path)):
+        raise ProfileError(f"{where}: {shorten(ref)!r} cannot name a file (a NUL byte, or a name longer than the "
+                           "file system allows)")
+    if root is not None and not inside(path, root) and not inside(path, profile_dir()):
+        raise ProfileError(f"{where}: {shorten(ref)!r} is outside the repository ({root}): only a built-in "
+                           "profile or a file of the repository is read")
     if not path.is_file():
         known = ", ".join(builtin_profile_names())
         if looks_like_path:
-            raise ProfileError(f"{where}: profile file {ref!r} not found")
+            raise ProfileError(f"{where}: profile file {shorten(ref)!r} not found")
         from npu_gate.suggest import did_you_mean
 
         raise ProfileError(
@@ -126,32 +139,43 @@ def resolve_ref(ref: str, base_dir: Path | None, where: str) -> tuple[Path, str,
 
 
 def load_profile(
-    ref: str, base_dir: Path | None = None, *, where: str = "profile", check_onnx: bool = True
+    ref: str, base_dir: Path | None = None, *, where: str = "profile", check_onnx: bool = True,
+    root: Path | None = None, extended_by: int = 0,
 ) -> Profile:
     """Resolve ``ref`` as a built-in name, else as a path (relative to ``base_dir``).
 
     ``check_onnx=False`` skips checking op types and attribute names against onnx.defs
     (importing onnx costs a second): for a cache lookup, whose miss reloads fully.
+    ``root``: the repository every profile file of the chain must lie in (a contract's); None: the
+    file ``ref`` names is taken as given (a path on the command line) and its bases must lie in its
+    own repository (``graph.source.repository_of``). ``extended_by``: how many profiles above this
+    one extend it (``profile check`` reads a file's base on its own), counted in ``MAX_EXTENDS``.
     """
-    path, origin, label = resolve_ref(ref, base_dir, where)
-    return _load_file(path, origin=origin, label=label, chain=(), check_onnx=check_onnx)
+    path, origin, label = resolve_ref(ref, base_dir, where, root)
+    if root is None and origin != "builtin":
+        root = repository_of(path)
+    return _load_file(path, origin=origin, label=label, chain=(), check_onnx=check_onnx, root=root,
+                      depth=extended_by)
 
 
 def _load_file(
-    path: Path, *, origin: str, label: str, chain: tuple[Path, ...], check_onnx: bool = True
+    path: Path, *, origin: str, label: str, chain: tuple[Path, ...], check_onnx: bool = True,
+    root: Path | None = None, depth: int = 0,
 ) -> Profile:
     if path.resolve() in chain:
         cycle = " -> ".join(str(p) for p in (*chain, path.resolve()))
-        raise ProfileError(f"{label}: extends: cycle {cycle}")
+        raise ProfileError(shorten(f"{label}: extends: cycle {cycle}", 2_000))
     doc = read_profile_document(path, label, builtin=origin == "builtin")
     base: Profile | None = None
     if doc.get("extends") is not None:
+        if depth >= MAX_EXTENDS:
+            raise ProfileError(f"{shorten(label)}: extends chain deeper than {MAX_EXTENDS}")
         base_path, base_origin, base_label = resolve_ref(
-            doc["extends"], path.parent, f"{label}: extends"
+            doc["extends"], path.parent, f"{label}: extends", None if origin == "builtin" else root
         )
         base = _load_file(
             base_path, origin=base_origin, label=base_label, chain=(*chain, path.resolve()),
-            check_onnx=check_onnx,
+            check_onnx=check_onnx, root=root, depth=depth + 1,
         )
     # Built-in profiles are linted against onnx.defs by the test suite.
     problems = semantic_problems(doc, label, base, check_onnx=check_onnx and origin != "builtin")
@@ -291,6 +315,7 @@ def semantic_problems(
             for j, alternative in enumerate(c.get("any_of", [])):
                 problems.extend(shape_problems(f"{where}.any_of[{j}]", alternative))
     problems.extend(pattern_problems(doc.get("patterns", []), label))
+    problems.extend(split_problems(doc, label, base))
     for i, entry in enumerate(doc.get("splits") or []):
         for part in ("where", "constraints"):
             for j, c in enumerate(entry.get(part, [])):
@@ -314,6 +339,27 @@ def semantic_problems(
 
     errors, _ = onnx_problems(doc, label)
     return problems + errors
+
+
+def split_problems(doc: dict[str, Any], label: str, base: Profile | None) -> list[str]:
+    """Unique ``splits`` ids (a node's ``split`` and its finding name the entry), and each entry
+    on an op of ``ops`` (the base's included): ``splits`` applies to a node placed on the NPU, so an
+    entry for any other op never matches."""
+    own = {key for key, spec in doc["ops"].items() if spec is not None}
+    ops = own | ({key for key in base.ops if key not in doc["ops"]} if base is not None else set())
+    problems = []
+    seen: set[str] = set()
+    for i, entry in enumerate(doc.get("splits") or []):
+        where = f"{label}: splits[{i}]"
+        if entry["id"] in seen:
+            problems.append(f"{where}.id: duplicate split id {entry['id']!r}")
+        seen.add(entry["id"])
+        if entry["op"] not in ops:
+            from npu_gate.suggest import did_you_mean
+
+            problems.append(f"{where}.op: {entry['op']!r} is not in ops, so the entry never matches (a split "
+                            f"applies to a node placed on the NPU){did_you_mean(entry['op'], ops)}")
+    return problems
 
 
 _OP_ONLY = ("opset_max", "min_outputs", "attribute")  # refusal keys of an op pattern

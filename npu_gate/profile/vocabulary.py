@@ -19,6 +19,7 @@ from typing import Any
 
 from npu_gate.profile.checks.base import tensor_index
 from npu_gate.profile.checks.registry import KINDS
+from npu_gate.suggest import did_you_mean
 
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
@@ -93,6 +94,7 @@ def onnx_problems(doc: dict[str, Any], label: str) -> tuple[list[str], list[str]
             for at, test in tests:
                 errors.extend(_test_problems(at, op, info, test))
     errors.extend(_pattern_problems(doc.get("patterns"), label, schemas))
+    errors.extend(_split_problems(doc.get("splits"), label, schemas))
     unknown = doc.get("unknown_ops")
     for key in unknown if isinstance(unknown, dict) else []:
         domain, op = split_key(key)
@@ -121,6 +123,31 @@ def _pattern_problems(patterns: Any, label: str, schemas: dict[tuple[str, str], 
             attributes = node.get("attributes")
             for name in attributes if isinstance(attributes, dict) else []:
                 errors.extend(_test_problems(f"{where}.attributes", op, info, {"attribute": name}))
+    return errors
+
+
+def _split_problems(splits: Any, label: str, schemas: dict[tuple[str, str], OpInfo]) -> list[str]:
+    """The op types a ``splits`` entry matches on: its ``op`` and its ``context``'s producer and
+    reader ops. A misspelt one (``Cnov``) would make the entry silently never match."""
+    errors = []
+    for i, entry in _objects(splits):
+        where = f"{label}: splits[{i}]"
+        named = [(f"{where}.op", entry.get("op"))]
+        context = entry.get("context")
+        if isinstance(context, dict):
+            producers = context.get("producers")
+            if isinstance(producers, dict):
+                named.append((f"{where}.context.producers.op", producers.get("op")))
+            readers = context.get("readers")
+            named += [(f"{where}.context.readers[{j}]", op) for j, op in enumerate(readers)] if isinstance(
+                readers, list) else []
+        for at, key in named:
+            if not isinstance(key, str):
+                continue  # a schema error
+            domain, op = split_key(key)
+            if known_onnx_domain(domain) and (domain, op) not in schemas:
+                errors.append(f"{at}: unknown op type {op!r} in domain {domain or 'ai.onnx'}"
+                              + did_you_mean(op, [name for d, name in schemas if d == domain]))
     return errors
 
 

@@ -47,6 +47,7 @@ def test_check_json_onto_the_contract_and_log_onto_the_model(tmp_path: Path, run
 
 
 def test_markdown_onto_the_profile(tmp_path: Path, run_cli: Run) -> None:
+    (tmp_path / ".git").mkdir()  # one repository: the contract names files above its folder
     profile = tmp_path / "mine.npu-profile.json"
     shutil.copyfile(profile_dir() / "demo.json", profile)
     contract = write_onnx_contract(tmp_path / "a", profile=str(profile))
@@ -61,6 +62,7 @@ def test_markdown_onto_the_profile(tmp_path: Path, run_cli: Run) -> None:
 def test_a_symlink_to_the_model_and_the_samples_file(tmp_path: Path, run_cli: Run) -> None:
     import numpy as np
 
+    (tmp_path / ".git").mkdir()  # one repository: the contract names files above its folder
     folder = tmp_path / "a"
     np.savez(tmp_path / "real.npz", x=np.ones([1, 1, 4], np.float32))
     contract = write_onnx_contract(folder, numerics={"samples_file": "../real.npz"})
@@ -142,6 +144,7 @@ def _profile_extending(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_an_output_onto_a_base_profile_is_refused(tmp_path: Path, run_cli: Run) -> None:
+    (tmp_path / ".git").mkdir()  # one repository: the contract names files above its folder
     mine, base = _profile_extending(tmp_path)
     contract = write_onnx_contract(tmp_path / "a", profile=str(mine))
     before = _bytes(mine, base)

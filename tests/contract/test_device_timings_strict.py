@@ -31,6 +31,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_device_timings_json_is_read_strictly(case: str, tmp_path: Path, run_cli: Run) -> None:
     text, problem = CASES[case]
+    (tmp_path / ".git").mkdir()  # one repository: a contract reads only files of its own
     board = tmp_path / "board.json"
     board.write_text(text, encoding="utf-8")
     contract = write_onnx_contract(tmp_path / "m")

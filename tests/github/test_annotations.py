@@ -55,6 +55,17 @@ def test_a_finding_is_annotated_on_the_pytorch_line_in_the_repository(tmp_path: 
     assert lines[2].startswith("::error file=c/npu-gate.json,title=npu-gate error::c: unsupported-op")
 
 
+def test_a_source_file_no_file_system_holds_is_annotated_on_the_contract(tmp_path: Path) -> None:
+    # a NUL byte (ValueError from resolve) and names longer than NAME_MAX / PATH_MAX (OSError):
+    # a result read back from JSON may hold any text, with a line
+    files = ["models/a\x00b.py", "a" * 300 + ".py", "abcdefgh/" * 600 + "x.py"]
+    models = [ModelReport(f"m{i}", result=_result(f"m{i}", 1, file), file=str(tmp_path / f"m{i}" / "npu-gate.json"))
+              for i, file in enumerate(files)]
+    lines = _annotations(models, tmp_path)
+    assert [line.split("::")[1] for line in lines] == [f"error file=m{i}/npu-gate.json,title=npu-gate error"
+                                                       for i in range(3)]
+
+
 def test_the_comment_keeps_the_model_folds_the_report_writes() -> None:
     from npu_gate.github import comment
     from npu_gate.render import report

@@ -9,6 +9,7 @@ from onnx import NodeProto, StringStringEntryProto, helper
 
 from npu_gate.graph.source import (
     describe,
+    in_repository,
     node_source,
     relative_file,
     repository_root,
@@ -95,3 +96,38 @@ def test_repository_root(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "contracts" / "unet").mkdir(parents=True)
     assert repository_root(tmp_path / "contracts" / "unet") == tmp_path.resolve()
+
+
+def _frame(file: str, line: str = "3") -> NodeProto:
+    return _dynamo("zoo", f'File "{file}", line {line}, in forward\n    y = self.conv(x)\n')
+
+
+def test_a_line_number_of_thousands_of_digits_drops_the_frame(tmp_path: Path) -> None:
+    source = node_source(_frame(f"{tmp_path}/models/zoo.py", "9" * 5_000), tmp_path)  # int() would raise
+    assert source is not None and (source["file"], source["line"], source["module_path"]) == (None, None, "up.conv")
+    kept = node_source(_frame(f"{tmp_path}/models/zoo.py", "9" * 9), tmp_path)
+    assert kept is not None and (kept["file"], kept["line"]) == ("models/zoo.py", 999_999_999)
+
+
+def test_files_outside_the_repository_keep_their_name_but_no_line(tmp_path: Path) -> None:
+    for file in ("/etc/passwd", "../../etc/passwd", "models/a\x00b.py", "C:/Windows/win.ini"):
+        source = node_source(_frame(file, "1"), tmp_path)
+        assert source is not None and (source["file"], source["line"]) == (file, None), file
+        assert describe(source) == f"{file} (outside the repository) TinyUNet.up.conv (Conv2d)"
+
+
+def test_names_no_file_system_holds_are_never_looked_up_and_shown_shortened(tmp_path: Path) -> None:
+    # a name longer than NAME_MAX, a path longer than PATH_MAX: the file system would raise ENAMETOOLONG
+    for file in (f"{tmp_path}/{'a' * 300}.py", "/abcdefgh" * 600 + ".py", f"models/{'b' * 300}.py"):
+        assert relative_file(file, tmp_path) == file
+        source = node_source(_frame(file), tmp_path)
+        assert source is not None and source["line"] is None
+        assert source["file"] == file[:299] + "…"
+        assert describe(source) == f"{file[:299]}… (outside the repository) TinyUNet.up.conv (Conv2d)"
+
+
+def test_in_repository_is_decided_from_the_text() -> None:
+    assert in_repository("models/zoo.py") and in_repository("zoo.py")
+    for file in ("", "/abs.py", "../x.py", "a/../../x.py", "a\\..\\x.py", "c:/x.py", "a\x00b.py", "a\x1b[31m.py",
+                 "a" * 256 + ".py", "a/" * 2_100):
+        assert not in_repository(file), file

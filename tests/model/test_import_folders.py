@@ -53,7 +53,9 @@ def test_a_module_at_the_repository_root_imports_from_a_contract_in_a_subfolder(
 
 
 @pytest.mark.slow
-def test_model_torch_path_and_the_error_naming_the_folders(tmp_path: Path, run_cli: RunCli) -> None:
+def test_model_torch_path_and_the_error_naming_the_folders(tmp_path: Path, run_cli: RunCli,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # without .git, the working folder holding the contract bounds its paths
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "nets.py").write_text(NET)
     contract = _contract(tmp_path / "contracts" / "a", "nets:build")  # no .git: the root is not known
