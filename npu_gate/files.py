@@ -54,10 +54,12 @@ def open_regular(path: Path, label: str, missing: str = "file not found") -> Bin
     return os.fdopen(fd, "rb")
 
 
-def read_regular(path: Path, label: str, limit: int | None = None, what: str = "file") -> bytes:
+def read_regular(path: Path, label: str, limit: int | None = None, what: str = "a file", *,
+                 missing: str = "file not found") -> bytes:
     """The bytes of the regular file at ``path`` (``open_regular``); with ``limit``, a file of
-    more bytes is refused before it is read, naming the limit (``what``: the kind of file)."""
-    with open_regular(path, label) as f:
+    more bytes is refused before it is read, naming the limit (``what``: the kind of file, "a
+    contract or profile file")."""
+    with open_regular(path, label, missing) as f:
         size = os.fstat(f.fileno()).st_size
         if limit is not None and size > limit:
             raise UnreadableFile(too_large(label, size, limit, what))
@@ -70,43 +72,51 @@ def read_regular(path: Path, label: str, limit: int | None = None, what: str = "
     return data
 
 
-def read_regular_text(path: Path, label: str, limit: int | None = None, what: str = "file") -> str:
+def read_regular_text(path: Path, label: str, limit: int | None = None, what: str = "a file", *,
+                      missing: str = "file not found") -> str:
     """``read_regular`` decoded as UTF-8 (invalid UTF-8: one line)."""
-    data = read_regular(path, label, limit, what)
+    data = read_regular(path, label, limit, what, missing=missing)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UnreadableFile(f"{label}: cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise UnreadableFile(f"{label}: cannot read: {exc}") from None
 
 
 def too_large(label: str, size: int, limit: int, what: str) -> str:
-    return f"{label}: {size:,} bytes, more than the {limit:,} a {what} may have"
+    return f"{label}: {size:,} bytes, over the limit of {limit:,} bytes for {what}"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` as a whole: a temporary file in the same folder, flushed, then
     renamed over ``path`` (OSError on failure, with the temporary file removed and ``path`` as it
-    was). The new file gets the permissions a plain write would give it (the umask's), or the
+    was). A symlink keeps pointing where it did: the file it names is the one replaced. What is
+    not a regular file (``/dev/stdout``, a FIFO a reader waits on) is written in place, as a
+    stream. The new file gets the permissions a plain write would give it (the umask's), or the
     old file's when it replaces one."""
-    folder = path.parent
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    target = Path(os.path.realpath(path))
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "wb") as f:
+            f.write(data)
+        return
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(temp, _mode_for(path))
-        os.replace(temp, path)
+        os.chmod(temp, stat.S_IMODE(mode) if mode is not None else _new_file_mode())
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
 
 
-def _mode_for(path: Path) -> int:
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def _new_file_mode() -> int:
+    umask = os.umask(0o022)  # read it (and put it back): os has no getter
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import GateError
+from npu_gate.files import UnreadableFile, read_regular_text
 from npu_gate.result.types import (
     BoundaryResult,
     Finding,
@@ -67,12 +68,12 @@ def result_from_dict(doc: dict[str, Any]) -> GateResult:
 
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The result documents in a file: one result JSON, or every result of a merged document."""
-    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
-        raise GateError(f"{path}: not a regular file")
+    try:  # /dev/zero, a FIFO: never read (nor waited on)
+        text = read_regular_text(path, str(path), missing="cannot read: No such file or directory")
+    except UnreadableFile as exc:
+        raise GateError(str(exc)) from None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GateError(f"{path}: cannot read: {exc.strerror}") from None
+        doc = json.loads(text)
     except ValueError as exc:
         raise GateError(f"{path}: not valid JSON: {exc}") from None
     if isinstance(doc, dict) and doc.get("kind") == MERGED_KIND:
