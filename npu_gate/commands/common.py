@@ -35,7 +35,7 @@ def write_log(path: str, text: str) -> bool:
     the gate stopped, which matters more than the log)."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(Path(path), text.encode("utf-8"))
     except OSError:
         return False
     return True
