@@ -196,13 +196,13 @@ def read_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> NpyMe
     return member
 
 
-def check_total(members: Any, where: str, limit: int = MAX_SAMPLES_BYTES) -> None:
+def check_total(members: Any, where: str, limit: int = MAX_SAMPLES_BYTES, what: str = "a samples file") -> None:
     """GateError when the arrays to be read hold more than ``limit`` bytes together, refused
-    before any of them is decompressed."""
+    before any of them is decompressed (``what`` may hold that much)."""
     total = sum(m.data_size for m in members)
     if total > limit:
-        raise GateError(f"{where}: the arrays hold {total:,} bytes, more than the {limit:,} a samples "
-                        "file may hold (as their .npy headers declare; nothing was decompressed)")
+        raise GateError(f"{where}: the arrays hold {total:,} bytes, more than the {limit:,} {what} "
+                        "may hold (as their .npy headers declare; nothing was decompressed)")
 
 
 def read_member(zf: zipfile.ZipFile, member: NpyMember, where: str) -> np.ndarray:
@@ -215,6 +215,20 @@ def read_member(zf: zipfile.ZipFile, member: NpyMember, where: str) -> np.ndarra
             return np.lib.format.read_array(f, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError) as exc:
         raise GateError(f"{where}: cannot read: {one_line(exc)}") from None
+
+
+def read_arrays(zf: zipfile.ZipFile, where: str, limit: int = MAX_SAMPLES_BYTES,
+                what: str = "a samples file") -> dict[str, np.ndarray]:
+    """Every array of an open .npz by name (as ``np.load(path)`` names them), each member's
+    header and declared size checked (``read_header``) and their total (``check_total``) before
+    any data is decompressed. GateError lines name ``where``."""
+    members = {}
+    for name in npz_names(zf):
+        info = npz_member(zf, name)
+        if info is not None:
+            members[name] = read_header(zf, info, f"{where}: array {name}")
+    check_total(members.values(), where, limit, what)
+    return {name: read_member(zf, m, f"{where}: array {name}") for name, m in members.items()}
 
 
 def _header_problems(where: str, member: NpyMember, spec: InputSpec, label: str) -> list[str]:

@@ -51,7 +51,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
-from npu_gate.contract.samples_file import check_total, npz_member, npz_names, open_npz, read_header, read_member
+from npu_gate.contract.samples_file import open_npz, read_arrays
 from npu_gate.contract.spec import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError, one_line
 from npu_gate.evidence.bundle import write_npz
@@ -346,13 +346,7 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     most MAX_SAMPLES_BYTES together."""
     where = f"{path}: --inputs"
     with open_npz(path, where) as zf:
-        members = {}
-        for name in npz_names(zf):
-            info = npz_member(zf, name)
-            if info is not None:
-                members[name] = read_header(zf, info, f"{where}: array {name}")
-        check_total(members.values(), where)
-        return {name: read_member(zf, m, f"{where}: array {name}") for name, m in members.items()}
+        return read_arrays(zf, where)
 
 
 def _generated(value: onnx.ValueInfoProto, samples: int, seed: int) -> np.ndarray:

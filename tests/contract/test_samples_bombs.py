@@ -188,3 +188,27 @@ def test_check_refuses_the_bomb_in_one_line(tmp_path: Path, run_cli: RunCli) -> 
     assert (run.code, run.out) == (2, "")
     assert run.err == (f"npu-gate: error: {contract.parent / 'real.npz'}: {WHERE}: per-sample shape "
                        "[1024, 1024], contract inputs[0].shape [1, 4] (sample k in row k)\n")
+
+
+def test_reduce_inputs_and_the_model_worker_s_arrays_are_read_bounded(tmp_path: Path, run_cli: RunCli) -> None:
+    """`reduce --inputs` and the arrays the model code's process writes back (reference outputs)
+    are read the same way: a bomb is one line, unread."""
+    import shlex
+
+    from npu_gate.model.worker import WorkerFailed, load_arrays
+    from tests.helpers import model_zoo
+
+    bomb = tmp_path / "bomb.npz"
+    _bomb(bomb, (250 * MB, 1, 4), 4000)
+    model = tmp_path / "m.onnx"
+    model.write_bytes(model_zoo.conv_relu().SerializeToString())
+    check = shlex.join([sys.executable, "-c", "import sys; sys.exit(1)", "{model}", "{inputs}"])
+    run = run_cli("reduce", model, "--check", check, "--inputs", bomb, "-q", "--out", tmp_path / "r.onnx")
+    assert (run.code, run.err) == (2, f"npu-gate: error: {bomb}: --inputs: the arrays hold 4,194,304,000 bytes, "
+                                      f"more than the {MAX_SAMPLES_BYTES:,} a samples file may hold (as their .npy "
+                                      "headers declare; nothing was decompressed)\n")
+    with pytest.raises(WorkerFailed) as caught:
+        load_arrays(bomb)
+    assert str(caught.value) == ("the model code's process wrote unreadable arrays (arrays: the arrays hold "
+                                 "4,194,304,000 bytes, more than the 2,147,483,648 one answer may hold (as their "
+                                 ".npy headers declare; nothing was decompressed))")
