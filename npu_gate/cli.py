@@ -26,6 +26,7 @@ DEFAULT_TIMEOUT = 1800.0  # --timeout's default: npu_gate.stages.timeout.DEFAULT
 EXIT_SIGPIPE = 141  # 128 + SIGPIPE (13): what a shell reports for a process SIGPIPE killed
 EXIT_SIGINT = 130  # 128 + SIGINT (2), as for SIGPIPE
 EXIT_SIGTERM = 143  # 128 + SIGTERM (15)
+DEBUG_HELP = "show tracebacks of internal errors"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 pass, 1 gate failed, 2 could not run.",
     )
     parser.add_argument("--version", action="version", version=f"npu-gate {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser("check", help="gate one or more contracts (default: ./npu-gate.json)")
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="result JSON or merged document from `check --json` / `merge --json`")
     _add_outputs(merge)
     _add_ratchet(merge)
+    _debug_everywhere(parser)
     return parser
 
 
@@ -245,6 +247,17 @@ def _add_probe(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     probe.add_argument("--force", action="store_true", help="setup: recreate the venv even if it is up to date")
     probe.add_argument("--python", metavar="PYTHON", help="setup: interpreter for the venv (default: this one)")
     _add_outputs(probe)
+
+
+def _debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after the command too (``npu-gate check C --debug``), on every command and
+    subcommand, as the internal-error line advises ("rerun with --debug"). Given nowhere, the
+    top-level default (False) stands: the subcommands' flag has no default of its own."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # an alias is the same parser
+                sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+                _debug_everywhere(sub)
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from npu_gate.errors import GateError
 from npu_gate.escape import shorten
+from npu_gate.files import MAX_DOCUMENT_BYTES, UnreadableFile, read_regular_text
 from npu_gate.resources import SCHEMA_NAMES, load_schema
 
 MAX_PROBLEM = 500  # characters of one schema problem line
@@ -43,18 +44,12 @@ def json_path(parts: Iterable[Any]) -> str:
 
 def read_document(path: Path, label: str) -> Any:
     """Parse a JSON (or, with PyYAML installed, YAML) file; raise ``error_cls``-free ValueError lines."""
+    # /dev/zero, a FIFO: never read (nor waited on); a 300 MB "profile": refused unparsed; a name longer
+    # than the file system allows: its line shortened
     try:
-        irregular = path.exists() and not path.is_file()
-    except OSError as exc:  # a name longer than the file system allows
-        raise ValueError(shorten(f"{label}: cannot read: {exc.strerror}", MAX_PROBLEM)) from None
-    if irregular:  # /dev/zero, a FIFO: never read to the end
-        raise ValueError(f"{label}: not a regular file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{label}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{label}: cannot read: {exc}") from None
+        text = read_regular_text(path, label, MAX_DOCUMENT_BYTES, "a contract, profile or record file")
+    except UnreadableFile as exc:
+        raise ValueError(shorten(str(exc), MAX_PROBLEM)) from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml

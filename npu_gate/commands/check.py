@@ -19,6 +19,7 @@ from npu_gate.commands.common import (
     warn_device_timings,
     write_html,
     write_output,
+    writing,
 )
 from npu_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 
@@ -226,7 +227,8 @@ def _check_bundle(contract: Contract, args: argparse.Namespace) -> tuple[GateRes
     with bundle.staged(folder) as stage:
         art = Artifacts(stage)
         result = check_contract(contract, today=args.today, keep=art, time_limit=args.timeout)
-        bundle.write(stage, contract, result, art)
+        with writing(folder, "cannot write the evidence bundle"):
+            bundle.write(stage, contract, result, art)
     if not args.quiet:
         print(f"evidence bundle: {folder}")
     return result, folder

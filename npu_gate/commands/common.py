@@ -4,14 +4,16 @@ terminal summary and reports of one result."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from npu_gate.errors import GateError
+from npu_gate.errors import GateError, one_line
 from npu_gate.escape import visible
+from npu_gate.files import write_atomic
 
 if TYPE_CHECKING:  # annotations only: the commands import the pipeline lazily
     from npu_gate.profile.spec import Profile
@@ -33,19 +35,29 @@ def write_log(path: str, text: str) -> bool:
     the gate stopped, which matters more than the log)."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(Path(path), text.encode("utf-8"))
     except OSError:
         return False
     return True
 
 
-def write_output(path: str, content: str) -> None:
-    target = Path(path)
+@contextlib.contextmanager
+def writing(path: Path | str, what: str = "cannot write") -> Iterator[None]:
+    """An OSError while the block writes ``path`` (disk full, no permission) becomes one line
+    naming it, not an internal error."""
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        yield
     except OSError as exc:
-        raise GateError(f"{path}: cannot write: {exc.strerror}") from None
+        raise GateError(f"{path}: {what}: {exc.strerror or one_line(exc)}") from None
+
+
+def write_output(path: str, content: str) -> None:
+    """Write an output file as a whole (``write_atomic``): a write that fails (disk full) is one
+    line naming the file, and leaves the file that was there as it was."""
+    target = Path(path)
+    with writing(path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, content.encode("utf-8"))
 
 
 def refuse_overwriting_inputs(inputs: Iterable[tuple[str, Path | str | None]],

@@ -16,6 +16,7 @@ from typing import Any
 
 from npu_gate.commands.common import refuse_overwriting_inputs, write_output
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
+from npu_gate.files import UnreadableFile, read_regular_text
 from npu_gate.result.read import MERGED_KIND
 
 
@@ -48,11 +49,11 @@ def load_side(arg: str, profile: str, today: dt.date | None = None) -> dict[str,
 
         return inspect_model(path, load_profile(profile, Path.cwd(), where="--profile")).to_dict()
     if path.suffix == ".json":
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise GateError(f"{arg}: file not found") from None
-        except (OSError, ValueError) as exc:
+        try:  # /dev/zero, a FIFO: never read (nor waited on)
+            doc = json.loads(read_regular_text(path, arg))
+        except UnreadableFile as exc:
+            raise GateError(str(exc)) from None
+        except ValueError as exc:
             raise GateError(f"{arg}: cannot read JSON: {exc}") from None
         if isinstance(doc, dict) and "schema_version" in doc and "nodes" in doc:
             from npu_gate.result.read import check_result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from npu_gate.commands.common import emit, profile_inputs, refuse_overwriting_inputs
+from npu_gate.commands.common import emit, profile_inputs, refuse_overwriting_inputs, writing
 from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 
@@ -36,7 +36,8 @@ def _inspect_run(args: argparse.Namespace) -> int:
         with bundle.staged(folder) as stage:
             art = Artifacts(stage)
             result = inspect_model(Path(args.model), profile, keep=art, time_limit=args.timeout)
-            bundle.write_any(stage, result, art, profile, None)
+            with writing(folder, "cannot write the evidence bundle"):
+                bundle.write_any(stage, result, art, profile, None)
         if not args.quiet:
             print(f"evidence bundle: {folder}")
     else:

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from npu_gate.commands.common import refuse_overwriting_inputs
+from npu_gate.commands.common import refuse_overwriting_inputs, writing
 from npu_gate.errors import EXIT_PASS
+from npu_gate.files import write_atomic
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,11 +34,14 @@ def run(args: argparse.Namespace) -> int:
                       inputs=Path(args.inputs) if args.inputs else None, samples=args.samples,
                       max_steps=args.max_steps, progress=progress)
     outcome = reducer.run()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(outcome.model.SerializeToString())
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, outcome.model.SerializeToString())
     if reducer.wants_inputs:
-        reducer.write_inputs(outcome.model, out.with_suffix(".npz"))
-    write_log(log, model, args.check, reducer, outcome, out)
+        with writing(out.with_suffix(".npz")):
+            reducer.write_inputs(outcome.model, out.with_suffix(".npz"))
+    with writing(log):
+        write_log(log, model, args.check, reducer, outcome, out)
     if not args.quiet:
         print(f"{len(reducer.order)} -> {len(outcome.nodes)} nodes in {len(outcome.steps)} steps: "
               f"{out} (log: {log})")

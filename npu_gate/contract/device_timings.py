@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from npu_gate.errors import ContractError
+from npu_gate.files import MAX_DOCUMENT_BYTES, UnreadableFile, read_regular_text
 from npu_gate.validation import loads_json
 
 SCOPES = ("model", "partition", "node")
@@ -60,10 +61,11 @@ class DeviceTimings:
 
 def load(path: Path, label: str | None = None) -> DeviceTimings:
     label = label or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ContractError(f"{label}: cannot read: {exc.strerror}") from None
+    try:  # a FIFO, /dev/zero: never read (nor waited on); a file past the limit: unparsed
+        text = read_regular_text(path, label, MAX_DOCUMENT_BYTES, "a device timings file",
+                                 missing="cannot read: No such file or directory")
+    except UnreadableFile as exc:
+        raise ContractError(str(exc)) from None
     source = None
     rows: list[tuple[str, Any]]  # CSV rows are dicts of strings; JSON rows can be anything
     if path.suffix.lower() == ".csv":

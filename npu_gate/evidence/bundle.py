@@ -43,6 +43,7 @@ import numpy as np
 
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import GateError
+from npu_gate.files import MAX_DOCUMENT_BYTES, read_regular_text
 from npu_gate.pipeline import Artifacts
 from npu_gate.profile.spec import Profile
 from npu_gate.result.types import GateResult
@@ -183,9 +184,9 @@ def _files_in(folder: Path) -> set[str]:
 
 def _previous_bundle_files(folder: Path) -> set[str] | None:
     """The files a previous bundle's manifest lists, or None when ``folder`` holds no bundle."""
-    try:
-        doc = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a FIFO or /dev/zero planted under the marker's name: never read (nor waited on)
+        doc = json.loads(read_regular_text(folder / MARKER, str(folder / MARKER), MAX_DOCUMENT_BYTES))
+    except ValueError:  # also UnreadableFile: missing, not a regular file, too large
         return None
     manifest = doc.get("bundle") if isinstance(doc, dict) else None
     if not isinstance(manifest, dict) or manifest.get("kind") != BUNDLE_KIND:

@@ -32,9 +32,12 @@ same values in every step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import shlex
+import signal
 import subprocess
 import tempfile
 import time
@@ -48,9 +51,11 @@ import numpy as np
 import onnx
 from onnx import ModelProto
 
+from npu_gate.contract.samples_file import open_npz, read_arrays
 from npu_gate.contract.spec import MAX_SAMPLE_BYTES
 from npu_gate.errors import GateError, one_line
 from npu_gate.evidence.bundle import write_npz
+from npu_gate.files import write_atomic
 from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.edit import submodel
 from npu_gate.graph.fold import fold
@@ -201,11 +206,7 @@ class Reducer:
             args = [t.replace("{inputs}", str(npz)) for t in args]
         start = time.perf_counter()
         try:
-            done = subprocess.run(args, capture_output=True, timeout=self.timeout, check=False)
-            code: int | None = done.returncode
-            output = done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired:
-            code, output = None, ""
+            code, output = run_check(args, self.timeout)
         except OSError as exc:
             raise GateError(f"--check: cannot run {self.template[0]!r}: {exc.strerror}") from None
         failing = code not in (None, 0) and (self.match is None or self.match in output)
@@ -295,12 +296,57 @@ def _units(facts: graph_facts.GraphFacts, order: list[int]) -> list[tuple[int, .
     return [tuple(sorted(heads[h])) for h in sorted(heads, key=position.__getitem__)]
 
 
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
+def run_check(args: list[str], timeout: float) -> tuple[int | None, str]:
+    """Run one step's command: (its exit code, None when it ran past ``timeout``; its output).
+    The command leads a process group of its own, killed whole when the command ends or times
+    out: a child it started (a compiler behind a wrapper script, something left in the
+    background) is never left running. Its output goes to files, not pipes, so a child that
+    holds them open cannot keep the step waiting once the command itself has ended."""
+    groups = hasattr(os, "killpg") and hasattr(os, "waitid")  # POSIX; elsewhere the command alone
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=groups)
+        try:
+            ended = _ended(proc, timeout) if groups else _waited(proc, timeout)
+        finally:
+            if groups:  # while the command is unreaped its pid, the group's id, is not reused
+                with contextlib.suppress(OSError):  # the group is gone already
+                    os.killpg(proc.pid, signal.SIGKILL)
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        if not ended:
+            return None, ""
+        out.seek(0)
+        err.seek(0)
+        return proc.returncode, out.read().decode("utf-8", "replace") + err.read().decode("utf-8", "replace")
+
+
+def _ended(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether the command ended within ``timeout`` seconds, leaving it unreaped (a zombie)."""
+    deadline = time.monotonic() + timeout
+    while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(0.02, left))
+    return True
+
+
+def _waited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
-    except (OSError, ValueError) as exc:
-        raise GateError(f"{path}: cannot read as .npz: {exc}") from None
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    """Every array of the --inputs file, read as a samples file is (``samples_file``): a regular
+    file, each member's .npy header and declared size checked before any is decompressed, at
+    most MAX_SAMPLES_BYTES together."""
+    where = f"{path}: --inputs"
+    with open_npz(path, where) as zf:
+        return read_arrays(zf, where)
 
 
 def _generated(value: onnx.ValueInfoProto, samples: int, seed: int) -> np.ndarray:
@@ -342,4 +388,4 @@ def write_log(
         "kept": outcome.nodes,
         "steps": [s.to_dict() for s in outcome.steps],
     }
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))

@@ -12,6 +12,7 @@ import onnx
 from onnx import ModelProto, TensorProto
 
 from npu_gate.errors import ModelError
+from npu_gate.files import UnreadableFile, read_regular
 
 # External tensors up to this many elements are read even without ``weights``: they are
 # shape-like (Reshape shapes, Slice starts, Resize scales) and shape inference needs them.
@@ -28,14 +29,10 @@ def load_onnx(
     (their dims stay known): graph analysis never needs weight values.
     """
     label = label or str(path)
-    if path.exists() and not path.is_file():  # a folder, /dev/zero, a FIFO: never read to the end
-        raise ModelError(f"{label}: not a regular file")
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ModelError(f"{label}: file not found") from None
-    except OSError as exc:
-        raise ModelError(f"{label}: cannot read: {exc.strerror}") from None
+    try:  # a folder, /dev/zero, a FIFO: never read (nor waited on)
+        data = read_regular(path, label)
+    except UnreadableFile as exc:
+        raise ModelError(str(exc)) from None
     sha256 = hashlib.sha256(data).hexdigest()
     try:
         model = onnx.load_model_from_string(data)

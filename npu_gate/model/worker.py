@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import weakref
+import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,7 +38,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from npu_gate.contract.spec import Contract
-from npu_gate.errors import ModelError
+from npu_gate.errors import GateError, ModelError
 
 LIMIT_SECONDS = 900.0  # one request (a build, an export, the reference, a metric call): generous
 STATUS_BYTES = 64 * 1024 * 1024  # a status file larger than this is garbage
@@ -346,11 +347,22 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
         return _arrays(f)
 
 
+# The arrays one answer of the child may hold (the outputs of every numerics sample): a file of
+# the child's declaring more is refused before it is decompressed.
+MAX_ARRAY_BYTES = 2 << 30
+
+
 def _arrays(f: BinaryIO) -> dict[str, np.ndarray]:
+    """Read as a samples file is: headers and declared sizes checked before any decompression,
+    so a zip bomb from the model code costs the gate nothing (samples_file.read_arrays)."""
+    from npu_gate.contract.samples_file import read_arrays
+
     try:
-        with np.load(f, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except Exception as exc:  # a zip file can fail in many ways; object arrays: ValueError
+        with zipfile.ZipFile(f) as zf:
+            return read_arrays(zf, "arrays", MAX_ARRAY_BYTES, "one answer")
+    except GateError as exc:  # a bomb, an object array, a lying header
+        raise WorkerFailed(f"the model code's process wrote unreadable arrays ({exc.problems[0]})") from None
+    except Exception as exc:  # a zip file can fail in many ways
         raise WorkerFailed(f"the model code's process wrote unreadable arrays ({type(exc).__name__})") from None
 
 

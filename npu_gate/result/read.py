@@ -13,6 +13,7 @@ from typing import Any
 
 from npu_gate.errors import GateError
 from npu_gate.escape import shorten
+from npu_gate.files import UnreadableFile, read_regular_text
 from npu_gate.result.types import (
     BoundaryResult,
     Finding,
@@ -102,12 +103,12 @@ def verdict_problem(doc: dict[str, Any], where: str) -> str | None:
 
 def load_results(path: Path) -> list[dict[str, Any]]:
     """The result documents in a file: one result JSON, or every result of a merged document."""
-    if path.exists() and not path.is_file():  # /dev/zero, a FIFO: never read to the end
-        raise GateError(f"{path}: not a regular file")
+    try:  # /dev/zero, a FIFO: never read (nor waited on)
+        text = read_regular_text(path, str(path), missing="cannot read: No such file or directory")
+    except UnreadableFile as exc:
+        raise GateError(str(exc)) from None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GateError(f"{path}: cannot read: {exc.strerror}") from None
+        doc = json.loads(text)
     except ValueError as exc:
         raise GateError(f"{path}: not valid JSON: {exc}") from None
     merged = isinstance(doc, dict) and doc.get("kind") == MERGED_KIND

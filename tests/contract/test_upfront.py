@@ -177,14 +177,16 @@ def test_the_samples_file_is_read_once_per_contract(tmp_path: Path, run_cli: Run
     b = write_onnx_contract(tmp_path / "b", tiny_model(cpu_op="Relu"), numerics={"samples_file": "real.npz"})
     for contract in (a, b):
         np.savez(contract.parent / "real.npz", x=ROWS)
+    from npu_gate.contract import samples_file
+
     reads: list[str] = []
-    load = np.load
+    load = samples_file.open_npz
 
     def counted(file: Any, *args: Any, **kwargs: Any) -> Any:
         reads.append(str(file))
         return load(file, *args, **kwargs)
 
-    monkeypatch.setattr(np, "load", counted)
+    monkeypatch.setattr(samples_file, "open_npz", counted)
     run = run_cli("check", a, "--cache-dir", cache_dir)  # one contract: the lookup, then the run
     assert run.code == 1
     assert reads == [str(a.parent / "real.npz")]
