@@ -73,6 +73,7 @@ def test_a_300_mb_profile_or_contract_is_refused_unread(tmp_path: Path, run_cli:
     problem = f"{big}: 314,572,800 bytes, {limit}"
     run = run_cli("inspect", tmp_path / "none.onnx", "--profile", big)
     assert (run.code, run.err) == (2, f"npu-gate: error: {problem}\n")
+    (tmp_path / ".git").mkdir()  # the contract's repository holds the profile (only such files are read)
     contract = write_onnx_contract(tmp_path / "c", target={"profile": str(big)})
     run = run_cli("check", contract, "--no-cache", "--cache-dir", tmp_path / "cache")
     assert (run.code, run.out) == (2, "")
