@@ -52,7 +52,7 @@ def after(seconds: float) -> Iterator[bool]:
             _State.armed = False  # a ring from here on is ignored (one before it raises, and this still runs)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)  # None: not Python's
             _State.pending = False
 
 

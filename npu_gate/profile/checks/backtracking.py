@@ -32,6 +32,7 @@ has already accepted.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -96,6 +97,7 @@ Node = Chars | Seq | Alt | Repeat
 EMPTY = Seq(())  # anchors, lookarounds, comments: they read no character
 
 
+@functools.lru_cache(maxsize=512)  # the built-in profiles' patterns, checked at each load
 def problem(pattern: str) -> str | None:
     """Why ``pattern`` (one ``re.compile`` accepts) is refused, or None when it is safe."""
     if len(pattern) > MAX_PATTERN:
