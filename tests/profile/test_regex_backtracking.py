@@ -25,7 +25,7 @@ from tests.helpers.hook_fixtures import write_onnx_contract
 
 ISSUE = "([a-z,>-]*)*!"  # the issue's pattern: `check --timeout 10` still ran at 60 s
 # A 74-character Einsum equation (the issue's length): the issue's pattern never ends on it.
-EQUATION = "abcdefghij,bcdefghijk,cdefghijkl,defghijklm,efghijklmn,fghijklmno->abcdefghijkl"
+EQUATION = "abcdefghij,bcdefghijk,cdefghijkl,defghijklm,efghijklmn,fghijklmno->abcdefg"
 MATMUL = EINSUM_FORMS["matmul"]
 
 
@@ -158,7 +158,7 @@ def _node(equation: str) -> NodeFacts:
 
 def test_a_text_over_the_bound_is_not_matched_and_fails_the_check() -> None:
     long = ",".join(["abc"] * 300) + "->abc"  # 1,204 characters: no real model's equation is this long
-    assert len(long) > MAX_TEXT
+    assert len(long) > MAX_TEXT and len(EQUATION) == 74
     assert not matches([r"[a-z,>-]*"], long)
     assert matches([r"[a-z,>-]*"], long[-MAX_TEXT:])  # the same pattern, within the bound
     [failure] = evaluate([{"id": "forms", "attribute": "equation", "matches": [r"[a-z,>-]*"]}], _node(long), {}, set())

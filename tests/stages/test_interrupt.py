@@ -33,7 +33,7 @@ from npu_gate.stages.timeout import Deadline
 from tests.helpers.common import CliRun, validate_result
 from tests.helpers.hook_fixtures import write_onnx_contract
 
-EQUATION = "abcdefghij,bcdefghijk,cdefghijkl,defghijklm,efghijklmn,fghijklmno->abcdefghijkl"  # 74 characters
+EQUATION = "abcdefghij,bcdefghijk,cdefghijkl,defghijklm,efghijklmn,fghijklmno->abcdefg"  # 74 characters
 
 
 def _forever() -> None:
