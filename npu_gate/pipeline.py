@@ -39,7 +39,8 @@ def run_stages(stages: Iterable[Stage], run: Run) -> None:
     """Each stage in order (see ``stages.run.Stage``): one that does not apply is skipped, with
     the row its ``unapplied`` reason gives; once the run's deadline has passed, a ``limited``
     stage is skipped with its ``rows`` saying so (unless written already) and the run's
-    ``gate-timeout`` finding is made; else it runs."""
+    ``gate-timeout`` finding is made; else it runs, and an ``interruptible`` one still running
+    past the deadline is stopped (``timeout.stopping``) and recorded the same way."""
     result, deadline = run.result, run.deadline
     for stage in stages:
         if not stage.applies(run):
@@ -47,14 +48,33 @@ def run_stages(stages: Iterable[Stage], run: Run) -> None:
             if reason is not None:
                 result.stages[stage.name] = skipped(reason)
             continue
-        if stage.limited and deadline is not None:
+        if deadline is None:
+            stage.run(run)
+            continue
+        if stage.limited:
             if deadline.passed():
-                for row in stage.rows(run):
-                    result.stages.setdefault(row, skipped(timeout.skip_reason(deadline)))
-                timeout.finish(deadline, result, before=stage.name)
+                _stopped(stage, run, deadline)
                 continue
             deadline.running = stage.name
-        stage.run(run)
+        if not stage.interruptible:
+            stage.run(run)
+            continue
+        armed = False
+        try:
+            with timeout.stopping(deadline) as armed:
+                stage.run(run)
+        except timeout.Interrupted:
+            if not armed:  # not this loop's: an outer run's (this run is inside one of its stages)
+                raise
+            _stopped(stage, run, deadline)
+
+
+def _stopped(stage: Stage, run: Run, deadline: timeout.Deadline) -> None:
+    """A stage the deadline stopped, before it ran or while it ran: its rows (unless written
+    already) and the run's ``gate-timeout`` finding."""
+    for row in stage.rows(run):
+        run.result.stages.setdefault(row, skipped(timeout.skip_reason(deadline)))
+    timeout.finish(deadline, run.result, before=stage.name)
 
 
 def inspect_stages(shapes: dict[str, list[int]] | None = None) -> list[Stage]:

@@ -140,7 +140,8 @@ GATE_TIMEOUT = RuleDoc(
           "and `check-onnx` stop at `--timeout SECONDS` (default 1800; 0: no limit; per model when several "
           "are gated). The limit is checked between stages, by folding between nodes (a `fold-budget` "
           "finding with constraint `deadline` names the values not computed) and by the compiler probe, "
-          "whose timeout is at most the time left.",
+          "whose timeout is at most the time left; a stage still running 1 s past it is interrupted "
+          "(SIGALRM, on Linux and macOS in the main thread), the contract's code stopped with it.",
     why="The stages that did not start are recorded as skipped (reason `timeout: ...`); the verdict rests on "
         "what was analysed, and this error makes sure it is never a pass. A timed-out result is not cached.",
     example="None in the model itself: a huge Loop or constant computed while folding, or a slow compiler, "

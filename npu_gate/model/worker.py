@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from npu_gate import interrupt
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import GateError, ModelError
 
@@ -112,6 +113,10 @@ class UserCode:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is not None:
             return self._proc
+        with interrupt.deferred():  # a child started must be recorded, to be stopped
+            return self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
         folder = Path(tempfile.mkdtemp(prefix="npu-gate-user-"))
         self._folder = folder
         with (folder / "contract.pickle").open("wb") as f:  # the parent's own data, read by the child
@@ -126,9 +131,10 @@ class UserCode:
         return self._proc
 
     def close(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()
-        self._proc = None
+        with interrupt.deferred():  # the child stopped whole
+            if self._finalizer is not None:
+                self._finalizer()
+            self._proc = None
 
     def __enter__(self) -> UserCode:
         return self
@@ -151,6 +157,10 @@ class UserCode:
             return self._request(op, args)
         except WorkerFailed as exc:
             self._dead = str(exc)
+            self.close()
+            raise
+        except interrupt.Interrupted:  # the run's time limit, mid-request: the child is stopped now
+            self._dead = "stopped at the run's time limit (--timeout)"
             self.close()
             raise
 

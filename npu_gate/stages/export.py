@@ -20,6 +20,10 @@ class Export(Stage):
     name = "export"
     limited = False  # the first stage: the deadline starts with it
 
+    @property
+    def interruptible(self) -> bool:
+        return True  # a factory or an exporter that outlasts the deadline is stopped, its child process with it
+
     def run(self, run: Run) -> None:
         export_model(run)
 

@@ -112,10 +112,19 @@ class Stage:
 
     ``limited``: False for the steps that record what was computed (loading, the findings, the
     probe's row, the verdict, the review): they run whatever the deadline.
+
+    ``interruptible``: it is stopped while it runs once the deadline has passed (``timeout.stopping``),
+    then recorded as a limited stage the deadline stops. True for the limited stages and the export
+    (the contract's code in its child process, which the interruption stops); a stage that leaves
+    later stages a state they need whole (the rewrite plan) is not.
     """
 
     name: str = ""  # the row the loop writes for it in ``result.stages``, the stage a ``gate-timeout`` names
     limited: bool = True
+
+    @property
+    def interruptible(self) -> bool:
+        return self.limited
 
     def applies(self, run: Run) -> bool:
         return True

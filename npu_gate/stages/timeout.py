@@ -2,6 +2,12 @@
 checked by the pipeline before each stage it limits (``pipeline.run_stages``), by folding
 between nodes and given to the compiler probe as the upper bound of its own timeout.
 
+A stage still running ``GRACE`` seconds past it is interrupted (``stopping``: a SIGALRM raising
+``npu_gate.interrupt.Interrupted`` inside it, on POSIX in the main thread; elsewhere only the
+checks between stages and the stages' own bounds hold). The grace lets what bounds itself by the
+deadline (folding, the compiler's timeout) end on its own and say what it did; an interrupted
+stage is recorded as one the deadline stopped.
+
 Once it has passed, the stages not yet run are recorded as skipped (reason ``timeout: ...``)
 and one ``gate-timeout`` finding (an error: a run that did not finish never passes) names the
 stage that was running and the limit; the verdict is decided from what was analysed.
@@ -10,13 +16,18 @@ stage that was running and the limit; the verdict is decided from what was analy
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from npu_gate import interrupt
 from npu_gate.findings.gates import gate_timeout
 from npu_gate.result.types import GateResult
 
 DEFAULT_SECONDS = 1800.0  # `--timeout`'s default, and the pipeline's for callers that give none
 RULE = "gate-timeout"
+GRACE = 1.0  # seconds past the deadline a stage is interrupted at (within the +2 s a run may overrun)
+Interrupted = interrupt.Interrupted
 
 
 @dataclass
@@ -40,6 +51,14 @@ class Deadline:
 
     def passed(self) -> bool:
         return time.monotonic() >= self.at
+
+
+@contextmanager
+def stopping(deadline: Deadline) -> Iterator[bool]:
+    """The block (one stage) interrupted with ``Interrupted`` ``GRACE`` seconds past the deadline;
+    False when it cannot be (``interrupt.after``)."""
+    with interrupt.after(deadline.left() + GRACE) as armed:
+        yield armed
 
 
 def skip_reason(deadline: Deadline) -> str:
