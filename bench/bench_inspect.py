@@ -305,8 +305,8 @@ def phases(sizes: list[int], tmp: Path, profile_name: str) -> None:
 
     import onnx
 
-    from npu_gate.gc_pause import gc_paused
     from npu_gate.pipeline import inspect_model
+    from npu_gate.process.gc_pause import gc_paused
     from npu_gate.profile.spec import load_profile
     from npu_gate.render import json_
 

@@ -10,7 +10,7 @@ from npu_gate.errors import EXIT_FAIL, EXIT_PASS
 
 
 def run(args: argparse.Namespace) -> int:
-    from npu_gate.gc_pause import gc_paused
+    from npu_gate.process.gc_pause import gc_paused
 
     # No cyclic collection while a large graph is analysed and rendered (gc_pause.py). The
     # result is freed (reference counting) when _inspect_run returns, so the collector,

@@ -37,9 +37,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from npu_gate import interrupt
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import GateError, ModelError
+from npu_gate.process import interrupt
 
 LIMIT_SECONDS = 900.0  # one request (a build, an export, the reference, a metric call): generous
 STATUS_BYTES = 64 * 1024 * 1024  # a status file larger than this is garbage

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from npu_gate.gc_pause import gc_paused
+from npu_gate.process.gc_pause import gc_paused
 from npu_gate.result.types import GateResult
 
 

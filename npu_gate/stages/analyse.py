@@ -23,7 +23,6 @@ from npu_gate.errors import ContractError
 from npu_gate.findings.analysis import Analysis, CompilerPlacement
 from npu_gate.findings.collect import analysis_findings
 from npu_gate.findings.shapes import shape_text
-from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import dims, shape_chains, shape_values, symbolic
 from npu_gate.graph import facts as graph_facts
 from npu_gate.graph.facts import GraphFacts, TensorInfo
@@ -41,6 +40,7 @@ from npu_gate.placement.eliminate import NumericChange, eliminate
 from npu_gate.placement.partitions import boundaries, build_partitions, total_bytes
 from npu_gate.placement.place import Placement, place_all, place_subgraphs
 from npu_gate.placement.refusals import refusals
+from npu_gate.process.gc_pause import gc_paused
 from npu_gate.profile.limits import opset_failure
 from npu_gate.result.types import (
     CPU,

@@ -3,7 +3,7 @@ checked by the pipeline before each stage it limits (``pipeline.run_stages``), b
 between nodes and given to the compiler probe as the upper bound of its own timeout.
 
 A stage still running ``GRACE`` seconds past it is interrupted (``stopping``: a SIGALRM raising
-``npu_gate.interrupt.Interrupted`` inside it, on POSIX in the main thread; elsewhere only the
+``npu_gate.process.interrupt.Interrupted`` inside it, on POSIX in the main thread; elsewhere only the
 checks between stages and the stages' own bounds hold). The grace lets what bounds itself by the
 deadline (folding, the compiler's timeout) end on its own and say what it did; an interrupted
 stage is recorded as one the deadline stopped.
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from npu_gate import interrupt
 from npu_gate.findings.gates import gate_timeout
+from npu_gate.process import interrupt
 from npu_gate.result.types import GateResult
 
 DEFAULT_SECONDS = 1800.0  # `--timeout`'s default, and the pipeline's for callers that give none

@@ -12,8 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from npu_gate.gc_pause import gc_paused
 from npu_gate.graph import facts as graph_facts
+from npu_gate.process.gc_pause import gc_paused
 from npu_gate.render import json_
 from tests.helpers import model_zoo
 from tests.helpers.common import REPO as ROOT

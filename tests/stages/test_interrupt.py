@@ -19,11 +19,11 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from npu_gate import interrupt
 from npu_gate.contract.spec import load_contract
 from npu_gate.model import worker
 from npu_gate.model.worker import UserCode, WorkerFailed
 from npu_gate.pipeline import run_stages
+from npu_gate.process import interrupt
 from npu_gate.profile.checks import matches as matches_check
 from npu_gate.profile.spec import load_profile
 from npu_gate.stages import timeout
