@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from npu_gate import isolation
 from npu_gate.github import workflow
 from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
 from npu_gate.github.comment import (
@@ -367,6 +368,9 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     failed = should_fail(models, fail_on)
     verdict = combined_verdict(models)
     report = render_report(models, failed=failed, fail_on=fail_on, missing=missing)
+    for note in isolation.notes():  # the model's code or a compiler ran as this step's user: say so
+        workflow.command("notice", f"npu-gate: {note}", stream)
+        report += f"\nNote: {note}.\n"
     comment_id = _env(env, "COMMENT_ID")
     results_dir = artifacts / "results"
     _clear_results(results_dir)  # after reading: a merge input may sit there

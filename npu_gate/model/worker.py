@@ -12,7 +12,9 @@ The verdict is decided by the parent, from that data only.
 The child runs ``python -I`` with the parent's ``sys.path`` and working directory (so the
 contract's relative paths and its imports resolve as they did in the gate's own process: the
 contract folder first while a factory imports), in its own session (its processes are stopped
-with it), and without the CI's token and workflow-file variables.
+with it), and with ``isolation.child_environment``: without the CI's token, the workflow-file
+variables and secret-looking ones. When the gate runs as root it runs as an unprivileged user
+(``isolation.child_user``), so it cannot read the environment of the processes above it.
 """
 
 from __future__ import annotations
@@ -38,13 +40,10 @@ import numpy as np
 
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import ModelError
+from npu_gate.isolation import ChildUser, child_environment, child_user, hide_environment
 
 LIMIT_SECONDS = 900.0  # one request (a build, an export, the reference, a metric call): generous
 STATUS_BYTES = 64 * 1024 * 1024  # a status file larger than this is garbage
-# Variables the child never sees: the job token, and the files that change later steps.
-HIDDEN = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "GITHUB_ENV",
-          "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
-HIDDEN_PREFIXES = ("ACTIONS_",)
 # sys.path as the parent has it (its PYTHONPATH too), this npu_gate first; -I ignores PYTHON* variables.
 BOOT = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from npu_gate.model.worker import serve; serve()"
 
@@ -71,12 +70,6 @@ class Reply:
             raise ModelError(self.error, details=self.details)
 
 
-def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without the token and workflow-file variables."""
-    source = dict(os.environ if env is None else env)
-    return {k: v for k, v in source.items() if k not in HIDDEN and not k.startswith(HIDDEN_PREFIXES)}
-
-
 MAX_CODE_FILES = 2000
 
 
@@ -91,6 +84,7 @@ class UserCode:
         self._count = 0
         self._dead: str | None = None  # once it failed, every later request fails the same way
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.user = ChildUser(None, None, None)  # who the child runs as (isolation.child_user), once started
         self.sources: set[str] = set()  # as the child reports them: see code_files_read
 
     def code_files_read(self) -> list[str] | None:
@@ -117,10 +111,15 @@ class UserCode:
             pickle.dump(replace(self.contract, file_samples=None), f)
         paths = [str(Path(p).resolve()) if p else os.getcwd() for p in sys.path]
         root = str(Path(__file__).resolve().parents[2])  # this npu_gate, first
+        self.user = child_user([sys.executable, os.getcwd(), root, *paths], [str(folder)])
+        env = child_environment()
+        if self.user.uid is not None:  # another user: a home it can write in (caches)
+            env["HOME"] = str(folder)
+        hide_environment()
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOT, json.dumps([root, *paths]), str(folder)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=child_environment(), start_new_session=True)  # the gate's own working directory, as before
+            env=env, start_new_session=True, **self.user.popen_args())  # the gate's working directory, as before
         self._finalizer = weakref.finalize(self, _stop, self._proc, folder)
         return self._proc
 
@@ -200,6 +199,9 @@ class UserCode:
     def export(self, key: str, exporter: str, folder: Path) -> Reply:
         """Export the module of ``key`` with ``exporter`` to ``folder/model.onnx``; ``data["onnx"]``
         the path when it was written."""
+        if self._dead is None and folder.is_dir():
+            self._start()
+            self.user.hand_over(folder)  # the child (as another user) writes the model there
         reply = self.request("export", key=key, exporter=exporter, folder=str(folder))
         path = folder / "model.onnx"
         written = reply.error is None and path.is_file() and not path.is_symlink()

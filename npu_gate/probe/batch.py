@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from npu_gate.errors import GateError
+from npu_gate.isolation import ChildUser
 from npu_gate.probe.base import ChildRun, Compiler
-from npu_gate.probe.runner import DRIVERS, child_env, kill_group, read_run, write_request
+from npu_gate.probe.runner import DRIVERS, child_env, driver_user, kill_group, read_run, write_request
 
 
 class BatchChild:
@@ -38,6 +39,7 @@ class BatchChild:
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: int | None = None
         self._log: IO[bytes] | None = None
+        self.user = ChildUser(None, None, None)  # who the child runs as, once started
 
     def __enter__(self) -> BatchChild:
         return self
@@ -53,10 +55,11 @@ class BatchChild:
         argv = [os.path.abspath(self.python), "-u", str(DRIVERS / self.compiler.driver), "--batch", str(write_end)]
         # what the child prints between jobs (its imports' warnings) goes to the child's own log
         self._log = open(self.root / f"child-{self.starts}.log", "wb")  # noqa: SIM115 (closed in _stop)
+        self.user = driver_user(self.python, self.root, self.root / "tmp")
         try:
-            proc = subprocess.Popen(argv, cwd=self.root, env=child_env(self.root), stdin=subprocess.PIPE,
+            proc = subprocess.Popen(argv, cwd=self.root, env=child_env(self.root, self.user), stdin=subprocess.PIPE,
                                     stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(write_end,),
-                                    start_new_session=True)
+                                    start_new_session=True, **self.user.popen_args())
         except OSError as exc:
             os.close(read_end)
             raise GateError(f"{self.python}: cannot run the {self.compiler.product} Python: {exc.strerror}") from None
@@ -69,6 +72,7 @@ class BatchChild:
         """Build one request in ``work``; never raises for what the child does."""
         request_path, response_path, _ = write_request(work, request)
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        self.user.hand_over(work, work / "tmp")  # the driver writes its response and dumps there
         self.jobs += 1
         job = {"id": self.jobs, "work": str(work.resolve()), "request": str(request_path.resolve()),
                "response": str(response_path.resolve())}
