@@ -202,7 +202,9 @@ def _tracked_by_git(venv: Path) -> str | None:
     tracks nothing there, or there is no git or no repository to ask."""
     start = venv if venv.is_dir() and not venv.is_symlink() else venv.parent
     try:
-        proc = subprocess.run(["git", "-C", str(start), "ls-files", "-z", "--", str(venv.absolute())],
+        # safe.directory: a checkout owned by another user (a container job) still answers
+        proc = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(start), "ls-files", "-z", "--",
+                               str(venv.absolute())],
                               capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
