@@ -131,15 +131,18 @@ def _child_user(readable: list[str], writable: list[str], source: Mapping[str, s
         return ChildUser(None, None, f"{same} (root): {CHILD_USER_VARIABLE}=off")
     user = ChildUser(NOBODY, NOBODY, None)
     user.hand_over(*writable)
-    for path in [*readable, *(os.path.dirname(os.path.realpath(w)) for w in writable)]:
+    for path in readable:
         if not readable_by_others(path):
             return ChildUser(None, None, f"{same} (root): {path} cannot be read by other users")
+    for path in writable:  # its own now: the folders above it need only be passable
+        if not readable_by_others(os.path.dirname(os.path.realpath(path)), read=False):
+            return ChildUser(None, None, f"{same} (root): {path} cannot be reached by other users")
     return user
 
 
-def readable_by_others(path: str) -> bool:
-    """Every folder on the way to ``path`` can be entered, and ``path`` read, by any user
-    (the permission bits for others). A path that is not there does not stop a child."""
+def readable_by_others(path: str, read: bool = True) -> bool:
+    """Every folder on the way to ``path`` (and ``path``, a folder) can be entered, and ``path`` read
+    (``read``), by any user: the permission bits for others. A path that is not there does not stop a child."""
     import stat
 
     parts = os.path.realpath(path).split(os.sep)
@@ -150,6 +153,6 @@ def readable_by_others(path: str) -> bool:
             return True  # not there: the child's own error says so, as it would for the gate
         if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
             return False
-        if i == len(parts) and not mode & stat.S_IROTH:
+        if read and i == len(parts) and not mode & stat.S_IROTH:
             return False
     return True

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from npu_gate.contract.spec import load_contract
+from npu_gate.isolation import child_environment
 from npu_gate.model import worker
-from npu_gate.model.worker import WorkerFailed, child_environment, read_status
+from npu_gate.model.worker import WorkerFailed, read_status
 
 pytestmark = pytest.mark.torch
 
