@@ -84,6 +84,28 @@ class ChildUser:
             open_way(os.path.dirname(os.path.realpath(folder)))
 
 
+def reclaim(user: ChildUser, folder: os.PathLike[str] | str) -> None:
+    """Take a folder handed to the child's user back before the gate reads it, once the child is
+    done with it: everything in it the gate's again, and every link, hard link or special file
+    the child made removed, so no read of the gate's follows one to a file the child could not read.
+    Each folder is taken back before it is listed, so nothing can be added to it meanwhile."""
+    if user.uid is None:
+        return
+    import stat
+
+    path = os.fspath(folder)
+    os.lchown(path, os.geteuid(), os.getegid())
+    os.chmod(path, 0o755)
+    for entry in os.scandir(path):
+        info = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
+            reclaim(user, entry.path)
+        elif stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+            os.lchown(entry.path, os.geteuid(), os.getegid())
+        else:
+            os.unlink(entry.path)
+
+
 def open_way(folder: os.PathLike[str] | str) -> None:
     """Let other users pass through ``folder`` and the folders above it (execute permission, not
     listing) while they are this process's own folders in the temporary folder: the gate creates

@@ -44,6 +44,7 @@ from npu_gate.isolation import ChildUser, child_environment, child_user, hide_en
 
 LIMIT_SECONDS = 900.0  # one request (a build, an export, the reference, a metric call): generous
 STATUS_BYTES = 64 * 1024 * 1024  # a status file larger than this is garbage
+OUT = "out"  # the subfolder of the child's folder it writes in (statuses, outputs); the rest is the gate's
 # sys.path as the parent has it (its PYTHONPATH too), this npu_gate first; -I ignores PYTHON* variables.
 BOOT = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from npu_gate.model.worker import serve; serve()"
 
@@ -111,10 +112,11 @@ class UserCode:
             pickle.dump(replace(self.contract, file_samples=None), f)
         paths = [str(Path(p).resolve()) if p else os.getcwd() for p in sys.path]
         root = str(Path(__file__).resolve().parents[2])  # this npu_gate, first
-        self.user = child_user([sys.executable, os.getcwd(), root, *paths], [str(folder)])
+        (folder / OUT).mkdir()  # what the child writes; the folder itself stays the gate's
+        self.user = child_user([sys.executable, os.getcwd(), root, *paths], [str(folder / OUT)])
         env = child_environment()
         if self.user.uid is not None:  # another user: a home it can write in (caches)
-            env["HOME"] = str(folder)
+            env["HOME"] = str(folder / OUT)
         hide_environment()
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOT, json.dumps([root, *paths]), str(folder)],
@@ -169,7 +171,7 @@ class UserCode:
             raise WorkerFailed(self._ended(proc))
         if line.strip() != str(number).encode():
             raise WorkerFailed("the model code's process answered garbage")
-        reply = read_status(self._folder / f"status-{number}.json")
+        reply = read_status(self._folder / OUT / f"status-{number}.json")
         self.sources.update(reply.sources)
         return reply
 
@@ -199,10 +201,16 @@ class UserCode:
     def export(self, key: str, exporter: str, folder: Path) -> Reply:
         """Export the module of ``key`` with ``exporter`` to ``folder/model.onnx``; ``data["onnx"]``
         the path when it was written."""
-        if self._dead is None and folder.is_dir():
+        target = folder
+        if self._dead is None:
             self._start()
-            self.user.hand_over(folder)  # the child (as another user) writes the model there
-        reply = self.request("export", key=key, exporter=exporter, folder=str(folder))
+            if self.user.uid is not None:  # another user's folder, in the gate's; copied from once written
+                target = self.folder / f"export-{self._count + 1}"
+                target.mkdir()
+                self.user.hand_over(target)
+        reply = self.request("export", key=key, exporter=exporter, folder=str(target))
+        if target != folder:
+            _copy_regular_files(target, folder)
         path = folder / "model.onnx"
         written = reply.error is None and path.is_file() and not path.is_symlink()
         reply.data["onnx"] = path if written else None
@@ -216,9 +224,9 @@ class UserCode:
         tag = self._count + 1
         inputs = self.folder / f"samples-{tag}.npz"
         save_rows(inputs, samples, names)
-        out = self.folder / f"outputs-{tag}.npz"
+        out = self.folder / OUT / f"outputs-{tag}.npz"
         reply = self.request("reference", key=key, samples=inputs.name, names=names, count=len(samples),
-                             out=out.name)
+                             out=f"{OUT}/{out.name}")
         if reply.error is not None:
             return [], reply
         counts = reply.data.get("counts")
@@ -250,6 +258,16 @@ class UserCode:
                 raise WorkerFailed("the model code's process answered garbage (metric values)")
             reply.data["values"] = {str(k): float(v) for k, v in values.items()}
         return reply
+
+
+def _copy_regular_files(source: Path, folder: Path) -> None:
+    """The regular files another user's child wrote in ``source`` (an export: the model and its
+    external data), copied into ``folder``, each opened without following a link."""
+    for entry in os.scandir(source):
+        if entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(WorkerFailed), _open_regular(Path(entry.path)) as f, \
+                    (folder / entry.name).open("wb") as out:
+                shutil.copyfileobj(f, out)
 
 
 def _stop(proc: subprocess.Popen[bytes], folder: Path) -> None:
@@ -385,7 +403,7 @@ def serve() -> None:
             status["error"] = status["error"] or one_line(exc)
         status["seconds"] = time.perf_counter() - start
         status["sources"] = code_files(code_folders(contract))
-        path = folder / f"status-{request['id']}.json"
+        path = folder / OUT / f"status-{request['id']}.json"
         path.write_text(json.dumps(status), encoding="utf-8")
         os.write(reply, f"{request['id']}\n".encode())
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from npu_gate.errors import GateError
-from npu_gate.isolation import ChildUser
+from npu_gate.isolation import ChildUser, reclaim
 from npu_gate.probe.base import ChildRun, Compiler
 from npu_gate.probe.runner import DRIVERS, child_env, driver_user, kill_group, read_run, write_request
 
@@ -55,7 +55,8 @@ class BatchChild:
         argv = [os.path.abspath(self.python), "-u", str(DRIVERS / self.compiler.driver), "--batch", str(write_end)]
         # what the child prints between jobs (its imports' warnings) goes to the child's own log
         self._log = open(self.root / f"child-{self.starts}.log", "wb")  # noqa: SIM115 (closed in _stop)
-        self.user = driver_user(self.python, self.root, self.root / "tmp")
+        # the root stays the gate's (the jobs' folders are made there); each job's is handed over in run
+        self.user = driver_user(self.python, self.root / "tmp")
         try:
             proc = subprocess.Popen(argv, cwd=self.root, env=child_env(self.root, self.user), stdin=subprocess.PIPE,
                                     stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(write_end,),
@@ -85,14 +86,16 @@ class BatchChild:
             pass
         answer = self._wait(self._control, start + self.timeout)
         seconds = time.perf_counter() - start
-        if answer == "done":
-            return read_run(work, 0, seconds)
         if answer == "timeout":
             kill_group(proc)
             self._stop()
+            reclaim(self.user, work)  # the gate's again before it reads the driver's files
             return read_run(work, None, seconds, self.timeout)
-        returncode = proc.wait()
-        self._stop()
+        returncode = 0
+        if answer == "eof":
+            returncode = proc.wait()
+            self._stop()
+        reclaim(self.user, work)
         return read_run(work, returncode, seconds)
 
     @staticmethod

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.errors import GateError
-from npu_gate.isolation import ChildUser, child_environment, child_user, hide_environment
+from npu_gate.isolation import ChildUser, child_environment, child_user, hide_environment, open_way, reclaim
 from npu_gate.placement.adapters import partitions_with_adapters
 from npu_gate.probe.base import ChildRun, Compiler, CompilerOutput, QuantRequest, clean_log
 from npu_gate.probe.mapping import (
@@ -63,6 +63,8 @@ def driver_user(python: Path, *folders: Path, model: Path | None = None) -> Chil
     ``model`` must be readable by other users; ``folders``, which the driver writes in, are handed
     to that user."""
     readable = [os.path.abspath(python), str(DRIVERS), *([str(model)] if model is not None else [])]
+    if model is not None and hasattr(os, "geteuid") and os.geteuid() == 0:
+        open_way(model.parent)  # the model is in the gate's temporary folders: passable, not listable
     user = child_user(readable, [str(f) for f in folders])
     hide_environment()
     return user
@@ -113,6 +115,7 @@ def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: P
         except BaseException:  # Ctrl-C: the child is in its own session and would not get it
             kill_group(proc)
             raise
+    reclaim(user, work)  # another user's folder: the gate's again before it reads the driver's files
     return read_run(work, returncode, time.perf_counter() - start, timeout if timed_out else None)
 
 

@@ -147,6 +147,49 @@ def test_a_handed_over_folder_is_the_childs_and_reachable(open_folder: Path) -> 
     assert stat.S_IMODE(os.stat(work).st_mode) == 0o701  # passable, not listable
 
 
+def test_a_driver_cannot_make_the_gate_read_through_a_link(open_folder: Path) -> None:
+    """As another user the driver may replace its log with a link to a file only root can read: the
+    gate takes its folder back (links removed) before reading it, so the log never holds that file."""
+    python = _python_for_others()
+    if os.geteuid() != 0 or python is None:
+        pytest.skip("only a gate running as root hands folders to another user")
+    secret = open_folder / "secret.txt"
+    secret.write_text("ROOT-ONLY\n", encoding="utf-8")
+    secret.chmod(0o600)
+    hostile = open_folder / "python"
+    hostile.write_text(f"#!{python}\nimport os\nos.unlink('compiler.log')\n"
+                       f"os.symlink({str(secret)!r}, 'compiler.log')\nos.symlink({str(secret)!r}, 'response.json')\n",
+                       encoding="utf-8")
+    hostile.chmod(0o755)
+    run = run_child(FakeCompiler(), hostile, {"model": str(open_folder / "m.onnx")}, open_folder / "work", 30)
+    assert run.returncode == 0
+    assert (run.log, run.response) == ([], {})
+    assert sorted(p.name for p in (open_folder / "work").iterdir()) == ["request.json", "tmp"]
+    assert os.stat(open_folder / "work").st_uid == 0
+
+
+def test_reclaim_keeps_only_the_childs_regular_files(open_folder: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root hands folders to another user")
+    work = open_folder / "work"
+    (work / "sub").mkdir(parents=True)
+    user = child_user([], [str(work)])
+    (work / "kept.txt").write_text("k", encoding="utf-8")
+    (work / "sub" / "deep.txt").write_text("d", encoding="utf-8")
+    os.symlink("/etc/hostname", work / "link")
+    os.symlink("/etc", work / "sub" / "dirlink")
+    (open_folder / "secret").write_text("s", encoding="utf-8")
+    os.link(open_folder / "secret", work / "sub" / "hard.txt")  # a file of the gate's, by another name
+    os.mkfifo(work / "fifo")
+    for path in (work / "sub", work / "kept.txt", work / "sub" / "deep.txt"):
+        os.lchown(path, NOBODY, NOBODY)
+    isolation.reclaim(user, work)
+    left = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
+    assert left == ["kept.txt", "sub", "sub/deep.txt"]
+    assert (open_folder / "secret").read_text(encoding="utf-8") == "s"
+    assert {os.lstat(work / p).st_uid for p in ["", *left]} == {0}
+
+
 FACTORY = f'''
 import torch
 {WALK}
