@@ -210,7 +210,7 @@ class UserCode:
                 self.user.hand_over(target)
         reply = self.request("export", key=key, exporter=exporter, folder=str(target))
         if target != folder:
-            _copy_regular_files(target, folder)
+            copy_regular_files(target, folder)
         path = folder / "model.onnx"
         written = reply.error is None and path.is_file() and not path.is_symlink()
         reply.data["onnx"] = path if written else None
@@ -260,7 +260,7 @@ class UserCode:
         return reply
 
 
-def _copy_regular_files(source: Path, folder: Path) -> None:
+def copy_regular_files(source: Path, folder: Path) -> None:
     """The regular files another user's child wrote in ``source`` (an export: the model and its
     external data), copied into ``folder``, each opened without following a link."""
     for entry in os.scandir(source):

@@ -249,3 +249,20 @@ def test_the_hostile_factory_finds_no_token_above_the_actions_gate(open_folder: 
     assert isinstance(walked, list)
     if leaked["uid"] != NOBODY:
         assert [a[1] for a in walked if isinstance(a[1], list)][:1] == [["GH_TOKEN", "GITHUB_TOKEN"]]
+
+
+def test_an_export_of_another_users_child_is_copied_without_its_links(tmp_path: Path) -> None:
+    """What the gate takes from an export folder it handed over: regular files, never through a link."""
+    from npu_gate.model.worker import copy_regular_files
+
+    source, folder = tmp_path / "export-1", tmp_path / "work"
+    source.mkdir()
+    folder.mkdir()
+    (source / "model.onnx").write_bytes(b"onnx")
+    (source / "model.onnx.data").write_bytes(b"weights")
+    (tmp_path / "private").write_text("gate's own", encoding="utf-8")
+    os.symlink(tmp_path / "private", source / "stolen.onnx")
+    os.mkfifo(source / "fifo")
+    (source / "sub").mkdir()
+    copy_regular_files(source, folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == {"model.onnx": b"onnx", "model.onnx.data": b"weights"}
