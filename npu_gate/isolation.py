@@ -12,10 +12,11 @@ the gate) is out of reach of both: only a child that runs as another user cannot
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ SECRET_WORDS = re.compile(r"(?:^|[_-])(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE
 NOBODY = 65534  # the unprivileged user a child runs as when the gate runs as root
 CHILD_USER_VARIABLE = "NPU_GATE_CHILD_USER"  # "off": children run as the gate's own user, even as root
 _PR_SET_DUMPABLE = 4
-_NOTES: list[str] = []  # what child_user said so far in this process, for the Action's job log and report
+_RECORDERS: list[list[str]] = []  # the open ``recorded_notes`` blocks, innermost last
 
 
 def hidden(name: str) -> bool:
@@ -133,14 +134,22 @@ def child_user(readable: list[str], writable: list[str] | None = None,
     every folder in ``writable`` (where it writes) can be handed to it; ``NPU_GATE_CHILD_USER=off``
     turns it off. Otherwise the child runs as the gate's user, and the note says so in one line."""
     user = _child_user(readable, writable or [], os.environ if env is None else env)
-    if user.note is not None and user.note not in _NOTES:
-        _NOTES.append(user.note)
+    for notes in _RECORDERS:
+        if user.note is not None and user.note not in notes:
+            notes.append(user.note)
     return user
 
 
-def notes() -> list[str]:
-    """The notes of the children started so far: untrusted code that ran as the gate's own user, and why."""
-    return list(_NOTES)
+@contextlib.contextmanager
+def recorded_notes() -> Iterator[list[str]]:
+    """The notes of the children started in the block (each once): untrusted code that ran as the
+    gate's own user, and why; for the Action's job log and report."""
+    notes: list[str] = []
+    _RECORDERS.append(notes)
+    try:
+        yield notes
+    finally:
+        _RECORDERS.remove(notes)
 
 
 def _child_user(readable: list[str], writable: list[str], source: Mapping[str, str]) -> ChildUser:
