@@ -41,6 +41,7 @@ from npu_gate.github.comment import (
     without_timings,
 )
 from npu_gate.github.untrusted import neutralise
+from npu_gate.process import isolation
 
 if TYPE_CHECKING:  # annotations only: render is imported lazily, where it is used
     from npu_gate.compare.report import ModelReport
@@ -353,13 +354,15 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     # Paths in the inputs are relative to the workspace, except contracts: those are found,
     # and their model code runs, in working-directory.
     models: list[ModelReport]
+    notes: list[str] = []
     if _env(env, "MERGE"):
         models = merge_models(_env(env, "MERGE"), workspace)
     else:
         if workdir:
             os.chdir(workdir)
         paths, problems = find_contracts(_env(env, "CONTRACTS", "npu-gate.json"))
-        models = gate_models(paths, _env(env, "PROFILE"), start)
+        with isolation.recorded_notes() as notes:
+            models = gate_models(paths, _env(env, "PROFILE"), start)
         models += [ModelReport(name, problems=found, input_problem=True)
                    for name, found in problems.items()]
     missing: list[str] = []  # baseline models this run did not gate
@@ -373,6 +376,9 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     failed = should_fail(models, fail_on)
     verdict = combined_verdict(models)
     report = render_report(models, failed=failed, fail_on=fail_on, missing=missing)
+    for note in notes:  # the model's code or a compiler ran as this step's user: say so
+        workflow.command("notice", f"npu-gate: {note}", stream)
+        report += f"\nNote: {note}.\n"
     comment_id = _env(env, "COMMENT_ID")
     results_dir = artifacts / "results"
     _clear_results(results_dir)  # after reading: a merge input may sit there

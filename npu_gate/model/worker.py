@@ -12,7 +12,9 @@ The verdict is decided by the parent, from that data only.
 The child runs ``python -I`` with the parent's ``sys.path`` and working directory (so the
 contract's relative paths and its imports resolve as they did in the gate's own process: the
 contract folder first while a factory imports), in its own session (its processes are stopped
-with it), and without the CI's token and workflow-file variables.
+with it), and with ``isolation.child_environment``: without the CI's token, the workflow-file
+variables and secret-looking ones. When the gate runs as root it runs as an unprivileged user
+(``isolation.child_user``), so it cannot read the environment of the processes above it.
 """
 
 from __future__ import annotations
@@ -40,13 +42,11 @@ import numpy as np
 from npu_gate.contract.spec import Contract
 from npu_gate.errors import GateError, ModelError
 from npu_gate.process import interrupt
+from npu_gate.process.isolation import ChildUser, child_environment, child_user, hide_environment
 
 LIMIT_SECONDS = 900.0  # one request (a build, an export, the reference, a metric call): generous
 STATUS_BYTES = 64 * 1024 * 1024  # a status file larger than this is garbage
-# Variables the child never sees: the job token, and the files that change later steps.
-HIDDEN = ("GITHUB_TOKEN", "GH_TOKEN", "NPU_GATE_GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "GITHUB_ENV",
-          "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_STATE")
-HIDDEN_PREFIXES = ("ACTIONS_",)
+OUT = "out"  # the subfolder of the child's folder it writes in (statuses, outputs); the rest is the gate's
 # sys.path as the parent has it (its PYTHONPATH too), this npu_gate first; -I ignores PYTHON* variables.
 BOOT = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from npu_gate.model.worker import serve; serve()"
 
@@ -73,12 +73,6 @@ class Reply:
             raise ModelError(self.error, details=self.details)
 
 
-def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without the token and workflow-file variables."""
-    source = dict(os.environ if env is None else env)
-    return {k: v for k, v in source.items() if k not in HIDDEN and not k.startswith(HIDDEN_PREFIXES)}
-
-
 MAX_CODE_FILES = 2000
 
 
@@ -93,6 +87,7 @@ class UserCode:
         self._count = 0
         self._dead: str | None = None  # once it failed, every later request fails the same way
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self.user = ChildUser(None, None, None)  # who the child runs as (isolation.child_user), once started
         self.sources: set[str] = set()  # as the child reports them: see code_files_read
 
     def code_files_read(self) -> list[str] | None:
@@ -123,10 +118,16 @@ class UserCode:
             pickle.dump(replace(self.contract, file_samples=None), f)
         paths = [str(Path(p).resolve()) if p else os.getcwd() for p in sys.path]
         root = str(Path(__file__).resolve().parents[2])  # this npu_gate, first
+        (folder / OUT).mkdir()  # what the child writes; the folder itself stays the gate's
+        self.user = child_user([sys.executable, os.getcwd(), root, *paths], [str(folder / OUT)])
+        env = child_environment()
+        if self.user.uid is not None:  # another user: a home it can write in (caches)
+            env["HOME"] = str(folder / OUT)
+        hide_environment()
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOT, json.dumps([root, *paths]), str(folder)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=child_environment(), start_new_session=True)  # the gate's own working directory, as before
+            env=env, start_new_session=True, **self.user.popen_args())  # the gate's working directory, as before
         self._finalizer = weakref.finalize(self, _stop, self._proc, folder)
         return self._proc
 
@@ -181,7 +182,7 @@ class UserCode:
             raise WorkerFailed(self._ended(proc))
         if line.strip() != str(number).encode():
             raise WorkerFailed("the model code's process answered garbage")
-        reply = read_status(self._folder / f"status-{number}.json")
+        reply = read_status(self._folder / OUT / f"status-{number}.json")
         self.sources.update(reply.sources)
         return reply
 
@@ -211,7 +212,16 @@ class UserCode:
     def export(self, key: str, exporter: str, folder: Path) -> Reply:
         """Export the module of ``key`` with ``exporter`` to ``folder/model.onnx``; ``data["onnx"]``
         the path when it was written."""
-        reply = self.request("export", key=key, exporter=exporter, folder=str(folder))
+        target = folder
+        if self._dead is None:
+            self._start()
+            if self.user.uid is not None:  # another user's folder, in the gate's; copied from once written
+                target = self.folder / f"export-{self._count + 1}"
+                target.mkdir()
+                self.user.hand_over(target)
+        reply = self.request("export", key=key, exporter=exporter, folder=str(target))
+        if target != folder:
+            copy_regular_files(target, folder)
         path = folder / "model.onnx"
         written = reply.error is None and path.is_file() and not path.is_symlink()
         reply.data["onnx"] = path if written else None
@@ -225,9 +235,9 @@ class UserCode:
         tag = self._count + 1
         inputs = self.folder / f"samples-{tag}.npz"
         save_rows(inputs, samples, names)
-        out = self.folder / f"outputs-{tag}.npz"
+        out = self.folder / OUT / f"outputs-{tag}.npz"
         reply = self.request("reference", key=key, samples=inputs.name, names=names, count=len(samples),
-                             out=out.name)
+                             out=f"{OUT}/{out.name}")
         if reply.error is not None:
             return [], reply
         counts = reply.data.get("counts")
@@ -259,6 +269,16 @@ class UserCode:
                 raise WorkerFailed("the model code's process answered garbage (metric values)")
             reply.data["values"] = {str(k): float(v) for k, v in values.items()}
         return reply
+
+
+def copy_regular_files(source: Path, folder: Path) -> None:
+    """The regular files another user's child wrote in ``source`` (an export: the model and its
+    external data), copied into ``folder``, each opened without following a link."""
+    for entry in os.scandir(source):
+        if entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(WorkerFailed), _open_regular(Path(entry.path)) as f, \
+                    (folder / entry.name).open("wb") as out:
+                shutil.copyfileobj(f, out)
 
 
 def _stop(proc: subprocess.Popen[bytes], folder: Path) -> None:
@@ -405,7 +425,7 @@ def serve() -> None:
             status["error"] = status["error"] or one_line(exc)
         status["seconds"] = time.perf_counter() - start
         status["sources"] = code_files(code_folders(contract))
-        path = folder / f"status-{request['id']}.json"
+        path = folder / OUT / f"status-{request['id']}.json"
         path.write_text(json.dumps(status), encoding="utf-8")
         os.write(reply, f"{request['id']}\n".encode())
 

@@ -22,7 +22,8 @@ from typing import IO, Any
 
 from npu_gate.errors import GateError
 from npu_gate.probe.base import ChildRun, Compiler
-from npu_gate.probe.runner import DRIVERS, child_env, kill_group, read_run, write_request
+from npu_gate.probe.runner import DRIVERS, child_env, driver_user, kill_group, read_run, write_request
+from npu_gate.process.isolation import ChildUser, reclaim
 
 
 class BatchChild:
@@ -38,6 +39,7 @@ class BatchChild:
         self._proc: subprocess.Popen[bytes] | None = None
         self._control: int | None = None
         self._log: IO[bytes] | None = None
+        self.user = ChildUser(None, None, None)  # who the child runs as, once started
 
     def __enter__(self) -> BatchChild:
         return self
@@ -53,10 +55,12 @@ class BatchChild:
         argv = [os.path.abspath(self.python), "-u", str(DRIVERS / self.compiler.driver), "--batch", str(write_end)]
         # what the child prints between jobs (its imports' warnings) goes to the child's own log
         self._log = open(self.root / f"child-{self.starts}.log", "wb")  # noqa: SIM115 (closed in _stop)
+        # the root stays the gate's (the jobs' folders are made there); each job's is handed over in run
+        self.user = driver_user(self.python, self.root / "tmp")
         try:
-            proc = subprocess.Popen(argv, cwd=self.root, env=child_env(self.root), stdin=subprocess.PIPE,
+            proc = subprocess.Popen(argv, cwd=self.root, env=child_env(self.root, self.user), stdin=subprocess.PIPE,
                                     stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(write_end,),
-                                    start_new_session=True)
+                                    start_new_session=True, **self.user.popen_args())
         except OSError as exc:
             os.close(read_end)
             raise GateError(f"{self.python}: cannot run the {self.compiler.product} Python: {exc.strerror}") from None
@@ -69,6 +73,7 @@ class BatchChild:
         """Build one request in ``work``; never raises for what the child does."""
         request_path, response_path, _ = write_request(work, request)
         proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+        self.user.hand_over(work, work / "tmp")  # the driver writes its response and dumps there
         self.jobs += 1
         job = {"id": self.jobs, "work": str(work.resolve()), "request": str(request_path.resolve()),
                "response": str(response_path.resolve())}
@@ -81,14 +86,16 @@ class BatchChild:
             pass
         answer = self._wait(self._control, start + self.timeout)
         seconds = time.perf_counter() - start
-        if answer == "done":
-            return read_run(work, 0, seconds)
         if answer == "timeout":
             kill_group(proc)
             self._stop()
+            reclaim(self.user, work)  # the gate's again before it reads the driver's files
             return read_run(work, None, seconds, self.timeout)
-        returncode = proc.wait()
-        self._stop()
+        returncode = 0
+        if answer == "eof":
+            returncode = proc.wait()
+            self._stop()
+        reclaim(self.user, work)
         return read_run(work, returncode, seconds)
 
     @staticmethod

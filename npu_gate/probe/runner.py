@@ -4,7 +4,10 @@ The compiler runs in its own venv's Python (its pins conflict with ours), in a c
 process with a timeout, so a SIGSEGV or a hang is a verdict about the model and not a
 crash of npu_gate. The child's file descriptors 1 and 2 go to a log file, which catches
 what the compiler's C code prints too. TMPDIR and the working folder point into the
-probe's own work folder, so the compiler's temporary files stay there.
+probe's own work folder, so the compiler's temporary files stay there. The child is as isolated
+as the model worker (a venv's Python is code the gate does not trust): the same environment
+(``isolation.child_environment``: no token, no secret-looking variables), its own session, and
+when the gate runs as root another, unprivileged user (``isolation.child_user``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from npu_gate.probe.mapping import (
     map_nodes,
     note_compiler,
 )
+from npu_gate.process.isolation import ChildUser, child_environment, child_user, hide_environment, open_way, reclaim
 from npu_gate.result.probe import CRASHED, FAILED, OK, SPLIT, Attempt, ProbeNode, ProbeResult
 from npu_gate.result.types import CPU, NPU, GateResult, InputEntry
 
@@ -44,11 +48,26 @@ PREPARATION = "preparation.json"  # how the model was prepared for the compiler,
 _SCRUB = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")
 
 
-def child_env(work: Path) -> dict[str, str]:
-    """The driver's environment: ours without what would point its Python at our packages."""
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+def child_env(work: Path, user: ChildUser | None = None) -> dict[str, str]:
+    """The driver's environment: the model worker's (no token, no secrets) without what would point
+    its Python at our packages; another ``user`` gets a home it can write in (the work folder's tmp)."""
+    env = {k: v for k, v in child_environment().items() if k not in _SCRUB}
     env.update(TMPDIR=str(work / "tmp"), PYTHONUNBUFFERED="1", PYTHONNOUSERSITE="1")
+    if user is not None and user.uid is not None:
+        env["HOME"] = str(work / "tmp")
     return env
+
+
+def driver_user(python: Path, *folders: Path, model: Path | None = None) -> ChildUser:
+    """Who the driver runs as (``isolation.child_user``): its venv's Python, the drivers and the
+    ``model`` must be readable by other users; ``folders``, which the driver writes in, are handed
+    to that user."""
+    readable = [os.path.abspath(python), str(DRIVERS), *([str(model)] if model is not None else [])]
+    if model is not None and hasattr(os, "geteuid") and os.geteuid() == 0:
+        open_way(model.parent)  # the model is in the gate's temporary folders: passable, not listable
+    user = child_user(readable, [str(f) for f in folders])
+    hide_environment()
+    return user
 
 
 def write_request(work: Path, request: dict[str, Any]) -> tuple[Path, Path, Path]:
@@ -75,14 +94,16 @@ def read_run(work: Path, returncode: int | None, seconds: float, timeout: float 
 def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: Path, timeout: float) -> ChildRun:
     """Run the compiler's driver once in ``work``; never raises for what the child does."""
     request_path, response_path, log_path = write_request(work, request)
-    env = child_env(work)
+    model = request.get("model")
+    user = driver_user(python, work, work / "tmp", model=Path(model) if isinstance(model, str) else None)
+    env = child_env(work, user)
     argv = [os.path.abspath(python), "-u", str(DRIVERS / compiler.driver), str(request_path), str(response_path)]
     start = time.perf_counter()
     timed_out = False
     with open(log_path, "wb") as log:
         try:
             proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True, **user.popen_args())
         except OSError as exc:
             raise GateError(f"{python}: cannot run the {compiler.product} Python: {exc.strerror}") from None
         try:
@@ -94,6 +115,7 @@ def run_child(compiler: Compiler, python: Path, request: dict[str, Any], work: P
         except BaseException:  # Ctrl-C: the child is in its own session and would not get it
             kill_group(proc)
             raise
+    reclaim(user, work)  # another user's folder: the gate's again before it reads the driver's files
     return read_run(work, returncode, time.perf_counter() - start, timeout if timed_out else None)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_gate.contract.spec import Contract, Quantization
+from npu_gate.errors import GateError
 from npu_gate.findings.compiler import probe_findings
 from npu_gate.result.probe import ProbeResult
 from npu_gate.result.types import CPU, GateResult
@@ -106,6 +107,7 @@ def probe_compiler(run: Run, onnx_path: Path) -> ProbeOutcome | None:
             if keep is not None and model != onnx_path:
                 shutil.copyfile(model, keep.folder / QDQ_MODEL)
         venv_key = f"{contract.path}: target.probe.venv: {given}"
+        trusted_venv(compiler, venv, venv_key)
         if failed(preparation):
             assert preparation is not None
             measured = unprepared(onnx_path, compiler, spec.target, compiler.python(venv), preparation, prediction,
@@ -121,6 +123,18 @@ def probe_compiler(run: Run, onnx_path: Path) -> ProbeOutcome | None:
     decides = spec.decide == "measured" and measured.built
     return ProbeOutcome(measured, CompilerPlacement({n.name: n for n in measured.nodes}, measured.evidence) if decides
                         else None, calibration)
+
+
+def trusted_venv(compiler: Compiler, venv: Path, venv_key: str) -> None:
+    """A venv the contract names (or the default one) decides only when ``probe setup`` made it
+    (``setup_env.venv_problem``): a folder of the pull request is refused, exit 2. A venv that is
+    not there is left to the probe's own error (it says how to create one)."""
+    from npu_gate.probe.setup_env import venv_problem
+
+    if compiler.python(venv).exists():
+        problem = venv_problem(compiler, venv)
+        if problem is not None:
+            raise GateError(f"{venv_key}: not a compiler venv made by `npu-gate probe setup`: {problem}")
 
 
 def factory_options(contract: Contract, folder: Path) -> tuple[dict[str, Any], str]:

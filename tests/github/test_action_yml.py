@@ -45,7 +45,9 @@ def test_steps_follow_the_script_injection_rules() -> None:
     for step in (install, gate):  # the steps that run the user's code see no token
         assert not any("token" in f"{k}={v}".lower() for k, v in step["env"].items())
     # ... nor the files that change later steps; the clean copy is made before it
-    assert gate["run"].startswith("env -u GITHUB_ENV -u GITHUB_PATH -u GITHUB_OUTPUT -u GITHUB_STEP_SUMMARY ")
+    assert gate["run"].startswith("exec env -u GITHUB_ENV -u GITHUB_PATH -u GITHUB_OUTPUT -u GITHUB_STEP_SUMMARY ")
+    # ... and the step's shell becomes the gate, started without the token (a job-wide env: GITHUB_TOKEN)
+    assert "-u GITHUB_TOKEN -u GH_TOKEN -u NPU_GATE_GITHUB_TOKEN " in gate["run"]
     assert [s.get("id") for s in STEPS].index("clean") < [s.get("id") for s in STEPS].index("gate")
     for step in STEPS:
         if "npu_gate.action" in step["run"] and step.get("id") != "gate":  # publish, comment

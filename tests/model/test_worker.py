@@ -14,7 +14,8 @@ import pytest
 
 from npu_gate.contract.spec import load_contract
 from npu_gate.model import worker
-from npu_gate.model.worker import WorkerFailed, child_environment, read_status
+from npu_gate.model.worker import WorkerFailed, read_status
+from npu_gate.process.isolation import child_environment
 
 pytestmark = pytest.mark.torch
 

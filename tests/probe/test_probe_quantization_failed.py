@@ -7,8 +7,6 @@ and the package's dist-info folder, which is all the probe reads before the comp
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npu_gate.resources import load_schema
 from tests.helpers.common import RunCli, SaveModel, WriteContract, schema_errors
+from tests.helpers.probe_venvs import setup_like_venv
 
 ERROR = "QNN QDQ preparation (int8) failed: AssertionError: scale issue"
 MESSAGE = (f"sqrt_negative.onnx: {ERROR}; the onnxruntime-qnn build was not run, so the int8 model's placement "
@@ -41,11 +40,7 @@ def sqrt_negative() -> onnx.ModelProto:
 @pytest.fixture
 def venv(tmp_path: Path) -> Path:
     """What the probe reads of a QNN venv before it runs the compiler: its Python and the version."""
-    folder = tmp_path / "venv-qnn"
-    (folder / "bin").mkdir(parents=True)
-    os.symlink(sys.executable, folder / "bin" / "python")
-    (folder / "lib" / "python3.11" / "site-packages" / "onnxruntime_qnn-2.7.0.dist-info").mkdir(parents=True)
-    return folder
+    return setup_like_venv(tmp_path / "venv-qnn", "qnn", "2.7.0")
 
 
 def _validate(doc: dict[str, Any]) -> None:
