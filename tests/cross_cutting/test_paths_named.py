@@ -46,6 +46,8 @@ ALLOWED = {
     "results/NN-name.json": "a pattern: the action's per-model result files",
     "contracts/resnet18_onnx/npu-gate.json": "a user's file, in an example layout",
     "before/result.json": "a user's file, in an example command",
+    "models/m/npu-gate.json": "a user's contract, in an example of the cache's note",
+    "jobs/relu/result.json": "a user's result file, in an example of a refused merge",
     "outlier/npu-gate.json": "in examples/quantize-mobilenet/, the folder the page names just above",
     "out/demo/report.md": "written by `make demo`",
     "doc/RKNNToolKit2_OP_Support-v2.1.0.md": "a page of the RKNN-Toolkit2 repository",
