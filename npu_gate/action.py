@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from npu_gate.files import write_atomic
 from npu_gate.github import workflow
 from npu_gate.github.api import DEFAULT_API_URL, GitHubClient, GitHubError
 from npu_gate.github.comment import (
@@ -53,6 +54,12 @@ STATE_FILE = "state.json"  # verdict, changed and PR number for the comment step
 SEVERITY_RANK = ("error", "warning")
 ANNOTATION_LEVELS = ("error", "warning", "notice")
 RESULT_NAME = re.compile(r"[0-9]{2,}-[A-Za-z0-9._-]{1,80}\.json")  # results/ files: f"{i:02d}-{_safe(name)}.json"
+
+
+def write_text(path: Path, text: str) -> None:
+    """One of the step's files written whole (``files.write_atomic``): the publish step and the
+    uploaded artifact never see a half-written result, report or state."""
+    write_atomic(path, text.encode("utf-8"))
 
 
 def _env(env: Mapping[str, str], name: str, default: str = "") -> str:
@@ -385,20 +392,17 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     results = [m.result for m in models if m.result is not None]
     result_json = artifacts / "result.json"
     if len(models) == 1 and results:
-        result_json.write_text(json_.render(results[0]), encoding="utf-8")
+        write_text(result_json, json_.render(results[0]))
     else:
         results_dir.mkdir(exist_ok=True)
         for i, r in enumerate(results):
-            (results_dir / f"{i:02d}-{_safe(r.name)}.json").write_text(json_.render(r),
-                                                                       encoding="utf-8")
+            write_text(results_dir / f"{i:02d}-{_safe(r.name)}.json", json_.render(r))
         doc = merged_document(models, [m.comparison for m in models])
-        result_json.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
-                               encoding="utf-8")
+        write_text(result_json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     report_md = artifacts / "report.md"
-    report_md.write_text(report, encoding="utf-8")
+    write_text(report_md, report)
     comment_md = artifacts / "comment.md"
-    comment_md.write_text(comment_body(without_timings(report), comment_id, where=_where(env)),
-                          encoding="utf-8")
+    write_text(comment_md, comment_body(without_timings(report), comment_id, where=_where(env)))
     changed = any(m.comparison is None or m.comparison.changed for m in models)
     pr = _pr_number(env)
     contracts = {m.name: _relative(Path(m.file), workspace) for m in models if m.file}
@@ -422,7 +426,7 @@ def gate(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     # report.md into the job summary: this step runs the model code and gets neither file.
     state = {"verdict": verdict, "failed": failed, "changed": changed, "pr_number": pr,
              "contracts": contracts, "outputs": outputs}
-    (artifacts / STATE_FILE).write_text(json.dumps(state) + "\n", encoding="utf-8")
+    write_text(artifacts / STATE_FILE, json.dumps(state) + "\n")
 
     workflow.append_summary(_summary(report), env)
     stream.write(text_lines(models, fail_on, missing))
