@@ -37,16 +37,17 @@ __all__ = ["Artifacts", "Settings", "check_contract", "inspect_model", "probe_mo
 
 def run_stages(stages: Iterable[Stage], run: Run) -> None:
     """Each stage in order (see ``stages.run.Stage``): one that does not apply is skipped, with
-    the row its ``unapplied`` reason gives; once the run's deadline has passed, a ``limited``
-    stage is skipped with its ``rows`` saying so (unless written already) and the run's
-    ``gate-timeout`` finding is made; else it runs, and an ``interruptible`` one still running
-    past the deadline is stopped (``timeout.stopping``) and recorded the same way."""
+    the row its ``unapplied`` reason gives (unless its row is written already); once the run's
+    deadline has passed, a ``limited`` stage is skipped with its ``rows`` saying so (unless
+    written already) and the run's ``gate-timeout`` finding is made; else it runs, and an
+    ``interruptible`` one still running past the deadline is stopped (``timeout.stopping``) and
+    recorded the same way."""
     result, deadline = run.result, run.deadline
     for stage in stages:
         if not stage.applies(run):
             reason = stage.unapplied(run)
-            if reason is not None:
-                result.stages[stage.name] = skipped(reason)
+            if reason is not None:  # a row written already (the deadline stopped the stage it needed) stays
+                result.stages.setdefault(stage.name, skipped(reason))
             continue
         if deadline is None:
             stage.run(run)

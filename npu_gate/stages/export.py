@@ -20,6 +20,10 @@ class Export(Stage):
     name = "export"
     limited = False  # the first stage: the deadline starts with it
 
+    def rows(self, run: Run) -> tuple[str, ...]:
+        # stopped here, the numerics of the export do not run either: their row says why, not "export failed"
+        return ("export", "numerics")
+
     @property
     def interruptible(self) -> bool:
         return True  # a factory or an exporter that outlasts the deadline is stopped, its child process with it
