@@ -25,6 +25,9 @@ MAX_PROBLEM = 500  # characters of one schema problem line
 # Arrays and objects nested deeper than this are refused (a contract or profile needs a handful
 # of levels; a deeper one would only exhaust the parser's or the schema validator's recursion).
 MAX_DEPTH = 64
+# YAML aliases let a few lines stand for an exponential document (nine lists of nine aliases each:
+# 9**9 values); past this many values once the aliases are expanded, a YAML file is refused unwalked.
+MAX_YAML_VALUES = 1_000_000
 # Documents a person writes: an integer field takes an int, never a float such as 2.0 (which
 # JSON Schema counts as an integer, but which no shape or count can be).
 STRICT_INTEGERS = ("contract", "profile")
@@ -63,6 +66,8 @@ def read_document(path: Path, label: str) -> Any:
             raise ValueError(f"{label}: invalid YAML: {str(exc).splitlines()[0]}") from None
         except (RecursionError, ValueError) as exc:  # too deep; an integer of too many digits
             raise ValueError(f"{label}: invalid YAML: {_parse_problem(exc)}") from None
+        if problem := _alias_problem(document):
+            raise ValueError(f"{label}: invalid YAML: {problem}")
     else:
         return loads_json(text, label)
     if problem := _value_problem(document):
@@ -111,6 +116,38 @@ def _value_problem(document: Any) -> str | None:
             stack.extend((item, (*path, key)) for key, item in reversed(items))
         elif problem := _scalar_problem(value):
             return f"{json_path(path)}: {problem}"
+    return None
+
+
+def _alias_problem(document: Any) -> str | None:
+    """What YAML aliases make of ``document`` that no contract or profile may be: a list or
+    mapping that contains itself, or more than ``MAX_YAML_VALUES`` values once expanded. Each
+    distinct list or mapping is counted once (its expanded size kept by identity), so a bomb is
+    measured in the time its text takes to read, never expanded."""
+    sizes: dict[int, int] = {}  # id -> expanded number of values, once done
+    open_ids: set[int] = set()  # the lists and mappings being counted: one met again is a cycle
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        value, children_done = stack.pop()
+        if not isinstance(value, (dict, list)) or id(value) in sizes:
+            continue
+        items = list(value.values()) if isinstance(value, dict) else value
+        containers = [item for item in items if isinstance(item, (dict, list))]
+        if children_done:
+            open_ids.discard(id(value))
+            size = 1 + len(items) - len(containers) + sum(sizes[id(c)] for c in containers)
+            if size > MAX_YAML_VALUES:
+                return f"its aliases expand to more than {MAX_YAML_VALUES:,} values"
+            sizes[id(value)] = size
+            continue
+        if id(value) in open_ids:
+            return "an alias refers to a list or mapping that contains it"
+        open_ids.add(id(value))
+        stack.append((value, True))
+        for item in containers:
+            if id(item) in open_ids:
+                return "an alias refers to a list or mapping that contains it"
+            stack.append((item, False))
     return None
 
 

@@ -356,6 +356,27 @@ def test_yaml_nan_infinity_and_deep_nesting(contract_dir: Path, run_cli: RunCli)
     _exits_2_with(run_cli, path, "invalid YAML: nested too deep to read (at most 64 levels)")
 
 
+@pytest.mark.slow
+def test_yaml_aliases_that_expand_past_the_limit_or_contain_themselves(contract_dir: Path, run_cli: RunCli) -> None:
+    """A few lines of aliases stand for 9**9 values: refused from the counts alone, at once (the walk
+    of the expanded document hung past 30 s); an alias inside itself too; an anchor used twice is fine."""
+    pytest.importorskip("yaml")
+    path = contract_dir / "npu-gate.yaml"
+    base = ("model: {onnx: model.onnx}\ninputs: [{name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
+            "target: {profile: demo}\n")
+    levels = ["a0: &a0 [" + ", ".join(["x"] * 9) + "]"]
+    levels += [f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 9) + "]" for k in range(1, 9)]
+    path.write_text("x-bomb:\n" + "".join(f"  {line}\n" for line in levels) + base, encoding="utf-8")
+    _exits_2_with(run_cli, path, "invalid YAML: its aliases expand to more than 1,000,000 values")
+    path.write_text("x-loop: &loop [1, *loop]\n" + base, encoding="utf-8")
+    _exits_2_with(run_cli, path, "invalid YAML: an alias refers to a list or mapping that contains it")
+    shared = ("model: {onnx: model.onnx}\ninputs: [&x {name: x, shape: [1, 3, 8, 8], dtype: float32}]\n"
+              "target: {profile: demo}\nnumerics: {atol: &tol 0.001, rtol: *tol}\n")
+    path.write_text(shared, encoding="utf-8")
+    run = run_cli("validate", path)
+    assert (run.code, run.err) == (0, "")
+
+
 def test_a_profile_with_nan_or_infinity_is_refused(contract_dir: Path, write_contract: WriteContract,
                                                    run_cli: RunCli) -> None:
     profile = contract_dir / "p.npu-profile.json"
