@@ -13,7 +13,8 @@ import resource
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import FrameType
@@ -159,24 +160,27 @@ _cost: dict[str, tuple[float, float]] = {}  # nodeid -> (cpu, wall) of setup + c
 _torch_escaped: set[str] = set()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+@contextmanager
+def _accounted(item: pytest.Item) -> Iterator[None]:
+    """One phase of ``item`` (setup or call): its CPU and wall time, and whether torch came in."""
     cpu, wall, torch_before = _cpu_seconds(), time.perf_counter(), "torch" in sys.modules
     _torch_watch.askers.clear()
     try:
-        return (yield)
+        yield
     finally:
         _account(item, cpu, wall, torch_before)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _accounted(item):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    cpu, wall, torch_before = _cpu_seconds(), time.perf_counter(), "torch" in sys.modules
-    _torch_watch.askers.clear()
-    try:
+    with _accounted(item):
         return (yield)
-    finally:
-        _account(item, cpu, wall, torch_before)
 
 
 def _account(item: pytest.Item, cpu: float, wall: float, torch_before: bool) -> None:

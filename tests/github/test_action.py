@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,11 +79,6 @@ def outputs(path: str) -> dict[str, str]:
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runner:
     return Runner(tmp_path, monkeypatch)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def test_failing_model_writes_every_output_and_annotates_the_contract(runner: Runner) -> None:

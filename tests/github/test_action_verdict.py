@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,6 @@ FAILED_CLOSED = {"verdict": "error", "failed": "true", "fail-on": "errors"}
 def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runner:
     return Runner(tmp_path, monkeypatch)
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _edit(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:

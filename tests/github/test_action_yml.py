@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,11 +55,6 @@ def test_steps_follow_the_script_injection_rules() -> None:
     assert STEPS[-1]["if"] == "steps.publish.outputs.failed == 'true'"
     assert "exit 1" in STEPS[-1]["run"]
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def _run(tmp_path: Path, fake: FakeGitHub, token: str = WRITE_TOKEN, **with_: str) -> ActionRun:

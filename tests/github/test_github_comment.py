@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,6 @@ from tests.helpers.fake_github import BOT, READ_TOKEN, WRITE_TOKEN, FakeGitHub
 
 PR = 7
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
 
 
 def client(fake: FakeGitHub, token: str = WRITE_TOKEN) -> GitHubClient:
