@@ -57,6 +57,12 @@ def open_folder() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def _npu_gate_readable_by_others() -> bool:
+    """Whether another user can read this checkout (a clone under ``mktemp -d`` is its owner's only:
+    a child cannot run as another user from it, and the gate says so instead)."""
+    return isolation.readable_by_others(str(REPO / "npu_gate" / "process" / "isolation.py"))
+
+
 def _python_for_others() -> str | None:
     """An interpreter another user can run (the gate's may live in root's home)."""
     for python in (sys.executable, "/usr/bin/python3"):
@@ -78,8 +84,8 @@ def test_compiler_drivers_get_the_model_workers_environment(monkeypatch: pytest.
 def test_a_hostile_compiler_python_reads_no_token(monkeypatch: pytest.MonkeyPatch, open_folder: Path) -> None:
     """A venv's ``bin/python`` that looks for the token in its environment and its ancestors'."""
     python = _python_for_others()
-    if python is None:
-        pytest.skip("no Python another user can run")
+    if python is None or not _npu_gate_readable_by_others():
+        pytest.skip("no Python and npu_gate another user can read")
     hostile = open_folder / "python"
     hostile.write_text(f"#!{python}\n{WALK}\njson.dump({{'status': 'failed', **walk()}}, open(sys.argv[-1], 'w'))\n",
                        encoding="utf-8")
@@ -100,7 +106,7 @@ def test_a_non_dumpable_gate_hides_its_environment_from_a_child_of_its_user() ->
     """The mechanism on its own, as an unprivileged user: a process with a token starts a child that
     reads its parent's environ; after ``hide_environment`` it cannot."""
     python = _python_for_others()
-    if python is None or not isolation.readable_by_others(str(REPO / "npu_gate" / "process" / "isolation.py")):
+    if python is None or not _npu_gate_readable_by_others():
         pytest.skip("no Python and npu_gate another user can read")
     prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if os.geteuid() == 0 else []
     if prefix and shutil.which("setpriv") is None:
@@ -151,8 +157,8 @@ def test_a_driver_cannot_make_the_gate_read_through_a_link(open_folder: Path) ->
     """As another user the driver may replace its log with a link to a file only root can read: the
     gate takes its folder back (links removed) before reading it, so the log never holds that file."""
     python = _python_for_others()
-    if os.geteuid() != 0 or python is None:
-        pytest.skip("only a gate running as root hands folders to another user")
+    if os.geteuid() != 0 or python is None or not _npu_gate_readable_by_others():
+        pytest.skip("only a gate running as root, from a checkout others can read, hands folders to another user")
     secret = open_folder / "secret.txt"
     secret.write_text("ROOT-ONLY\n", encoding="utf-8")
     secret.chmod(0o600)
